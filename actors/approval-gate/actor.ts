@@ -1,0 +1,49 @@
+import type { Knex } from 'knex';
+import type { ActorBehavior } from '../runtime/machine.js';
+import { ajv, compileSchema } from '../../schemas/ajv.js';
+import { gateMessageSchema } from '../../schemas/workflows/messages.js';
+import { writeGate } from '../../storage/workflows/runs.js';
+import type { AskFn } from '../workflow-run/ports.js';
+import { decideGate, initialGateState, type GateEffect, type GateMsg, type GateState, type GateView } from './machine.js';
+
+/**
+ * The approval-gate actor: projects `approval_gates` with each change and, once decided, tells the run that
+ * opened it. If that message is lost (a crash after the save), the run learns the decision when it re-opens
+ * the gate on resume.
+ */
+export const APPROVAL_GATE_KIND = 'approval-gate';
+export const approvalGateAddress = (id: string): string => `${APPROVAL_GATE_KIND}/${id}`;
+
+const validateMessage = compileSchema(ajv, gateMessageSchema as unknown as Record<string, unknown>);
+
+export function createApprovalGateBehavior(ports: { ask: AskFn }): ActorBehavior<GateState, GateMsg, GateView, GateEffect> {
+  return {
+    kind: APPROVAL_GATE_KIND,
+    initial: initialGateState,
+    decide: decideGate,
+    validate(message) {
+      if (validateMessage(message)) return undefined;
+      const first = validateMessage.errors?.[0];
+      return first ? `${first.instancePath || '/'} ${first.message ?? 'is invalid'}` : 'is invalid';
+    },
+    async project(trx: Knex.Transaction, id: string, next: GateState) {
+      if (next.status === 'absent') return;
+      await writeGate(trx, {
+        id, orgId: next.orgId, projectId: next.projectId, title: next.title, issue: next.issue, sessionId: next.sessionId,
+        runId: next.runId, nodeId: next.nodeId, escalation: next.escalation, requiredRole: next.requiredRole,
+        status: next.status, decidedBy: next.decidedBy, driver: next.driver, createdAt: next.createdAt, decidedAt: next.decidedAt,
+      });
+    },
+    async afterPersist(effects, ctx) {
+      for (const effect of effects) {
+        try {
+          await ports.ask(`workflow-run/${effect.runId}`, {
+            type: 'run.gateDecided', gateId: effect.gateId, decision: effect.decision, ...(effect.driver ? { driver: effect.driver } : {}),
+          });
+        } catch (err) {
+          ctx.log.warn({ err, runId: effect.runId }, 'could not tell the run about the decision; it learns it on resume');
+        }
+      }
+    },
+  };
+}

@@ -1,0 +1,44 @@
+import type { Knex } from 'knex';
+import type { ActorBehavior } from '../runtime/machine.js';
+import { ajv, compileSchema } from '../../schemas/ajv.js';
+import { proposalMessageSchema } from '../../schemas/authoring/proposal.js';
+import { appendAudit } from '../../storage/audit-log.js';
+import { writeProposalVersion } from '../../storage/authoring/proposals.js';
+import { decideProposal, initialProposalState, type ProposalEffect, type ProposalMsg, type ProposalReply, type ProposalState } from './proposal-machine.js';
+
+/**
+ * Runs the proposal machine's effects, all inside the snapshot transaction: the head row, the appended immutable
+ * version and the org's `proposal.version_created` audit entry commit together or not at all. There is no outbox in
+ * storage yet, and committing the audit entry with the version is the stronger guarantee, so an apply answers
+ * `auditPending: false` (ops/decisions/0011-authoring.md).
+ */
+export const PROPOSAL_KIND = 'proposal';
+export const proposalAddress = (proposalId: string): string => `${PROPOSAL_KIND}/${proposalId}`;
+
+const validateMessage = compileSchema(ajv, proposalMessageSchema as unknown as Record<string, unknown>);
+
+export function createProposalBehavior(): ActorBehavior<ProposalState, ProposalMsg, ProposalReply, ProposalEffect> {
+  return {
+    kind: PROPOSAL_KIND,
+    initial: initialProposalState,
+    decide: decideProposal,
+    validate(message: unknown): string | undefined {
+      if (validateMessage(message)) return undefined;
+      const first = validateMessage.errors?.[0];
+      return first ? `${first.instancePath || '/'} ${first.message ?? 'is invalid'}` : 'is invalid';
+    },
+    async project(trx: Knex.Transaction, _id: string, _next: ProposalState, _previous: ProposalState, effects: readonly ProposalEffect[]) {
+      for (const effect of effects) {
+        await writeProposalVersion(trx, effect.proposal, effect.version);
+        await appendAudit(trx, {
+          orgId: effect.proposal.orgId, type: 'proposal.version_created', actor: effect.version.createdBy, subject: effect.proposal.id,
+          payload: {
+            projectId: effect.proposal.projectId, target: effect.proposal.target, workflowId: effect.proposal.workflowId,
+            version: effect.version.version, candidateDigest: effect.version.digests.candidateDigest,
+          },
+          at: new Date(effect.version.createdAt),
+        });
+      }
+    },
+  };
+}

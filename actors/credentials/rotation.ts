@@ -1,0 +1,129 @@
+import type { Deps } from '../../ops/deps.js';
+import { TroupeError } from '../../ops/errors.js';
+import { countPresence, findCredential, markRotated, refreshPresence, writePresence } from '../../storage/credentials/credentials.js';
+import { nodeStreams, rotationSealContext, streamTopics, type SealedRotation } from '../fleet/node-streams.js';
+import { defaultCredentialProviders, type CredentialProviderRegistry } from './providers.js';
+
+/**
+ * Credential rotation fan-out (spec 4.2, decision 0012). A rotation re-resolves the (org, kind) credential through
+ * the provider registry and publishes it, sealed, on the org's rotation topic; every node opens it and hands it to
+ * its own rotate-stream subscribers of that org. `sessionCount` is the org's live subscribers across the cluster,
+ * read from the presence rows each node keeps current for the orgs it serves.
+ */
+
+/** Presence rows are refreshed this often, and counted while younger than PRESENCE_TTL_MS. */
+const PRESENCE_REFRESH_MS = 15_000;
+/** Three refresh periods: one missed refresh (a slow database) does not hide a node's subscribers. */
+const PRESENCE_TTL_MS = 45_000;
+
+export interface RotationResult {
+  readonly ok: true;
+  readonly kind: string;
+  readonly sessionCount: number;
+  readonly rotatedAt: string;
+}
+
+/** A rotation as a rotate-stream subscriber receives it; shared by all subscribers of the org on this node, so read-only. */
+export type OpenedRotation = Readonly<{ kind: string; value: string; rotatedAt: string }>;
+
+export interface CredentialServices {
+  readonly providers: CredentialProviderRegistry;
+  /** Attaches a local subscriber to the org's rotations; resolves once its presence is recorded. */
+  subscribe(orgId: string, listener: (r: OpenedRotation) => void): Promise<() => void>;
+  rotate(orgId: string, kind: string): Promise<RotationResult>;
+}
+
+const perDeps = new WeakMap<Deps, CredentialServices>();
+
+export function credentialServices(deps: Deps): CredentialServices {
+  let s = perDeps.get(deps);
+  if (!s) {
+    s = createCredentialServices(deps);
+    perDeps.set(deps, s);
+  }
+  return s;
+}
+
+function createCredentialServices(deps: Deps): CredentialServices {
+  const log = deps.log.child({ component: 'credential-rotation' });
+  const providers = defaultCredentialProviders();
+  const streams = nodeStreams(deps);
+  const nodeId = deps.config.nodeId;
+  const localCounts = new Map<string, number>();
+  // Presence writes per org run one after another, so the row always ends at the latest count.
+  const writes = new Map<string, Promise<void>>();
+
+  const recordPresence = (orgId: string): Promise<void> => {
+    const previous = writes.get(orgId) ?? Promise.resolve();
+    const next = previous
+      .then(() => writePresence(deps.db, orgId, nodeId, localCounts.get(orgId) ?? 0, deps.clock.now()))
+      .catch((err: unknown) => log.warn({ err, orgId }, 'could not record rotate-stream presence; the refresher retries'));
+    writes.set(orgId, next);
+    void next.finally(() => { if (writes.get(orgId) === next) writes.delete(orgId); });
+    return next;
+  };
+
+  // A rotation is opened once per node, not once per subscriber: the fan-out hands the same event object to every
+  // subscriber of the org, and they all get the same opened object (so its SSE frame is formatted once too).
+  const opened = new WeakMap<SealedRotation, OpenedRotation | null>();
+  const openOnce = (data: SealedRotation): OpenedRotation | null => {
+    let r = opened.get(data);
+    if (r !== undefined) return r;
+    try {
+      r = { kind: data.kind, value: deps.secrets.open(data.sealedValue, rotationSealContext(data.orgId, data.kind, data.rotatedAt)), rotatedAt: data.rotatedAt };
+    } catch (err) {
+      log.warn({ err, orgId: data.orgId, kind: data.kind }, 'a rotation did not open with this node\'s master key; not forwarded');
+      r = null;
+    }
+    opened.set(data, r);
+    return r;
+  };
+
+  const refresher = setInterval(() => {
+    const now = deps.clock.now();
+    // Rewrites absolute counts too, so a write lost earlier is repaired within one period.
+    Promise.all([...localCounts.keys()].map((orgId) => recordPresence(orgId)))
+      .then(() => refreshPresence(deps.db, nodeId, now))
+      .catch((err: unknown) => log.warn({ err }, 'could not refresh rotate-stream presence'));
+  }, PRESENCE_REFRESH_MS);
+  refresher.unref();
+
+  return {
+    providers,
+    async subscribe(orgId, listener) {
+      await streams.ready();
+      const { unsubscribe } = streams.credentials.subscribe(orgId, ({ data }) => {
+        const opened = openOnce(data);
+        if (opened) listener(opened);
+      });
+      localCounts.set(orgId, (localCounts.get(orgId) ?? 0) + 1);
+      await recordPresence(orgId);
+      let done = false;
+      return () => {
+        if (done) return;
+        done = true;
+        unsubscribe();
+        const left = (localCounts.get(orgId) ?? 1) - 1;
+        if (left > 0) localCounts.set(orgId, left);
+        else localCounts.delete(orgId);
+        // The last one leaves a row of 0 rather than none, so the count stays an absolute, ordered write.
+        void recordPresence(orgId);
+      };
+    },
+
+    async rotate(orgId, kind) {
+      const stored = await findCredential(deps.db, orgId, kind);
+      if (!stored) throw new TroupeError('NOT_FOUND', 'no credential of this kind is stored for the org');
+      const value = await providers.get(stored.provider).resolve(stored, deps.secrets);
+      const now = deps.clock.now();
+      const rotatedAt = new Date(now).toISOString();
+      const event: SealedRotation = {
+        orgId, kind, rotatedAt, sealedValue: deps.secrets.seal(value, rotationSealContext(orgId, kind, rotatedAt)),
+      };
+      await deps.transport.publish(streamTopics.credentialRotated(orgId), event);
+      await markRotated(deps.db, orgId, kind, now);
+      const sessionCount = await countPresence(deps.db, orgId, now - PRESENCE_TTL_MS);
+      return { ok: true, kind, sessionCount, rotatedAt };
+    },
+  };
+}

@@ -1,0 +1,79 @@
+import type { Knex } from 'knex';
+import type { ActorBehavior } from '../runtime/machine.js';
+import { withAnnouncement } from '../runtime/announce.js';
+import type { Transport } from '../../transport/port.js';
+import { PENDING_TOPIC, type PendingEvent } from './pending-index.js';
+import { ajv } from '../../schemas/ajv.js';
+import { daemonHostMessageSchema } from '../../schemas/sessions/daemon.js';
+import { insertMutation, markMutationCancelled, markMutationsDelivered, upsertWorker } from '../../storage/sessions/daemon.js';
+import {
+  decideDaemonHost, initialDaemonHostState,
+  type DaemonHostEffect, type DaemonHostMsg, type DaemonHostReply, type DaemonHostState,
+} from './machine.js';
+
+/**
+ * The daemon-host actor: the machine of ./machine.ts plus its read models (daemon_workers, daemon_mutations),
+ * written in the snapshot transaction, so a delivery is durable (deliveredAt stamped) before the heartbeat that
+ * carries it is answered.
+ */
+export const DAEMON_HOST_KIND = 'daemon-host';
+
+const validateMessage = ajv.compile(daemonHostMessageSchema);
+
+export interface DaemonHostPorts {
+  /** Where the pending count is announced after every durable change of it (`daemon.pending`, every node). */
+  readonly transport?: Pick<Transport, 'publish'>;
+}
+
+/**
+ * With a transport, every durable change of the pending queue (enqueue, deliver, cancel) is announced on
+ * `daemon.pending`, which keeps each node's pending index exact (./pending-index.ts), so heartbeats of workers with
+ * nothing pending never ask this actor.
+ */
+export function createDaemonHostBehavior(ports: DaemonHostPorts = {}): ActorBehavior<DaemonHostState, DaemonHostMsg, DaemonHostReply, DaemonHostEffect> {
+  const behavior = daemonHostBehavior();
+  const { transport } = ports;
+  if (!transport) return behavior;
+  return withAnnouncement(behavior, {
+    effectType: 'daemonHost.pendingAnnounce',
+    announce: (previous, next, workerId): PendingEvent | undefined =>
+      previous.pending.length === next.pending.length ? undefined : { workerId, pending: next.pending.length },
+    deliver: (event) => transport.publish(PENDING_TOPIC, event),
+  });
+}
+
+function daemonHostBehavior(): ActorBehavior<DaemonHostState, DaemonHostMsg, DaemonHostReply, DaemonHostEffect> {
+  return {
+    kind: DAEMON_HOST_KIND,
+    initial: initialDaemonHostState,
+    decide: decideDaemonHost,
+    validate(message: unknown): string | undefined {
+      if (validateMessage(message)) return undefined;
+      const first = validateMessage.errors?.[0];
+      return first ? `${first.instancePath || '/'} ${first.message ?? 'is invalid'}` : 'is invalid';
+    },
+    async project(trx: Knex.Transaction, workerId: string, next: DaemonHostState, _previous: DaemonHostState, effects: readonly DaemonHostEffect[]) {
+      const orgId = next.orgId!;
+      for (const effect of effects) {
+        switch (effect.type) {
+          case 'workerRegistered':
+            await upsertWorker(trx, {
+              id: workerId, orgId, registrationId: next.registrationId!, hostname: next.hostname, maxAgents: next.maxAgents,
+              projectIds: next.projectIds, registeredAt: next.registeredAt,
+            });
+            break;
+          case 'mutationEnqueued':
+            await insertMutation(trx, { ...effect.mutation, orgId, workerHostId: workerId });
+            break;
+          case 'mutationsDelivered':
+            await markMutationsDelivered(trx, effect.ids, effect.at);
+            await trx('daemon_workers').where({ id: workerId }).update({ project_ids: JSON.stringify(next.projectIds) });
+            break;
+          case 'mutationCancelled':
+            await markMutationCancelled(trx, effect.id, effect.at);
+            break;
+        }
+      }
+    },
+  };
+}

@@ -1,0 +1,277 @@
+import { Counter, Histogram, type Registry } from 'prom-client';
+import type { Deps } from '../../ops/deps.js';
+import type { Logger } from '../../ops/logger.js';
+import { deriveSigningKeys, type SigningKeys } from '../identity/tokens.js';
+import { dbKind } from '../../storage/db.js';
+import { pendingMutationCounts, writeLiveness } from '../../storage/sessions/daemon.js';
+import { parsePendingEvent, PendingIndex, PENDING_TOPIC } from './pending-index.js';
+import { sessionsWithExpiredLease, writeStepHeartbeats } from '../../storage/sessions/queries.js';
+
+/**
+ * The per-node, in-memory side of the daemon protocol (decision 0007): what keeps the heartbeat off the actors
+ * and off the database.
+ *
+ * - Liveness and step heartbeats are loss-tolerant, high-rate facts (DESIGN rule 2): each request only writes a
+ *   map entry; a flusher writes the latest value per key in one sorted batch statement every `flushMs`.
+ * - The pending-mutation index (./pending-index.ts) says, per worker, whether a heartbeat must ask its daemon-host
+ *   actor. It is kept exact by the actor's `daemon.pending` announcements and reconciled from the read model every
+ *   `recheckMs` (jittered, one query per node), which bounds how late a mutation can be if a node missed an event.
+ * - The lease sweeper returns sessions of silent workers to the queue (or fails them) through their actors.
+ */
+export { PENDING_TOPIC, PendingIndex } from './pending-index.js';
+
+export interface DaemonServicesOptions {
+  /** @default 1000 */
+  readonly flushMs?: number;
+  /**
+   * Mean interval between reconciliations of the pending index with the read model (each one grouped query, at a
+   * random point between 0.5× and 1.5× this, so the nodes of a cluster do not query together). @default 30000
+   */
+  readonly recheckMs?: number;
+  /** A held session whose worker has been silent this long is reclaimed. @default 90000 */
+  readonly leaseMs?: number;
+  /** Flush early when this many distinct keys are buffered. @default 50000 */
+  readonly maxBuffered?: number;
+  /**
+   * A worker's liveness is written at most once per this many ms: a daemon heartbeating faster (a bug, a hostile
+   * client, a benchmark) cannot make the node write faster. Far below the lease, so "live" and lease expiry are
+   * unaffected. @default min(10000, lease / 9)
+   */
+  readonly livenessResolutionMs?: number;
+}
+
+/** Which recorded values a writer may skip: one per key per `ms`, measured by `timeOf`. */
+export interface WriteResolution<V> {
+  readonly ms: number;
+  readonly timeOf: (value: V) => number;
+}
+
+/** Buffers the latest value per key and writes them in one batch; a failed batch is merged back under newer values. */
+export class CoalescingWriter<V> {
+  private buffer = new Map<string, V>();
+  /** Per key, the time of the last value taken (only with a resolution). */
+  private readonly taken = new Map<string, number>();
+  private flushing: Promise<void> | undefined;
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(
+    private readonly write: (batch: ReadonlyMap<string, V>) => Promise<void>,
+    private readonly opts: {
+      flushMs: number; maxBuffered: number; log: Logger; what: string; batchSize: Histogram<string>; failures: Counter<string>;
+      resolution?: WriteResolution<V>;
+    },
+  ) {
+    this.timer = setInterval(() => { void this.flush(); }, opts.flushMs);
+    this.timer.unref();
+  }
+
+  record(key: string, value: V): void {
+    const resolution = this.opts.resolution;
+    if (resolution !== undefined) {
+      const at = resolution.timeOf(value);
+      const last = this.taken.get(key);
+      // Within the resolution of the last value taken: nothing a reader could tell apart, so not written again.
+      if (last !== undefined && at >= last && at - last < resolution.ms) return;
+      if (last === undefined && this.taken.size >= this.opts.maxBuffered * 4) this.taken.clear();
+      this.taken.set(key, at);
+    }
+    this.buffer.set(key, value);
+    if (this.buffer.size >= this.opts.maxBuffered) void this.flush();
+  }
+
+  get(key: string): V | undefined {
+    return this.buffer.get(key);
+  }
+
+  /** Keys buffered and not yet written. */
+  size(): number {
+    return this.buffer.size;
+  }
+
+  flush(): Promise<void> {
+    if (this.flushing) return this.flushing;
+    if (this.buffer.size === 0) return Promise.resolve();
+    const batch = this.buffer;
+    this.buffer = new Map();
+    this.opts.batchSize.observe({ what: this.opts.what }, batch.size);
+    this.flushing = this.write(batch)
+      .catch((err: unknown) => {
+        this.opts.failures.inc({ what: this.opts.what });
+        this.opts.log.warn({ err, what: this.opts.what, size: batch.size }, 'batched write failed; will retry with the next batch');
+        for (const [k, v] of batch) if (!this.buffer.has(k)) this.buffer.set(k, v);
+      })
+      .finally(() => { this.flushing = undefined; });
+    return this.flushing;
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+}
+
+export interface StepBeat { readonly orgId: string; readonly workerId: string; readonly at: number }
+
+export interface DaemonServices {
+  readonly keys: SigningKeys;
+  readonly liveness: CoalescingWriter<number>;
+  readonly steps: CoalescingWriter<StepBeat>;
+  readonly pending: PendingIndex;
+  /** Step heartbeats answered `{ok: true}` without being recorded, by reason. */
+  readonly stepHeartbeatsSwallowed: Counter<string>;
+  readonly leaseMs: number;
+  /** Sets a pending count this node learnt from the actor's reply (the actor announces it to every node). */
+  notePending(workerId: string, pending: number): void;
+  /** One sweep: reclaims sessions whose worker is silent for longer than the lease. Returns how many were told. */
+  sweepLeases(): Promise<number>;
+  stop(): void;
+  /** Stops the timers and writes what is still buffered (liveness, step heartbeats): the node's shutdown path. */
+  close(): Promise<void>;
+}
+
+const perDeps = new WeakMap<Deps, DaemonServices>();
+
+/**
+ * The node's daemon services: one instance per node (per `deps`). The composition root starts them at boot and
+ * closes them at shutdown (`daemonNodeService`, ops/node.ts); routes reach the same instance through this.
+ */
+export function daemonServices(deps: Deps, options: DaemonServicesOptions = {}): DaemonServices {
+  let services = perDeps.get(deps);
+  if (!services) {
+    services = createDaemonServices(deps, options);
+    perDeps.set(deps, services);
+  }
+  return services;
+}
+
+function metric<T>(registry: Registry, name: string, make: () => T): T {
+  return (registry.getSingleMetric(name) as T | undefined) ?? make();
+}
+
+function createDaemonServices(deps: Deps, options: DaemonServicesOptions): DaemonServices {
+  const log = deps.log.child({ component: 'daemon-services' });
+  const flushMs = options.flushMs ?? 1000;
+  const leaseMs = options.leaseMs ?? deps.config.sessionLeaseMs;
+  const registry = deps.metrics;
+  const batchSize = metric(registry, 'troupe_liveness_flush_batch_size', () => new Histogram({
+    name: 'troupe_liveness_flush_batch_size', help: 'Keys written per batched liveness flush',
+    labelNames: ['what'], buckets: [1, 10, 100, 1000, 10_000, 100_000], registers: [registry],
+  }));
+  const failures = metric(registry, 'troupe_liveness_flush_failures_total', () => new Counter({
+    name: 'troupe_liveness_flush_failures_total', help: 'Batched liveness flushes that failed (retried with the next batch)',
+    labelNames: ['what'], registers: [registry],
+  }));
+  const stepHeartbeatsSwallowed = metric(registry, 'troupe_step_heartbeats_swallowed_total', () => new Counter({
+    name: 'troupe_step_heartbeats_swallowed_total', help: 'Step heartbeats answered ok without being recorded, by reason',
+    labelNames: ['reason'], registers: [registry],
+  }));
+  const maxBuffered = options.maxBuffered ?? 50_000;
+  // Benchmark G3 only (ops/bench/heartbeat.ts): measures the heartbeat with storage writes taken away, to show
+  // they are off the request path. Loud, because a node running with it loses every liveness write.
+  const noopWriter = process.env.TROUPE_BENCH_NOOP_STORAGE_WRITER === '1';
+  if (noopWriter) log.warn('TROUPE_BENCH_NOOP_STORAGE_WRITER=1: liveness and step heartbeats are NOT written (benchmark only)');
+  const livenessResolutionMs = options.livenessResolutionMs ?? Math.min(10_000, Math.floor(leaseMs / 9));
+  // PGlite runs each statement on the event loop's thread: small chunks with a yield between them keep a flush
+  // from stalling requests (measured here: 50 rows ≈ 4–7 ms, 200 rows ≈ 25 ms, against a ceiling p99 of a few ms).
+  // On Postgres the statement runs elsewhere; chunks only bound how many rows one statement holds locked.
+  const livenessChunkRows = dbKind(deps.db) === 'pglite' ? 50 : 5000;
+  const liveness = new CoalescingWriter<number>(noopWriter ? async () => {} : (batch) => writeLiveness(deps.db, batch, { chunkRows: livenessChunkRows }), {
+    flushMs, maxBuffered, log, what: 'worker', batchSize, failures, resolution: { ms: livenessResolutionMs, timeOf: (at) => at },
+  });
+  const steps = new CoalescingWriter<StepBeat>(
+    noopWriter ? async () => {} : (batch) => writeStepHeartbeats(deps.db, [...batch].map(([sessionId, b]) => ({ sessionId, ...b }))),
+    { flushMs, maxBuffered, log, what: 'step', batchSize, failures },
+  );
+  const pending = new PendingIndex();
+  const recheckMs = options.recheckMs ?? 30_000;
+  let stopped = false;
+  let reconcileTimer: NodeJS.Timeout | undefined;
+  const reconcile = (): void => {
+    if (stopped) return;
+    pending.reconcile(() => pendingMutationCounts(deps.db))
+      .catch((err: unknown) => log.warn({ err }, 'could not reconcile the pending-mutation index; retrying'))
+      .finally(() => {
+        if (stopped) return;
+        // Until the first success every heartbeat asks its actor, so the seed is retried soon.
+        const delay = pending.isSeeded ? recheckMs * (0.5 + Math.random()) : Math.min(recheckMs, 1000);
+        reconcileTimer = setTimeout(reconcile, delay);
+        reconcileTimer.unref();
+      });
+  };
+  // Subscribed before the seed query starts, so no announcement falls between the two.
+  let unsubscribe: (() => Promise<void>) | undefined;
+  deps.transport.subscribe(PENDING_TOPIC, (_topic, event) => {
+    const e = parsePendingEvent(event);
+    if (e) pending.set(e.workerId, e.pending);
+    else log.warn({ event }, 'ignored a malformed daemon.pending event');
+  }).then((u) => { unsubscribe = u; }, (err: unknown) => log.warn({ err }, 'could not subscribe to daemon.pending'))
+    .finally(reconcile);
+
+  let sweeping = false;
+  const sweepLeases = async (): Promise<number> => {
+    if (sweeping) return 0;
+    sweeping = true;
+    try {
+      await liveness.flush();
+      const expired = await sessionsWithExpiredLease(deps.db, deps.clock.now() - leaseMs, 500);
+      for (const s of expired) {
+        try {
+          await deps.ask(`session/${s.id}`, { type: 'session.leaseExpired', workerId: s.workerId });
+        } catch (err) {
+          log.warn({ err, sessionId: s.id }, 'lease reclaim failed; the next sweep retries');
+        }
+      }
+      return expired.length;
+    } finally {
+      sweeping = false;
+    }
+  };
+  const sweeper = setInterval(() => {
+    sweepLeases().catch((err: unknown) => log.warn({ err }, 'lease sweep failed'));
+  }, Math.max(1000, Math.floor(leaseMs / 3)));
+  sweeper.unref();
+
+  return {
+    keys: deriveSigningKeys(deps.secrets),
+    liveness, steps, pending, stepHeartbeatsSwallowed, leaseMs,
+    notePending(workerId, count) {
+      pending.set(workerId, count);
+    },
+    sweepLeases,
+    stop() {
+      stopped = true;
+      clearTimeout(reconcileTimer);
+      liveness.stop();
+      steps.stop();
+      clearInterval(sweeper);
+      void unsubscribe?.();
+    },
+    async close() {
+      stopped = true;
+      clearTimeout(reconcileTimer);
+      liveness.stop();
+      steps.stop();
+      clearInterval(sweeper);
+      // A sweep or flush under way finishes first; then the last buffered values are written. A failed final
+      // write is logged (the writer counts it) and lost, as liveness is loss-tolerant by design.
+      await liveness.flush();
+      await steps.flush();
+      if (liveness.size() > 0) await liveness.flush();
+      if (steps.size() > 0) await steps.flush();
+      await unsubscribe?.().catch((err: unknown) => log.warn({ err }, 'could not unsubscribe from daemon.pending'));
+    },
+  };
+}
+
+/**
+ * The daemon room's entry in the node's service list (ops/node.ts): started once the transport runs, so the
+ * first heartbeat finds the writers, the pending index and the lease sweeper ready; closed before the actor
+ * system stops, so liveness recorded by the last requests reaches the database.
+ */
+export function daemonNodeService(): { readonly name: string; start(deps: Deps): void; stop(): Promise<void> } {
+  let started: DaemonServices | undefined;
+  return {
+    name: 'daemon',
+    start(deps) { started = daemonServices(deps); },
+    async stop() { await started?.close(); },
+  };
+}

@@ -1,0 +1,132 @@
+import type { Deps } from '../../ops/deps.js';
+import { ChannelFanout, type StampedEvent } from './channel-fanout.js';
+
+/**
+ * The event streams of decision 0012, as one node sees them. Publishers put events on the transport's topics;
+ * every node subscribes to each topic pattern once (not once per client) and fans events out to its own SSE
+ * clients through a `ChannelFanout`. Channels always include the org, so a client can only ever be attached to
+ * its own org's channels.
+ */
+export const streamTopics = {
+  sessionChanged: (orgId: string) => `org.${orgId}.session.changed`,
+  interviewFrame: (orgId: string, interviewId: string) => `org.${orgId}.interview.${interviewId}.frame`,
+  credentialRotated: (orgId: string) => `org.${orgId}.credentials.rotated`,
+} as const;
+
+const patterns = {
+  sessionChanged: 'org.*.session.changed',
+  interviewFrame: 'org.*.interview.*.frame',
+  credentialRotated: 'org.*.credentials.rotated',
+} as const;
+
+/** A session's status change (frame of `GET /api/sessions/events`). */
+export interface SessionEvent {
+  readonly sessionId: string;
+  readonly orgId: string;
+  readonly projectId: string;
+  readonly previousStatus: string;
+  readonly status: string;
+  readonly epoch: number;
+  /** ISO 8601, when the actor decided the change. */
+  readonly at: string;
+}
+
+/** A batch of interview tokens (frame of `GET /api/interview/{id}/stream`). */
+export interface InterviewFrame {
+  readonly interviewId: string;
+  /** Position of this frame among those its ingesting node published for the interview. */
+  readonly seq: number;
+  readonly tokens: readonly string[];
+  readonly at: string;
+}
+
+/** A rotation as it crosses the broker: the value is sealed, so plaintext credentials never sit in a queue. */
+export interface SealedRotation {
+  readonly orgId: string;
+  readonly kind: string;
+  readonly sealedValue: string;
+  readonly rotatedAt: string;
+}
+
+export const rotationSealContext = (orgId: string, kind: string, rotatedAt: string): string => `rotation:${orgId}:${kind}:${rotatedAt}`;
+
+export interface NodeStreams {
+  readonly sessions: ChannelFanout<SessionEvent>;
+  /** Channel `<orgId>/<interviewId>`. */
+  readonly interviews: ChannelFanout<InterviewFrame>;
+  readonly credentials: ChannelFanout<SealedRotation>;
+  /** Resolves once this node is subscribed to every stream topic; SSE routes await it before attaching a client. */
+  ready(): Promise<void>;
+}
+
+export const interviewChannel = (orgId: string, interviewId: string): string => `${orgId}/${interviewId}`;
+
+const perDeps = new WeakMap<Deps, NodeStreams>();
+
+export function nodeStreams(deps: Deps): NodeStreams {
+  let streams = perDeps.get(deps);
+  if (!streams) {
+    streams = createNodeStreams(deps);
+    perDeps.set(deps, streams);
+  }
+  return streams;
+}
+
+const isString = (v: unknown): v is string => typeof v === 'string';
+const orgOfTopic = (topic: string): string | undefined => topic.split('.')[1];
+
+function createNodeStreams(deps: Deps): NodeStreams {
+  const log = deps.log.child({ component: 'node-streams' });
+  const onListenerError = (err: unknown) => log.warn({ err }, 'stream listener failed');
+  // Sizes: 500 session changes per org cover a reconnect after minutes of a busy org; 200 frames per interview
+  // cover a few seconds of tokens; the channel caps bound the whole at a few tens of megabytes in the worst case.
+  const sessions = new ChannelFanout<SessionEvent>({ ringSize: 500, maxChannels: 1000 });
+  const interviews = new ChannelFanout<InterviewFrame>({ ringSize: 200, maxChannels: 2000 });
+  const credentials = new ChannelFanout<SealedRotation>({ ringSize: 0, maxChannels: 10_000 });
+
+  // Each handler trusts only what the topic says about the org: an event whose body names another org is dropped.
+  const handlers = {
+    sessionChanged(topic: string, event: unknown) {
+      const e = event as Partial<SessionEvent> & { id?: unknown };
+      const orgId = orgOfTopic(topic);
+      if (!isString(e?.id) || e.orgId !== orgId || !isString(e.sessionId) || !isString(e.status)) return;
+      const { id, ...data } = e as SessionEvent & { id: string };
+      sessions.deliver(orgId!, { id, data }, onListenerError);
+    },
+    interviewFrame(topic: string, event: unknown) {
+      const e = event as Partial<InterviewFrame> & { id?: unknown };
+      const [, orgId, , interviewId] = topic.split('.');
+      if (!isString(e?.id) || !orgId || !interviewId || e.interviewId !== interviewId || !Array.isArray(e.tokens)) return;
+      const { id, ...data } = e as InterviewFrame & { id: string };
+      interviews.deliver(interviewChannel(orgId, interviewId), { id, data }, onListenerError);
+    },
+    credentialRotated(topic: string, event: unknown) {
+      const e = event as Partial<SealedRotation>;
+      const orgId = orgOfTopic(topic);
+      if (e?.orgId !== orgId || !isString(e.kind) || !isString(e.sealedValue) || !isString(e.rotatedAt)) return;
+      credentials.deliver(orgId!, { id: `${e.rotatedAt}.${e.kind}`, data: e as SealedRotation }, onListenerError);
+    },
+  };
+
+  // Each pattern is subscribed once; a failed one is retried by the next client, the others are kept.
+  const done = new Set<keyof typeof patterns>();
+  let subscribing: Promise<void> | undefined;
+  const ready = (): Promise<void> => {
+    if (done.size === Object.keys(patterns).length) return Promise.resolve();
+    subscribing ??= (async () => {
+      try {
+        for (const k of Object.keys(patterns) as (keyof typeof patterns)[]) {
+          if (done.has(k)) continue;
+          await deps.transport.subscribe(patterns[k], handlers[k]);
+          done.add(k);
+        }
+      } finally {
+        subscribing = undefined;
+      }
+    })();
+    return subscribing;
+  };
+  return { sessions, interviews, credentials, ready };
+}
+
+export type { StampedEvent };

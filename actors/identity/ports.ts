@@ -1,0 +1,42 @@
+import type { Principal } from './principal.js';
+
+/** Turns the credential a request carries into a Principal. */
+export interface Authenticator {
+  /**
+   * Undefined when the request carries no credential at all; throws TroupeError('AUTH_INVALID') when it carries
+   * one that is malformed, expired, revoked or unknown. Must be cheap on the hot path (verified tokens are memoised
+   * until their expiry, and revocation still applies).
+   */
+  resolve(credentials: { authorization?: string | undefined; cookie?: string | undefined }): Promise<Principal | undefined>;
+  /**
+   * Forgets memoised principals carrying any of these revocation tags on this node at once (see
+   * actors/identity/revocation.ts); other nodes learn through the `identity.revoked` topic.
+   */
+  invalidate?(tags: readonly string[]): void;
+}
+
+/** A resource as Cedar sees it: its type, id, owning org and, where it has one, project. */
+export interface ResourceRef {
+  readonly type: string;
+  readonly id: string;
+  readonly orgId: string;
+  readonly projectId?: string;
+  readonly attrs?: Readonly<Record<string, string | number | boolean>>;
+}
+
+export interface AuthorizationResult {
+  readonly allowed: boolean;
+  /** Ids of the policies that determined the decision (Cedar's "reason"). */
+  readonly determiningPolicies: readonly string[];
+  /** Evaluation errors; any error denies. */
+  readonly errors: readonly string[];
+}
+
+export interface Authorizer {
+  /** Evaluates without throwing, for explanations. */
+  check(principal: Principal, action: string, resource: ResourceRef): Promise<AuthorizationResult>;
+  /** Throws TroupeError('AUTHZ_DENIED') unless allowed. */
+  authorize(principal: Principal, action: string, resource: ResourceRef): Promise<void>;
+  /** Forgets memoised role lookups carrying any of these revocation tags on this node. */
+  invalidate?(tags: readonly string[]): void;
+}

@@ -1,0 +1,105 @@
+import { accept, allows, reject, type Decision, type DecideContext, type TransitionTable } from '../runtime/machine.js';
+import type { IncidentChange } from '../../schemas/governance/incident.js';
+import type { IncidentRow } from '../../storage/governance/incidents.js';
+
+/**
+ * The incident actor (`incident/<incidentId>`) owns one incident reported by a provider. Its id is derived from
+ * (org, source, provider's incident id) (`incidentIdFor`), so every event about the same incident reaches the same
+ * actor and is decided in order.
+ *
+ * Lifecycle:
+ * - absent:   nothing heard yet. Any event creates it: providers retry and reorder, so an `updated` or `resolved`
+ *             for an unknown incident is still news worth keeping.
+ * - open:     reported and not resolved; `status` holds the provider's own status word.
+ * - resolved: the provider resolved it. An `updated` carrying a non-closed status re-opens it (incident.io can
+ *             re-open); other events keep it resolved and refresh its fields.
+ */
+
+export interface IncidentFields {
+  readonly title?: string;
+  readonly severity?: string | null;
+  readonly status?: string | null;
+  readonly summary?: string | null;
+  readonly url?: string | null;
+}
+
+/** An incident as the actor holds it: the same record its read model stores. */
+export type IncidentRecord = IncidentRow;
+
+export interface IncidentState {
+  readonly incident: IncidentRecord | null;
+}
+
+export interface IncidentMsg {
+  readonly type: 'incident.record';
+  readonly orgId: string;
+  readonly source: string;
+  readonly externalId: string;
+  readonly change: IncidentChange;
+  readonly fields: IncidentFields;
+}
+
+export interface IncidentReply {
+  readonly incidentId: string;
+  readonly created: boolean;
+  readonly updated: boolean;
+  readonly resolved: boolean;
+}
+
+export type IncidentEffect = {
+  readonly type: 'incidentWritten';
+  readonly incident: IncidentRecord;
+  readonly change: IncidentChange;
+  readonly created: boolean;
+};
+
+export const incidentLifecycle = ['absent', 'open', 'resolved'] as const;
+export type IncidentLifecycle = (typeof incidentLifecycle)[number];
+
+export const transitions: TransitionTable<IncidentLifecycle, IncidentMsg['type']> = {
+  absent: { 'incident.record': ['open', 'resolved'] },
+  open: { 'incident.record': ['open', 'resolved'] },
+  resolved: { 'incident.record': ['resolved', 'open'] },
+};
+
+/** Provider status words that mean the incident is over. */
+const closedStatuses = new Set(['resolved', 'closed', 'post-incident', 'post_incident', 'learning', 'declined', 'merged', 'canceled', 'cancelled']);
+export const isClosedStatus = (status: string | null | undefined): boolean => status != null && closedStatuses.has(status.toLowerCase());
+
+export const initialIncidentState = (): IncidentState => ({ incident: null });
+export const lifecycleOf = (s: IncidentState): IncidentLifecycle => (s.incident === null ? 'absent' : s.incident.resolvedAt === null ? 'open' : 'resolved');
+
+export function decideIncident(state: IncidentState, msg: IncidentMsg, ctx: DecideContext): Decision<IncidentState, IncidentEffect, IncidentReply> {
+  const from = lifecycleOf(state);
+  if (state.incident !== null && (state.incident.orgId !== msg.orgId || state.incident.source !== msg.source || state.incident.externalId !== msg.externalId)) {
+    return reject('NOT_FOUND', 'incident not found');
+  }
+  if (!allows(transitions, from, msg.type)) return reject('ILLEGAL_TRANSITION', 'incident cannot take this event', { from });
+  const current = state.incident;
+  const f = msg.fields;
+  const resolving = msg.change === 'resolved' || isClosedStatus(f.status);
+  const reopening = from === 'resolved' && msg.change === 'updated' && f.status != null && !isClosedStatus(f.status);
+  const resolvedAt = resolving ? (current?.resolvedAt ?? ctx.now) : reopening ? null : (current?.resolvedAt ?? null);
+  const next: IncidentRecord = {
+    id: ctx.id,
+    orgId: msg.orgId,
+    source: msg.source,
+    externalId: msg.externalId,
+    title: f.title ?? current?.title ?? msg.externalId,
+    severity: f.severity !== undefined ? f.severity : (current?.severity ?? null),
+    status: f.status ?? (msg.change === 'resolved' ? 'resolved' : current?.status ?? 'open'),
+    summary: f.summary !== undefined ? f.summary : (current?.summary ?? null),
+    url: f.url !== undefined ? f.url : (current?.url ?? null),
+    createdAt: current?.createdAt ?? ctx.now,
+    updatedAt: ctx.now,
+    resolvedAt,
+  };
+  const created = current === null;
+  const reply: IncidentReply = {
+    incidentId: ctx.id,
+    created,
+    updated: !created,
+    resolved: resolvedAt !== null && (current === null || current.resolvedAt === null),
+  };
+  return accept({ incident: next }, reply, [{ type: 'incidentWritten', incident: next, change: msg.change, created }]);
+}

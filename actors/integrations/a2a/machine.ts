@@ -1,0 +1,95 @@
+import { accept, allows, reject, type Decision, type DecideContext, type TransitionTable } from '../../runtime/machine.js';
+import type { ExternalAgentCard } from './agent-card-fetch.js';
+
+/**
+ * The external-agent actor (`external-agent/<id>`) owns one registered A2A agent of one org (decision 0015). Its id
+ * is derived from (org, url), so registering the same URL twice in one org reaches the same actor and is refused.
+ *
+ * Statuses:
+ * - absent:     never registered under this id.
+ * - registered: has a card (the last one fetched, or a placeholder naming the host until one is), a trust level
+ *               (`untrusted` on registration; `verified` and `internal` are set by an org admin or owner), and
+ *               whether the last fetch reached it. Re-fetches replace the card only when they succeed.
+ *
+ * Cards are fetched by the caller (I/O) and carried in the message, so `decide` stays pure.
+ */
+
+export const trustLevels = ['untrusted', 'verified', 'internal'] as const;
+export type TrustLevel = (typeof trustLevels)[number];
+
+export interface ExternalAgentRecord {
+  readonly id: string;
+  readonly orgId: string;
+  readonly url: string;
+  readonly trustLevel: TrustLevel;
+  readonly card: ExternalAgentCard;
+  readonly reachable: boolean;
+  readonly lastFetchedAt: number | null;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+}
+
+export interface ExternalAgentState { readonly agent: ExternalAgentRecord | null }
+
+export type ExternalAgentMsg =
+  | {
+      readonly type: 'externalAgent.register'; readonly orgId: string; readonly url: string; readonly card: ExternalAgentCard | null;
+      readonly fetchedAt: number; readonly by: string;
+    }
+  | { readonly type: 'externalAgent.setTrust'; readonly orgId: string; readonly trustLevel: TrustLevel; readonly by: string }
+  | { readonly type: 'externalAgent.refreshed'; readonly orgId: string; readonly card: ExternalAgentCard | null; readonly fetchedAt: number };
+
+export type ExternalAgentMsgType = ExternalAgentMsg['type'];
+export const externalAgentMsgTypes = ['externalAgent.register', 'externalAgent.setTrust', 'externalAgent.refreshed'] as const satisfies readonly ExternalAgentMsgType[];
+
+export interface ExternalAgentReply { readonly agent: ExternalAgentRecord }
+
+export type ExternalAgentEffect = { readonly type: 'agentWritten'; readonly agent: ExternalAgentRecord; readonly audit: { type: string; by: string; payload: Record<string, unknown> } | null };
+
+export const externalAgentLifecycle = ['absent', 'registered'] as const;
+export type ExternalAgentLifecycle = (typeof externalAgentLifecycle)[number];
+
+export const transitions: TransitionTable<ExternalAgentLifecycle, ExternalAgentMsgType> = {
+  absent: { 'externalAgent.register': ['registered'] },
+  registered: { 'externalAgent.setTrust': ['registered'], 'externalAgent.refreshed': ['registered'] },
+};
+
+export const initialExternalAgentState = (): ExternalAgentState => ({ agent: null });
+const lifecycleOf = (s: ExternalAgentState): ExternalAgentLifecycle => (s.agent ? 'registered' : 'absent');
+
+/** What we show until the agent's own card has been fetched once. */
+export function placeholderCard(url: string): ExternalAgentCard {
+  return { name: new URL(url).host, url, version: '', description: '', skills: [] };
+}
+
+export function decideExternalAgent(state: ExternalAgentState, msg: ExternalAgentMsg, ctx: DecideContext): Decision<ExternalAgentState, ExternalAgentEffect, ExternalAgentReply> {
+  if (state.agent !== null && state.agent.orgId !== msg.orgId) return reject('NOT_FOUND', 'external agent not found');
+  const from = lifecycleOf(state);
+  if (!allows(transitions, from, msg.type)) {
+    return from === 'absent' ? reject('NOT_FOUND', 'external agent not found') : reject('ALREADY_EXISTS', 'this agent is already registered');
+  }
+  switch (msg.type) {
+    case 'externalAgent.register': {
+      const agent: ExternalAgentRecord = {
+        id: ctx.id, orgId: msg.orgId, url: msg.url, trustLevel: 'untrusted', card: msg.card ?? placeholderCard(msg.url),
+        reachable: msg.card !== null, lastFetchedAt: msg.fetchedAt, createdAt: ctx.now, updatedAt: ctx.now,
+      };
+      return accept({ agent }, { agent }, [{ type: 'agentWritten', agent, audit: { type: 'a2a.agent_registered', by: msg.by, payload: { url: msg.url, reachable: agent.reachable } } }]);
+    }
+    case 'externalAgent.setTrust': {
+      const current = state.agent!;
+      if (current.trustLevel === msg.trustLevel) return accept(state, { agent: current });
+      const agent = { ...current, trustLevel: msg.trustLevel, updatedAt: ctx.now };
+      return accept({ agent }, { agent }, [{
+        type: 'agentWritten', agent, audit: { type: 'a2a.agent_trust_changed', by: msg.by, payload: { from: current.trustLevel, to: msg.trustLevel } },
+      }]);
+    }
+    case 'externalAgent.refreshed': {
+      const current = state.agent!;
+      // A stale result (an older fetch finishing late) never overwrites a newer one.
+      if (current.lastFetchedAt !== null && msg.fetchedAt <= current.lastFetchedAt) return accept(state, { agent: current });
+      const agent = { ...current, card: msg.card ?? current.card, reachable: msg.card !== null, lastFetchedAt: msg.fetchedAt, updatedAt: ctx.now };
+      return accept({ agent }, { agent }, [{ type: 'agentWritten', agent, audit: null }]);
+    }
+  }
+}

@@ -1,0 +1,43 @@
+import webpush from 'web-push';
+import type { Deps } from '../../../ops/deps.js';
+import { insertVapidRowOnce, readVapidRow } from '../../../storage/integrations/web-push.js';
+
+/**
+ * The VAPID key pair (RFC 8292) that signs every push this deployment sends. Generated once, on first use, by
+ * whichever node gets there first; the private key is sealed with the master key and every node reads the same
+ * pair back. Web push is off (public key null) unless `TROUPE_WEB_PUSH_SUBJECT` names a contact, which push
+ * services require in the VAPID token.
+ */
+
+export interface VapidKeys {
+  readonly subject: string;
+  /** base64url of the uncompressed P-256 point, as browsers take it for `applicationServerKey`. */
+  readonly publicKey: string;
+  readonly privateKey: string;
+}
+
+const SEAL_CONTEXT = 'web-push:vapid';
+const cache = new WeakMap<object, Promise<VapidKeys>>();
+
+export function vapidKeys(deps: Pick<Deps, 'config' | 'db' | 'secrets' | 'clock'>): Promise<VapidKeys> | undefined {
+  const subject = deps.config.webPushSubject;
+  if (subject === undefined) return undefined;
+  let keys = cache.get(deps.db);
+  if (!keys) {
+    keys = loadOrCreate(deps, subject);
+    cache.set(deps.db, keys);
+    keys.catch(() => cache.delete(deps.db));
+  }
+  return keys;
+}
+
+async function loadOrCreate(deps: Pick<Deps, 'db' | 'secrets' | 'clock'>, subject: string): Promise<VapidKeys> {
+  let row = await readVapidRow(deps.db);
+  if (!row) {
+    const fresh = webpush.generateVAPIDKeys();
+    await insertVapidRowOnce(deps.db, fresh.publicKey, deps.secrets.seal(fresh.privateKey, SEAL_CONTEXT), new Date(deps.clock.now()));
+    row = await readVapidRow(deps.db);
+    if (!row) throw new Error('VAPID key pair was not stored');
+  }
+  return { subject, publicKey: row.publicKey, privateKey: deps.secrets.open(row.sealedPrivateKey, SEAL_CONTEXT) };
+}

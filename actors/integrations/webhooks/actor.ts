@@ -1,0 +1,91 @@
+import type { Knex } from 'knex';
+import type { ActorBehavior } from '../../runtime/machine.js';
+import { ajv, compileSchema } from '../../../schemas/ajv.js';
+import { providerEventMessageSchema } from '../../../schemas/integrations/provider-event.js';
+import { writeWebhookOutcome } from '../../../storage/integrations/webhook-events.js';
+import { publicSessionId, sessionAddress, type SessionReply } from '../../session/index.js';
+import type { AskFn } from '../../workflow-run/ports.js';
+import {
+  decideProviderEvent, initialProviderEventState, type ProviderEventEffect, type ProviderEventMsg, type ProviderEventReply,
+  type ProviderEventState,
+} from './machine.js';
+
+/**
+ * The provider-event actor: records each delivery's outcome in `provider_webhook_events` with its state, and
+ * dispatches the session an event asks for once `routing` is durable. The dispatch is keyed by the tracker's id
+ * (a repeat reaches the same session, which accepts a second dispatch while pending), so replaying the effect
+ * after a crash does no harm.
+ */
+export const PROVIDER_EVENT_KIND = 'provider-event';
+export const providerEventAddress = (eventId: string): string => `${PROVIDER_EVENT_KIND}/${eventId}`;
+/** Recorded as the session's requester, so a session started by a webhook says where it came from. */
+export const webhookRequester = (provider: string): string => `webhook:${provider}`;
+
+/**
+ * The session dispatch an event asks for; the same message from the actor's effect and from the webhook sweeper
+ * re-driving a delivery stuck in routing (the session takes a repeated dispatch while pending).
+ */
+export function sessionDispatchFor(effect: Omit<Extract<ProviderEventEffect, { type: 'dispatchSession' }>, 'type'>): Record<string, unknown> {
+  return {
+    type: 'session.dispatch', orgId: effect.orgId, projectId: effect.projectId, trackerSessionId: effect.trackerSessionId,
+    prompt: effect.prompt, agentCardId: null, trackerIssue: effect.trackerIssue, workType: null, provider: null,
+    requestedBy: webhookRequester(effect.provider),
+  };
+}
+
+const validateMessage = compileSchema(ajv, providerEventMessageSchema as unknown as Record<string, unknown>);
+
+export function createProviderEventBehavior(ports: { ask: AskFn }): ActorBehavior<ProviderEventState, ProviderEventMsg, ProviderEventReply, ProviderEventEffect> {
+  return {
+    kind: PROVIDER_EVENT_KIND,
+    initial: initialProviderEventState,
+    decide: decideProviderEvent,
+    validate(message) {
+      if (validateMessage(message)) return undefined;
+      const first = validateMessage.errors?.[0];
+      return first ? `${first.instancePath || '/'} ${first.message ?? 'is invalid'}` : 'is invalid';
+    },
+    async project(trx: Knex.Transaction, id: string, next: ProviderEventState, _previous, effects) {
+      for (const effect of effects) {
+        if (effect.type === 'sessionActivity') await noteOnSession(trx, id, effect, new Date(next.updatedAt));
+      }
+      if (!effects.some((e) => e.type === 'recordOutcome')) return;
+      const status = next.status === 'routed' ? 'routed' : next.status === 'ignored' ? 'ignored' : 'failed';
+      await writeWebhookOutcome(trx, id, {
+        status, outcome: next.detail === null ? {} : { detail: next.detail }, sessionId: next.sessionId, at: new Date(next.updatedAt),
+      });
+    },
+    async afterPersist(effects, ctx) {
+      for (const effect of effects) {
+        if (effect.type !== 'dispatchSession') continue;
+        const sessionId = publicSessionId(effect.trackerSessionId);
+        try {
+          await ports.ask<SessionReply>(sessionAddress(sessionId), sessionDispatchFor(effect));
+          ctx.tellSelf({ type: 'providerEvent.dispatched', sessionId });
+        } catch (err) {
+          ctx.log.warn({ err, sessionId }, 'a provider event could not dispatch its session');
+          const code = typeof err === 'object' && err !== null && 'code' in err ? String((err as { code: unknown }).code) : 'UNKNOWN';
+          ctx.tellSelf({ type: 'providerEvent.dispatchFailed', error: `session dispatch failed (${code})` });
+        }
+      }
+    },
+  };
+}
+
+/**
+ * Writes a provider's note (a failed CI job) into the session's activities, which the session detail lists. The
+ * session actor owns that table, but activities are append-only rows outside its state, so adding one here, in
+ * this actor's snapshot transaction, keeps it exactly-once per delivery (key `webhook:<eventId>`) without a
+ * session round trip. Tenancy holds in the statement itself: the row is copied only from a session of the event's
+ * org, so a branch naming another org's session writes nothing.
+ */
+async function noteOnSession(
+  trx: Knex.Transaction, eventId: string, effect: Extract<ProviderEventEffect, { type: 'sessionActivity' }>, at: Date,
+): Promise<void> {
+  await trx.raw(
+    `insert into session_activities (id, session_id, org_id, kind, body, created_at)
+     select ?, s.id, s.org_id, ?, ?, ? from sessions s where s.id = ? and s.org_id = ?
+     on conflict (id) do nothing`,
+    [`webhook:${eventId}`, effect.kind, effect.body, at, effect.sessionId, effect.orgId],
+  );
+}

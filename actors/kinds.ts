@@ -1,0 +1,60 @@
+import type { ActorBehavior } from './runtime/index.js';
+import type { Transport } from '../transport/port.js';
+import { createOrgBehavior } from './org/index.js';
+import { publishRevocation } from './identity/revocation.js';
+import { createSessionBehavior } from './session/index.js';
+import { withSessionEvents } from './fleet/session-events.js';
+import { createDaemonHostBehavior } from './daemon-host/index.js';
+import { createWorkflowBehavior } from './workflow/actor.js';
+import { createWorkflowRunBehavior } from './workflow-run/actor.js';
+import { createApprovalGateBehavior } from './approval-gate/actor.js';
+import type { AskFn } from './workflow-run/ports.js';
+import { createPolicyBehavior } from './policy/index.js';
+import { createIncidentBehavior } from './incident/index.js';
+import { createTemplateBehavior } from './template/index.js';
+import { createProposalBehavior } from './authoring/proposal-actor.js';
+import { createProviderEventBehavior } from './integrations/webhooks/actor.js';
+import { createAgentCardBehavior } from './agent-card/index.js';
+import { createExternalAgentBehavior } from './integrations/a2a/index.js';
+import { withGatePush, withSessionPush } from './integrations/web-push/event-notifications.js';
+
+/** Deadline of asks between actors (run → gate, gate → run, run → session) when the node gives none. */
+const ACTOR_ASK_TIMEOUT_MS = 10_000;
+
+/**
+ * Every actor kind this node hosts. The composition root registers each with the actor system; a message for a kind
+ * not listed here is refused. Each room appends its behaviour (one line per kind). Kinds whose effects publish
+ * events take the transport from `ports`.
+ */
+export interface ActorKindPorts {
+  readonly transport?: Transport;
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export function actorKinds(ports: ActorKindPorts = {}): ActorBehavior<any, any, any, any>[] {
+  const { transport } = ports;
+  const ask: AskFn = <R>(address: string, message: unknown, timeoutMs?: number) => {
+    if (!transport) return Promise.reject(new Error(`no transport to reach ${address}`));
+    return transport.ask<R>(address, message, { timeoutMs: timeoutMs ?? ACTOR_ASK_TIMEOUT_MS });
+  };
+  return [
+    createOrgBehavior(transport ? { publishRevocation: (tags) => publishRevocation(transport, tags) } : {}),
+    // Sessions started by a workflow run report their terminal status back to it (decision 0007, run seam).
+    // Status changes also go to live session streams once durable (decision 0012).
+    // Its dispatcher is told by web push when a session ends (issue 8 §5), once the end is durable.
+    withSessionPush(withSessionEvents(createSessionBehavior(transport ? { tell: (address, message) => transport.tell(address, message) } : {}), transport), transport),
+    // Announces pending-mutation counts on `daemon.pending`, keeping every node's heartbeat index exact (decision 0007).
+    createDaemonHostBehavior(transport ? { transport } : {}),
+    createWorkflowBehavior(),
+    createWorkflowRunBehavior({ ask }),
+    // An opened gate is pushed to the subscribed users who may decide it (issue 8 §5).
+    withGatePush(createApprovalGateBehavior({ ask }), transport),
+    createPolicyBehavior(),
+    createIncidentBehavior(),
+    createTemplateBehavior(),
+    createProposalBehavior(),
+    createProviderEventBehavior({ ask }),
+    createAgentCardBehavior(),
+    createExternalAgentBehavior(),
+  ];
+}

@@ -1,0 +1,162 @@
+import { accept, allows, reject, type Decision, type DecideContext, type TransitionTable } from '../runtime/machine.js';
+import type { PolicyScope, PolicyStatus } from '../../schemas/governance/policy.js';
+
+/**
+ * The policy actor (`policy/<policyId>`) owns one stored Cedar policy and its version history.
+ *
+ * Statuses:
+ * - absent:   never created under this id.
+ * - draft:    stored and versioned, not enforced.
+ * - active:   joined to the org's default policy set in every authorization decision (actors/policy/enforcement.ts).
+ * - archived: kept for history, never enforced, never changed again (archive is final: create a new policy instead).
+ *
+ * Every change of `cedarPolicy` appends an immutable version (1, 2, …) carrying who changed it and why; other edits
+ * (name, tags, status …) change the policy row but not its version history. The Cedar text has been parsed and
+ * validated by the caller before the message is sent, and the version id minted there, so `decide` stays pure.
+ */
+
+export interface PolicyRecord {
+  readonly id: string;
+  readonly orgId: string;
+  readonly name: string;
+  readonly description: string;
+  readonly cedarPolicy: string;
+  readonly scope: PolicyScope;
+  readonly scopeId: string;
+  readonly status: Exclude<PolicyStatus, never>;
+  readonly version: number;
+  readonly regulatoryTags: readonly string[];
+  readonly metadata: Readonly<Record<string, unknown>>;
+  readonly createdBy: string;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+  readonly archivedAt: number | null;
+}
+
+export interface PolicyVersionRecord {
+  readonly id: string;
+  readonly policyId: string;
+  readonly version: number;
+  readonly cedarPolicy: string;
+  readonly changedBy: string;
+  readonly changeReason: string;
+  readonly createdAt: number;
+}
+
+export interface PolicyState {
+  readonly policy: PolicyRecord | null;
+}
+
+interface PolicyFields {
+  readonly name: string;
+  readonly description: string;
+  readonly cedarPolicy: string;
+  readonly scope: PolicyScope;
+  readonly scopeId: string;
+  readonly regulatoryTags: readonly string[];
+  readonly metadata: Readonly<Record<string, unknown>>;
+}
+
+export type PolicyMsg =
+  | (PolicyFields & {
+      readonly type: 'policy.create';
+      readonly orgId: string;
+      readonly versionId: string;
+      readonly status: 'draft' | 'active';
+      readonly createdBy: string;
+      readonly changeReason: string;
+    })
+  | {
+      readonly type: 'policy.update';
+      readonly orgId: string;
+      readonly versionId: string;
+      readonly changes: Partial<PolicyFields> & { readonly status?: PolicyStatus };
+      readonly changedBy: string;
+      readonly changeReason: string;
+    };
+
+export type PolicyMsgType = PolicyMsg['type'];
+export const policyMsgTypes = ['policy.create', 'policy.update'] as const satisfies readonly PolicyMsgType[];
+
+export interface PolicyReply {
+  readonly policy: PolicyRecord;
+  /** The version appended by this change, when the Cedar text changed (always on create). */
+  readonly appendedVersion: number | null;
+}
+
+export type PolicyEffect =
+  | { readonly type: 'policyWritten'; readonly policy: PolicyRecord; readonly previousStatus: PolicyStatus | null; readonly by: string }
+  | { readonly type: 'versionAppended'; readonly version: PolicyVersionRecord };
+
+export const policyLifecycle = ['absent', 'draft', 'active', 'archived'] as const;
+export type PolicyLifecycle = (typeof policyLifecycle)[number];
+
+export const transitions: TransitionTable<PolicyLifecycle, PolicyMsgType> = {
+  absent: { 'policy.create': ['draft', 'active'] },
+  draft: { 'policy.update': ['draft', 'active', 'archived'] },
+  active: { 'policy.update': ['draft', 'active', 'archived'] },
+  archived: {},
+};
+
+export const initialPolicyState = (): PolicyState => ({ policy: null });
+
+export const lifecycleOf = (state: PolicyState): PolicyLifecycle => state.policy?.status ?? 'absent';
+
+type PolicyDecision = Decision<PolicyState, PolicyEffect, PolicyReply>;
+
+export function decidePolicy(state: PolicyState, msg: PolicyMsg, ctx: DecideContext): PolicyDecision {
+  const from = lifecycleOf(state);
+  // Another org's policy is indistinguishable from an absent one.
+  if (state.policy !== null && state.policy.orgId !== msg.orgId) return reject('NOT_FOUND', 'policy not found');
+  if (!allows(transitions, from, msg.type)) {
+    if (from === 'absent') return reject('NOT_FOUND', 'policy not found');
+    if (from === 'archived') return reject('ILLEGAL_TRANSITION', 'an archived policy cannot be changed', { from, msgType: msg.type });
+    return reject('ALREADY_EXISTS', 'a policy with this id already exists');
+  }
+  switch (msg.type) {
+    case 'policy.create': {
+      const policy: PolicyRecord = {
+        id: ctx.id, orgId: msg.orgId, name: msg.name, description: msg.description, cedarPolicy: msg.cedarPolicy,
+        scope: msg.scope, scopeId: msg.scopeId, status: msg.status, version: 1, regulatoryTags: [...msg.regulatoryTags],
+        metadata: msg.metadata, createdBy: msg.createdBy, createdAt: ctx.now, updatedAt: ctx.now, archivedAt: null,
+      };
+      const version: PolicyVersionRecord = {
+        id: msg.versionId, policyId: ctx.id, version: 1, cedarPolicy: msg.cedarPolicy, changedBy: msg.createdBy,
+        changeReason: msg.changeReason === '' ? 'created' : msg.changeReason, createdAt: ctx.now,
+      };
+      return accept({ policy }, { policy, appendedVersion: 1 }, [
+        { type: 'policyWritten', policy, previousStatus: null, by: msg.createdBy },
+        { type: 'versionAppended', version },
+      ]);
+    }
+    case 'policy.update': {
+      const current = state.policy!;
+      const { changes } = msg;
+      const textChanged = changes.cedarPolicy !== undefined && changes.cedarPolicy !== current.cedarPolicy;
+      const status = changes.status ?? current.status;
+      const next: PolicyRecord = {
+        ...current,
+        ...definedOnly(changes),
+        status,
+        version: textChanged ? current.version + 1 : current.version,
+        updatedAt: ctx.now,
+        archivedAt: status === 'archived' ? ctx.now : null,
+      };
+      const effects: PolicyEffect[] = [{ type: 'policyWritten', policy: next, previousStatus: current.status, by: msg.changedBy }];
+      if (textChanged) {
+        effects.push({
+          type: 'versionAppended',
+          version: {
+            id: msg.versionId, policyId: current.id, version: next.version, cedarPolicy: next.cedarPolicy,
+            changedBy: msg.changedBy, changeReason: msg.changeReason, createdAt: ctx.now,
+          },
+        });
+      }
+      return accept({ policy: next }, { policy: next, appendedVersion: textChanged ? next.version : null }, effects);
+    }
+  }
+}
+
+function definedOnly<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

@@ -1,0 +1,7 @@
+export { createActorSystem, type ActorRef, type ActorSystem, type ActorSystemOptions } from './system.js';
+export { accept, reject, allows, type ActorBehavior, type Decision, type DecideContext, type EffectContext, type TransitionTable } from './machine.js';
+export { admitMessage } from './admission.js';
+export {
+  decideSupervision, defaultSupervision, noCrashes,
+  type CrashHistory, type SupervisionDirective, type SupervisionPolicy,
+} from './supervision.js';

@@ -1,0 +1,65 @@
+import type { Knex } from 'knex';
+import type { ErrorCode } from '../../ops/errors.js';
+import type { Logger } from '../../ops/logger.js';
+import type { SupervisionPolicy } from './supervision.js';
+
+/**
+ * An actor kind is a pure state machine plus the effects it asks for. `decide` never touches I/O: it returns
+ * the next state, the effects to run once that state is durable, and the reply; or a typed rejection that
+ * changes nothing. The runtime persists `next` (snapshot + `project` in one transaction), then replies, then
+ * runs `afterPersist` with the effects. Returning the same `state` object means "nothing changed": no write.
+ */
+export type Decision<S, E, R> =
+  | { readonly ok: true; readonly next: S; readonly effects: readonly E[]; readonly reply: R }
+  | { readonly ok: false; readonly code: ErrorCode; readonly message: string; readonly details?: Record<string, unknown> };
+
+export interface DecideContext {
+  /** Milliseconds since the epoch, from the injected clock so tests can drive time. */
+  readonly now: number;
+  /** The actor's id (the part of the address after `kind/`). */
+  readonly id: string;
+}
+
+export interface EffectContext<M> {
+  readonly id: string;
+  readonly address: string;
+  /** Sends a message to this same actor later (timers, retries); goes through the normal mailbox. */
+  tellSelf(message: M): void;
+  /** The actor's logger (`{actorKind, actorId}` bound). */
+  readonly log: Logger;
+}
+
+export interface ActorBehavior<S, M extends { type: string }, R = unknown, E = never> {
+  readonly kind: string;
+  initial(id: string): S;
+  decide(state: S, message: M, ctx: DecideContext): Decision<S, E, R>;
+  /** Read-model writes that must commit with the snapshot. */
+  project?(trx: Knex.Transaction, id: string, next: S, previous: S, effects: readonly E[]): Promise<void>;
+  /** Runs after the state is durable and the reply sent; must be idempotent (a crash may replay it). */
+  afterPersist?(effects: readonly E[], ctx: EffectContext<M>): Promise<void>;
+  /** Checks an incoming message's shape before `decide` sees it; returns a reason when it is malformed. */
+  validate?(message: unknown): string | undefined;
+  readonly supervision?: SupervisionPolicy;
+  /** Overrides the system-wide idle time after which this kind is passivated. */
+  readonly passivateAfterMs?: number;
+}
+
+export const accept = <S, E, R>(next: S, reply: R, effects: readonly E[] = []): Decision<S, E, R> =>
+  ({ ok: true, next, effects, reply });
+
+export const reject = <S, E, R>(code: ErrorCode, message: string, details?: Record<string, unknown>): Decision<S, E, R> =>
+  details === undefined ? { ok: false, code, message } : { ok: false, code, message, details };
+
+/**
+ * A transition table: for each status, the message types it accepts and the statuses they may lead to.
+ * Machines declare one, `decide` consults it, and tests walk every status × message pair from it.
+ */
+export type TransitionTable<Status extends string, MsgType extends string> = {
+  readonly [S in Status]: Partial<Record<MsgType, readonly Status[]>>;
+};
+
+export function allows<Status extends string, MsgType extends string>(
+  table: TransitionTable<Status, MsgType>, from: Status, msg: MsgType,
+): readonly Status[] | undefined {
+  return table[from][msg];
+}

@@ -1,0 +1,54 @@
+import type { Knex } from 'knex';
+import type { ActorBehavior } from '../runtime/machine.js';
+import { ajv } from '../../schemas/ajv.js';
+import { sessionMessageSchema } from '../../schemas/sessions/session-actor.js';
+import { projectSession } from '../../storage/sessions/projection.js';
+import { recordSessionAnalytics } from '../../storage/analytics/session-facts.js';
+import { decideSession, initialSessionState, type SessionEffect, type SessionMsg, type SessionReply, type SessionState } from './machine.js';
+
+/**
+ * The session actor: the pure machine of ./machine.ts plus its projection. Every effect of a transition is a
+ * read-model write committed with the snapshot (storage/sessions/projection.ts), so "exactly once per terminal
+ * transition" is the snapshot's own version fence plus the ledger key; nothing runs after the reply.
+ */
+export const SESSION_KIND = 'session';
+
+/**
+ * What the session actor reaches outside itself: `tell` delivers to another actor through the transport
+ * (a workflow run waiting for this session's terminal status). Without it (unit tests) nothing is reported.
+ */
+export interface SessionPorts {
+  readonly tell?: (address: string, message: unknown) => Promise<void>;
+}
+
+const validateMessage = ajv.compile(sessionMessageSchema);
+
+export function createSessionBehavior(ports: SessionPorts = {}): ActorBehavior<SessionState, SessionMsg, SessionReply, SessionEffect> {
+  return {
+    kind: SESSION_KIND,
+    initial: initialSessionState,
+    decide: decideSession,
+    validate(message: unknown): string | undefined {
+      if (validateMessage(message)) return undefined;
+      const first = validateMessage.errors?.[0];
+      return first ? `${first.instancePath || '/'} ${first.message ?? 'is invalid'}` : 'is invalid';
+    },
+    async project(trx: Knex.Transaction, id: string, next: SessionState, previous: SessionState, effects: readonly SessionEffect[]) {
+      await projectSession(trx, id, next, previous, effects, next.updatedAt);
+      // Phase records, the run's outcome and its router arm (decision 0013): in this transaction, so exactly once.
+      await recordSessionAnalytics(trx, id, next, previous, effects, next.updatedAt);
+    },
+    async afterPersist(effects, ctx) {
+      for (const effect of effects) {
+        if (effect.type !== 'notifyRun' || !ports.tell) continue;
+        // A lost tell (crash right here) is recovered by the run itself: on resume it re-dispatches, and a
+        // dispatch onto a terminal session answers the terminal status (actors/workflow-run/actor.ts).
+        const finished = {
+          type: 'run.agentFinished', sessionId: ctx.id, status: effect.status, ...(effect.error ? { error: effect.error } : {}),
+        };
+        await ports.tell(`workflow-run/${effect.runId}`, finished)
+          .catch((err: unknown) => ctx.log.warn({ err, runId: effect.runId }, 'could not report the session outcome to its workflow run'));
+      }
+    },
+  };
+}

@@ -1,0 +1,55 @@
+import type { Knex } from 'knex';
+import type { ActorBehavior } from '../runtime/machine.js';
+import { ajv, compileSchema } from '../../schemas/ajv.js';
+import { workflowMessageSchema } from '../../schemas/workflows/messages.js';
+import { appendAudit } from '../../storage/audit-log.js';
+import { writeVersion } from '../../storage/workflows/workflows.js';
+import {
+  decideWorkflow, initialWorkflowState, type WorkflowEffect, type WorkflowMsg, type WorkflowState, type WorkflowView,
+} from './machine.js';
+
+/**
+ * The workflow actor (`workflow/<id>`). Its projection appends the version snapshot, moves the `workflows` read
+ * model, and appends `workflow.version_created` to the org's audit chain, all in the snapshot transaction: a
+ * version exists, is listed and is audited together, or not at all.
+ */
+export const WORKFLOW_KIND = 'workflow';
+export const workflowAddress = (id: string): string => `${WORKFLOW_KIND}/${id}`;
+
+const validateMessage = compileSchema(ajv, workflowMessageSchema as unknown as Record<string, unknown>);
+
+export function createWorkflowBehavior(): ActorBehavior<WorkflowState, WorkflowMsg, WorkflowView, WorkflowEffect> {
+  return {
+    kind: WORKFLOW_KIND,
+    initial: initialWorkflowState,
+    decide: decideWorkflow,
+    validate(message) {
+      if (validateMessage(message)) return undefined;
+      const first = validateMessage.errors?.[0];
+      return first ? `${first.instancePath || '/'} ${first.message ?? 'is invalid'}` : 'is invalid';
+    },
+    async project(trx: Knex.Transaction, id: string, next: WorkflowState, _previous: WorkflowState, effects: readonly WorkflowEffect[]) {
+      if (next.status === 'absent') return;
+      for (const effect of effects) {
+        const s = effect.snapshot;
+        await writeVersion(trx, {
+          id, orgId: next.orgId, projectId: next.projectId, name: next.current.name, status: next.status,
+          version: next.version, publishedVersion: next.publishedVersion, createdBy: next.createdBy,
+          createdAt: next.createdAt, updatedAt: s.createdAt,
+        }, {
+          ...s, workflowId: id, orgId: next.orgId,
+          nodes: [...s.nodes], edges: [...s.edges], viewport: { ...s.viewport },
+          triggerConfig: { ...s.triggerConfig }, providerRequirements: [...s.providerRequirements], workflowConfig: { ...s.workflowConfig },
+        });
+        await appendAudit(trx, {
+          orgId: next.orgId,
+          type: 'workflow.version_created',
+          actor: effect.actorId,
+          subject: id,
+          payload: { workflowId: id, version: s.version, changedBy: s.changedBy, changeReason: s.changeReason, status: s.status, schemaHash: s.schemaHash },
+          at: new Date(s.createdAt),
+        });
+      }
+    },
+  };
+}

@@ -1,0 +1,209 @@
+import { accept, allows, reject, type DecideContext, type Decision, type TransitionTable } from '../runtime/machine.js';
+import { TroupeError } from '../../ops/errors.js';
+import { analyseDefinition, emptyDefinitionYaml } from './definition.js';
+
+/**
+ * One workflow: its status and its current canvas. Every accepted change is a new, immutable version snapshot
+ * (spec 2.1), so the actor's own version counter is the source of gap-free numbering: the mailbox serialises
+ * concurrent PATCHes and each accepted one takes `version + 1`.
+ *
+ * Statuses:
+ * - absent: nothing created at this address yet; only `workflow.create` is accepted.
+ * - draft: editable; the execution layer starts no runs.
+ * - published: live. There is no draft/live split (spec 9.3): every change to a published workflow changes the
+ *   live definition, so any change that leaves it published needs publish authority (`mayPublish`).
+ * - archived: kept for history; starts no runs; may be moved back to draft or published.
+ *
+ * Authorization happens at the edge, but whether a change *publishes* depends on the state at the moment it is
+ * applied; the edge therefore passes `mayPublish` (the Cedar `publish` verdict) and the decision is taken here,
+ * atomically with the change (decision 0008).
+ */
+
+export const workflowStatuses = ['absent', 'draft', 'published', 'archived'] as const;
+export type WorkflowStatus = (typeof workflowStatuses)[number];
+export type LiveStatus = Exclude<WorkflowStatus, 'absent'>;
+
+export interface WorkflowContent {
+  readonly name: string;
+  readonly nodes: readonly unknown[];
+  readonly edges: readonly unknown[];
+  readonly viewport: Readonly<Record<string, unknown>>;
+  readonly definitionYaml: string;
+  readonly triggerConfig: Readonly<Record<string, unknown>>;
+  readonly providerRequirements: readonly unknown[];
+  readonly workflowConfig: Readonly<Record<string, unknown>>;
+}
+
+export type ContentChanges = Partial<WorkflowContent>;
+
+/** Who made a change: the audit actor id and the label stored as `changedBy`. */
+export interface ChangeActor {
+  readonly id: string;
+  readonly label: string;
+}
+
+export interface VersionSnapshot extends WorkflowContent {
+  readonly version: number;
+  readonly status: LiveStatus;
+  readonly definitionVersion: 'v1.1' | 'v2';
+  readonly schemaHash: string;
+  readonly changedBy: string;
+  readonly changeReason: string | null;
+  readonly createdAt: string;
+}
+
+export type WorkflowState =
+  | { readonly status: 'absent' }
+  | {
+      readonly status: LiveStatus;
+      readonly orgId: string;
+      readonly projectId: string;
+      readonly version: number;
+      readonly publishedVersion: number | null;
+      readonly createdBy: string;
+      readonly createdAt: string;
+      readonly current: VersionSnapshot;
+    };
+
+export type WorkflowMsg =
+  | { readonly type: 'workflow.create'; readonly orgId: string; readonly projectId: string; readonly content: ContentChanges & { name: string }; readonly actor: ChangeActor }
+  | {
+      readonly type: 'workflow.update'; readonly orgId: string; readonly changes: ContentChanges; readonly status?: LiveStatus;
+      readonly changeReason?: string; readonly actor: ChangeActor; readonly mayPublish: boolean;
+    }
+  | {
+      readonly type: 'workflow.rollback'; readonly orgId: string; readonly toVersion: number; readonly content: WorkflowContent;
+      readonly actor: ChangeActor; readonly mayPublish: boolean;
+    };
+
+export type WorkflowMsgType = WorkflowMsg['type'];
+export const workflowMsgTypes: readonly WorkflowMsgType[] = ['workflow.create', 'workflow.update', 'workflow.rollback'];
+
+export interface WorkflowView {
+  readonly id: string;
+  readonly orgId: string;
+  readonly projectId: string;
+  readonly status: LiveStatus;
+  readonly version: number;
+  readonly publishedVersion: number | null;
+  readonly createdBy: string;
+  readonly createdAt: string;
+  readonly updatedAt: string;
+  readonly current: VersionSnapshot;
+}
+
+export type WorkflowEffect = { readonly type: 'versionCreated'; readonly actorId: string; readonly snapshot: VersionSnapshot };
+
+const anyLive: readonly LiveStatus[] = ['draft', 'published', 'archived'];
+export const transitions: TransitionTable<WorkflowStatus, WorkflowMsgType> = {
+  absent: { 'workflow.create': ['draft'] },
+  draft: { 'workflow.update': anyLive, 'workflow.rollback': ['draft'] },
+  published: { 'workflow.update': anyLive, 'workflow.rollback': ['published'] },
+  archived: { 'workflow.update': anyLive, 'workflow.rollback': ['archived'] },
+};
+
+export const initialWorkflowState = (): WorkflowState => ({ status: 'absent' });
+
+type D = Decision<WorkflowState, WorkflowEffect, WorkflowView>;
+
+export function decideWorkflow(state: WorkflowState, msg: WorkflowMsg, ctx: DecideContext): D {
+  const allowed = allows(transitions, state.status, msg.type);
+  if (!allowed) {
+    return state.status === 'absent'
+      ? reject('NOT_FOUND', 'workflow not found')
+      : reject('ALREADY_EXISTS', 'workflow already exists');
+  }
+  if (state.status === 'absent') {
+    if (msg.type !== 'workflow.create') return reject('NOT_FOUND', 'workflow not found');
+    const content = fillContent(msg.content);
+    return snapshot(null, { orgId: msg.orgId, projectId: msg.projectId, createdBy: msg.actor.label, createdAt: iso(ctx.now) }, 'draft', content, msg.actor, null, ctx);
+  }
+  // Another org's workflow is indistinguishable from an absent one.
+  if (msg.orgId !== state.orgId) return reject('NOT_FOUND', 'workflow not found');
+  switch (msg.type) {
+    case 'workflow.create':
+      return reject('ALREADY_EXISTS', 'workflow already exists');
+    case 'workflow.update': {
+      const next = msg.status ?? state.status;
+      if (!allowed.includes(next)) return reject('ILLEGAL_TRANSITION', `cannot move a ${state.status} workflow to ${next}`);
+      if (next === 'published' && !msg.mayPublish) return reject('AUTHZ_DENIED', 'not allowed to publish this Workflow', { action: 'publish', resourceType: 'Workflow' });
+      return snapshot(state, state, next, { ...state.current, ...defined(msg.changes) }, msg.actor, msg.changeReason ?? null, ctx);
+    }
+    case 'workflow.rollback': {
+      if (!Number.isSafeInteger(msg.toVersion) || msg.toVersion < 1 || msg.toVersion > state.version) {
+        return reject('NOT_FOUND', `workflow has no version ${msg.toVersion}`);
+      }
+      if (state.status === 'published' && !msg.mayPublish) return reject('AUTHZ_DENIED', 'not allowed to publish this Workflow', { action: 'publish', resourceType: 'Workflow' });
+      return snapshot(state, state, state.status, msg.content, msg.actor, `rollback to version ${msg.toVersion}`, ctx);
+    }
+  }
+}
+
+/** A workflow's public shape, from its state. */
+export function viewOf(id: string, state: Extract<WorkflowState, { orgId: string }>): WorkflowView {
+  return {
+    id, orgId: state.orgId, projectId: state.projectId, status: state.status, version: state.version,
+    publishedVersion: state.publishedVersion, createdBy: state.createdBy, createdAt: state.createdAt,
+    updatedAt: state.current.createdAt, current: state.current,
+  };
+}
+
+function snapshot(
+  previous: Extract<WorkflowState, { orgId: string }> | null,
+  owner: { orgId: string; projectId: string; createdBy: string; createdAt: string },
+  status: LiveStatus, content: WorkflowContent, actor: ChangeActor, changeReason: string | null, ctx: DecideContext,
+): D {
+  let analysed;
+  try {
+    analysed = analyseDefinition(content.definitionYaml);
+  } catch (err) {
+    if (err instanceof TroupeError) return reject(err.code, err.message, err.details);
+    throw err;
+  }
+  const version = (previous?.version ?? 0) + 1;
+  const current: VersionSnapshot = {
+    ...content,
+    version,
+    status,
+    definitionVersion: analysed.definitionVersion,
+    schemaHash: analysed.schemaHash,
+    changedBy: actor.label,
+    changeReason,
+    createdAt: iso(ctx.now),
+  };
+  const next: WorkflowState = {
+    status,
+    orgId: owner.orgId,
+    projectId: owner.projectId,
+    version,
+    // Deploying is pointing the execution layer at this version; a draft or archived workflow starts no runs.
+    publishedVersion: status === 'published' ? version : null,
+    createdBy: owner.createdBy,
+    createdAt: owner.createdAt,
+    current,
+  };
+  return accept(next, viewOf(ctx.id, next), [{ type: 'versionCreated', actorId: actor.id, snapshot: current }]);
+}
+
+function fillContent(c: ContentChanges & { name: string }): WorkflowContent {
+  const definitionYaml = c.definitionYaml ?? emptyDefinitionYaml(c.name);
+  // Trigger, providers and config follow the definition unless the canvas states them explicitly.
+  let fromYaml: { trigger: Record<string, unknown>; providers: readonly string[]; config: Record<string, unknown> } = { trigger: { type: 'manual' }, providers: [], config: {} };
+  try { fromYaml = analyseDefinition(definitionYaml); } catch { /* reported by snapshot() */ }
+  return {
+    name: c.name,
+    nodes: c.nodes ?? [],
+    edges: c.edges ?? [],
+    viewport: c.viewport ?? { x: 0, y: 0, zoom: 1 },
+    definitionYaml,
+    triggerConfig: c.triggerConfig ?? fromYaml.trigger,
+    providerRequirements: c.providerRequirements ?? [...fromYaml.providers],
+    workflowConfig: c.workflowConfig ?? fromYaml.config,
+  };
+}
+
+function defined(changes: ContentChanges): ContentChanges {
+  return Object.fromEntries(Object.entries(changes).filter(([, v]) => v !== undefined)) as ContentChanges;
+}
+
+const iso = (ms: number): string => new Date(ms).toISOString();

@@ -1,0 +1,61 @@
+import type { Deps } from '../ops/deps.js';
+import { healthRoutes } from './routes/health.js';
+import { identityRoutes } from './routes/identity.js';
+import { workflowRoutes } from './routes/workflows.js';
+import { approvalRoutes } from './routes/approvals.js';
+import { auditRoutes } from './routes/audit.js';
+import { openApiRoute } from './routes/openapi.js';
+import { readinessProbesFor } from './routes/readiness.js';
+import { sessionRoutes } from './routes/sessions.js';
+import { daemonRoutes } from './routes/daemon.js';
+import { governanceRoutes } from './routes/governance.js';
+import { analyticsRoutes } from './routes/analytics.js';
+import { authoringRoutes } from './routes/authoring.js';
+import { providerWebhookRoutes } from './routes/provider-webhooks.js';
+import { requesterRoutes } from './routes/requesters.js';
+import { oauthRoutes } from './routes/oauth.js';
+import { credentialRoutes } from './routes/credentials.js';
+import { pluginOptionRoutes } from './routes/plugin-options.js';
+import { streamRoutes } from './routes/streams.js';
+import { fleetRoutes } from './routes/fleet.js';
+import { clusterRoutes } from './routes/cluster.js';
+import { agentCardRoutes } from './routes/agent-cards.js';
+import { a2aRoutes } from './routes/a2a.js';
+import { templateRoutes } from './routes/templates.js';
+import { webPushRoutes } from './routes/web-push.js';
+import { integrationOAuthRoutes } from './routes/integration-oauth.js';
+import type { Route } from './types.js';
+
+/**
+ * The node's whole route table. Each room adds its module's routes here (one spread per module); the OpenAPI
+ * document is built from exactly this list.
+ */
+export function allRoutes(): Route<Deps>[] {
+  const routes: Route<Deps>[] = [
+    ...healthRoutes<Deps>(readinessProbesFor),
+    openApiRoute<Deps>(() => routes),
+    ...governanceRoutes(),
+    ...providerWebhookRoutes(),
+    ...requesterRoutes(),
+    ...oauthRoutes(),
+    ...identityRoutes(),
+    ...sessionRoutes(),
+    ...daemonRoutes(),
+    ...workflowRoutes(),
+    ...approvalRoutes(),
+    ...templateRoutes(),
+    ...auditRoutes(),
+    ...analyticsRoutes(),
+    ...clusterRoutes(),
+    ...authoringRoutes(),
+    ...credentialRoutes(),
+    ...pluginOptionRoutes(),
+    ...streamRoutes(),
+    ...fleetRoutes(),
+    ...agentCardRoutes(),
+    ...a2aRoutes(),
+    ...webPushRoutes(),
+    ...integrationOAuthRoutes(),
+  ];
+  return routes;
+}

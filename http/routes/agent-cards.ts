@@ -1,0 +1,176 @@
+import { randomUUID } from 'node:crypto';
+import type { Deps } from '../../ops/deps.js';
+import { TroupeError } from '../../ops/errors.js';
+import type { OrgPrincipal, Principal } from '../../actors/identity/principal.js';
+import { agentCardAddress, type AgentCardMsg, type AgentCardReply } from '../../actors/agent-card/index.js';
+import { applyOverlay, missingTargets, type Overlay } from '../../actors/marketplace/payload.js';
+import { previewUpdate } from '../../actors/marketplace/update-preview.js';
+import { ajv, compileSchema } from '../../schemas/ajv.js';
+import {
+  agentCardPayload, agentCardReply, createAgentCardBody, installBody, listingListReply, listingReply, publishListingBody,
+  updateAgentCardBody, updatePreviewReply,
+} from '../../schemas/agents/agent-card.js';
+import { findCard, findListing, listingSourceCard, listListings, sourceVersion, type AgentCardView } from '../../storage/agent-cards/cards.js';
+import { isUuid } from '../../storage/identity/rows.js';
+import type { HttpRequest, Route } from '../types.js';
+
+/**
+ * Agent cards and the marketplace (decision 0015). Cards are org-owned and written through the agent-card actor;
+ * another org's card is 404. Listings are the deliberately shared part: any authenticated org sees every listing
+ * and may install one, which creates a card of its own pinned to the listed version with its overlay laid over it.
+ * Members edit and install cards; publishing to the marketplace needs the `publish` right (admin, owner).
+ */
+
+export function orgCaller(req: HttpRequest): OrgPrincipal {
+  const p = req.principal;
+  // The edge authenticates every non-'none' route; this fails closed if a route is ever misdeclared.
+  if (!p || p.kind === 'admin') throw new TroupeError('AUTH_FORBIDDEN', 'this operation takes an org credential');
+  return p;
+}
+
+/** Who did it, as recorded in versions and the audit chain. */
+export function actorIdOf(p: Principal): string {
+  switch (p.kind) {
+    case 'user': return p.userId;
+    case 'apiKey': return `key:${p.keyId}`;
+    case 'machine': return `client:${p.clientId}`;
+    case 'runtime': return `worker:${p.workerId}`;
+    case 'admin': return 'admin';
+  }
+}
+
+const cardResource = (orgId: string, id: string) => ({ type: 'AgentCard', id, orgId });
+const validPayload = compileSchema(ajv, agentCardPayload as unknown as Record<string, unknown>);
+
+async function ownCard(deps: Deps, orgId: string, id: string | undefined): Promise<AgentCardView> {
+  const card = id !== undefined && isUuid(id) ? await findCard(deps.db, orgId, id) : undefined;
+  if (!card) throw new TroupeError('NOT_FOUND', 'agent card not found');
+  return card;
+}
+
+const view = (reply: AgentCardReply) => ({
+  id: reply.card.id, orgId: reply.card.orgId, name: reply.card.payload.name, version: reply.card.version, payload: reply.card.payload,
+  install: reply.card.install ? { listingId: reply.card.install.listingId, pinnedVersion: reply.card.install.pinnedVersion, overlay: reply.card.install.overlay } : null,
+  createdBy: reply.card.createdBy, createdAt: new Date(reply.card.createdAt).toISOString(), updatedAt: new Date(reply.card.updatedAt).toISOString(),
+});
+
+type PayloadBody = { name: string; description?: string; prompt: string; capabilities?: string[]; model?: string; config?: Record<string, unknown> };
+
+/** The installed card's pinned and newest source versions; 404 when the listing or its card is gone. */
+async function sourcesOf(deps: Deps, card: AgentCardView) {
+  if (!card.install) throw new TroupeError('CONFLICT', 'this card was not installed from the marketplace');
+  const sourceCardId = await listingSourceCard(deps.db, card.install.listingId);
+  const pinned = sourceCardId ? await sourceVersion(deps.db, sourceCardId, card.install.pinnedVersion) : undefined;
+  const latest = sourceCardId ? await sourceVersion(deps.db, sourceCardId) : undefined;
+  if (!sourceCardId || !pinned || !latest) throw new TroupeError('NOT_FOUND', 'the listing this card was installed from is gone');
+  return { install: card.install, pinned, latest };
+}
+
+export function agentCardRoutes(): Route<Deps>[] {
+  return [
+    {
+      method: 'post', path: '/api/agent-cards', auth: 'org', tags: ['agents'], successStatus: 201,
+      summary: 'Create an agent card (version 1)', bodySchema: createAgentCardBody, responseSchema: agentCardReply,
+      async handler(req: HttpRequest<PayloadBody>, deps) {
+        const p = orgCaller(req);
+        const id = randomUUID();
+        await deps.authz.authorize(p, 'edit', cardResource(p.orgId, id));
+        const msg: AgentCardMsg = { type: 'agentCard.create', orgId: p.orgId, payload: req.body, by: actorIdOf(p) };
+        return { status: 201, body: { agentCard: view(await deps.ask<AgentCardReply>(agentCardAddress(id), msg)) } };
+      },
+    },
+    {
+      method: 'get', path: '/api/agent-cards/:id', auth: 'org', tags: ['agents'],
+      summary: 'One agent card of the caller\'s org', responseSchema: agentCardReply,
+      async handler(req, deps) {
+        const p = orgCaller(req);
+        const card = await ownCard(deps, p.orgId, req.params.id);
+        await deps.authz.authorize(p, 'read', cardResource(p.orgId, card.id));
+        return { body: { agentCard: card } };
+      },
+    },
+    {
+      method: 'patch', path: '/api/agent-cards/:id', auth: 'org', tags: ['agents'],
+      summary: 'Change an authored agent card; a changed payload appends a new version', bodySchema: updateAgentCardBody, responseSchema: agentCardReply,
+      async handler(req: HttpRequest<Partial<PayloadBody>>, deps) {
+        const p = orgCaller(req);
+        const card = await ownCard(deps, p.orgId, req.params.id);
+        await deps.authz.authorize(p, 'edit', cardResource(p.orgId, card.id));
+        const msg: AgentCardMsg = { type: 'agentCard.update', orgId: p.orgId, changes: req.body, by: actorIdOf(p) };
+        return { body: { agentCard: view(await deps.ask<AgentCardReply>(agentCardAddress(card.id), msg)) } };
+      },
+    },
+    {
+      method: 'post', path: '/api/marketplace/listings', auth: 'org', tags: ['agents'], successStatus: 201,
+      summary: 'Publish an authored agent card to the marketplace; the listing follows the card\'s newest version',
+      bodySchema: publishListingBody, responseSchema: listingReply,
+      async handler(req: HttpRequest<{ agentCardId: string }>, deps) {
+        const p = orgCaller(req);
+        const card = await ownCard(deps, p.orgId, req.body.agentCardId);
+        await deps.authz.authorize(p, 'publish', cardResource(p.orgId, card.id));
+        const msg: AgentCardMsg = { type: 'agentCard.publish', orgId: p.orgId, listingId: randomUUID(), by: actorIdOf(p) };
+        const reply = await deps.ask<AgentCardReply>(agentCardAddress(card.id), msg);
+        const listing = reply.listingId ? await findListing(deps.db, reply.listingId) : undefined;
+        if (!listing) throw new TroupeError('INTERNAL', 'published listing not readable');
+        return { status: 201, body: { listing } };
+      },
+    },
+    {
+      method: 'get', path: '/api/marketplace/listings', auth: 'org', tags: ['agents'],
+      summary: 'Every marketplace listing, newest first', responseSchema: listingListReply,
+      async handler(req, deps) {
+        orgCaller(req);
+        return { body: { listings: await listListings(deps.db) } };
+      },
+    },
+    {
+      method: 'post', path: '/api/agent-cards/marketplace-install', auth: 'org', tags: ['agents'], successStatus: 201,
+      summary: 'Install a marketplace listing into the caller\'s org, pinned to its newest version, with an optional overlay',
+      bodySchema: installBody, responseSchema: agentCardReply,
+      async handler(req: HttpRequest<{ listingId: string; overlay?: Overlay }>, deps) {
+        const p = orgCaller(req);
+        const id = randomUUID();
+        await deps.authz.authorize(p, 'edit', cardResource(p.orgId, id));
+        const sourceCardId = await listingSourceCard(deps.db, req.body.listingId);
+        const source = sourceCardId ? await sourceVersion(deps.db, sourceCardId) : undefined;
+        if (!sourceCardId || !source) throw new TroupeError('NOT_FOUND', 'listing not found');
+        const overlay = req.body.overlay ?? {};
+        const missing = missingTargets(source.payload, overlay);
+        if (missing.length > 0) throw new TroupeError('VALIDATION_FAILED', `overlay: no such field in the listed card: ${missing.join(', ')}`, { field: 'overlay' });
+        if (!validPayload(applyOverlay(source.payload, overlay))) {
+          throw new TroupeError('VALIDATION_FAILED', 'overlay: the card with this overlay is not a valid agent card', { field: 'overlay' });
+        }
+        const msg: AgentCardMsg = {
+          type: 'agentCard.install', orgId: p.orgId, listingId: req.body.listingId, sourceCardId, source, overlay, by: actorIdOf(p),
+        };
+        return { status: 201, body: { agentCard: view(await deps.ask<AgentCardReply>(agentCardAddress(id), msg)) } };
+      },
+    },
+    {
+      method: 'get', path: '/api/agent-cards/:id/marketplace-install/update', auth: 'org', tags: ['agents'],
+      summary: 'Preview the newest source version of an installed card: version metadata, payload and prompt deltas, capability changes, overlay keys preserved, conflicting and dropped',
+      responseSchema: updatePreviewReply,
+      async handler(req, deps) {
+        const p = orgCaller(req);
+        const card = await ownCard(deps, p.orgId, req.params.id);
+        await deps.authz.authorize(p, 'read', cardResource(p.orgId, card.id));
+        const { install, pinned, latest } = await sourcesOf(deps, card);
+        return { body: { update: previewUpdate(install.listingId, pinned, latest, install.overlay) } };
+      },
+    },
+    {
+      method: 'post', path: '/api/agent-cards/:id/marketplace-install/update', auth: 'org', tags: ['agents'], bodyKind: 'none',
+      summary: 'Accept the newest source version: re-pin, re-materialize, drop overlay keys whose targets vanished (audited), in one transaction',
+      responseSchema: agentCardReply,
+      async handler(req, deps) {
+        const p = orgCaller(req);
+        const card = await ownCard(deps, p.orgId, req.params.id);
+        await deps.authz.authorize(p, 'edit', cardResource(p.orgId, card.id));
+        const { latest } = await sourcesOf(deps, card);
+        const msg: AgentCardMsg = { type: 'agentCard.acceptUpdate', orgId: p.orgId, source: latest, by: actorIdOf(p) };
+        const reply = await deps.ask<AgentCardReply>(agentCardAddress(card.id), msg);
+        return { body: { agentCard: view(reply), droppedOverlayKeys: reply.dropped } };
+      },
+    },
+  ];
+}

@@ -1,0 +1,96 @@
+import { randomUUID } from 'node:crypto';
+import type { Deps } from '../../ops/deps.js';
+import { TroupeError } from '../../ops/errors.js';
+import type { OrgPrincipal, OrgRole } from '../../actors/identity/principal.js';
+import type { ResourceRef } from '../../actors/identity/ports.js';
+import type { HttpRequest, Route } from '../types.js';
+import { approvalGateAddress } from '../../actors/approval-gate/actor.js';
+import type { GateDecision, GateMsg, GateView } from '../../actors/approval-gate/machine.js';
+import { projectsInOrg } from '../../storage/identity/orgs.js';
+import { findGate, listGates, type GateRow } from '../../storage/workflows/runs.js';
+import * as schemas from '../../schemas/workflows/http.js';
+
+/**
+ * Approval gates (CONTRACT.md "Approval gates", spec 4.5). Deciding is for humans only (the edge refuses other
+ * credentials with 403); the decider's identity and role are the authenticated user's, and a claimed
+ * `actorRole` that differs from the real org role is refused. The gate actor lets exactly one decision through.
+ */
+function orgPrincipal(req: HttpRequest): OrgPrincipal {
+  const p = req.principal;
+  if (!p || p.kind === 'admin') throw new TroupeError('INTERNAL', 'route reached without an org principal');
+  return p;
+}
+
+const gateResource = (g: { id: string; orgId: string; projectId: string | null; requiredRole: string | null }): ResourceRef => ({
+  type: 'ApprovalGate', id: g.id, orgId: g.orgId,
+  ...(g.projectId ? { projectId: g.projectId } : {}),
+  ...(g.requiredRole ? { attrs: { requiredRole: g.requiredRole } } : {}),
+});
+
+const publicGate = (g: GateRow | GateView) => ({
+  id: g.id, projectId: g.projectId, title: g.title, issue: g.issue, sessionId: g.sessionId, runId: g.runId, nodeId: g.nodeId,
+  escalation: g.escalation, requiredRole: g.requiredRole, status: g.status, decidedBy: g.decidedBy, driver: g.driver,
+  createdAt: g.createdAt, decidedAt: g.decidedAt,
+});
+
+export function approvalRoutes(): Route<Deps>[] {
+  return [
+    {
+      method: 'post', path: '/api/approval-gates', auth: 'org', tags: ['approvals'],
+      summary: 'Open an approval gate in a project', bodySchema: schemas.createGateBody, successStatus: 201,
+      async handler(req: HttpRequest<{ projectId: string; title: string; issue?: string; sessionId?: string; escalation?: 'live-session'; requiredRole?: 'owner' | 'admin' | 'member' }>, deps) {
+        const p = orgPrincipal(req);
+        const b = req.body;
+        if (!(await projectsInOrg(deps.db, p.orgId, [b.projectId])).has(b.projectId)) throw new TroupeError('NOT_FOUND', 'project not found');
+        const id = randomUUID();
+        await deps.authz.authorize(p, 'operate', { type: 'ApprovalGate', id, orgId: p.orgId, projectId: b.projectId });
+        const msg: GateMsg = {
+          type: 'gate.open', orgId: p.orgId, projectId: b.projectId, title: b.title, issue: b.issue ?? null,
+          sessionId: b.sessionId ?? null, runId: null, nodeId: null, escalation: b.escalation ?? null, requiredRole: b.requiredRole ?? null,
+        };
+        const gate = await deps.ask<GateView>(approvalGateAddress(id), msg);
+        return { status: 201, body: { gate: publicGate(gate) } };
+      },
+    },
+    {
+      method: 'get', path: '/api/approval-gates', auth: 'org', tags: ['approvals'],
+      summary: 'Approval gates of the caller\'s org, oldest first; filter by issue or status', querySchema: schemas.listGatesQuery,
+      async handler(req, deps) {
+        const p = orgPrincipal(req);
+        const issue = req.query.get('issue') ?? undefined;
+        const status = req.query.get('status') ?? undefined;
+        const gates = await listGates(deps.db, p.orgId, { ...(issue !== undefined ? { issue } : {}), ...(status !== undefined ? { status } : {}) });
+        // Project-scoped gates are shown only where the caller may read that project.
+        const readable = new Map<string, boolean>();
+        const visible = [];
+        for (const g of gates) {
+          const key = g.projectId ?? '';
+          let ok = readable.get(key);
+          if (ok === undefined) {
+            ok = (await deps.authz.check(p, 'read', gateResource({ ...g, requiredRole: null }))).allowed;
+            readable.set(key, ok);
+          }
+          if (ok) visible.push(publicGate(g));
+        }
+        return { body: { gates: visible } };
+      },
+    },
+    {
+      method: 'post', path: '/api/approval-gates/:id/decide', auth: 'human', tags: ['approvals'],
+      summary: 'Decide a gate (approved, rejected, escalated) as the authenticated user', bodySchema: schemas.decideGateBody,
+      async handler(req: HttpRequest<{ decision: GateDecision; actorRole?: OrgRole }>, deps) {
+        const p = orgPrincipal(req);
+        if (p.kind !== 'user') throw new TroupeError('AUTH_HUMAN_ONLY');
+        if (req.body.actorRole !== undefined && req.body.actorRole !== p.orgRole) {
+          throw new TroupeError('AUTH_FORBIDDEN', 'actorRole does not match your role in this org');
+        }
+        const gate = await findGate(deps.db, p.orgId, req.params.id ?? '');
+        if (!gate) throw new TroupeError('NOT_FOUND', 'approval gate not found');
+        await deps.authz.authorize(p, 'decide', gateResource(gate));
+        const msg: GateMsg = { type: 'gate.decide', orgId: p.orgId, decision: req.body.decision, decidedBy: { userId: p.userId, role: p.orgRole } };
+        const decided = await deps.ask<GateView>(approvalGateAddress(gate.id), msg);
+        return { body: { resolved: true, decision: decided.status, gate: publicGate(decided) } };
+      },
+    },
+  ];
+}

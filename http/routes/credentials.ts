@@ -1,0 +1,116 @@
+import { TroupeError } from '../../ops/errors.js';
+import type { Deps } from '../../ops/deps.js';
+import { roleAtLeast, type OrgPrincipal } from '../../actors/identity/principal.js';
+import { credentialServices } from '../../actors/credentials/rotation.js';
+import { appendAudit } from '../../storage/audit-log.js';
+import { upsertCredential } from '../../storage/credentials/credentials.js';
+import { credentialKind, credentialReply, putCredentialBody, rotateBody, rotateReply } from '../../schemas/daemon-extras/bodies.js';
+import { orgPrincipal, requesterOf } from './sessions.js';
+import type { Route } from '../types.js';
+
+/**
+ * Credentials (CONTRACT "Credentials", spec 4.2, decision 0012): an admin stores a credential through a provider
+ * of the registry (sealed at rest), a rotation re-resolves it and pushes the value to every live rotate-stream
+ * subscriber of the org, and daemons listen on the rotate stream with their runtime JWT.
+ */
+
+const kindPattern = new RegExp(credentialKind.pattern);
+
+/**
+ * The audit entry of a credential change, written after the reply: its failure is logged, never answered
+ * (spec 4.2: deferred and non-fatal). The value itself is never audited.
+ */
+function deferAudit(deps: Deps, entry: { orgId: string; type: string; actor: string; subject: string; payload: Record<string, unknown> }): void {
+  setImmediate(() => {
+    appendAudit(deps.db, entry).catch((err: unknown) => deps.log.warn({ err, type: entry.type, orgId: entry.orgId }, 'deferred audit write failed'));
+  });
+}
+
+/** Spec 4.2: user and session callers need admin or owner; API keys pass on the org guard alone. */
+async function mayRotate(deps: Deps, p: OrgPrincipal, kind: string): Promise<void> {
+  switch (p.kind) {
+    case 'apiKey':
+      return;
+    case 'user':
+      if (!roleAtLeast(p.orgRole, 'admin')) throw new TroupeError('AUTH_FORBIDDEN', 'rotating credentials takes an org admin or owner');
+      return;
+    default:
+      // Machine tokens are not named by the spec; they act by scope like everywhere else (admin scope).
+      await deps.authz.authorize(p, 'manage-credentials', { type: 'Credential', id: kind, orgId: p.orgId });
+  }
+}
+
+export function credentialRoutes(): Route<Deps>[] {
+  return [
+    {
+      method: 'put',
+      path: '/api/org/:orgId/credentials/:kind',
+      auth: 'org',
+      summary: 'Store a credential of the org, sealed at rest, resolved through its provider (org admin or owner)',
+      tags: ['credentials'],
+      bodySchema: putCredentialBody,
+      responseSchema: credentialReply,
+      async handler(req, deps) {
+        const p = orgPrincipal(req);
+        if (req.params.orgId !== p.orgId) throw new TroupeError('TENANT_MISMATCH');
+        const kind = req.params.kind ?? '';
+        if (!kindPattern.test(kind)) throw new TroupeError('VALIDATION_FAILED', 'kind must match ' + credentialKind.pattern, { field: 'kind' });
+        await deps.authz.authorize(p, 'manage-credentials', { type: 'Credential', id: kind, orgId: p.orgId });
+        const body = req.body as { provider: string; value: unknown };
+        const services = credentialServices(deps);
+        if (!services.providers.ids.includes(body.provider)) {
+          throw new TroupeError('VALIDATION_FAILED', `provider must be one of: ${services.providers.ids.join(', ')}`, { field: 'provider' });
+        }
+        const { sealedValue } = services.providers.get(body.provider).accept({ orgId: p.orgId, kind, value: body.value }, deps.secrets);
+        const at = deps.clock.now();
+        await upsertCredential(deps.db, { orgId: p.orgId, kind, provider: body.provider, sealedValue, updatedBy: requesterOf(p), at });
+        deferAudit(deps, { orgId: p.orgId, type: 'credential.stored', actor: requesterOf(p), subject: kind, payload: { provider: body.provider } });
+        return { body: { orgId: p.orgId, kind, provider: body.provider, updatedAt: new Date(at).toISOString() } };
+      },
+    },
+    {
+      method: 'post',
+      path: '/api/daemon/credentials/rotate',
+      auth: 'org',
+      summary: "Re-resolve an (orgId, kind) credential and push it to every live rotate-stream subscriber of the org",
+      tags: ['credentials', 'daemon'],
+      bodySchema: rotateBody,
+      responseSchema: rotateReply,
+      async handler(req, deps) {
+        const p = orgPrincipal(req);
+        const body = req.body as { orgId: string; kind: string };
+        // The cross-tenant guard comes first: a foreign orgId learns nothing about roles or credentials.
+        if (body.orgId !== p.orgId) throw new TroupeError('TENANT_MISMATCH');
+        await mayRotate(deps, p, body.kind);
+        const result = await credentialServices(deps).rotate(p.orgId, body.kind);
+        deferAudit(deps, {
+          orgId: p.orgId, type: 'credential.rotated', actor: requesterOf(p), subject: body.kind,
+          payload: { kind: body.kind, sessionCount: result.sessionCount, rotatedAt: result.rotatedAt },
+        });
+        return { body: result };
+      },
+    },
+    {
+      method: 'get',
+      path: '/api/daemon/credentials/stream',
+      auth: 'runtime',
+      sse: true,
+      summary: "Rotate stream (SSE): `credential.rotated` events `{kind, value, rotatedAt}` of the daemon's org; `ready` once subscribed",
+      tags: ['credentials', 'daemon', 'streams'],
+      async handler(req, deps) {
+        const p = orgPrincipal(req);
+        const services = credentialServices(deps);
+        return {
+          kind: 'sse',
+          async open(stream) {
+            const unsubscribe = await services.subscribe(p.orgId, (rotation) => {
+              stream.send({ id: `${rotation.rotatedAt}.${rotation.kind}`, event: 'credential.rotated', data: rotation });
+            });
+            stream.onClose(unsubscribe);
+            stream.send({ event: 'ready', data: { orgId: p.orgId } });
+          },
+        };
+      },
+    },
+  ];
+}

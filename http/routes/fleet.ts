@@ -1,0 +1,28 @@
+import type { Deps } from '../../ops/deps.js';
+import { daemonServices } from '../../actors/daemon-host/services.js';
+import { fleetStats } from '../../actors/fleet/stats.js';
+import { fleetStatsReply } from '../../schemas/daemon-extras/bodies.js';
+import { orgPrincipal } from './sessions.js';
+import type { Route } from '../types.js';
+
+/** Fleet statistics (spec 4.8, 5.3): not anonymous; an API key, user token or session cookie of the org. */
+export function fleetRoutes(): Route<Deps>[] {
+  return [
+    {
+      method: 'get',
+      path: '/api/fleet/stats',
+      auth: 'org',
+      summary: "The org's live worker fleet and session queue: live workers, capacity, sessions per status, queue depth, quota use",
+      tags: ['fleet'],
+      responseSchema: fleetStatsReply,
+      async handler(req, deps) {
+        const p = orgPrincipal(req);
+        await deps.authz.authorize(p, 'read', { type: 'DaemonHost', id: '*', orgId: p.orgId });
+        const daemons = daemonServices(deps);
+        // Liveness is buffered in memory for up to a second; flushing first makes "live" mean "seen", not "written".
+        await daemons.liveness.flush();
+        return { body: await fleetStats(deps.db, p.orgId, deps.clock.now(), daemons.leaseMs) };
+      },
+    },
+  ];
+}

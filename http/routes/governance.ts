@@ -1,0 +1,245 @@
+import { randomUUID } from 'node:crypto';
+import type { Deps } from '../../ops/deps.js';
+import { TroupeError } from '../../ops/errors.js';
+import type { Principal } from '../../actors/identity/principal.js';
+import { assertValidCedar } from '../../actors/policy/cedar-text.js';
+import { policyAddress } from '../../actors/policy/actor.js';
+import { announcePolicyChange } from '../../actors/policy/enforcement.js';
+import type { PolicyMsg, PolicyReply } from '../../actors/policy/machine.js';
+import { WebhookRefusal } from '../../actors/governance/standard-webhooks.js';
+import {
+  INCIDENT_IO_PROVIDER, INCIDENT_WEBHOOK_MAX_BYTES, receiveIncidentIoWebhook, sealContext,
+} from '../../actors/governance/incident-webhook.js';
+import { securityMetrics, type MetricType, type TimeRange } from '../../actors/governance/security-metrics.js';
+import {
+  createPolicyBody, listPoliciesQuery, policyListReply, policyReply, policyWithVersionsReply, updatePolicyBody,
+  type PolicyScope, type PolicyStatus,
+} from '../../schemas/governance/policy.js';
+import {
+  incidentIoIntegrationBody, incidentIoIntegrationReply, incidentListReply, incidentWebhookReply, listIncidentsQuery,
+} from '../../schemas/governance/incident.js';
+import { securityMetricsQuery, securityMetricsReply } from '../../schemas/governance/security-metrics.js';
+import { findPolicy, listPolicies, listPolicyVersions, policyViewOf } from '../../storage/governance/policies.js';
+import { listIncidents, upsertIncidentIoConnection } from '../../storage/governance/incidents.js';
+import { appendAudit } from '../../storage/audit-log.js';
+import { projectsInOrg } from '../../storage/identity/orgs.js';
+import { secretKey } from '../../actors/governance/standard-webhooks.js';
+import type { HttpRequest, Route } from '../types.js';
+
+/**
+ * Governance routes (decision 0009): stored Cedar policies with version history, incidents and the signed
+ * incident.io webhook, security metrics. Policies, incidents and metrics are human-only (spec 5.1): the edge
+ * answers 403 to API keys, machine and runtime tokens. Another org's policy is 404.
+ */
+
+const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+interface Human { readonly userId: string; readonly orgId: string; readonly principal: Principal }
+
+function human(req: HttpRequest): Human {
+  const p = req.principal;
+  // The edge enforces 'human'; this keeps the types honest and fails closed if a route is ever misdeclared.
+  if (!p || p.kind !== 'user') throw new TroupeError('AUTH_HUMAN_ONLY');
+  return { userId: p.userId, orgId: p.orgId, principal: p };
+}
+
+/** A workspace id other than the caller's org is treated like any other org's resource: not found. */
+function assertOwnWorkspace(h: Human, workspaceId: string | undefined | null): void {
+  if (workspaceId !== undefined && workspaceId !== null && workspaceId !== h.orgId) throw new TroupeError('NOT_FOUND', 'workspace not found');
+}
+
+async function resolveScope(deps: Deps, h: Human, scope: PolicyScope, scopeId: string | undefined): Promise<{ scope: PolicyScope; scopeId: string }> {
+  if (scope === 'workspace') return { scope, scopeId: h.orgId };
+  if (scopeId === undefined) throw new TroupeError('VALIDATION_FAILED', 'scopeId: a project-scoped policy names its project', { field: 'scopeId' });
+  const own = await projectsInOrg(deps.db, h.orgId, [scopeId]);
+  if (!own.has(scopeId)) throw new TroupeError('VALIDATION_FAILED', 'scopeId: no such project in this workspace', { field: 'scopeId' });
+  return { scope, scopeId };
+}
+
+const policyResource = (orgId: string, id: string, scope?: PolicyScope, scopeId?: string) =>
+  ({ type: 'Policy', id, orgId, ...(scope === 'project' && scopeId ? { projectId: scopeId } : {}) });
+
+async function announce(deps: Deps, orgId: string): Promise<void> {
+  // The write is durable already; a lost announcement only delays enforcement by the memo TTL.
+  await announcePolicyChange(deps.transport, orgId).catch((err: unknown) => deps.log.warn({ err, orgId }, 'could not announce a policy change'));
+}
+
+interface CreatePolicyBody {
+  name: string; cedarPolicy: string; description?: string; regulatoryTags?: string[]; metadata?: Record<string, unknown>;
+  changeReason?: string; workspaceId?: string; scope?: PolicyScope; scopeId?: string; status?: 'draft' | 'active';
+}
+type UpdatePolicyBody = Partial<Omit<CreatePolicyBody, 'workspaceId' | 'status'>> & { status?: PolicyStatus };
+
+export function governanceRoutes(): Route<Deps>[] {
+  return [
+    {
+      method: 'post', path: '/api/policies', auth: 'human', tags: ['governance'], successStatus: 201,
+      summary: 'Create a Cedar policy (validated against the Troupe Cedar schema); version 1 is recorded',
+      bodySchema: createPolicyBody, responseSchema: policyReply,
+      async handler(req: HttpRequest<CreatePolicyBody>, deps) {
+        const h = human(req);
+        const b = req.body;
+        assertOwnWorkspace(h, b.workspaceId);
+        const { scope, scopeId } = await resolveScope(deps, h, b.scope ?? 'workspace', b.scopeId);
+        await deps.authz.authorize(h.principal, 'manage-policies', policyResource(h.orgId, 'new', scope, scopeId));
+        assertValidCedar(b.cedarPolicy);
+        const id = randomUUID();
+        const msg: PolicyMsg = {
+          type: 'policy.create', orgId: h.orgId, versionId: randomUUID(), name: b.name, description: b.description ?? '',
+          cedarPolicy: b.cedarPolicy, scope, scopeId, status: b.status ?? 'active', regulatoryTags: b.regulatoryTags ?? [],
+          metadata: b.metadata ?? {}, createdBy: h.userId, changeReason: b.changeReason ?? '',
+        };
+        const reply = await deps.ask<PolicyReply>(policyAddress(id), msg);
+        await announce(deps, h.orgId);
+        return { status: 201, body: { policy: policyViewOf(reply.policy) } };
+      },
+    },
+    {
+      method: 'patch', path: '/api/policies/:id', auth: 'human', tags: ['governance'],
+      summary: 'Change a policy; a new cedarPolicy appends an immutable version with changedBy and changeReason; status archived archives it',
+      bodySchema: updatePolicyBody, responseSchema: policyReply,
+      async handler(req: HttpRequest<UpdatePolicyBody>, deps) {
+        const h = human(req);
+        const id = req.params.id ?? '';
+        const current = uuidPattern.test(id) ? await findPolicy(deps.db, h.orgId, id) : undefined;
+        if (!current) throw new TroupeError('NOT_FOUND', 'policy not found');
+        const b = req.body;
+        const scope = b.scope ?? current.scope;
+        const resolved = b.scope !== undefined || b.scopeId !== undefined
+          ? await resolveScope(deps, h, scope, b.scopeId ?? (scope === current.scope ? current.scopeId : undefined))
+          : { scope: current.scope, scopeId: current.scopeId };
+        // Both the policy's current and its new place must be the caller's to manage.
+        await deps.authz.authorize(h.principal, 'manage-policies', policyResource(h.orgId, id, current.scope, current.scopeId));
+        if (resolved.scope !== current.scope || resolved.scopeId !== current.scopeId) {
+          await deps.authz.authorize(h.principal, 'manage-policies', policyResource(h.orgId, id, resolved.scope, resolved.scopeId));
+        }
+        if (b.cedarPolicy !== undefined) assertValidCedar(b.cedarPolicy);
+        const changes: Extract<PolicyMsg, { type: 'policy.update' }>['changes'] = {
+          ...(b.name !== undefined ? { name: b.name } : {}),
+          ...(b.description !== undefined ? { description: b.description } : {}),
+          ...(b.cedarPolicy !== undefined ? { cedarPolicy: b.cedarPolicy } : {}),
+          ...(b.regulatoryTags !== undefined ? { regulatoryTags: b.regulatoryTags } : {}),
+          ...(b.metadata !== undefined ? { metadata: b.metadata } : {}),
+          ...(b.status !== undefined ? { status: b.status } : {}),
+          scope: resolved.scope, scopeId: resolved.scopeId,
+        };
+        const msg: PolicyMsg = {
+          type: 'policy.update', orgId: h.orgId, versionId: randomUUID(), changes, changedBy: h.userId, changeReason: b.changeReason ?? '',
+        };
+        const reply = await deps.ask<PolicyReply>(policyAddress(id), msg);
+        await announce(deps, h.orgId);
+        return { body: { policy: policyViewOf(reply.policy) } };
+      },
+    },
+    {
+      method: 'get', path: '/api/policies/:id', auth: 'human', tags: ['governance'],
+      summary: 'A policy with its versions, newest first; another org\'s policy is 404',
+      responseSchema: policyWithVersionsReply,
+      async handler(req, deps) {
+        const h = human(req);
+        const id = req.params.id ?? '';
+        const policy = uuidPattern.test(id) ? await findPolicy(deps.db, h.orgId, id) : undefined;
+        if (!policy) throw new TroupeError('NOT_FOUND', 'policy not found');
+        await deps.authz.authorize(h.principal, 'read', policyResource(h.orgId, id, policy.scope, policy.scopeId));
+        return { body: { policy, versions: await listPolicyVersions(deps.db, h.orgId, id) } };
+      },
+    },
+    {
+      method: 'get', path: '/api/policies', auth: 'human', tags: ['governance'],
+      summary: 'The workspace\'s policies, newest first, filtered by status and scope',
+      querySchema: listPoliciesQuery, responseSchema: policyListReply,
+      async handler(req, deps) {
+        const h = human(req);
+        assertOwnWorkspace(h, req.query.get('workspaceId'));
+        await deps.authz.authorize(h.principal, 'read', policyResource(h.orgId, 'list'));
+        const status = req.query.get('status') as PolicyStatus | null;
+        const scope = req.query.get('scope') as PolicyScope | null;
+        const policies = await listPolicies(deps.db, h.orgId, {
+          ...(status ? { status } : {}), ...(scope ? { scope } : {}),
+          limit: Number(req.query.get('limit') ?? 100), offset: Number(req.query.get('offset') ?? 0),
+        });
+        return { body: { policies } };
+      },
+    },
+    {
+      method: 'get', path: '/api/incidents', auth: 'human', tags: ['governance'],
+      summary: 'The org\'s incidents, newest first; status is a comma-separated list',
+      querySchema: listIncidentsQuery, responseSchema: incidentListReply,
+      async handler(req, deps) {
+        const h = human(req);
+        await deps.authz.authorize(h.principal, 'read', { type: 'Incident', id: 'list', orgId: h.orgId });
+        const statuses = (req.query.get('status') ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+        const severity = req.query.get('severity');
+        const source = req.query.get('source');
+        const limit = Number(req.query.get('limit') ?? 50);
+        const offset = Number(req.query.get('offset') ?? 0);
+        const page = await listIncidents(deps.db, h.orgId, {
+          ...(statuses.length > 0 ? { statuses } : {}), ...(severity ? { severity } : {}), ...(source ? { source } : {}), limit, offset,
+        });
+        return { body: { ...page, limit, offset } };
+      },
+    },
+    {
+      method: 'put', path: '/api/org/:orgId/integrations/incident-io', auth: 'human', tags: ['governance'],
+      summary: 'Connect incident.io: store the org\'s whsec_ signing secret (encrypted at rest), or {useEnvironmentSecret: true} for the one environment-only row',
+      bodySchema: incidentIoIntegrationBody, responseSchema: incidentIoIntegrationReply,
+      async handler(req: HttpRequest<{ signingSecret?: string; useEnvironmentSecret?: true }>, deps) {
+        const h = human(req);
+        if (req.params.orgId !== h.orgId) throw new TroupeError('NOT_FOUND', 'org not found');
+        await deps.authz.authorize(h.principal, 'manage-credentials', { type: 'Integration', id: INCIDENT_IO_PROVIDER, orgId: h.orgId });
+        const secret = req.body.signingSecret;
+        if (secret !== undefined && !secretKey(secret)) {
+          throw new TroupeError('VALIDATION_FAILED', 'signingSecret: must be whsec_ followed by base64 of at least 16 bytes', { field: 'signingSecret' });
+        }
+        const now = deps.clock.now();
+        const sealedSecret = secret === undefined ? null : deps.secrets.seal(secret, sealContext(h.orgId));
+        await deps.db.transaction(async (trx) => {
+          await upsertIncidentIoConnection(trx, { orgId: h.orgId, sealedSecret, updatedBy: h.userId, at: now });
+          await appendAudit(trx, {
+            orgId: h.orgId, type: 'integration.connected', actor: h.userId, subject: INCIDENT_IO_PROVIDER,
+            payload: { secretSource: sealedSecret === null ? 'environment' : 'org' }, at: new Date(now),
+          });
+        });
+        return {
+          body: {
+            orgId: h.orgId, provider: INCIDENT_IO_PROVIDER, connected: true,
+            secretSource: sealedSecret === null ? 'environment' : 'org', updatedAt: new Date(now).toISOString(),
+          },
+        };
+      },
+    },
+    {
+      method: 'post', path: '/api/webhooks/ingest/incident-io', auth: 'none', tags: ['governance', 'webhooks'],
+      summary: 'incident.io webhook, verified as Standard Webhooks; every verification failure (including over 1 MiB and a repeated webhook-id) is 401',
+      bodyKind: 'raw', bodyLimit: INCIDENT_WEBHOOK_MAX_BYTES, bodyTooLarge: 'AUTH_INVALID', responseSchema: incidentWebhookReply,
+      async handler(req, deps) {
+        try {
+          return { body: await receiveIncidentIoWebhook(deps, { headers: req.headers, rawBody: req.rawBody }) };
+        } catch (err) {
+          if (err instanceof WebhookRefusal) {
+            // The reason stays in our logs and the org's audit chain; the sender learns only that it was refused.
+            throw new TroupeError('AUTH_INVALID', 'webhook signature is missing, stale, malformed, replayed or unverifiable');
+          }
+          throw err;
+        }
+      },
+    },
+    {
+      method: 'get', path: '/api/security/metrics', auth: 'human', tags: ['governance'],
+      summary: 'Security metrics from the audit chain, incidents and policies; metricType overview|health|timeline|posture, timeRange 24h|7d|30d|90d, limit ≤ 100 timeline rows',
+      querySchema: securityMetricsQuery, responseSchema: securityMetricsReply,
+      async handler(req, deps) {
+        const h = human(req);
+        await deps.authz.authorize(h.principal, 'read', { type: 'Audit', id: 'security-metrics', orgId: h.orgId });
+        return {
+          body: await securityMetrics(deps.db, h.orgId, {
+            metricType: (req.query.get('metricType') ?? 'overview') as MetricType,
+            timeRange: (req.query.get('timeRange') ?? '30d') as TimeRange,
+            limit: Number(req.query.get('limit') ?? 100),
+            now: deps.clock.now(),
+          }),
+        };
+      },
+    },
+  ];
+}

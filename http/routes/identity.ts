@@ -1,0 +1,437 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { Deps } from '../../ops/deps.js';
+import { TroupeError } from '../../ops/errors.js';
+import type { Route, HttpRequest, Reply } from '../types.js';
+import type { OrgPrincipal, OrgRole } from '../../actors/identity/principal.js';
+import { hashPassword, verifyPassword, decoyPasswordHash } from '../../actors/identity/passwords.js';
+import { apiKeyPrefix, mintSecret, registrationTokenPrefix } from '../../actors/identity/secrets-format.js';
+import { deriveSigningKeys, signToken, type SigningKeys } from '../../actors/identity/tokens.js';
+import { SESSION_COOKIE } from '../../actors/identity/authenticator.js';
+import { publishRevocation, tags } from '../../actors/identity/revocation.js';
+import { orgAddress, type ApiKeyIssued, type CredentialRevoked, type OrgMsg, type RegistrationTokenIssued } from '../../actors/org/index.js';
+import {
+  ensureUser, findOrg, insertOrg, insertProject, listMemberships, listProjectAccess, projectsInOrg, setOrgRole,
+  setProjectRole, slugTaken,
+} from '../../storage/identity/orgs.js';
+import { findLoginByEmail, findOrgMember } from '../../storage/identity/users.js';
+import { findApiKey } from '../../storage/identity/credentials.js';
+import { findTeam, insertTeam, listTeamMembers, upsertTeamMember } from '../../storage/identity/teams.js';
+import { isUuid, type TeamRole, type UserRecord } from '../../storage/identity/rows.js';
+import * as schemas from '../../schemas/identity/http.js';
+
+/**
+ * Identity routes: provisioning (platform admin), login/logout, caller context, API keys, registration tokens
+ * and teams. Writes of credentials go through the org actor (`org/<orgId>`); everything else is a direct,
+ * org-scoped read or write of the identity tables. A path orgId that is not the caller's org is 403
+ * TENANT_MISMATCH; another org's team or key is 404.
+ */
+
+/** Scopes a key gets when its creator names none: it can work (edit, dispatch) but not administer. */
+export const DEFAULT_KEY_SCOPES = ['read', 'write'] as const;
+/** The key handed out with a new org acts for the org's owner at admin level. */
+export const PROVISIONING_KEY_SCOPES = ['admin'] as const;
+const LOGIN_ATTEMPTS_PER_MINUTE = 10;
+
+const signingKeys = new WeakMap<object, SigningKeys>();
+function keysOf(deps: Deps): SigningKeys {
+  let keys = signingKeys.get(deps.secrets);
+  if (!keys) signingKeys.set(deps.secrets, (keys = deriveSigningKeys(deps.secrets)));
+  return keys;
+}
+
+const userToken = (deps: Deps, userId: string, orgId: string) => signToken(keysOf(deps), deps.clock, 'user', { sub: userId, org: orgId });
+
+/** The scopes an org role implies, reported by whoami for users (keys report their own). */
+export function scopesOfRole(role: OrgRole): string[] {
+  switch (role) {
+    case 'owner':
+    case 'admin': return ['admin', 'write', 'read'];
+    case 'member': return ['write', 'read'];
+    case 'viewer': return ['read'];
+  }
+}
+
+/** The org role a scoped credential acts at, for the org list entry (which must carry a role). */
+function roleOfScopes(scopes: readonly string[]): OrgRole {
+  return scopes.includes('admin') ? 'admin' : scopes.includes('write') ? 'member' : 'viewer';
+}
+
+function orgPrincipal(req: HttpRequest): OrgPrincipal {
+  const p = req.principal;
+  // The edge has enforced the route's auth mode; reaching here without an org principal is our bug.
+  if (!p || p.kind === 'admin') throw new TroupeError('INTERNAL', 'route reached without an org principal');
+  return p;
+}
+
+/** A path orgId names the caller's own org or is refused: CONTRACT "tenancy" (403 TENANT_MISMATCH). */
+function ownOrg(req: HttpRequest): OrgPrincipal {
+  const principal = orgPrincipal(req);
+  if (req.params.orgId !== principal.orgId) throw new TroupeError('TENANT_MISMATCH');
+  return principal;
+}
+
+/** The human on whose behalf a credential acts, recorded as a key's creator. */
+async function humanBehind(deps: Deps, p: OrgPrincipal): Promise<string | null> {
+  if (p.kind === 'user') return p.userId;
+  if (p.kind === 'apiKey') return (await findApiKey(deps.db, p.orgId, p.keyId))?.createdBy ?? null;
+  return null;
+}
+
+const publicUser = (u: UserRecord) => ({ id: u.id, email: u.email, firstName: u.firstName, lastName: u.lastName, profilePictureUrl: u.profilePictureUrl });
+
+async function announceRevocation(deps: Deps, revoked: string[]): Promise<void> {
+  deps.auth.invalidate?.(revoked);
+  deps.authz.invalidate?.(revoked);
+  try {
+    await publishRevocation(deps.transport, revoked);
+  } catch (err) {
+    // Storage already holds the change; nodes that miss it re-read within their memo TTL.
+    deps.log.warn({ err, revoked }, 'could not publish identity revocation');
+  }
+}
+
+function slugify(name: string): string {
+  const slug = name.normalize('NFKD').toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 40).replace(/-+$/, '');
+  return slug === '' ? 'org' : slug;
+}
+
+async function issueApiKey(
+  deps: Deps, orgId: string, spec: { name: string; scopes: readonly string[]; requesterId: string | null; createdBy: string | null },
+): Promise<ApiKeyIssued & { fullKey: string }> {
+  const secret = mintSecret(apiKeyPrefix);
+  const msg: OrgMsg = {
+    type: 'org.issueApiKey', keyId: randomUUID(), name: spec.name, prefix: secret.lookupPrefix, hash: secret.hash,
+    scopes: [...spec.scopes], requesterId: spec.requesterId, createdBy: spec.createdBy,
+  };
+  const issued = await deps.ask<ApiKeyIssued>(orgAddress(orgId), msg);
+  return { ...issued, fullKey: secret.full };
+}
+
+async function issueRegistrationToken(deps: Deps, orgId: string, name: string, projects: readonly string[]) {
+  const secret = mintSecret(registrationTokenPrefix);
+  const msg: OrgMsg = {
+    type: 'org.issueRegistrationToken', tokenId: randomUUID(), name, prefix: secret.lookupPrefix, hash: secret.hash, projects: [...projects],
+  };
+  const issued = await deps.ask<RegistrationTokenIssued>(orgAddress(orgId), msg);
+  return { ...issued, registrationToken: secret.full };
+}
+
+const keyReply = (k: ApiKeyIssued & { fullKey: string }) => ({
+  id: k.id, fullKey: k.fullKey, name: k.name, prefix: k.prefix, scopes: k.scopes, requesterId: k.requesterId,
+  createdAt: new Date(k.createdAt).toISOString(),
+});
+
+// --- Handlers ---------------------------------------------------------------------------------------------------
+
+interface CreateOrgBody {
+  name: string; slug?: string; plan?: string;
+  owner: { email: string; firstName?: string; lastName?: string; password?: string };
+}
+
+export async function createOrg(req: HttpRequest<CreateOrgBody>, deps: Deps): Promise<Reply> {
+  const { name, owner } = req.body;
+  const passwordHash = owner.password === undefined ? undefined : await hashPassword(owner.password);
+  let slug = req.body.slug ?? slugify(name);
+  if (req.body.slug === undefined && (await slugTaken(deps.db, slug))) slug = `${slug.slice(0, 40)}-${randomBytes(3).toString('hex')}`;
+  const created = await deps.db.transaction(async (trx) => {
+    const org = await insertOrg(trx, { id: randomUUID(), name: name.trim(), slug, plan: req.body.plan ?? 'free' });
+    const { user } = await ensureUser(trx, { id: randomUUID(), email: owner.email, firstName: owner.firstName, lastName: owner.lastName, passwordHash });
+    await setOrgRole(trx, org.id, user.id, 'owner');
+    const project = await insertProject(trx, { id: randomUUID(), orgId: org.id, name: 'default', slug: 'default' });
+    return { org, user, project };
+  });
+  const { org, user, project } = created;
+  // Credentials are issued by the org actor, after the org exists (its read models reference the org row).
+  const apiKey = await issueApiKey(deps, org.id, { name: 'provisioning', scopes: PROVISIONING_KEY_SCOPES, requesterId: null, createdBy: user.id });
+  const registration = await issueRegistrationToken(deps, org.id, 'default', []);
+  const token = await userToken(deps, user.id, org.id);
+  return {
+    status: 201,
+    body: {
+      org,
+      owner: publicUser(user),
+      project: { id: project.id, name: project.name, slug: project.slug },
+      userToken: token.token,
+      apiKey: { id: apiKey.id, fullKey: apiKey.fullKey, scopes: apiKey.scopes },
+      registrationToken: registration.registrationToken,
+      registrationTokenId: registration.id,
+    },
+  };
+}
+
+interface CreateOrgUserBody {
+  email: string; role: OrgRole; password?: string; firstName?: string; lastName?: string;
+  projects?: Array<{ id: string; role: 'admin' | 'editor' | 'viewer' }>;
+}
+
+export async function createOrgUser(req: HttpRequest<CreateOrgUserBody>, deps: Deps): Promise<Reply> {
+  const orgId = req.params.orgId ?? '';
+  const org = await findOrg(deps.db, orgId);
+  if (!org) throw new TroupeError('NOT_FOUND', 'org not found');
+  const projects = req.body.projects ?? [];
+  const known = await projectsInOrg(deps.db, org.id, projects.map((p) => p.id));
+  const unknown = projects.find((p) => !known.has(p.id));
+  if (unknown) throw new TroupeError('NOT_FOUND', `project ${unknown.id} not found in this org`, { field: 'projects' });
+  const passwordHash = req.body.password === undefined ? undefined : await hashPassword(req.body.password);
+  const user = await deps.db.transaction(async (trx) => {
+    const ensured = await ensureUser(trx, {
+      id: randomUUID(), email: req.body.email, firstName: req.body.firstName, lastName: req.body.lastName, passwordHash,
+    });
+    await setOrgRole(trx, org.id, ensured.user.id, req.body.role);
+    for (const p of projects) await setProjectRole(trx, org.id, p.id, ensured.user.id, p.role);
+    return ensured.user;
+  });
+  // An existing member's role may just have changed: every node must re-read it.
+  await announceRevocation(deps, [tags.member(org.id, user.id)]);
+  const token = await userToken(deps, user.id, org.id);
+  return { status: 201, body: { user: publicUser(user), userToken: token.token, role: req.body.role } };
+}
+
+interface LoginBody { email: string; password: string; orgId?: string }
+
+function sessionCookie(deps: Deps, value: string, maxAgeSeconds: number): string {
+  return `${SESSION_COOKIE}=${value}; HttpOnly; SameSite=Lax; Path=/; Max-Age=${maxAgeSeconds}${deps.config.behindTls ? '; Secure' : ''}`;
+}
+
+export async function login(req: HttpRequest<LoginBody>, deps: Deps): Promise<Reply> {
+  const email = req.body.email.trim().toLowerCase();
+  await limitLoginAttempts(deps, email);
+  const found = await findLoginByEmail(deps.db, email);
+  // Unknown email, no password set, and wrong password all run one scrypt verification and end in the same 401.
+  const stored = found?.passwordHash ?? (await decoyPasswordHash());
+  const passwordOk = await verifyPassword(req.body.password, stored);
+  if (!found || found.passwordHash === null || !passwordOk) throw new TroupeError('AUTH_INVALID', 'email or password is wrong');
+  const memberships = await listMemberships(deps.db, found.user.id);
+  const chosen = req.body.orgId === undefined ? memberships[0] : memberships.find((m) => m.org.id === req.body.orgId);
+  if (!chosen) throw new TroupeError('AUTH_INVALID', 'email or password is wrong');
+  const token = await userToken(deps, found.user.id, chosen.org.id);
+  const maxAge = Math.max(0, Math.floor((token.expiresAt - deps.clock.now()) / 1000));
+  return {
+    body: { userToken: token.token, orgId: chosen.org.id, expiresAt: new Date(token.expiresAt).toISOString() },
+    headers: { 'set-cookie': sessionCookie(deps, token.token, maxAge), 'cache-control': 'no-store' },
+  };
+}
+
+/** Bounds online guessing per email. Best effort: with the cache down, the scrypt cost still bounds the rate. */
+async function limitLoginAttempts(deps: Deps, email: string): Promise<void> {
+  let attempts: number;
+  try {
+    attempts = await deps.cache.increment(`login-attempts:${email}`, 60_000);
+  } catch (err) {
+    if (err instanceof TroupeError && err.code === 'CACHE_UNAVAILABLE') return;
+    throw err;
+  }
+  if (attempts > LOGIN_ATTEMPTS_PER_MINUTE) throw new TroupeError('RATE_LIMITED', 'too many login attempts; wait a minute');
+}
+
+export async function logout(_req: HttpRequest, deps: Deps): Promise<Reply> {
+  return { body: { ok: true }, headers: { 'set-cookie': sessionCookie(deps, '', 0), 'cache-control': 'no-store' } };
+}
+
+export async function listOrgs(req: HttpRequest, deps: Deps): Promise<Reply> {
+  const p = orgPrincipal(req);
+  if (p.kind === 'user') {
+    const memberships = await listMemberships(deps.db, p.userId);
+    return {
+      body: {
+        orgs: memberships.map((m) => ({ id: m.org.id, name: m.org.name, slug: m.org.slug, role: m.role })),
+        activeOrgId: p.orgId,
+      },
+    };
+  }
+  const org = await findOrg(deps.db, p.orgId);
+  if (!org) throw new TroupeError('NOT_FOUND', 'org not found');
+  const role = p.kind === 'runtime' ? 'viewer' : roleOfScopes(p.scopes);
+  return { body: { orgs: [{ id: org.id, name: org.name, slug: org.slug, role }], activeOrgId: org.id } };
+}
+
+export async function whoami(req: HttpRequest, deps: Deps): Promise<Reply> {
+  const p = orgPrincipal(req);
+  return { body: await deps.auth.contextOf(p, () => loadCallerContext(deps, p)) };
+}
+
+async function loadCallerContext(deps: Deps, p: OrgPrincipal) {
+  const org = await findOrg(deps.db, p.orgId);
+  if (!org) throw new TroupeError('NOT_FOUND', 'org not found');
+  const humanId = p.kind === 'user' ? p.userId : await humanBehind(deps, p);
+  const user = humanId === null ? undefined : await findOrgMember(deps.db, org.id, humanId);
+  const projects = await listProjectAccess(deps.db, org.id, p.kind === 'user' ? p.userId : null);
+  const scopes = p.kind === 'user' ? scopesOfRole(p.orgRole) : [...p.scopes];
+  return {
+    user: user ? publicUser(user) : null,
+    org: { id: org.id, name: org.name, slug: org.slug, plan: org.plan },
+    projects: projects.map((pr) => ({ id: pr.id, name: pr.name, slug: pr.slug, role: pr.role })),
+    scopes,
+  };
+}
+
+interface CreateKeyBody { name: string; scopes?: string[]; requesterId?: string }
+
+async function createKeyIn(orgId: string, p: OrgPrincipal, body: CreateKeyBody, deps: Deps) {
+  await deps.authz.authorize(p, 'manage-keys', { type: 'Org', id: orgId, orgId });
+  return issueApiKey(deps, orgId, {
+    name: body.name.trim(),
+    scopes: body.scopes ?? DEFAULT_KEY_SCOPES,
+    requesterId: body.requesterId ?? null,
+    createdBy: await humanBehind(deps, p),
+  });
+}
+
+export async function createKey(req: HttpRequest<CreateKeyBody>, deps: Deps): Promise<Reply> {
+  const p = ownOrg(req);
+  return { status: 201, body: keyReply(await createKeyIn(p.orgId, p, req.body, deps)) };
+}
+
+export async function createKeyDeprecated(req: HttpRequest<CreateKeyBody>, deps: Deps): Promise<Reply> {
+  const p = orgPrincipal(req);
+  return {
+    status: 201,
+    body: keyReply(await createKeyIn(p.orgId, p, req.body, deps)),
+    headers: { deprecation: 'true', link: `</api/org/${p.orgId}/keys>; rel="successor-version"` },
+  };
+}
+
+export async function revokeKey(req: HttpRequest, deps: Deps): Promise<Reply> {
+  const p = ownOrg(req);
+  const keyId = req.params.id ?? '';
+  if (!isUuid(keyId)) throw new TroupeError('NOT_FOUND', 'api key not found');
+  await deps.authz.authorize(p, 'manage-keys', { type: 'Org', id: p.orgId, orgId: p.orgId });
+  const revoked = await deps.ask<CredentialRevoked>(orgAddress(p.orgId), { type: 'org.revokeApiKey', keyId } satisfies OrgMsg);
+  // Before answering: once the caller hears "revoked", this node must already refuse the key.
+  await announceRevocation(deps, [tags.apiKey(keyId)]);
+  return { body: { id: revoked.id, revoked: true, revokedAt: new Date(revoked.revokedAt).toISOString() } };
+}
+
+interface CreateRegistrationTokenBody { name?: string; projects?: string[] }
+
+export async function createRegistrationToken(req: HttpRequest<CreateRegistrationTokenBody>, deps: Deps): Promise<Reply> {
+  const p = ownOrg(req);
+  await deps.authz.authorize(p, 'manage-keys', { type: 'Org', id: p.orgId, orgId: p.orgId });
+  const projects = req.body?.projects ?? [];
+  const known = await projectsInOrg(deps.db, p.orgId, projects);
+  const unknown = projects.find((id) => !known.has(id));
+  if (unknown) throw new TroupeError('NOT_FOUND', `project ${unknown} not found in this org`, { field: 'projects' });
+  const issued = await issueRegistrationToken(deps, p.orgId, req.body?.name?.trim() ?? 'registration token', projects);
+  return { status: 201, body: { id: issued.id, registrationToken: issued.registrationToken, projects: issued.projects } };
+}
+
+export async function revokeRegistrationToken(req: HttpRequest, deps: Deps): Promise<Reply> {
+  const p = ownOrg(req);
+  const tokenId = req.params.id ?? '';
+  if (!isUuid(tokenId)) throw new TroupeError('NOT_FOUND', 'registration token not found');
+  await deps.authz.authorize(p, 'manage-keys', { type: 'Org', id: p.orgId, orgId: p.orgId });
+  const revoked = await deps.ask<CredentialRevoked>(orgAddress(p.orgId), { type: 'org.revokeRegistrationToken', tokenId } satisfies OrgMsg);
+  await announceRevocation(deps, [tags.registration(tokenId)]);
+  return { body: { id: revoked.id, revoked: true, revokedAt: new Date(revoked.revokedAt).toISOString() } };
+}
+
+export async function createTeam(req: HttpRequest<{ name: string }>, deps: Deps): Promise<Reply> {
+  const p = orgPrincipal(req);
+  const id = randomUUID();
+  await deps.authz.authorize(p, 'manage-members', { type: 'Team', id, orgId: p.orgId });
+  const team = await insertTeam(deps.db, { id, orgId: p.orgId, name: req.body.name.trim() });
+  return { status: 201, body: { team } };
+}
+
+async function teamOfCaller(req: HttpRequest, deps: Deps) {
+  const p = orgPrincipal(req);
+  const team = await findTeam(deps.db, p.orgId, req.params.id ?? '');
+  if (!team) throw new TroupeError('NOT_FOUND', 'team not found');
+  return { p, team };
+}
+
+export async function addTeamMember(req: HttpRequest<{ userId: string; role?: TeamRole }>, deps: Deps): Promise<Reply> {
+  const { p, team } = await teamOfCaller(req, deps);
+  await deps.authz.authorize(p, 'manage-members', { type: 'Team', id: team.id, orgId: team.orgId });
+  const user = await findOrgMember(deps.db, team.orgId, req.body.userId);
+  if (!user) throw new TroupeError('NOT_FOUND', 'user not found in this org', { field: 'userId' });
+  await upsertTeamMember(deps.db, team.orgId, team.id, user.id, req.body.role ?? 'member');
+  const member = (await listTeamMembers(deps.db, team.orgId, team.id)).find((m) => m.userId === user.id);
+  return { status: 201, body: { member } };
+}
+
+export async function listMembersOfTeam(req: HttpRequest, deps: Deps): Promise<Reply> {
+  const { p, team } = await teamOfCaller(req, deps);
+  await deps.authz.authorize(p, 'read', { type: 'Team', id: team.id, orgId: team.orgId });
+  return { body: { members: await listTeamMembers(deps.db, team.orgId, team.id) } };
+}
+
+// --- Route table ------------------------------------------------------------------------------------------------
+
+const orgIdParam = 'orgId must be the caller\'s org (403 TENANT_MISMATCH otherwise).';
+
+export function identityRoutes(): Route<Deps>[] {
+  return [
+    {
+      method: 'post', path: '/api/admin/orgs', auth: 'admin', tags: ['provisioning'], successStatus: 201,
+      summary: 'Create an org with its owner, a "default" project, an admin-scoped API key and a daemon registration token (an existing user with the owner email is reused)',
+      bodySchema: schemas.createOrgBody, responseSchema: schemas.createOrgReply, handler: createOrg,
+    },
+    {
+      method: 'post', path: '/api/admin/orgs/:orgId/users', auth: 'admin', tags: ['provisioning'], successStatus: 201,
+      summary: 'Add a user to an org (or change an existing member\'s role) with optional project roles; 404 for an unknown org or project',
+      bodySchema: schemas.createOrgUserBody, responseSchema: schemas.createOrgUserReply, handler: createOrgUser,
+    },
+    {
+      method: 'post', path: '/api/auth/login', auth: 'none', tags: ['auth'],
+      summary: 'Exchange email and password for a user token and the troupe_session cookie; wrong password and unknown email are the same 401',
+      bodySchema: schemas.loginBody, responseSchema: schemas.loginReply, handler: login,
+    },
+    {
+      method: 'post', path: '/api/auth/logout', auth: 'none', tags: ['auth'], bodyKind: 'none',
+      summary: 'Clear the troupe_session cookie (user tokens stay valid until they expire)',
+      responseSchema: schemas.okReply, handler: logout,
+    },
+    {
+      method: 'get', path: '/api/org/list', auth: 'org', tags: ['identity'],
+      summary: 'Orgs of the calling user with their role; for an API key or machine token, its own org with the role its scopes act at',
+      responseSchema: schemas.orgListReply, handler: listOrgs,
+    },
+    {
+      method: 'get', path: '/api/cli/whoami', auth: 'org', tags: ['identity'],
+      summary: 'Caller context. user is the caller for a user token or session, the key\'s creator for an API key, null for a machine token',
+      responseSchema: schemas.whoamiReply, handler: whoami,
+    },
+    {
+      method: 'post', path: '/api/org/:orgId/keys', auth: 'org', tags: ['api-keys'], successStatus: 201,
+      summary: `Issue an org API key (admin/owner); fullKey is returned only here; scopes default to [read, write]. ${orgIdParam}`,
+      bodySchema: schemas.createKeyBody, responseSchema: schemas.createKeyReply, handler: createKey,
+    },
+    {
+      method: 'post', path: '/api/org/api-keys', auth: 'org', tags: ['api-keys'], successStatus: 201, deprecated: true,
+      summary: 'Deprecated alias of POST /api/org/{orgId}/keys for the caller\'s org (answers with Deprecation and Link headers)',
+      bodySchema: schemas.createKeyBody, responseSchema: schemas.createKeyReply, handler: createKeyDeprecated,
+    },
+    {
+      method: 'delete', path: '/api/org/:orgId/keys/:id', auth: 'org', tags: ['api-keys'],
+      summary: `Revoke an API key; it stops authenticating before this answers; 404 for an unknown key or another org's. ${orgIdParam}`,
+      responseSchema: schemas.revokeReply, handler: revokeKey,
+    },
+    {
+      method: 'post', path: '/api/org/:orgId/registration-tokens', auth: 'org', tags: ['daemons'], successStatus: 201,
+      summary: `Issue a daemon registration token (admin/owner), optionally limited to projects of the org. ${orgIdParam}`,
+      bodySchema: schemas.createRegistrationTokenBody, responseSchema: schemas.createRegistrationTokenReply, handler: createRegistrationToken,
+    },
+    {
+      method: 'delete', path: '/api/org/:orgId/registration-tokens/:id', auth: 'org', tags: ['daemons'],
+      summary: `Revoke a daemon registration token. ${orgIdParam}`,
+      responseSchema: schemas.revokeReply, handler: revokeRegistrationToken,
+    },
+    {
+      method: 'post', path: '/api/org/teams', auth: 'org', tags: ['teams'], successStatus: 201,
+      summary: 'Create a team in the caller\'s org (admin/owner)',
+      bodySchema: schemas.createTeamBody, responseSchema: schemas.createTeamReply, handler: createTeam,
+    },
+    {
+      method: 'post', path: '/api/org/teams/:id/members', auth: 'org', tags: ['teams'], successStatus: 201,
+      summary: 'Add an org member to a team or change their team role (admin/owner); 404 for another org\'s team or a user outside the org',
+      bodySchema: schemas.addTeamMemberBody, responseSchema: schemas.addTeamMemberReply, handler: addTeamMember,
+    },
+    {
+      method: 'get', path: '/api/org/teams/:id/members', auth: 'org', tags: ['teams'],
+      summary: 'Members of a team with their user; 404 for another org\'s team',
+      responseSchema: schemas.teamMembersReply, handler: listMembersOfTeam,
+    },
+  ];
+}
+

@@ -1,0 +1,82 @@
+import type { Deps } from '../../ops/deps.js';
+import { TroupeError } from '../../ops/errors.js';
+import type { Principal } from '../../actors/identity/principal.js';
+import { beginAuthorization, completeAuthorization, isOAuthProvider, type OAuthProvider } from '../../actors/integrations/oauth/index.js';
+import type { HttpRequest, Route } from '../types.js';
+
+/**
+ * Integration OAuth (CONTRACT "Integration OAuth"). Both ends take a human credential (session cookie or user
+ * token), because the state is bound to the user who started the connection and the callback must come from that
+ * same user's browser; both check manage-credentials (admin, owner) — again at the callback, since a role can be
+ * withdrawn while the user is away at the provider. The redirect URI is `TROUPE_PUBLIC_URL` + the callback path.
+ */
+const authorizeReply = {
+  type: 'object', required: ['authorizeUrl', 'state', 'expiresAt'], additionalProperties: false,
+  properties: { authorizeUrl: { type: 'string' }, state: { type: 'string' }, expiresAt: { type: 'string', format: 'date-time' } },
+} as const;
+
+const callbackQuery = {
+  type: 'object', required: ['state'],
+  // Providers may add parameters of their own (RFC 9207 `iss`, `error_uri`…); only these are read.
+  properties: {
+    state: { type: 'string', minLength: 1, maxLength: 128 },
+    code: { type: 'string', minLength: 1, maxLength: 2048 },
+    error: { type: 'string', pattern: '^[A-Za-z0-9_.-]{1,64}$' },
+  },
+} as const;
+
+const callbackReply = {
+  type: 'object', required: ['provider', 'connected', 'scope', 'expiresAt', 'connectedAt'], additionalProperties: false,
+  properties: {
+    provider: { type: 'string' }, connected: { const: true }, scope: { type: ['string', 'null'] },
+    expiresAt: { type: ['string', 'null'] }, connectedAt: { type: 'string', format: 'date-time' },
+  },
+} as const;
+
+async function connectingUser(req: HttpRequest, deps: Deps): Promise<{ orgId: string; userId: string; provider: OAuthProvider }> {
+  const p: Principal | undefined = req.principal;
+  if (!p || p.kind !== 'user') throw new TroupeError('AUTH_HUMAN_ONLY', 'an integration is connected by a user');
+  const provider = req.params.provider ?? '';
+  if (!isOAuthProvider(provider)) throw new TroupeError('NOT_FOUND', 'unknown OAuth provider');
+  await deps.authz.authorize(p, 'manage-credentials', { type: 'Integration', id: provider, orgId: p.orgId });
+  return { orgId: p.orgId, userId: p.userId, provider };
+}
+
+function redirectUriFor(req: HttpRequest, deps: Deps, provider: OAuthProvider): string {
+  const path = `/api/integrations/${provider}/oauth/callback`;
+  if (deps.config.publicUrl) return `${deps.config.publicUrl}${path}`;
+  // Without a configured public address the Host header is the only guess; it is checked to be a bare host[:port],
+  // and the provider compares the redirect URI with the app's registered one anyway.
+  const host = req.headers.host ?? '';
+  if (!/^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]{1,253})(:\d{1,5})?$/.test(host)) {
+    throw new TroupeError('VALIDATION_FAILED', 'Host header is not a host name; set TROUPE_PUBLIC_URL', { field: 'host' });
+  }
+  return `${deps.config.behindTls ? 'https' : 'http'}://${host}${path}`;
+}
+
+export function integrationOAuthRoutes(): Route<Deps>[] {
+  return [
+    {
+      method: 'post', path: '/api/integrations/:provider/oauth/authorize', auth: 'human', tags: ['integrations'],
+      summary: 'Start connecting a provider (linear, github, sentry) over OAuth with PKCE: the URL to send the browser to, and its single-use state (admin/owner)',
+      responseSchema: authorizeReply,
+      async handler(req, deps) {
+        const who = await connectingUser(req, deps);
+        return { body: await beginAuthorization(deps, { ...who, redirectUri: redirectUriFor(req, deps, who.provider) }) };
+      },
+    },
+    {
+      method: 'get', path: '/api/integrations/:provider/oauth/callback', auth: 'human', tags: ['integrations'],
+      summary: "Finish a provider connection: the state must be this user's, unused and unexpired; the code is exchanged at the provider's token endpoint and the tokens stored encrypted",
+      querySchema: callbackQuery, responseSchema: callbackReply,
+      async handler(req, deps) {
+        const who = await connectingUser(req, deps);
+        return {
+          body: await completeAuthorization(deps, {
+            ...who, state: req.query.get('state') ?? '', code: req.query.get('code') ?? undefined, providerError: req.query.get('error') ?? undefined,
+          }),
+        };
+      },
+    },
+  ];
+}

@@ -1,0 +1,14 @@
+import type { Deps } from '../../ops/deps.js';
+import type { ReadinessProbes } from './health.js';
+
+/** The node's real readiness: a round trip to the database, the transport's connection state, a cache ping. */
+export function readinessProbesFor(deps: Deps): ReadinessProbes {
+  return {
+    storage: async () => {
+      await deps.db.raw('select 1');
+      return true;
+    },
+    transport: async () => deps.transport.ready(),
+    cache: async () => deps.cache.ping(),
+  };
+}

@@ -1,0 +1,259 @@
+import { randomUUID } from 'node:crypto';
+import { TroupeError } from '../../ops/errors.js';
+import type { Deps } from '../../ops/deps.js';
+import type { OrgPrincipal, Principal } from '../../actors/identity/principal.js';
+import { publicIdPattern, publicSessionId, sessionAddress, type SessionReply } from '../../actors/session/index.js';
+import { daemonServices } from '../../actors/daemon-host/services.js';
+import { projectsInOrg } from '../../storage/identity/orgs.js';
+import { sessionDetail, sessionScope, sessionsByTrackerIssue } from '../../storage/sessions/queries.js';
+import { MAX_PROMPT_LENGTH } from '../../schemas/sessions/session-actor.js';
+import { chooseProvider, recordRoutingDecision } from '../../storage/analytics/router.js';
+import { DEFAULT_WORK_TYPE } from '../../actors/analytics/router.js';
+import type { HttpRequest, Route } from '../types.js';
+import { assertSignedDispatch } from '../../actors/integrations/requesters/signed-dispatch.js';
+import { errorIssuesForSession } from '../../actors/integrations/error-tracker/index.js';
+
+/**
+ * Sessions: dispatch, the worker's status transitions, and the public surface (stop, prompt, detail). Handlers
+ * check tenancy against the read model first (another org's session is 404, never 403), then Cedar, then ask
+ * the session actor and map its reply.
+ */
+
+export function orgPrincipal(req: HttpRequest): OrgPrincipal {
+  const p = req.principal;
+  if (!p || p.kind === 'admin') throw new TroupeError('INTERNAL', 'route reached without an org principal');
+  return p;
+}
+
+/** Who asked, as recorded on sessions, prompts and mutations. */
+export function requesterOf(p: Principal): string {
+  switch (p.kind) {
+    case 'user': return `user:${p.userId}`;
+    case 'apiKey': return `apiKey:${p.keyId}`;
+    case 'machine': return `machine:${p.clientId}`;
+    case 'runtime': return `worker:${p.workerId}`;
+    case 'admin': return 'admin';
+  }
+}
+
+/** The session in the caller's org, or 404 (absent, malformed id, or another org's). */
+async function scopedSession(deps: Deps, orgId: string, id: string | undefined): Promise<{ id: string; projectId: string; status: string }> {
+  if (id === undefined || !publicIdPattern.test(id)) throw new TroupeError('NOT_FOUND', 'session not found');
+  const scope = await sessionScope(deps.db, orgId, id);
+  if (!scope) throw new TroupeError('NOT_FOUND', 'session not found');
+  return { id, ...scope };
+}
+
+const short = { type: 'string', minLength: 1, maxLength: 200 } as const;
+const sessionIdParam = { type: 'string', pattern: '^[0-9a-f]{16}$' } as const;
+
+const dispatchBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['projectId', 'prompt'],
+  properties: {
+    projectId: { type: 'string', format: 'uuid' },
+    prompt: { type: 'string', minLength: 1, maxLength: MAX_PROMPT_LENGTH },
+    agentCardId: short,
+    trackerIssue: short,
+    workType: short,
+    provider: short,
+    /** The tracker's own session identifier; the public id is derived from it. Generated when absent. */
+    trackerSessionId: { type: 'string', minLength: 1, maxLength: 500 },
+  },
+} as const;
+
+const statusBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['status', 'workerId'],
+  properties: {
+    status: { enum: ['claimed', 'running', 'paused', 'finalizing', 'completed', 'failed', 'stopped'] },
+    workerId: { type: 'string', minLength: 1, maxLength: 64 },
+    costUsd: { type: 'number', minimum: 0, maximum: 1e9 },
+    error: { type: 'string', maxLength: 4000 },
+    phase: { type: 'string', maxLength: 200 },
+  },
+} as const;
+
+const transitionReply = {
+  type: 'object', required: ['sessionId', 'previousStatus', 'newStatus'],
+  properties: { sessionId: sessionIdParam, previousStatus: { type: 'string' }, newStatus: { type: 'string' } },
+} as const;
+
+function withoutKind(reply: SessionReply): Record<string, unknown> {
+  const { kind: _kind, ...rest } = reply;
+  return rest;
+}
+
+export function sessionRoutes(): Route<Deps>[] {
+  return [
+    {
+      method: 'post',
+      path: '/api/agent-dispatch',
+      auth: 'org',
+      summary: 'Dispatch an agent session (pending until a worker of the project claims it)',
+      tags: ['sessions'],
+      bodySchema: dispatchBody,
+      successStatus: 201,
+      responseSchema: { type: 'object', required: ['sessionId', 'status'], properties: { sessionId: sessionIdParam, status: { const: 'pending' } } },
+      async handler(req, deps) {
+        const p = orgPrincipal(req);
+        const body = req.body as { projectId: string; prompt: string; agentCardId?: string; trackerIssue?: string; workType?: string; provider?: string; trackerSessionId?: string };
+        // Signed-requester checks (spec 5.5, decision 0014) run before anything is read or created: a bound credential
+        // whose requester holds a key must sign this exact request.
+        await assertSignedDispatch(deps, p, req);
+        const known = await projectsInOrg(deps.db, p.orgId, [body.projectId]);
+        if (!known.has(body.projectId)) throw new TroupeError('NOT_FOUND', 'project not found', { field: 'projectId' });
+        await deps.authz.authorize(p, 'dispatch', { type: 'Session', id: 'new', orgId: p.orgId, projectId: body.projectId });
+        const trackerSessionId = body.trackerSessionId ?? `troupe:${randomUUID()}`;
+        const sessionId = publicSessionId(trackerSessionId);
+        // No provider named: Thompson sampling over the org's router posteriors, seeded by the request id so the
+        // choice is reproducible (decision 0013). Null while the org has no arms yet; the worker then decides.
+        const routed = body.provider === undefined
+          ? await chooseProvider(deps.db, p.orgId, body.workType ?? DEFAULT_WORK_TYPE, req.requestId)
+          : undefined;
+        const reply = await deps.ask<SessionReply>(sessionAddress(sessionId), {
+          type: 'session.dispatch', orgId: p.orgId, projectId: body.projectId, trackerSessionId, prompt: body.prompt,
+          agentCardId: body.agentCardId ?? null, trackerIssue: body.trackerIssue ?? null, workType: body.workType ?? null,
+          provider: body.provider ?? routed?.provider ?? null, requestedBy: requesterOf(p),
+        });
+        if (reply.kind !== 'dispatched') throw new TroupeError('INTERNAL', 'unexpected reply to dispatch');
+        if (routed !== undefined) {
+          await recordRoutingDecision(deps.db, { orgId: p.orgId, sessionId, requestId: req.requestId, choice: routed, at: deps.clock.now() });
+        }
+        return { status: 201, body: { sessionId, status: reply.status } };
+      },
+    },
+    {
+      method: 'post',
+      path: '/api/sessions/:id/status',
+      auth: 'runtime',
+      summary: 'A worker moves a session through its status machine (409 on an illegal move)',
+      tags: ['sessions', 'daemon'],
+      bodySchema: statusBody,
+      responseSchema: transitionReply,
+      async handler(req, deps) {
+        const p = orgPrincipal(req);
+        if (p.kind !== 'runtime') throw new TroupeError('AUTH_FORBIDDEN');
+        const body = req.body as { status: string; workerId: string; costUsd?: number; error?: string; phase?: string };
+        if (body.workerId !== p.workerId) throw new TroupeError('AUTH_FORBIDDEN', 'workerId does not match the runtime token');
+        const session = await scopedSession(deps, p.orgId, req.params.id);
+        // A worker only sees sessions of the projects it was registered for.
+        if (!p.projectIds.includes(session.projectId)) throw new TroupeError('NOT_FOUND', 'session not found');
+        const reply = await deps.ask<SessionReply>(sessionAddress(session.id), { type: 'session.transition', ...body });
+        daemonServices(deps).liveness.record(p.workerId, deps.clock.now());
+        return { body: withoutKind(reply) };
+      },
+    },
+    {
+      method: 'post',
+      path: '/api/public/sessions/:id/stop',
+      auth: 'org',
+      summary: 'Stop a session (a terminal session answers stopped: false)',
+      tags: ['sessions'],
+      bodyKind: 'none',
+      responseSchema: {
+        type: 'object', required: ['stopped', 'sessionId', 'previousStatus', 'newStatus'],
+        properties: { stopped: { type: 'boolean' }, sessionId: sessionIdParam, previousStatus: { type: 'string' }, newStatus: { type: 'string' } },
+      },
+      async handler(req, deps) {
+        const p = orgPrincipal(req);
+        const session = await scopedSession(deps, p.orgId, req.params.id);
+        await deps.authz.authorize(p, 'operate', { type: 'Session', id: session.id, orgId: p.orgId, projectId: session.projectId });
+        const reply = await deps.ask<SessionReply>(sessionAddress(session.id), { type: 'session.stop', requestedBy: requesterOf(p) });
+        return { body: withoutKind(reply) };
+      },
+    },
+    {
+      method: 'post',
+      path: '/api/public/sessions/:id/prompt',
+      auth: 'org',
+      summary: 'Send a session a prompt (a terminal session is re-dispatched; a live one gets it on its next poll)',
+      tags: ['sessions'],
+      bodySchema: {
+        type: 'object', additionalProperties: false, required: ['prompt'],
+        properties: { prompt: { type: 'string', minLength: 1, maxLength: MAX_PROMPT_LENGTH } },
+      },
+      responseSchema: {
+        type: 'object', required: ['delivered', 'promptId', 'sessionId', 'status'],
+        properties: { delivered: { type: 'boolean' }, promptId: { type: 'string' }, sessionId: sessionIdParam, status: { type: 'string' } },
+      },
+      async handler(req, deps) {
+        const p = orgPrincipal(req);
+        const session = await scopedSession(deps, p.orgId, req.params.id);
+        await deps.authz.authorize(p, 'operate', { type: 'Session', id: session.id, orgId: p.orgId, projectId: session.projectId });
+        const reply = await deps.ask<SessionReply>(sessionAddress(session.id), {
+          type: 'session.prompt', promptId: randomUUID(), prompt: (req.body as { prompt: string }).prompt, requestedBy: requesterOf(p),
+        });
+        return { body: withoutKind(reply) };
+      },
+    },
+    {
+      method: 'get',
+      path: '/api/public/sessions/:id',
+      auth: 'org',
+      summary: 'Enriched session detail: status, project, worker, prompts, activities, cost, timestamps',
+      tags: ['sessions'],
+      responseSchema: { type: 'object', required: ['id', 'status'] },
+      async handler(req, deps) {
+        const p = orgPrincipal(req);
+        const session = await scopedSession(deps, p.orgId, req.params.id);
+        await deps.authz.authorize(p, 'read', { type: 'Session', id: session.id, orgId: p.orgId, projectId: session.projectId });
+        const detail = await sessionDetail(deps.db, p.orgId, session.id);
+        if (!detail) throw new TroupeError('NOT_FOUND', 'session not found');
+        return { body: detail };
+      },
+    },
+    {
+      method: 'get',
+      path: '/api/sessions',
+      auth: 'org',
+      summary: 'Sessions of one tracker issue, newest first',
+      tags: ['sessions'],
+      querySchema: { type: 'object', required: ['trackerIssue'], properties: { trackerIssue: short } },
+      responseSchema: { type: 'object', required: ['sessions'], properties: { sessions: { type: 'array' } } },
+      async handler(req, deps) {
+        const p = orgPrincipal(req);
+        await deps.authz.authorize(p, 'read', { type: 'Session', id: 'list', orgId: p.orgId });
+        return { body: { sessions: await sessionsByTrackerIssue(deps.db, p.orgId, req.query.get('trackerIssue')!) } };
+      },
+    },
+    {
+      method: 'get',
+      path: '/api/sessions/:id/error-issues',
+      auth: 'org',
+      summary: "Error-tracker issues linked to a session (at most 25; configured: false without the org's connection)",
+      tags: ['sessions'],
+      responseSchema: {
+        type: 'object', required: ['configured', 'issues'],
+        description: "Issues of the org's Sentry connection tagged `session_id:<id>`. When Sentry cannot be reached, refuses the "
+          + "connection's token or answers badly, the answer is still 200 with `configured: true`, no issues and `error` "
+          + '(`unreachable`; `unauthorized`: reconnect Sentry; `bad-response`), so a session view never fails because of its tracker.',
+        properties: {
+          configured: { type: 'boolean' },
+          issues: {
+            type: 'array', maxItems: 25,
+            items: {
+              type: 'object', required: ['id', 'title', 'organization'],
+              properties: {
+                id: { type: 'string' }, shortId: { type: ['string', 'null'] }, title: { type: 'string' }, culprit: { type: ['string', 'null'] },
+                level: { type: ['string', 'null'] }, status: { type: ['string', 'null'] }, url: { type: ['string', 'null'] },
+                count: { type: ['number', 'null'] }, firstSeen: { type: ['string', 'null'] }, lastSeen: { type: ['string', 'null'] },
+                project: { type: ['string', 'null'] }, organization: { type: 'string' },
+              },
+            },
+          },
+          error: { enum: ['unreachable', 'unauthorized', 'bad-response'] },
+        },
+      },
+      async handler(req, deps) {
+        const p = orgPrincipal(req);
+        const session = await scopedSession(deps, p.orgId, req.params.id);
+        await deps.authz.authorize(p, 'read', { type: 'Session', id: session.id, orgId: p.orgId, projectId: session.projectId });
+        // The org's Sentry OAuth connection, if any, through the outbound guard (actors/integrations/error-tracker).
+        return { body: await errorIssuesForSession(deps, p.orgId, session.id) };
+      },
+    },
+  ];
+}

@@ -1,0 +1,106 @@
+import { TroupeError } from '../../ops/errors.js';
+import type { Deps } from '../../ops/deps.js';
+import { interviewBatcher, interviewIdPattern, MAX_FRAME_DELAY_MS, MAX_TOKENS_PER_FRAME } from '../../actors/interview/batcher.js';
+import { interviewChannel, nodeStreams, type SessionEvent, type StampedEvent } from '../../actors/fleet/node-streams.js';
+import { interviewDeltasBody, interviewDeltasReply } from '../../schemas/daemon-extras/bodies.js';
+import { orgPrincipal } from './sessions.js';
+import type { SseStream, Route } from '../types.js';
+
+/**
+ * Live streams (decision 0012): interview token deltas in and out, and the org's session events. Every stream is
+ * bound to the caller's org by construction (its channel is keyed by the authenticated org), so another org's
+ * events cannot reach it whatever ids the client names.
+ *
+ * Resumption: a client reconnecting with `Last-Event-ID` gets the remembered events after that id, then live
+ * ones. When the id is no longer remembered (too old, or this node never saw it) the stream first sends
+ * `event: reset`, meaning "events were missed: reload the state, then keep listening".
+ */
+
+function attach<E>(
+  stream: SseStream, subscribe: (listener: (e: StampedEvent<E>) => void, lastEventId?: string) => { replay: readonly StampedEvent<E>[]; found: boolean; unsubscribe: () => void },
+  eventName: string, keep: (e: E) => boolean = () => true,
+): void {
+  const send = (e: StampedEvent<E>) => { if (keep(e.data)) stream.send({ id: e.id, event: eventName, data: e.data }); };
+  const { replay, found, unsubscribe } = subscribe(send, stream.lastEventId);
+  stream.onClose(unsubscribe);
+  if (!found) stream.send({ event: 'reset', data: { reason: 'the events after Last-Event-ID are no longer available' } });
+  for (const e of replay) send(e);
+}
+
+const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function interviewId(raw: string | undefined): string {
+  if (raw === undefined || !interviewIdPattern.test(raw)) {
+    throw new TroupeError('VALIDATION_FAILED', 'interview id must be 1-64 characters of [A-Za-z0-9_-]', { field: 'id' });
+  }
+  return raw;
+}
+
+export function streamRoutes(): Route<Deps>[] {
+  return [
+    {
+      method: 'post',
+      path: '/api/interview/:id/deltas',
+      auth: 'runtime',
+      summary: `Interview token deltas from a worker; published as frames of at most ${MAX_TOKENS_PER_FRAME} tokens, at most ${MAX_FRAME_DELAY_MS} ms after arrival`,
+      tags: ['interview', 'streams'],
+      bodySchema: interviewDeltasBody,
+      responseSchema: interviewDeltasReply,
+      successStatus: 202,
+      async handler(req, deps) {
+        const p = orgPrincipal(req);
+        const id = interviewId(req.params.id);
+        const tokens = (req.body as { tokens: string[] }).tokens;
+        interviewBatcher(deps).add(p.orgId, id, tokens);
+        return { status: 202, body: { ok: true, accepted: tokens.length } };
+      },
+    },
+    {
+      method: 'get',
+      path: '/api/interview/:id/stream',
+      auth: 'any',
+      sse: true,
+      summary: 'Interview token deltas (SSE): `interview.delta` frames {interviewId, seq, tokens, at} in order; `Last-Event-ID` resumes',
+      tags: ['interview', 'streams'],
+      async handler(req, deps) {
+        const p = orgPrincipal(req);
+        const id = interviewId(req.params.id);
+        const streams = nodeStreams(deps);
+        await streams.ready();
+        const channel = interviewChannel(p.orgId, id);
+        return {
+          kind: 'sse',
+          open(stream) {
+            attach(stream, (listener, last) => streams.interviews.subscribe(channel, listener, last), 'interview.delta');
+          },
+        };
+      },
+    },
+    {
+      method: 'get',
+      path: '/api/sessions/events',
+      auth: 'org',
+      sse: true,
+      summary: 'Live session events of the org (SSE): `session.status` {sessionId, projectId, previousStatus, status, epoch, at}; `Last-Event-ID` resumes',
+      tags: ['sessions', 'streams'],
+      querySchema: { type: 'object', additionalProperties: false, properties: { projectId: { type: 'string', maxLength: 64 } } },
+      async handler(req, deps) {
+        const p = orgPrincipal(req);
+        await deps.authz.authorize(p, 'read', { type: 'Session', id: '*', orgId: p.orgId });
+        const projectId = req.query.get('projectId') ?? undefined;
+        if (projectId !== undefined && !uuidPattern.test(projectId)) {
+          throw new TroupeError('HTTP_BAD_QUERY', 'projectId must be a UUID', { field: 'projectId' });
+        }
+        const streams = nodeStreams(deps);
+        await streams.ready();
+        return {
+          kind: 'sse',
+          open(stream) {
+            attach<SessionEvent>(stream, (listener, last) => streams.sessions.subscribe(p.orgId, listener, last), 'session.status',
+              (e) => projectId === undefined || e.projectId === projectId);
+          },
+        };
+      },
+    },
+  ];
+}

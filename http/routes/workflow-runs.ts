@@ -1,0 +1,60 @@
+import { randomUUID } from 'node:crypto';
+import type { Deps } from '../../ops/deps.js';
+import { TroupeError } from '../../ops/errors.js';
+import type { HttpRequest, Route } from '../types.js';
+import { analyseDefinition } from '../../actors/workflow/definition.js';
+import { changeActorOf } from '../../actors/workflow/change-actor.js';
+import { workflowRunAddress } from '../../actors/workflow-run/actor.js';
+import type { RunMsg, RunView } from '../../actors/workflow-run/machine.js';
+import { findVersion, findWorkflow } from '../../storage/workflows/workflows.js';
+import { findRun } from '../../storage/workflows/runs.js';
+import * as schemas from '../../schemas/workflows/http.js';
+
+/**
+ * The execution layer's surface (CONTRACT.md "Workflow runs"). A run is pinned when it starts: the handler reads
+ * the workflow's published version and hands that version's compiled plan to the new run actor, which never
+ * looks at the workflow again.
+ */
+export function runRoutes(): Route<Deps>[] {
+  return [
+    {
+      method: 'post', path: '/api/workflows/:id/runs', auth: 'org', tags: ['workflows'],
+      summary: 'Start a run on the currently published version', bodySchema: schemas.startRunBody,
+      responseSchema: schemas.startRunReply, successStatus: 201,
+      async handler(req: HttpRequest<{ input?: Record<string, unknown> } | undefined>, deps) {
+        const p = req.principal;
+        if (!p || p.kind === 'admin') throw new TroupeError('INTERNAL', 'route reached without an org principal');
+        const w = await findWorkflow(deps.db, p.orgId, req.params.id ?? '');
+        if (!w) throw new TroupeError('NOT_FOUND', 'workflow not found');
+        await deps.authz.authorize(p, 'dispatch', { type: 'Workflow', id: w.id, orgId: w.orgId, projectId: w.projectId });
+        if (w.publishedVersion === null) throw new TroupeError('CONFLICT', `workflow is ${w.status}, not published`);
+        const version = await findVersion(deps.db, p.orgId, w.id, w.publishedVersion);
+        if (!version) throw new TroupeError('CONFLICT', 'published version is missing');
+        const runId = randomUUID();
+        const msg: RunMsg = {
+          type: 'run.start', orgId: w.orgId, projectId: w.projectId, workflowId: w.id, version: version.version,
+          plan: analyseDefinition(version.definitionYaml).plan, input: req.body?.input ?? {}, startedBy: changeActorOf(p).label,
+        };
+        const view = await deps.ask<RunView>(workflowRunAddress(runId), msg);
+        return { status: 201, body: { runId, version: view.version, status: view.status } };
+      },
+    },
+    {
+      method: 'get', path: '/api/workflow-runs/:runId', auth: 'org', tags: ['workflows'],
+      summary: 'A run: its pinned version, status and steps', responseSchema: schemas.runReply,
+      async handler(req, deps) {
+        const p = req.principal;
+        if (!p || p.kind === 'admin') throw new TroupeError('INTERNAL', 'route reached without an org principal');
+        const run = await findRun(deps.db, p.orgId, req.params.runId ?? '');
+        if (!run) throw new TroupeError('NOT_FOUND', 'run not found');
+        await deps.authz.authorize(p, 'read', { type: 'WorkflowRun', id: run.id, orgId: run.orgId, projectId: run.projectId });
+        return {
+          body: {
+            runId: run.id, workflowId: run.workflowId, version: run.version, status: run.status, steps: run.steps,
+            error: run.error, createdAt: run.createdAt, updatedAt: run.updatedAt,
+          },
+        };
+      },
+    },
+  ];
+}

@@ -1,0 +1,194 @@
+import { randomUUID } from 'node:crypto';
+import type { Deps } from '../../ops/deps.js';
+import { TroupeError } from '../../ops/errors.js';
+import type { OrgPrincipal } from '../../actors/identity/principal.js';
+import type { ResourceRef } from '../../actors/identity/ports.js';
+import type { HttpRequest, Route } from '../types.js';
+import { workflowAddress } from '../../actors/workflow/actor.js';
+import { changeActorOf } from '../../actors/workflow/change-actor.js';
+import { diffVersions } from '../../actors/workflow/diff.js';
+import type { ContentChanges, LiveStatus, WorkflowMsg, WorkflowView } from '../../actors/workflow/machine.js';
+import { projectsInOrg } from '../../storage/identity/orgs.js';
+import {
+  findVersion, findWorkflow, listVersions, listWorkflows, type VersionRecord, type WorkflowRecord,
+} from '../../storage/workflows/workflows.js';
+import * as schemas from '../../schemas/workflows/http.js';
+import { runRoutes } from './workflow-runs.js';
+
+/**
+ * Workflow routes (CONTRACT.md "Workflows", spec 4.4). Writes go to the workflow actor (`workflow/<id>`), which
+ * snapshots every accepted change; reads come from the read models it projects. Another org's workflow is 404.
+ * Editing is Cedar `edit` on the Workflow; a change that leaves it published also needs `publish` (decision 0008).
+ */
+
+function orgPrincipal(req: HttpRequest): OrgPrincipal {
+  const p = req.principal;
+  if (!p || p.kind === 'admin') throw new TroupeError('INTERNAL', 'route reached without an org principal');
+  return p;
+}
+
+export const workflowResource = (w: { id: string; orgId: string; projectId: string }): ResourceRef =>
+  ({ type: 'Workflow', id: w.id, orgId: w.orgId, projectId: w.projectId });
+
+/** The workflow, or 404 when it is absent or another org's. */
+export async function loadWorkflow(deps: Deps, p: OrgPrincipal, id: string | undefined): Promise<WorkflowRecord> {
+  const workflow = id === undefined ? undefined : await findWorkflow(deps.db, p.orgId, id);
+  if (!workflow) throw new TroupeError('NOT_FOUND', 'workflow not found');
+  return workflow;
+}
+
+function fromView(view: WorkflowView) {
+  const c = view.current;
+  return {
+    id: view.id, orgId: view.orgId, projectId: view.projectId, name: c.name, status: view.status, version: view.version,
+    publishedVersion: view.publishedVersion, nodes: c.nodes, edges: c.edges, viewport: c.viewport,
+    definitionYaml: c.definitionYaml, definitionVersion: c.definitionVersion, schemaHash: c.schemaHash,
+    triggerConfig: c.triggerConfig, providerRequirements: c.providerRequirements, workflowConfig: c.workflowConfig,
+    createdBy: view.createdBy, createdAt: view.createdAt, updatedAt: view.updatedAt,
+  };
+}
+
+function fromRecords(w: WorkflowRecord, v: VersionRecord) {
+  return {
+    id: w.id, orgId: w.orgId, projectId: w.projectId, name: w.name, status: w.status, version: w.version,
+    publishedVersion: w.publishedVersion, nodes: v.nodes, edges: v.edges, viewport: v.viewport,
+    definitionYaml: v.definitionYaml, definitionVersion: v.definitionVersion, schemaHash: v.schemaHash,
+    triggerConfig: v.triggerConfig, providerRequirements: v.providerRequirements, workflowConfig: v.workflowConfig,
+    createdBy: w.createdBy, createdAt: w.createdAt, updatedAt: w.updatedAt,
+  };
+}
+
+function contentChanges(body: Record<string, unknown>): ContentChanges {
+  const keys = ['name', 'nodes', 'edges', 'viewport', 'definitionYaml', 'triggerConfig', 'providerRequirements', 'workflowConfig'] as const;
+  return Object.fromEntries(keys.filter((k) => body[k] !== undefined).map((k) => [k, body[k]])) as ContentChanges;
+}
+
+const mayPublish = async (deps: Deps, p: OrgPrincipal, w: WorkflowRecord): Promise<boolean> =>
+  (await deps.authz.check(p, 'publish', workflowResource(w))).allowed;
+
+function versionParam(req: HttpRequest): number {
+  const raw = req.params.version ?? '';
+  if (!/^[1-9][0-9]{0,8}$/.test(raw)) throw new TroupeError('NOT_FOUND', 'no such version');
+  return Number(raw);
+}
+
+export function workflowRoutes(): Route<Deps>[] {
+  return [
+    {
+      method: 'post', path: '/api/projects/:projectId/workflows', auth: 'org', tags: ['workflows'],
+      summary: 'Create a workflow (version 1, draft)',
+      bodySchema: schemas.createWorkflowBody, responseSchema: schemas.workflowReply, successStatus: 201,
+      async handler(req: HttpRequest<Record<string, unknown> & { name: string }>, deps) {
+        const p = orgPrincipal(req);
+        const projectId = req.params.projectId ?? '';
+        if (!(await projectsInOrg(deps.db, p.orgId, [projectId])).has(projectId)) throw new TroupeError('NOT_FOUND', 'project not found');
+        const id = randomUUID();
+        await deps.authz.authorize(p, 'edit', { type: 'Workflow', id, orgId: p.orgId, projectId });
+        const msg: WorkflowMsg = {
+          type: 'workflow.create', orgId: p.orgId, projectId,
+          content: { ...contentChanges(req.body), name: req.body.name }, actor: changeActorOf(p),
+        };
+        const view = await deps.ask<WorkflowView>(workflowAddress(id), msg);
+        return { status: 201, body: fromView(view) };
+      },
+    },
+    {
+      method: 'get', path: '/api/workflows', auth: 'org', tags: ['workflows'],
+      summary: 'List workflows of the caller\'s org, optionally of one project',
+      querySchema: schemas.listWorkflowsQuery,
+      async handler(req, deps) {
+        const p = orgPrincipal(req);
+        const projectId = req.query.get('projectId') ?? undefined;
+        const all = await listWorkflows(deps.db, p.orgId, projectId);
+        // Project-level access differs per project; decide once per project, not once per workflow.
+        const readable = new Map<string, boolean>();
+        const visible: WorkflowRecord[] = [];
+        for (const w of all) {
+          let ok = readable.get(w.projectId);
+          if (ok === undefined) {
+            ok = (await deps.authz.check(p, 'read', workflowResource(w))).allowed;
+            readable.set(w.projectId, ok);
+          }
+          if (ok) visible.push(w);
+        }
+        return { body: { workflows: visible } };
+      },
+    },
+    {
+      method: 'get', path: '/api/workflows/:id', auth: 'org', tags: ['workflows'],
+      summary: 'Read a workflow with its current canvas and definition', responseSchema: schemas.workflowReply,
+      async handler(req, deps) {
+        const p = orgPrincipal(req);
+        const w = await loadWorkflow(deps, p, req.params.id);
+        await deps.authz.authorize(p, 'read', workflowResource(w));
+        const v = await findVersion(deps.db, p.orgId, w.id, w.version);
+        if (!v) throw new TroupeError('NOT_FOUND', 'workflow not found');
+        return { body: fromRecords(w, v) };
+      },
+    },
+    {
+      method: 'patch', path: '/api/workflows/:id', auth: 'org', tags: ['workflows'],
+      summary: 'Change a workflow (canvas, definition, status; status "published" publishes); every change is a new version',
+      bodySchema: schemas.updateWorkflowBody, responseSchema: schemas.workflowReply,
+      async handler(req: HttpRequest<Record<string, unknown> & { status?: LiveStatus; changeReason?: string }>, deps) {
+        const p = orgPrincipal(req);
+        const w = await loadWorkflow(deps, p, req.params.id);
+        await deps.authz.authorize(p, 'edit', workflowResource(w));
+        const msg: WorkflowMsg = {
+          type: 'workflow.update', orgId: p.orgId, changes: contentChanges(req.body), actor: changeActorOf(p),
+          mayPublish: await mayPublish(deps, p, w),
+          ...(req.body.status !== undefined ? { status: req.body.status } : {}),
+          ...(req.body.changeReason !== undefined ? { changeReason: req.body.changeReason } : {}),
+        };
+        const view = await deps.ask<WorkflowView>(workflowAddress(w.id), msg);
+        return { body: fromView(view) };
+      },
+    },
+    {
+      method: 'get', path: '/api/workflows/:id/versions', auth: 'org', tags: ['workflows'],
+      summary: 'Version summaries, newest first', responseSchema: schemas.versionSummaries,
+      async handler(req, deps) {
+        const p = orgPrincipal(req);
+        const w = await loadWorkflow(deps, p, req.params.id);
+        await deps.authz.authorize(p, 'read', workflowResource(w));
+        return { body: await listVersions(deps.db, p.orgId, w.id) };
+      },
+    },
+    {
+      method: 'get', path: '/api/workflows/:id/versions/:version/diff', auth: 'org', tags: ['workflows'],
+      summary: 'Compare version :version with version `compare` (required)',
+      querySchema: schemas.diffQuery, responseSchema: schemas.versionDiffReply,
+      async handler(req, deps) {
+        const p = orgPrincipal(req);
+        const w = await loadWorkflow(deps, p, req.params.id);
+        await deps.authz.authorize(p, 'read', workflowResource(w));
+        const to = await findVersion(deps.db, p.orgId, w.id, versionParam(req));
+        const from = await findVersion(deps.db, p.orgId, w.id, Number(req.query.get('compare')));
+        if (!to || !from) throw new TroupeError('NOT_FOUND', 'no such version');
+        return { body: diffVersions(from, to) };
+      },
+    },
+    {
+      method: 'post', path: '/api/workflows/:id/versions/:version/rollback', auth: 'org', tags: ['workflows'],
+      summary: 'Restore version :version as a new version; history is untouched', responseSchema: schemas.workflowReply,
+      bodyKind: 'none',
+      async handler(req, deps) {
+        const p = orgPrincipal(req);
+        const w = await loadWorkflow(deps, p, req.params.id);
+        await deps.authz.authorize(p, 'edit', workflowResource(w));
+        const v = await findVersion(deps.db, p.orgId, w.id, versionParam(req));
+        if (!v) throw new TroupeError('NOT_FOUND', 'no such version');
+        const msg: WorkflowMsg = {
+          type: 'workflow.rollback', orgId: p.orgId, toVersion: v.version, actor: changeActorOf(p), mayPublish: await mayPublish(deps, p, w),
+          content: {
+            name: v.name, nodes: v.nodes, edges: v.edges, viewport: v.viewport, definitionYaml: v.definitionYaml,
+            triggerConfig: v.triggerConfig, providerRequirements: v.providerRequirements, workflowConfig: v.workflowConfig,
+          },
+        };
+        const view = await deps.ask<WorkflowView>(workflowAddress(w.id), msg);
+        return { body: fromView(view) };
+      },
+    },
+    ...runRoutes(),
+  ];
+}

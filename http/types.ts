@@ -1,0 +1,108 @@
+import type { Principal } from '../actors/identity/principal.js';
+import type { ErrorCode } from '../ops/errors.js';
+
+/**
+ * A request as handlers see it: copied out of uWebSockets.js before the first await (uWS request objects are
+ * stack-allocated), body already read under the route's cap, decoded as strict UTF-8, parsed and validated.
+ * Handlers are plain async functions of this object, so tests call them without a socket.
+ */
+export interface HttpRequest<Body = unknown> {
+  readonly method: string;
+  /** Path without the query string. */
+  readonly path: string;
+  readonly params: Readonly<Record<string, string>>;
+  readonly query: URLSearchParams;
+  /** Lower-cased header names. */
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body: Body;
+  /** The exact bytes received; signature checks use these, never a re-serialisation. */
+  readonly rawBody: Buffer;
+  readonly requestId: string;
+  readonly remoteAddress: string;
+  /** Set by the auth step for every route whose `auth` is not 'none'. */
+  readonly principal: Principal | undefined;
+}
+
+export interface JsonReply {
+  readonly kind?: 'json';
+  readonly status?: number;
+  readonly body: unknown;
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+export interface TextReply {
+  readonly kind: 'text';
+  readonly status?: number;
+  readonly body: string;
+  readonly contentType: string;
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+/** An SSE stream: the server writes the preamble, then hands the open stream to `open`. */
+export interface SseReply {
+  readonly kind: 'sse';
+  open(stream: SseStream): void | Promise<void>;
+}
+
+export type Reply = JsonReply | TextReply | SseReply;
+
+export interface SseStream {
+  /** Writes one event; false when the client is gone or was cut off for being too slow. */
+  send(event: { id?: string; event?: string; data: unknown }): boolean;
+  /** The Last-Event-ID the client resumed from, if any. */
+  readonly lastEventId: string | undefined;
+  /** Registers cleanup to run once when the stream ends for any reason. */
+  onClose(fn: () => void): void;
+  close(): void;
+  readonly closed: boolean;
+}
+
+/**
+ * How a route authenticates:
+ * - 'none': no credential (health, registration by body token, signed webhooks).
+ * - 'admin': only the platform admin token.
+ * - 'org': any org credential (user token, session cookie, API key, machine token).
+ * - 'human': a user token or session cookie; other org credentials authenticate but get 403.
+ * - 'runtime': a worker runtime JWT.
+ * - 'any': any org credential including a runtime JWT.
+ */
+export type AuthMode = 'none' | 'admin' | 'org' | 'human' | 'runtime' | 'any';
+
+export type BodyKind = 'json' | 'form' | 'raw' | 'none';
+
+export interface RouteContext<Deps> {
+  readonly deps: Deps;
+}
+
+export interface Route<Deps = unknown> {
+  readonly method: 'get' | 'post' | 'put' | 'patch' | 'delete';
+  /** uWS pattern syntax: `/api/org/teams/:id/members`. */
+  readonly path: string;
+  readonly auth: AuthMode;
+  readonly summary: string;
+  readonly tags?: readonly string[];
+  /** Default 'json' for post/put/patch, 'none' otherwise. */
+  readonly bodyKind?: BodyKind;
+  /** Bytes; default 1 MiB. */
+  readonly bodyLimit?: number;
+  /**
+   * The error a body over `bodyLimit` answers with, where a spec fixes one other than 413 (the incident webhook:
+   * 401). The body is still cut off while streaming and the connection closed. @default 'HTTP_BODY_TOO_LARGE'
+   */
+  readonly bodyTooLarge?: ErrorCode;
+  /** JSON Schema the parsed body must satisfy (ajv, from schemas/). */
+  readonly bodySchema?: Record<string, unknown>;
+  /** JSON Schema for the query parameters, as an object of strings. */
+  readonly querySchema?: Record<string, unknown>;
+  /** JSON Schema of the success reply, for the OpenAPI document. */
+  readonly responseSchema?: Record<string, unknown>;
+  /** Status of a success reply, for the OpenAPI document; default 200. */
+  readonly successStatus?: number;
+  /** Marks a route deprecated in OpenAPI. */
+  readonly deprecated?: boolean;
+  /** Response is an event stream. */
+  readonly sse?: boolean;
+  /** Replies that do not use the `{error, code}` shape, by status, for the OpenAPI document. */
+  readonly errorResponses?: Readonly<Record<string, { readonly description: string; readonly schema: Record<string, unknown> }>>;
+  handler(req: HttpRequest<any>, deps: Deps): Promise<Reply>;
+}

@@ -1,0 +1,240 @@
+/**
+ * G4 (shared/PERFORMANCE.md): the broker path between nodes against the confirmed-publish ceiling on the same broker.
+ *
+ * Four processes, each side of the broker on its own core (PERFORMANCE.md "Method"): node B (`--role holder`, holds
+ * every shard) and the ceiling's drain consumer on core 0; node A (`--role asker`, holds no shard) and the ceiling's
+ * publisher (ceilings/amqp-confirmed-publish.ts) on core 1. Same broker, same queue type (quorum, durable,
+ * persistent messages), same body size (the ceiling publishes bodies as long as A's encoded ask envelope).
+ * After a warm-up, `--rounds` interleaved rounds of `--seconds` each:
+ *   1. ceiling: confirmed publishes with `--window` in flight on one connection, drained with manual acks;
+ *   2. broker path: A asks B heartbeat-sized messages with `--concurrency` asks in flight (one connection each);
+ *   3. paced: A asks B at a quarter of that round's ceiling (half the rate the goal asks for) for the e2e p99;
+ *   4. the ceiling publisher paced at that same rate: its publish → confirm p99 is what the broker alone costs there.
+ * G4 holds when the median of the per-round ratios (2)/(1) is ≥ 0.50 and the median paced p99 is ≤ 5 ms. Then one
+ * node in-process (LocalTransport, in A's process) for the rate a single node reaches without the broker.
+ * Prints one table; exits 1 when G4 is missed. Every process it starts, it stops; its topology is deleted.
+ *
+ *   npx tsx ops/bench/cluster.ts [--url amqp://guest:guest@127.0.0.1:5672] [--rounds 5] [--seconds 3] [--warmup 3]
+ *     [--concurrency 256] [--window 1000] [--shards 16] [--cpu-prof <dir>]   (--cpu-prof profiles nodes A and B)
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import amqp from 'amqplib';
+import { AmqpTransport } from '../../transport/amqp/transport.js';
+import { deleteTopology, shardTopology } from '../../transport/amqp/topology.js';
+import { LocalTransport } from '../../transport/local.js';
+import { createEnvelope, encodeEnvelope } from '../../transport/envelope.js';
+import type { Transport } from '../../transport/port.js';
+import { silentLogger } from '../logger.js';
+import { median, printTable } from './harness.js';
+
+const { values } = parseArgs({
+  options: {
+    role: { type: 'string', default: 'bench' },
+    url: { type: 'string', default: process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672' },
+    prefix: { type: 'string' },
+    rounds: { type: 'string', default: '5' },
+    seconds: { type: 'string', default: '3' },
+    warmup: { type: 'string', default: '3' },
+    concurrency: { type: 'string', default: '256' },
+    window: { type: 'string', default: '1000' },
+    shards: { type: 'string', default: '16' },
+    'cpu-prof': { type: 'string' },
+  },
+});
+const clamp = (value: string | undefined, min: number, max: number) => Math.min(Math.max(Number(value), min), max);
+const SHARDS = clamp(values.shards, 1, 1024);
+const ADDRESSES = 500;
+const GOAL_RATIO = 0.5;
+const GOAL_P99_MS = 5;
+const heartbeat = { type: 'heartbeat', daemonId: 'd'.repeat(36), seq: 0, load: { cpu: 0.42, mem: 0.61 }, sessions: ['s'.repeat(36)], at: new Date().toISOString() };
+const handler = async (address: string, message: unknown) => ({ address, ok: true, seq: (message as { seq: number }).seq });
+
+interface LoadResult { readonly rate: number; readonly p50: number; readonly p99: number; readonly failures: number }
+interface RunRequest { readonly seconds: number; readonly concurrency?: number; readonly perSecond?: number; readonly local?: boolean }
+
+function percentile(sorted: Float64Array, p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
+}
+
+/** Asks with `concurrency` in flight, or paced at `perSecond` (sent on a 1 ms tick, as many as are due). */
+async function askLoad(transport: Transport, run: RunRequest): Promise<LoadResult> {
+  const latencies: number[] = [];
+  let failures = 0;
+  let n = 0;
+  const began = performance.now();
+  const endAt = began + run.seconds * 1000;
+  const one = async () => {
+    const i = n++;
+    const startedAt = performance.now();
+    try {
+      await transport.ask(`daemon-host/${i % ADDRESSES}`, { ...heartbeat, seq: i }, { timeoutMs: 10_000 });
+      latencies.push(performance.now() - startedAt);
+    } catch {
+      failures += 1;
+    }
+  };
+  if (run.perSecond === undefined) {
+    await Promise.all(Array.from({ length: run.concurrency ?? 1 }, async () => { while (performance.now() < endAt) await one(); }));
+  } else {
+    const pending: Promise<void>[] = [];
+    let sent = 0;
+    while (performance.now() < endAt) {
+      const due = Math.floor(((performance.now() - began) / 1000) * run.perSecond);
+      while (sent < due) { sent += 1; pending.push(one()); }
+      await new Promise((resolve) => setTimeout(resolve, 1));
+    }
+    await Promise.all(pending);
+  }
+  const elapsed = (performance.now() - began) / 1000;
+  const sorted = Float64Array.from(latencies).sort();
+  return { rate: latencies.length / elapsed, p50: percentile(sorted, 50), p99: percentile(sorted, 99), failures };
+}
+
+/** A node process: B holds every shard and answers; A holds none and runs the loads it is sent over IPC. */
+async function runNode(role: 'holder' | 'asker', prefix: string): Promise<void> {
+  const transport = new AmqpTransport({
+    url: values.url, nodeId: `bench-${role}`, shardCount: SHARDS, prefix, log: silentLogger(),
+    ...(role === 'asker' ? { ownedShards: [] } : {}),
+  });
+  await transport.start(role === 'holder' ? handler : async () => { throw new Error('node A holds no shard'); });
+  process.on('message', (m: { run?: RunRequest; stop?: true }) => {
+    if (m.stop) {
+      void transport.close().finally(() => process.exit(0));
+    } else if (m.run?.local) {
+      const local = new LocalTransport({ nodeId: 'bench-local', log: silentLogger() });
+      void local.start(handler).then(() => askLoad(local, m.run!)).then(async (result) => { await local.close(); process.send!(result); });
+    } else if (m.run) {
+      void askLoad(transport, m.run).then((result) => process.send!(result));
+    }
+  });
+  process.send!({ ready: true });
+}
+
+interface Worker {
+  request<T>(message: unknown, timeoutMs: number): Promise<T>;
+  stop(): Promise<void>;
+}
+
+/** Starts `script` pinned to `core` with an IPC channel and waits for its `{ready}`. */
+async function startWorker(script: string, args: readonly string[], core: string, nodeArgs: readonly string[] = []): Promise<Worker> {
+  const child: ChildProcess = spawn('taskset', ['-c', core, process.execPath, ...nodeArgs, '--import', 'tsx', script, ...args], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const request = <T>(message: unknown, timeoutMs: number) =>
+    new Promise<T>((resolve, reject) => {
+      const timer = setTimeout(() => { cleanup(); reject(new Error(`${path.basename(script)} ${args.join(' ')} did not answer within ${timeoutMs} ms`)); }, timeoutMs);
+      const onMessage = (reply: unknown) => { cleanup(); resolve(reply as T); };
+      const onExit = (code: number | null) => { cleanup(); reject(new Error(`${path.basename(script)} exited with ${code}`)); };
+      const cleanup = () => { clearTimeout(timer); child.off('message', onMessage); child.off('exit', onExit); };
+      child.on('message', onMessage);
+      child.once('exit', onExit);
+      if (message !== undefined) child.send(message as object);
+    });
+  await request(undefined, 60_000);
+  return {
+    request,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const kill = setTimeout(() => child.kill('SIGKILL'), 15_000);
+      child.send({ stop: true });
+      await exited;
+      clearTimeout(kill);
+    },
+  };
+}
+
+async function bench(): Promise<void> {
+  const rounds = clamp(values.rounds, 1, 20);
+  const seconds = clamp(values.seconds, 1, 60);
+  const warmup = clamp(values.warmup, 0, 30);
+  const concurrency = clamp(values.concurrency, 1, 5_000);
+  const window = clamp(values.window, 1, 10_000);
+  const prefix = `troupe-bench-${randomBytes(4).toString('hex')}`;
+  const ceilingQueue = `${prefix}.ceiling`;
+  const self = fileURLToPath(import.meta.url);
+  const ceilingScript = path.join(path.dirname(self), 'ceilings', 'amqp-confirmed-publish.ts');
+  const askBytes = encodeEnvelope(createEnvelope({
+    type: 'ask', to: `daemon-host/${ADDRESSES - 1}`, from: 'bench-asker', deadline: Date.now() + 10_000, payload: { ...heartbeat, seq: 99_999 },
+  })).byteLength;
+  const profile = values['cpu-prof'] ? ['--cpu-prof', '--cpu-prof-dir', values['cpu-prof']] : [];
+  const common = ['--url', values.url, '--prefix', prefix, '--shards', String(SHARDS)];
+  const ceilingArgs = ['--url', values.url, '--queue', ceilingQueue, '--bytes', String(askBytes), '--window', String(window)];
+
+  const workers: Worker[] = [];
+  try {
+    const drain = await startWorker(ceilingScript, ['--role', 'drain', ...ceilingArgs], '0');
+    workers.push(drain);
+    const publisher = await startWorker(ceilingScript, ['--role', 'publisher', ...ceilingArgs], '1');
+    workers.push(publisher);
+    const holder = await startWorker(self, ['--role', 'holder', ...common], '0', profile);
+    workers.push(holder);
+    const asker = await startWorker(self, ['--role', 'asker', ...common], '1', profile);
+    workers.push(asker);
+    const bound = (s: number) => (s + 60) * 1000;
+    const ceilingRun = (run: RunRequest) => publisher.request<LoadResult>({ run }, bound(run.seconds));
+    const askRun = (run: RunRequest) => asker.request<LoadResult>({ run }, bound(run.seconds));
+
+    if (warmup > 0) {
+      await ceilingRun({ seconds: warmup });
+      await askRun({ seconds: warmup, concurrency });
+    }
+    const rows: Array<Record<string, string | number>> = [];
+    const ratios: number[] = [];
+    const pacedP99s: number[] = [];
+    const ceilings: number[] = [];
+    const ceilingPacedP99s: number[] = [];
+    const paths: number[] = [];
+    for (let round = 1; round <= rounds; round += 1) {
+      const ceiling = (await ceilingRun({ seconds })).rate;
+      const brokerPath = await askRun({ seconds, concurrency });
+      const pacedRate = Math.max(1, Math.floor(ceiling * GOAL_RATIO / 2));
+      const paced = await askRun({ seconds, perSecond: pacedRate });
+      const ceilingPaced = await ceilingRun({ seconds, perSecond: pacedRate });
+      ceilingPacedP99s.push(ceilingPaced.p99);
+      ratios.push(brokerPath.rate / ceiling);
+      pacedP99s.push(paced.p99);
+      ceilings.push(ceiling);
+      paths.push(brokerPath.rate);
+      rows.push({
+        round, 'ceiling msg/s': Math.round(ceiling), 'A→B asks/s': Math.round(brokerPath.rate), ratio: Number((brokerPath.rate / ceiling).toFixed(2)),
+        'p50 ms': brokerPath.p50, 'p99 ms': brokerPath.p99, 'paced asks/s': Math.round(paced.rate), 'paced p50 ms': paced.p50,
+        'paced p99 ms': paced.p99, 'ceiling paced p99 ms': ceilingPaced.p99, failures: brokerPath.failures + paced.failures,
+      });
+    }
+    const local = await askRun({ seconds, concurrency, local: true });
+    const ratio = median(ratios);
+    const p99 = median(pacedP99s);
+    rows.push({
+      round: 'median', 'ceiling msg/s': Math.round(median(ceilings)), 'A→B asks/s': Math.round(median(paths)), ratio: Number(ratio.toFixed(2)),
+      'p50 ms': '', 'p99 ms': '', 'paced asks/s': '', 'paced p50 ms': '', 'paced p99 ms': p99, 'ceiling paced p99 ms': median(ceilingPacedP99s), failures: '',
+    });
+    rows.push({
+      round: 'one node in-process', 'ceiling msg/s': '', 'A→B asks/s': Math.round(local.rate), ratio: '', 'p50 ms': local.p50, 'p99 ms': local.p99,
+      'paced asks/s': '', 'paced p50 ms': '', 'paced p99 ms': '', 'ceiling paced p99 ms': '', failures: local.failures,
+    });
+    console.log(`G4 broker path: ${askBytes}-byte asks over ${SHARDS} shards, ${concurrency} in flight vs confirmed publish (quorum, window ${window}); ${rounds} rounds of ${seconds} s; paced at a quarter of each round's ceiling`);
+    printTable(rows);
+    const met = ratio >= GOAL_RATIO && p99 <= GOAL_P99_MS;
+    console.log(`G4: median ratio ${ratio.toFixed(2)} (goal ≥ ${GOAL_RATIO}); median p99 at half the goal rate ${p99.toFixed(2)} ms (goal ≤ ${GOAL_P99_MS} ms) → ${met ? 'met' : 'MISSED'}`);
+    process.exitCode = met ? 0 : 1;
+  } finally {
+    for (const worker of workers.reverse()) await worker.stop();
+    const cleanup = await amqp.connect(values.url);
+    const channel = await cleanup.createChannel();
+    await deleteTopology(channel, shardTopology({ prefix, shardCount: SHARDS, nodeId: 'bench-holder', deliveryLimit: 5 }));
+    await channel.deleteQueue(ceilingQueue);
+    await cleanup.close();
+  }
+}
+
+if (values.role === 'holder' || values.role === 'asker') {
+  if (!values.prefix || !process.send) throw new Error('node roles are started by the bench itself');
+  await runNode(values.role, values.prefix);
+} else {
+  await bench();
+}

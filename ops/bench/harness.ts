@@ -1,0 +1,195 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import autocannon from 'autocannon';
+
+/**
+ * Shared pieces of the benchmarks (see ../shared/PERFORMANCE.md "Method"): servers run in their own process pinned to
+ * core 0, the load generator runs here (start the bench with `taskset -c 1`), every run is bounded in time, and every
+ * process started is stopped.
+ */
+export interface RunningServer {
+  readonly port: number;
+  readonly child: ChildProcess;
+  stop(): Promise<void>;
+}
+
+const STARTUP_TIMEOUT_MS = 60_000;
+
+/** Starts `tsx <script>` pinned to one core and waits for the line `listening <port>` (or the node's ready log). */
+export async function startServer(script: string, env: NodeJS.ProcessEnv = {}, core = '0', nodeArgs: readonly string[] = []): Promise<RunningServer> {
+  const child = spawn('taskset', ['-c', core, process.execPath, ...nodeArgs, '--import', 'tsx', script], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${script} did not start within ${STARTUP_TIMEOUT_MS} ms`)), STARTUP_TIMEOUT_MS);
+    let buffered = '';
+    const onData = (chunk: Buffer) => {
+      buffered += chunk.toString();
+      const plain = /listening (\d+)/.exec(buffered);
+      const fromLog = /"port":(\d+)[^\n]*troupe node ready/.exec(buffered);
+      const match = plain ?? fromLog;
+      if (match) {
+        clearTimeout(timer);
+        child.stdout?.off('data', onData);
+        child.stdout?.resume();
+        resolve(Number(match[1]));
+      }
+    };
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', (chunk: Buffer) => process.stderr.write(chunk));
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${script} exited with ${code} before listening`));
+    });
+  });
+  return {
+    port,
+    child,
+    stop: () => new Promise<void>((resolve) => {
+      if (child.exitCode !== null) return resolve();
+      const kill = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      child.once('exit', () => { clearTimeout(kill); resolve(); });
+      child.kill('SIGTERM');
+    }),
+  };
+}
+
+export interface LoadResult {
+  readonly requestsPerSecond: number;
+  readonly p50Ms: number;
+  readonly p99Ms: number;
+  readonly non2xx: number;
+  readonly errors: number;
+}
+
+export interface LoadOptions {
+  readonly url: string;
+  readonly method?: 'GET' | 'POST';
+  readonly headers?: Record<string, string>;
+  readonly body?: string;
+  readonly connections?: number;
+  readonly durationSeconds: number;
+}
+
+export async function load(opts: LoadOptions): Promise<LoadResult> {
+  const result = await autocannon({
+    url: opts.url,
+    method: opts.method ?? 'GET',
+    headers: opts.headers ?? {},
+    ...(opts.body === undefined ? {} : { body: opts.body }),
+    connections: opts.connections ?? 100,
+    duration: opts.durationSeconds,
+    pipelining: 1,
+  });
+  return {
+    requestsPerSecond: result.requests.average,
+    p50Ms: result.latency.p50,
+    p99Ms: result.latency.p99,
+    non2xx: result.non2xx,
+    errors: result.errors + result.timeouts,
+  };
+}
+
+export const median = (values: readonly number[]): number => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+};
+
+export function printTable(rows: ReadonlyArray<Record<string, string | number>>): void {
+  const columns = Object.keys(rows[0] ?? {});
+  const cell = (v: string | number) => (typeof v === 'number' ? (Number.isInteger(v) ? String(v) : v.toFixed(2)) : v);
+  const widths = columns.map((c) => Math.max(c.length, ...rows.map((r) => cell(r[c] ?? '').length)));
+  const line = (values: string[]) => `| ${values.map((v, i) => v.padEnd(widths[i]!)).join(' | ')} |`;
+  console.log(line(columns));
+  console.log(line(widths.map((w) => '-'.repeat(w))));
+  for (const row of rows) console.log(line(columns.map((c) => cell(row[c] ?? ''))));
+}
+
+const ROTATE_SCRIPT = path.join(path.dirname(new URL(import.meta.url).pathname), 'rotate.lua');
+
+/**
+ * wrk is the load generator: autocannon, in Node on one core, saturates at about 7k req/s, far below the ceilings
+ * it is meant to measure. Exits the process with a clear message when wrk is not installed.
+ */
+export function requireWrk(): void {
+  const probe = spawnSync('wrk', ['--version'], { encoding: 'utf8' });
+  if (probe.error) {
+    process.stderr.write('wrk is not installed. Install it with `apt-get install -y wrk` (Debian/Ubuntu) or `brew install wrk`.\n');
+    process.exit(2);
+  }
+}
+
+/** One POST request for `writeRequestFile`: the bearer token and JSON body it carries. */
+export interface PostRequest {
+  readonly path: string;
+  readonly token: string;
+  readonly body: string;
+}
+
+/** Writes requests in the line format `rotate.lua` reads (`path<TAB>token<TAB>body`). */
+export function writeRequestFile(file: string, requests: readonly PostRequest[]): string {
+  for (const r of requests) {
+    if (/[\t\n]/.test(r.path + r.token + r.body)) throw new Error('a benchmark request may not contain tabs or newlines');
+  }
+  writeFileSync(file, requests.map((r) => `${r.path}\t${r.token}\t${r.body}`).join('\n') + '\n');
+  return file;
+}
+
+export interface WrkOptions {
+  readonly url: string;
+  readonly requestFile: string;
+  readonly seconds: number;
+  readonly connections: number;
+  /** Core the load generator is pinned to. @default '1' */
+  readonly core?: string;
+  /** Where in the request file to start. */
+  readonly offset?: number;
+}
+
+export interface WrkResult {
+  readonly rps: number;
+  readonly p50Ms: number;
+  readonly p99Ms: number;
+  readonly non2xx: number;
+  /** Socket errors and timeouts. */
+  readonly errors: number;
+}
+
+/** One bounded `taskset -c 1 wrk -t1 -c<n>` run rotating through the request file. */
+export async function runWrk(opts: WrkOptions): Promise<WrkResult> {
+  const args = ['-c', opts.core ?? '1', 'wrk', '-t1', `-c${opts.connections}`, `-d${opts.seconds}s`, '--timeout', '5s',
+    '-s', ROTATE_SCRIPT, opts.url, '--', opts.requestFile, String(opts.offset ?? 0)];
+  const child = spawn('taskset', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (c: Buffer) => { out += c.toString(); });
+  child.stderr.on('data', (c: Buffer) => { err += c.toString(); });
+  const kill = setTimeout(() => child.kill('SIGKILL'), (opts.seconds + 30) * 1000);
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  clearTimeout(kill);
+  const line = /WRKJSON (\{.*\})/.exec(out);
+  if (code !== 0 || !line) throw new Error(`wrk failed (exit ${code}): ${err || out}`);
+  const r = JSON.parse(line[1]!) as Record<string, number>;
+  return {
+    rps: r.requests! / (r.durationUs! / 1e6),
+    p50Ms: r.p50Us! / 1000,
+    p99Ms: r.p99Us! / 1000,
+    non2xx: r.non2xx!,
+    errors: r.connectErrors! + r.readErrors! + r.writeErrors! + r.timeouts!,
+  };
+}
+
+/** Requests answered 5xx so far, from the node's own `troupe_http_request_duration_seconds` counts. */
+export async function serverErrorCount(baseUrl: string, route: string): Promise<number> {
+  const text = await (await fetch(`${baseUrl}/metrics`)).text();
+  let total = 0;
+  for (const line of text.split('\n')) {
+    if (!line.startsWith('troupe_http_request_duration_seconds_count{')) continue;
+    if (!line.includes(`route="${route}"`) || !/status="5\d\d"/.test(line)) continue;
+    total += Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return total;
+}

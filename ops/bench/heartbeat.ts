@@ -1,0 +1,211 @@
+// Benchmark (PERFORMANCE.md G1, G1-floor, G2, G3; issue 3 "Speed"): registers N daemons on a node and drives
+// POST /v1/daemon/heartbeat with their real runtime JWTs (rotating through all of them; some daemons have pending
+// mutations each round) and POST /api/sessions/{id}/step-heartbeat, interleaved round by round with the ceiling
+// servers of ceilings/uws-post-heartbeat.ts and with a second node whose batched storage writer is a no-op (G3).
+// Load comes from wrk (`apt-get install -y wrk`): servers on core 0, `taskset -c 1 wrk -t1 -c100`.
+// Prints one table and the median per-round ratios; exits 1 when a goal is missed or a troupe endpoint answered
+// anything but 2xx (5xx counted from the node's own metrics).
+//   npx tsx ops/bench/heartbeat.ts [--engine embedded|postgres] [--daemons 10000] [--rounds 5] [--duration 10]
+//     [--warmup 3] [--connections 100] [--pending-per-round 100] [--cpu-prof <dir>]
+// Postgres: DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres) names the server; each node gets
+// its own throw-away database there.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import {
+  median, printTable, requireWrk, runWrk, serverErrorCount, startServer, writeRequestFile, type PostRequest, type RunningServer, type WrkResult,
+} from './harness.js';
+import { generateMasterKey } from '../secrets.js';
+
+const { values } = parseArgs({
+  options: {
+    engine: { type: 'string', default: 'embedded' },
+    daemons: { type: 'string', default: '10000' },
+    rounds: { type: 'string', default: '5' },
+    duration: { type: 'string', default: '10' },
+    warmup: { type: 'string', default: '3' },
+    connections: { type: 'string', default: '100' },
+    'pending-per-round': { type: 'string', default: '100' },
+    'cpu-prof': { type: 'string' },
+  },
+});
+const daemonCount = Number(values.daemons);
+const rounds = Number(values.rounds);
+const duration = Number(values.duration);
+const warmup = Number(values.warmup);
+const connections = Number(values.connections);
+const pendingPerRound = Number(values['pending-per-round']);
+const engine = values.engine === 'postgres' ? 'postgres' : 'embedded';
+const postgresUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+for (const [name, v] of Object.entries({ daemonCount, rounds, duration, warmup, connections })) {
+  if (!Number.isInteger(v) || v < 1) throw new Error(`--${name} must be a positive integer`);
+}
+requireWrk();
+
+const here = path.dirname(new URL(import.meta.url).pathname);
+const workDir = mkdtempSync(path.join(os.tmpdir(), 'troupe-bench-hb-'));
+const adminToken = `trpadm_bench_${Date.now()}_0123456789abcdef`;
+const masterKey = generateMasterKey();
+
+async function json(url: string, init: { token?: string; body?: unknown }): Promise<any> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(init.token ? { authorization: `Bearer ${init.token}` } : {}) },
+    ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
+  });
+  const text = await res.text();
+  if (res.status >= 300) throw new Error(`POST ${url} answered ${res.status}: ${text}`);
+  return text ? JSON.parse(text) : undefined;
+}
+
+async function inBatches<T>(count: number, width: number, work: (i: number) => Promise<T>): Promise<T[]> {
+  const out: T[] = new Array(count);
+  let next = 0;
+  await Promise.all(Array.from({ length: width }, async () => {
+    while (next < count) { const i = next++; out[i] = await work(i); }
+  }));
+  return out;
+}
+
+interface Daemon { readonly workerId: string; readonly runtimeJwt: string }
+interface Provisioned { readonly base: string; readonly org: any; readonly daemons: Daemon[]; readonly held: Array<{ d: Daemon; sessionId: string }> }
+
+const servers: RunningServer[] = [];
+const databases: string[] = [];
+let adminPg: pg.Client | undefined;
+
+/** Starts a node (on its own data dir or database) and registers the daemons on it, each heartbeating once. */
+async function startNode(label: string, extraEnv: NodeJS.ProcessEnv, nodeArgs: readonly string[] = []): Promise<Provisioned> {
+  const nodeEnv: NodeJS.ProcessEnv = {
+    TROUPE_MASTER_KEY: masterKey, TROUPE_DATA_DIR: path.join(workDir, label), PORT: '0', HOST: '127.0.0.1',
+    TROUPE_ADMIN_TOKEN: adminToken, TROUPE_LOG_LEVEL: 'info', ...extraEnv,
+  };
+  if (engine === 'postgres') {
+    const db = `troupe_bench_${label.replace(/\W/g, '_')}_${randomBytes(4).toString('hex')}`;
+    await adminPg!.query(`create database ${db}`);
+    databases.push(db);
+    nodeEnv.DATABASE_URL = postgresUrl.replace(/\/[^/]*$/, `/${db}`);
+  } else {
+    delete nodeEnv.DATABASE_URL;
+  }
+  const node = await startServer(path.join(here, '../main.ts'), nodeEnv, '0', nodeArgs);
+  servers.push(node);
+  const base = `http://127.0.0.1:${node.port}`;
+  const org = await json(`${base}/api/admin/orgs`, { token: adminToken, body: { name: 'Bench', owner: { email: 'bench@bench.test' } } });
+  process.stderr.write(`${label}: registering ${daemonCount} daemons on ${engine}...\n`);
+  const daemons = await inBatches(daemonCount, 32, (i) => json(`${base}/v1/daemon/register`, {
+    body: { registrationToken: org.registrationToken, hostname: `bench-${i}`, maxAgents: 4 },
+  }) as Promise<Daemon>);
+  // Sessions held by the first daemons, so step heartbeats land on real rows.
+  const held = await inBatches(Math.min(100, daemonCount), 8, async (i) => {
+    const d = daemons[i]!;
+    const { sessionId } = await json(`${base}/api/agent-dispatch`, { token: org.apiKey.fullKey, body: { projectId: org.project.id, prompt: 'bench' } });
+    await json(`${base}/api/sessions/${sessionId}/status`, { token: d.runtimeJwt, body: { status: 'claimed', workerId: d.workerId } });
+    return { d, sessionId: sessionId as string };
+  });
+  // Every daemon heartbeats once, so the node has seen each token before measuring (as in steady state).
+  await inBatches(daemonCount, 32, (i) => json(`${base}/v1/daemon/heartbeat`, { token: daemons[i]!.runtimeJwt, body: { workerId: daemons[i]!.workerId } }));
+  return { base, org, daemons, held };
+}
+
+/** A realistic heartbeat body of about 200 bytes. */
+function heartbeatBody(d: Daemon, i: number): string {
+  return JSON.stringify({
+    workerId: d.workerId, activeSessionIds: [`${(i * 7919).toString(16).padStart(16, '0')}`], load: 0.25,
+    version: '1.42.0', hostname: `bench-${i}.pool.internal`, uptimeSeconds: 86_400 + i,
+  });
+}
+const heartbeats = (p: Provisioned): PostRequest[] => p.daemons.map((d, i) => ({ path: '/v1/daemon/heartbeat', token: d.runtimeJwt, body: heartbeatBody(d, i) }));
+
+interface Target { readonly name: string; readonly url: string; readonly file: string; readonly route?: string; readonly troupe: boolean }
+interface Measured extends WrkResult { readonly s5xx: number }
+
+let failed = false;
+try {
+  if (engine === 'postgres') {
+    adminPg = new pg.Client({ connectionString: postgresUrl });
+    await adminPg.connect();
+  }
+  const env = { TROUPE_MASTER_KEY: masterKey };
+  for (const mode of ['parse', 'cached', 'jose']) servers.push(await startServer(path.join(here, 'ceilings/uws-post-heartbeat.ts'), { ...env, CEILING_MODE: mode }));
+  const [parse, cached, jose] = servers as [RunningServer, RunningServer, RunningServer];
+  const cpuProf = values['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(values['cpu-prof'])}`] : [];
+  const real = await startNode('real', {}, cpuProf);
+  // G3: the same endpoint with its batched storage writers replaced by no-ops (bench-only switch).
+  const noop = await startNode('noop-writer', { TROUPE_BENCH_NOOP_STORAGE_WRITER: '1' });
+
+  const hbFile = writeRequestFile(path.join(workDir, 'heartbeats.txt'), heartbeats(real));
+  const noopFile = writeRequestFile(path.join(workDir, 'heartbeats-noop.txt'), heartbeats(noop));
+  const stepFile = writeRequestFile(path.join(workDir, 'steps.txt'), real.held.map((h) => ({
+    path: `/api/sessions/${h.sessionId}/step-heartbeat`, token: h.d.runtimeJwt, body: JSON.stringify({ workerId: h.d.workerId }),
+  })));
+  const HB = '/v1/daemon/heartbeat';
+  const targets: Target[] = [
+    { name: 'ceiling uWS POST parse', url: `http://127.0.0.1:${parse.port}`, file: hbFile, troupe: false },
+    { name: 'ceiling parse+cached-verify', url: `http://127.0.0.1:${cached.port}`, file: hbFile, troupe: false },
+    { name: 'ceiling parse+jose (EdDSA)', url: `http://127.0.0.1:${jose.port}`, file: hbFile, troupe: false },
+    { name: 'troupe heartbeat', url: real.base, file: hbFile, route: HB, troupe: true },
+    { name: 'troupe heartbeat, no-op writer', url: noop.base, file: noopFile, route: HB, troupe: true },
+    { name: 'troupe step-heartbeat', url: real.base, file: stepFile, route: '/api/sessions/:id/step-heartbeat', troupe: true },
+  ];
+  const results = new Map<string, Measured[]>(targets.map((t) => [t.name, []]));
+  const ratio = { g1: [] as number[], g1floor: [] as number[], g2: [] as number[], g3: [] as number[] };
+  for (let round = 1; round <= rounds; round++) {
+    // Some daemons have mutations waiting when the round starts: those heartbeats go through their actor.
+    for (const node of [real, noop]) {
+      await inBatches(Math.min(pendingPerRound, daemonCount), 8, (i) => json(`${node.base}/api/daemon/mutations`, {
+        token: node.org.userToken,
+        body: { workerHostId: node.daemons[(round * 997 + i) % node.daemons.length]!.workerId, op: 'pool.deleted', params: { poolId: `p${round}` } },
+      }));
+    }
+    for (const t of targets) {
+      const offset = round * 1009;
+      await runWrk({ url: t.url, requestFile: t.file, seconds: warmup, connections, offset });
+      const before = t.route ? await serverErrorCount(t.url, t.route) : 0;
+      const r = await runWrk({ url: t.url, requestFile: t.file, seconds: duration, connections, offset: offset + 5003 });
+      const s5xx = t.route ? (await serverErrorCount(t.url, t.route)) - before : 0;
+      results.get(t.name)!.push({ ...r, s5xx });
+      process.stderr.write(`round ${round}/${rounds} ${t.name}: ${Math.round(r.rps)} req/s p50 ${r.p50Ms} ms p99 ${r.p99Ms} ms non2xx ${r.non2xx} 5xx ${s5xx} errors ${r.errors}\n`);
+    }
+    const last = (name: string) => results.get(name)!.at(-1)!;
+    const hb = last('troupe heartbeat');
+    ratio.g1.push(hb.rps / last('ceiling parse+cached-verify').rps);
+    ratio.g1floor.push(hb.rps / last('ceiling parse+jose (EdDSA)').rps);
+    ratio.g2.push(hb.p99Ms / Math.max(0.01, last('ceiling parse+cached-verify').p99Ms));
+    ratio.g3.push(hb.rps / last('troupe heartbeat, no-op writer').rps);
+  }
+  console.log(`\nengine ${engine}, ${daemonCount} daemons, ${rounds} rounds of ${duration}s (+${warmup}s warm-up), wrk -t1 -c${connections}; server core 0, wrk core 1`);
+  printTable([...results].map(([name, rs]) => ({
+    config: name,
+    'req/s (median)': Math.round(median(rs.map((r) => r.rps))),
+    'p50 ms': median(rs.map((r) => r.p50Ms)),
+    'p99 ms': median(rs.map((r) => r.p99Ms)),
+    'non-2xx': rs.reduce((n, r) => n + r.non2xx, 0),
+    '5xx': rs.reduce((n, r) => n + r.s5xx, 0),
+    errors: rs.reduce((n, r) => n + r.errors, 0),
+  })));
+  const goals = [
+    { goal: 'G1 heartbeat / parse+cached-verify', values: ratio.g1, ok: (v: number) => v >= 0.6, want: '>= 0.60 (stretch 0.75)' },
+    { goal: 'G1-floor heartbeat / parse+jose', values: ratio.g1floor, ok: (v: number) => v >= 2.0, want: '>= 2.0' },
+    { goal: 'G2 heartbeat p99 / cached p99', values: ratio.g2, ok: (v: number) => v <= 3, want: '<= 3' },
+    { goal: 'G3 heartbeat / no-op writer', values: ratio.g3, ok: (v: number) => v >= 0.9, want: '>= 0.90' },
+  ];
+  console.log('');
+  printTable(goals.map((g) => ({
+    goal: g.goal, 'median ratio': median(g.values), rounds: g.values.map((v) => v.toFixed(2)).join(' '), wanted: g.want, met: g.ok(median(g.values)) ? 'yes' : 'NO',
+  })));
+  const bad = [...results].filter(([name, rs]) => targets.find((t) => t.name === name)!.troupe && rs.some((r) => r.s5xx > 0 || r.non2xx > 0 || r.errors > 0));
+  for (const [name] of bad) console.log(`${name} answered non-2xx (or dropped connections)`);
+  failed = bad.length > 0 || goals.some((g) => !g.ok(median(g.values)));
+} finally {
+  await Promise.all(servers.map((s) => s.stop()));
+  if (adminPg) {
+    for (const db of databases) await adminPg.query(`drop database if exists ${db} with (force)`).catch(() => undefined);
+    await adminPg.end();
+  }
+  rmSync(workDir, { recursive: true, force: true });
+}
+process.exit(failed ? 1 : 0);

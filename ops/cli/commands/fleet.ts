@@ -1,0 +1,17 @@
+import { Command } from 'commander';
+import { request, resolveToken, resolveUrl, type ClientOptions } from '../client.js';
+import { printJson } from '../main.js';
+import { flatten, renderTable } from './sessions.js';
+
+export function fleetCommand(): Command {
+  return new Command('fleet')
+    .description("live worker fleet and session queue of the org (GET /api/fleet/stats; needs a user token or API key)")
+    .option('--json', 'print the JSON the node answered')
+    .option('--token <token>', 'user token or API key of the org (env TROUPE_TOKEN)')
+    .action(async (opts: { json?: boolean; token?: string }, cmd: Command) => {
+      const global = cmd.optsWithGlobals() as ClientOptions & { token?: string };
+      const stats = await request(resolveUrl(global), 'GET', '/api/fleet/stats', resolveToken(global));
+      if (opts.json) return printJson(stats);
+      process.stdout.write(renderTable(flatten(stats).map(({ key, value }) => ({ figure: key, value })), ['figure', 'value']));
+    });
+}

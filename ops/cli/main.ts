@@ -1,0 +1,57 @@
+import { Command, CommanderError } from 'commander';
+import { CliError, CliFinding } from './client.js';
+import { orgCommands } from './commands/org.js';
+import { userCommands } from './commands/user.js';
+import { keyCommands } from './commands/key.js';
+import { migrateCommand } from './commands/migrate.js';
+import { fleetCommand } from './commands/fleet.js';
+import { sessionsCommand } from './commands/sessions.js';
+import { mutationsCommand } from './commands/mutations.js';
+import { clusterCommands } from './commands/cluster.js';
+import { auditCommands } from './commands/audit.js';
+
+/**
+ * `troupe <command>`: every command prints JSON on stdout (so scripts can pipe it to jq) and a one-line reason on
+ * stderr with a non-zero exit when it fails.
+ */
+export function buildProgram(): Command {
+  const program = new Command()
+    .name('troupe')
+    .description('Operate a Troupe node: provision orgs, users and keys, run migrations.')
+    .option('--url <url>', 'node URL (env TROUPE_URL, default http://127.0.0.1:$PORT or 8080)')
+    .option('--admin-token <token>', 'platform admin token (env TROUPE_ADMIN_TOKEN, default <data dir>/admin-token)')
+    .option('--data-dir <dir>', 'data dir of an embedded node (env TROUPE_DATA_DIR, default ./data)')
+    .showHelpAfterError()
+    .exitOverride();
+  program.addCommand(orgCommands());
+  program.addCommand(userCommands());
+  program.addCommand(keyCommands());
+  program.addCommand(migrateCommand());
+  program.addCommand(fleetCommand());
+  program.addCommand(sessionsCommand());
+  program.addCommand(mutationsCommand());
+  program.addCommand(clusterCommands());
+  program.addCommand(auditCommands());
+  return program;
+}
+
+export async function runCli(argv: string[]): Promise<number> {
+  const program = buildProgram();
+  try {
+    await program.parseAsync(argv);
+    return 0;
+  } catch (err) {
+    if (err instanceof CommanderError) return err.exitCode;
+    if (err instanceof CliFinding) return err.exitCode;
+    if (err instanceof CliError) {
+      process.stderr.write(`troupe: ${err.message}\n`);
+      return 1;
+    }
+    process.stderr.write(`troupe: ${(err as Error).stack ?? String(err)}\n`);
+    return 1;
+  }
+}
+
+export function printJson(value: unknown): void {
+  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+}

@@ -1,0 +1,202 @@
+import os from 'node:os';
+import { Ajv } from 'ajv';
+
+/**
+ * Configuration comes from the environment only, is checked once at boot against one schema and then frozen.
+ * A bad value stops start-up with one line naming the variable (see `ConfigError`).
+ */
+export interface Config {
+  /** @default 8080 */
+  readonly port: number;
+  /** @default '0.0.0.0' */
+  readonly host: string;
+  /** Where PGlite, the master key and the admin token live on embedded defaults. @default './data' */
+  readonly dataDir: string;
+  /** postgres://… selects Postgres; unset selects PGlite under dataDir. */
+  readonly databaseUrl: string | undefined;
+  /** amqp://… selects the RabbitMQ transport; unset selects the in-process transport. */
+  readonly amqpUrl: string | undefined;
+  /** redis://… selects Redis; unset selects the in-memory cache. */
+  readonly redisUrl: string | undefined;
+  /** @default hostname-pid */
+  readonly nodeId: string;
+  /** 32 bytes, base64. Unset: generated once into `<dataDir>/master-key`. */
+  readonly masterKey: string | undefined;
+  /** Unset: generated once into `<dataDir>/admin-token`. */
+  readonly adminToken: string | undefined;
+  /** @default 'info' */
+  readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** Shards per cluster; fixed for the life of a cluster. @default 64 */
+  readonly shardCount: number;
+  /** How long a shutdown may drain in-flight requests before closing. @default 10000 */
+  readonly shutdownGraceMs: number;
+  /** Actors idle this long are passivated (state is already durable). @default 300000 */
+  readonly passivateAfterMs: number;
+  /** Default deadline for an ask from the HTTP edge to an actor. @default 5000 */
+  readonly askTimeoutMs: number;
+  /** Hosts or CIDRs outbound requests may reach although private or loopback. */
+  readonly outboundAllow: readonly string[];
+  /** @default 5 */
+  readonly kAnonymityFloor: number;
+  /** Legacy environment secret for the incident webhook. */
+  readonly incidentIoSecret: string | undefined;
+  /** True when TLS terminates in front of us; the session cookie is then Secure. @default false */
+  readonly behindTls: boolean;
+  /** Prefix of every RabbitMQ exchange and queue name; the nodes of one cluster share it. @default 'troupe' */
+  readonly amqpPrefix: string;
+  /** RabbitMQ management API, read for the cluster's ownership view. Unset: AMQP_URL's host, port 15672. */
+  readonly amqpManagementUrl: string | undefined;
+  /** Postgres schema the node works in (created when missing). Unset: the connection's default search path. */
+  readonly databaseSchema: string | undefined;
+  /** A held session whose worker has been silent this long is reclaimed (decision 0007, leases). @default 90000 */
+  readonly sessionLeaseMs: number;
+  /** VAPID subject (`mailto:` or `https:` contact) for web push; unset disables web push. */
+  readonly webPushSubject: string | undefined;
+  /**
+   * The address browsers reach this deployment at (`https://troupe.example.com`); integration OAuth redirect URIs
+   * are built from it. Unset: taken from the request's Host header, which suits only single-host setups.
+   */
+  readonly publicUrl: string | undefined;
+  /**
+   * Integration OAuth apps, one per provider (`TROUPE_<PROVIDER>_OAUTH_CLIENT_ID`, `…_CLIENT_SECRET`, optional
+   * `…_BASE_URL` replacing the provider's own authorize and token host, e.g. a fake provider in tests).
+   * A provider without client id and secret cannot be connected.
+   */
+  readonly linearOAuthBaseUrl: string | undefined;
+  readonly linearOAuthClientId: string | undefined;
+  readonly linearOAuthClientSecret: string | undefined;
+  readonly githubOAuthBaseUrl: string | undefined;
+  readonly githubOAuthClientId: string | undefined;
+  readonly githubOAuthClientSecret: string | undefined;
+  readonly sentryOAuthBaseUrl: string | undefined;
+  readonly sentryOAuthClientId: string | undefined;
+  readonly sentryOAuthClientSecret: string | undefined;
+  /** A provider delivery recorded but not finished this long is handed on again (the webhook sweeper). @default 60000 */
+  readonly webhookResendAfterMs: number;
+}
+
+interface EnvBinding {
+  env: string;
+  key: keyof Config;
+  schema: Record<string, unknown>;
+  parse?: (raw: string) => unknown;
+}
+
+const integer = (raw: string): unknown => (/^-?\d+$/.test(raw) ? Number(raw) : raw);
+const boolean = (raw: string): unknown => (raw === 'true' || raw === '1' ? true : raw === 'false' || raw === '0' ? false : raw);
+const list = (raw: string): unknown => raw.split(',').map((s) => s.trim()).filter(Boolean);
+
+const bindings: EnvBinding[] = [
+  { env: 'PORT', key: 'port', schema: { type: 'integer', minimum: 0, maximum: 65535 }, parse: integer },
+  { env: 'HOST', key: 'host', schema: { type: 'string', minLength: 1 } },
+  { env: 'TROUPE_DATA_DIR', key: 'dataDir', schema: { type: 'string', minLength: 1 } },
+  { env: 'DATABASE_URL', key: 'databaseUrl', schema: { type: 'string', pattern: '^postgres(ql)?://' } },
+  { env: 'AMQP_URL', key: 'amqpUrl', schema: { type: 'string', pattern: '^amqps?://' } },
+  { env: 'REDIS_URL', key: 'redisUrl', schema: { type: 'string', pattern: '^rediss?://' } },
+  { env: 'TROUPE_NODE_ID', key: 'nodeId', schema: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,64}$' } },
+  { env: 'TROUPE_MASTER_KEY', key: 'masterKey', schema: { type: 'string', pattern: '^[A-Za-z0-9+/]{43}=$' } },
+  { env: 'TROUPE_ADMIN_TOKEN', key: 'adminToken', schema: { type: 'string', minLength: 24 } },
+  { env: 'TROUPE_LOG_LEVEL', key: 'logLevel', schema: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] } },
+  { env: 'TROUPE_SHARD_COUNT', key: 'shardCount', schema: { type: 'integer', minimum: 1, maximum: 1024 }, parse: integer },
+  { env: 'TROUPE_SHUTDOWN_GRACE_MS', key: 'shutdownGraceMs', schema: { type: 'integer', minimum: 0 }, parse: integer },
+  { env: 'TROUPE_PASSIVATE_AFTER_MS', key: 'passivateAfterMs', schema: { type: 'integer', minimum: 1000 }, parse: integer },
+  { env: 'TROUPE_ASK_TIMEOUT_MS', key: 'askTimeoutMs', schema: { type: 'integer', minimum: 10 }, parse: integer },
+  { env: 'TROUPE_OUTBOUND_ALLOW', key: 'outboundAllow', schema: { type: 'array', items: { type: 'string', minLength: 1 } }, parse: list },
+  { env: 'TROUPE_K_ANONYMITY_FLOOR', key: 'kAnonymityFloor', schema: { type: 'integer', minimum: 1 }, parse: integer },
+  { env: 'TROUPE_INCIDENT_IO_SECRET', key: 'incidentIoSecret', schema: { type: 'string', minLength: 1 } },
+  { env: 'TROUPE_BEHIND_TLS', key: 'behindTls', schema: { type: 'boolean' }, parse: boolean },
+  { env: 'TROUPE_WEB_PUSH_SUBJECT', key: 'webPushSubject', schema: { type: 'string', pattern: '^(mailto:|https://)', maxLength: 512 } },
+  { env: 'TROUPE_AMQP_PREFIX', key: 'amqpPrefix', schema: { type: 'string', pattern: '^[a-z0-9][a-z0-9-]{0,62}$' } },
+  { env: 'TROUPE_AMQP_MANAGEMENT_URL', key: 'amqpManagementUrl', schema: { type: 'string', pattern: '^https?://' } },
+  { env: 'TROUPE_DATABASE_SCHEMA', key: 'databaseSchema', schema: { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]{0,62}$' } },
+  // Below a few seconds a worker between two heartbeats would already look dead.
+  { env: 'TROUPE_SESSION_LEASE_MS', key: 'sessionLeaseMs', schema: { type: 'integer', minimum: 3000 }, parse: integer },
+  { env: 'TROUPE_PUBLIC_URL', key: 'publicUrl', schema: { type: 'string', pattern: '^https?://[^/?#]+$', maxLength: 512 } },
+  ...oauthAppBindings('linear'),
+  ...oauthAppBindings('github'),
+  ...oauthAppBindings('sentry'),
+  // Below a few seconds a delivery still on its way through the broker would be sent twice for nothing.
+  { env: 'TROUPE_WEBHOOK_RESEND_AFTER_MS', key: 'webhookResendAfterMs', schema: { type: 'integer', minimum: 1000 }, parse: integer },
+];
+
+/** TROUPE_<PROVIDER>_OAUTH_{BASE_URL,CLIENT_ID,CLIENT_SECRET} for one integration OAuth provider. */
+function oauthAppBindings(provider: 'linear' | 'github' | 'sentry'): EnvBinding[] {
+  const env = `TROUPE_${provider.toUpperCase()}_OAUTH`;
+  return [
+    { env: `${env}_BASE_URL`, key: `${provider}OAuthBaseUrl`, schema: { type: 'string', pattern: '^https?://[^?#]+$', maxLength: 512 } },
+    { env: `${env}_CLIENT_ID`, key: `${provider}OAuthClientId`, schema: { type: 'string', minLength: 1, maxLength: 512 } },
+    { env: `${env}_CLIENT_SECRET`, key: `${provider}OAuthClientSecret`, schema: { type: 'string', minLength: 1, maxLength: 1024 } },
+  ];
+}
+
+const defaults = (): Config => ({
+  port: 8080,
+  host: '0.0.0.0',
+  dataDir: './data',
+  databaseUrl: undefined,
+  amqpUrl: undefined,
+  redisUrl: undefined,
+  nodeId: `${os.hostname()}-${process.pid}`.replace(/[^A-Za-z0-9._-]/g, '-').slice(0, 64),
+  masterKey: undefined,
+  adminToken: undefined,
+  logLevel: 'info',
+  shardCount: 64,
+  shutdownGraceMs: 10_000,
+  passivateAfterMs: 300_000,
+  askTimeoutMs: 5_000,
+  outboundAllow: [],
+  kAnonymityFloor: 5,
+  incidentIoSecret: undefined,
+  behindTls: false,
+  amqpPrefix: 'troupe',
+  amqpManagementUrl: undefined,
+  databaseSchema: undefined,
+  sessionLeaseMs: 90_000,
+  webPushSubject: undefined,
+  publicUrl: undefined,
+  linearOAuthBaseUrl: undefined,
+  linearOAuthClientId: undefined,
+  linearOAuthClientSecret: undefined,
+  githubOAuthBaseUrl: undefined,
+  githubOAuthClientId: undefined,
+  githubOAuthClientSecret: undefined,
+  sentryOAuthBaseUrl: undefined,
+  sentryOAuthClientId: undefined,
+  sentryOAuthClientSecret: undefined,
+  webhookResendAfterMs: 60_000,
+});
+
+export class ConfigError extends Error {
+  constructor(readonly variable: string, detail: string) {
+    super(`invalid configuration: ${variable} ${detail}`);
+    this.name = 'ConfigError';
+  }
+}
+
+const ajv = new Ajv({ allErrors: false });
+const validators = new Map(bindings.map((b) => [b.env, ajv.compile(b.schema)]));
+
+/** Reads, checks and freezes the configuration; `overrides` serve tests that start nodes in-process. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Config> = {}): Config {
+  const config: Record<string, unknown> = { ...defaults() };
+  for (const binding of bindings) {
+    const raw = env[binding.env];
+    if (raw === undefined || raw === '') continue;
+    const value = binding.parse ? binding.parse(raw) : raw;
+    const validate = validators.get(binding.env)!;
+    if (!validate(value)) {
+      const why = validate.errors?.[0]?.message ?? 'is invalid';
+      throw new ConfigError(binding.env, `${why} (got ${JSON.stringify(binding.key === 'masterKey' || binding.key === 'adminToken' || binding.key.endsWith('ClientSecret') ? '<redacted>' : raw)})`);
+    }
+    config[binding.key] = value;
+  }
+  return deepFreeze({ ...config, ...overrides } as Config);
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object') {
+    for (const inner of Object.values(value)) deepFreeze(inner);
+    Object.freeze(value);
+  }
+  return value;
+}

@@ -1,0 +1,227 @@
+import os from 'node:os';
+import { collectDefaultMetrics, Registry } from 'prom-client';
+import type { Knex } from 'knex';
+import type { PGlite } from '@electric-sql/pglite';
+import type { Config } from './config.js';
+import type { Deps } from './deps.js';
+import { createLogger, type Logger } from './logger.js';
+import { systemClock, type Clock } from './clock.js';
+import { Secrets } from './secrets.js';
+import { createDb } from '../storage/db.js';
+import { migrate } from '../storage/migrations/runner.js';
+import { KnexSnapshotStore } from '../storage/knex-snapshot-store.js';
+import { MemoryCache } from '../storage/memory-cache.js';
+import { RedisCache } from '../storage/redis-cache.js';
+import type { Cache } from '../storage/cache.js';
+import { LocalTransport } from '../transport/local.js';
+import { AmqpTransport } from '../transport/amqp/index.js';
+import { Cluster, managementUrlFor, vhostOf } from '../transport/cluster/index.js';
+import { shardOf } from '../transport/shards.js';
+import type { Transport } from '../transport/port.js';
+import { createActorSystem, type ActorSystem } from '../actors/runtime/index.js';
+import { actorKinds } from '../actors/kinds.js';
+import { resumeActiveRuns } from '../actors/workflow-run/resume.js';
+import { createAuthenticator } from '../actors/identity/authenticator.js';
+import { createAuthorizer } from '../actors/identity/authorizer.js';
+import { DenialRecorder, denialOf } from '../storage/governance/authz-denials.js';
+import { deriveSigningKeys } from '../actors/identity/tokens.js';
+import { projectRoleOf } from '../storage/identity/orgs.js';
+import { StoredPolicySource } from '../actors/policy/enforcement.js';
+import { startHttpServer, type HttpServer } from '../http/server.js';
+import { daemonNodeService } from '../actors/daemon-host/services.js';
+import { allRoutes } from '../http/routes.js';
+import { pushOnEventsNodeService } from '../actors/integrations/web-push/event-notifications.js';
+import { webhookSweeperNodeService } from '../actors/integrations/webhooks/sweeper.js';
+
+/**
+ * The composition root: one node = storage + transport + actor system + HTTP edge, wired from a validated config.
+ * Nothing here decides behaviour; it only picks implementations (embedded or real engines) and orders start-up
+ * and shutdown. `config.masterKey` and `config.adminToken` must be resolved before this runs (see ops/main.ts).
+ */
+export interface TroupeNode {
+  readonly deps: Deps;
+  readonly actors: ActorSystem;
+  readonly http: HttpServer;
+  readonly url: string;
+  /** Graceful: stop accepting, drain HTTP, stop consuming, drain actors, close connections. Idempotent. */
+  close(): Promise<void>;
+}
+
+/**
+ * A room's per-node, in-memory machinery (batch writers, indexes, sweepers). Each is started once the transport
+ * runs and before HTTP accepts requests, and stopped after HTTP has drained and before the transport and the
+ * actor system stop, so `stop` can still flush to storage and reach actors.
+ */
+export interface NodeService {
+  readonly name: string;
+  start(deps: Deps): void | Promise<void>;
+  /** Flushes what is buffered, then releases timers and subscriptions. */
+  stop(): Promise<void>;
+}
+
+/** The node's services, in start order (stopped in reverse). Each room adds its entry here. */
+function nodeServices(): NodeService[] {
+  return [daemonNodeService(), pushOnEventsNodeService(), webhookSweeperNodeService()];
+}
+
+export interface NodeOptions {
+  readonly log?: Logger;
+  readonly clock?: Clock;
+  /** PGlite in memory instead of under the data dir (tests). */
+  readonly inMemoryDb?: boolean;
+  /** An already-open PGlite (tests clone a migrated template instead of running initdb for every node). */
+  readonly pglite?: PGlite;
+  /** Postgres schema to work in (tests isolate themselves). */
+  readonly searchPath?: string;
+  /** Key prefix for Redis (tests isolate themselves). */
+  readonly cachePrefix?: string;
+  /** Exchange and queue name prefix for RabbitMQ (tests isolate themselves). */
+  readonly transportPrefix?: string;
+}
+
+export async function startNode(config: Config, options: NodeOptions = {}): Promise<TroupeNode> {
+  if (!config.masterKey || !config.adminToken) throw new Error('startNode needs config.masterKey and config.adminToken resolved');
+  const log = options.log ?? createLogger({ level: config.logLevel, nodeId: config.nodeId });
+  const clock = options.clock ?? systemClock;
+  const secrets = Secrets.fromBase64(config.masterKey);
+  const metrics = new Registry();
+  metrics.setDefaultLabels({ node: config.nodeId });
+  collectDefaultMetrics({ register: metrics });
+
+  const closers: Array<() => Promise<void>> = [];
+  const closeAll = async () => {
+    for (const close of closers.splice(0).reverse()) {
+      await close().catch((err: unknown) => log.warn({ err }, 'error while closing'));
+    }
+  };
+
+  try {
+    const db = await openStorage(config, options, log);
+    closers.push(() => db.destroy());
+
+    const cache = openCache(config, options);
+    closers.push(() => cache.close());
+
+    // Cluster (decision 0010): when the broker connection drops, RabbitMQ gives this node's shards to standbys at
+    // once, so their actors stop here; `actors` is bound below, before the transport starts.
+    let stopShards: (shards: readonly number[]) => void = () => undefined;
+    const transport = openTransport(config, options, log, metrics, (shards) => stopShards(shards));
+    const snapshots = new KnexSnapshotStore(db);
+    const actors = createActorSystem({
+      snapshots, clock, log, metrics,
+      passivateAfterMs: config.passivateAfterMs,
+      defaultAskTimeoutMs: config.askTimeoutMs,
+    });
+    for (const kind of actorKinds({ transport })) actors.register(kind);
+
+    const keys = deriveSigningKeys(secrets);
+    const auth = createAuthenticator({ db, keys, clock, transport, log });
+    // Governance (decision 0009): an org's active stored policies join the defaults in every decision; an erroring
+    // statement denies (the authorizer fails closed on evaluation errors) and decisions name the stored policy.
+    const storedPolicies = new StoredPolicySource(db, clock);
+    // Refusals are buffered and written in batches off the request path (decision 0009 "Recorded denials").
+    const denials = new DenialRecorder(db, { clock, onError: (err) => log.warn({ err }, 'could not record authorization denials') });
+    const authz = createAuthorizer({
+      projectRoleOf: (orgId, userId, projectId) => projectRoleOf(db, orgId, projectId, userId),
+      extraPolicies: (orgId, projectId) => storedPolicies.textFor(orgId, projectId),
+      onDenied: (principal, action, resource, result) => {
+        const denial = denialOf(principal, action, resource, result, clock.now());
+        if (denial) denials.record(denial);
+      },
+      transport, clock, log,
+    });
+
+    const deps: Deps = {
+      config, log, clock, secrets, db, snapshots, cache, transport, metrics, auth, authz,
+      ask: <R>(address: string, message: unknown, timeoutMs?: number) =>
+        transport.ask<R>(address, message, { timeoutMs: timeoutMs ?? config.askTimeoutMs }),
+    };
+
+    const passivateShards = (shards: readonly number[]) => {
+      const lost = new Set(shards);
+      return actors.passivateWhere((address) => lost.has(shardOf(address, config.shardCount)));
+    };
+    stopShards = (shards) => void passivateShards(shards).catch((err: unknown) => log.warn({ err }, 'stopping the actors of lost shards failed'));
+    await transport.start(actors.deliver);
+    // Order matters on the way down: consumers stop before the actors they feed, actors before storage.
+    closers.push(() => actors.stop());
+    closers.push(() => transport.close());
+    // Cluster (decision 0010): presence and shard balancing on RabbitMQ; closed before the transport, so the others
+    // hear this node leave and its standbys take its shards when the transport cancels its consumers.
+    const cluster = transport instanceof AmqpTransport ? openCluster(config, transport, log, metrics, passivateShards) : undefined;
+    if (cluster) {
+      await cluster.start();
+      closers.push(() => cluster.close());
+    }
+    // Room services stop after HTTP drained (pushed later, closed earlier) and before the transport and actors.
+    for (const service of nodeServices()) {
+      await service.start(deps);
+      closers.push(() => service.stop());
+    }
+    closers.push(() => auth.close());
+    closers.push(() => authz.close());
+    closers.push(() => denials.close());
+    await storedPolicies.listen(transport);
+    closers.push(() => storedPolicies.close());
+    await Promise.all([auth.ready, authz.ready]);
+
+    const http = await startHttpServer({ routes: allRoutes(), deps, host: config.host, port: config.port, log, metrics });
+    closers.push(() => http.close(config.shutdownGraceMs));
+    if (cluster) cluster.url = `http://${config.host === '0.0.0.0' ? os.hostname() : config.host}:${http.port}`;
+    // Runs that were waiting when the cluster last stopped pick up where their snapshots left them.
+    await resumeActiveRuns({ db, log, tell: (address, message) => transport.tell(address, message) })
+      .catch((err: unknown) => log.warn({ err }, 'could not resume workflow runs'));
+    log.info({ port: http.port, storage: config.databaseUrl ? 'postgres' : 'pglite', transport: transport.kind, cache: config.redisUrl ? 'redis' : 'memory' }, 'troupe node ready');
+
+    let closing: Promise<void> | undefined;
+    return {
+      deps, actors, http,
+      url: `http://127.0.0.1:${http.port}`,
+      close: () => (closing ??= closeAll()),
+    };
+  } catch (err) {
+    await closeAll();
+    throw err;
+  }
+}
+
+async function openStorage(config: Config, options: NodeOptions, log: Logger): Promise<Knex> {
+  const db = await createDb({
+    ...(config.databaseUrl ? { databaseUrl: config.databaseUrl } : { dataDir: config.dataDir }),
+    ...(options.inMemoryDb ? { inMemory: true } : {}),
+    ...(options.pglite ? { pglite: options.pglite } : {}),
+    ...(options.searchPath ?? config.databaseSchema ? { searchPath: options.searchPath ?? config.databaseSchema } : {}),
+    log: { warn: (m) => log.warn(m), error: (m) => log.error(m), debug: (m) => log.debug(m) },
+  });
+  const applied = await migrate(db);
+  if (applied.length > 0) log.info({ migrations: applied }, 'migrations applied');
+  return db;
+}
+
+function openCache(config: Config, options: NodeOptions): Cache {
+  return config.redisUrl
+    ? new RedisCache({ url: config.redisUrl, keyPrefix: options.cachePrefix ?? 'troupe:' })
+    : new MemoryCache();
+}
+
+function openTransport(config: Config, options: NodeOptions, log: Logger, metrics: Registry, onShardsLost: (shards: readonly number[]) => void): Transport {
+  return config.amqpUrl
+    ? new AmqpTransport({
+        url: config.amqpUrl, nodeId: config.nodeId, shardCount: config.shardCount, log, metrics, onShardsLost,
+        prefix: options.transportPrefix ?? config.amqpPrefix,
+      })
+    : new LocalTransport({ nodeId: config.nodeId, log });
+}
+
+/** Cluster membership and shard placement over the same broker (decision 0010). */
+function openCluster(
+  config: Config, transport: AmqpTransport, log: Logger, metrics: Registry, passivateShards: (shards: readonly number[]) => Promise<void>,
+): Cluster {
+  const amqpUrl = config.amqpUrl!;
+  return new Cluster({
+    transport, amqpUrl, prefix: transport.prefix, nodeId: config.nodeId, shardCount: config.shardCount, metrics,
+    log: log.child({ component: 'cluster' }),
+    passivateShard: (shard) => passivateShards([shard]),
+    management: { url: config.amqpManagementUrl ?? managementUrlFor(amqpUrl), vhost: vhostOf(amqpUrl) },
+  });
+}

@@ -1,0 +1,44 @@
+import { Ajv, type ErrorObject } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+
+/**
+ * Unknown keywords and formats are errors (a typo in a schema must not silently accept everything); the checks that
+ * reject common, correct schemas (a `required` name without a `properties` entry, a `properties` without `type`) are
+ * off so that schemas stay short.
+ */
+const options = { allErrors: false, strict: true, strictRequired: false, strictTypes: false, strictTuples: false, allowUnionTypes: true } as const;
+
+/**
+ * The one Ajv instance for request bodies, replies, messages and snapshots. Compiling once and sharing the instance
+ * keeps `$id`-referenced schemas resolvable from each other. `allErrors` stays off: with hostile input it lets one
+ * request make the validator walk every element of a large array, and the first failure is enough to answer 400.
+ */
+export const ajv = new Ajv(options);
+
+/**
+ * Query strings arrive as strings; this instance coerces them (`"50"` → 50) so a query schema can say
+ * `{type: 'integer', maximum: 100}`. It validates a throwaway object, never the handler's URLSearchParams.
+ */
+export const queryAjv = new Ajv({ ...options, coerceTypes: true });
+
+// ajv-formats is CommonJS; under NodeNext its default export arrives as the module namespace.
+const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (a: Ajv) => Ajv;
+addFormats(ajv);
+addFormats(queryAjv);
+
+/** Compiles a schema once per instance, reusing an earlier compilation of the same `$id`. */
+export function compileSchema(instance: Ajv, schema: Record<string, unknown>) {
+  const id = typeof schema.$id === 'string' ? schema.$id : undefined;
+  const existing = id === undefined ? undefined : instance.getSchema(id);
+  return existing ?? instance.compile(schema);
+}
+
+/** Names the field an error is about, as a dotted path (`owner.email`); '' for the document itself. */
+export function fieldOf(error: ErrorObject): string {
+  const segments = error.instancePath.split('/').slice(1).map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
+  const missing = error.keyword === 'required' ? (error.params as { missingProperty?: string }).missingProperty : undefined;
+  const extra = error.keyword === 'additionalProperties' ? (error.params as { additionalProperty?: string }).additionalProperty : undefined;
+  if (missing !== undefined) segments.push(missing);
+  if (extra !== undefined) segments.push(extra);
+  return segments.join('.');
+}

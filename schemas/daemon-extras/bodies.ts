@@ -1,0 +1,93 @@
+/**
+ * Request and reply shapes of the daemon extras (decision 0012): credentials and their rotation, plugin option
+ * snapshots, interview token deltas, fleet statistics. Ids that become topic words or keys are held to patterns
+ * here, so nothing hostile reaches a topic or a query.
+ */
+const uuid = { type: 'string', format: 'uuid' } as const;
+
+/** A credential kind: lower-case, a topic-safe word with separators, e.g. `github-token`, `openai.api_key`. */
+export const credentialKind = { type: 'string', pattern: '^[a-z0-9][a-z0-9._-]{0,63}$' } as const;
+
+export const putCredentialBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['provider', 'value'],
+  properties: {
+    provider: { type: 'string', minLength: 1, maxLength: 64 },
+    // The provider decides what it accepts (static: a non-empty string of at most 16 KiB).
+    value: {},
+  },
+} as const;
+
+export const credentialReply = {
+  type: 'object', required: ['orgId', 'kind', 'provider', 'updatedAt'],
+  properties: { orgId: uuid, kind: { type: 'string' }, provider: { type: 'string' }, updatedAt: { type: 'string' } },
+} as const;
+
+export const rotateBody = {
+  type: 'object', additionalProperties: false, required: ['orgId', 'kind'],
+  properties: { orgId: { type: 'string', minLength: 1, maxLength: 64 }, kind: credentialKind },
+} as const;
+
+export const rotateReply = {
+  type: 'object', required: ['ok', 'kind', 'sessionCount', 'rotatedAt'],
+  properties: {
+    ok: { const: true }, kind: { type: 'string' }, sessionCount: { type: 'integer', minimum: 0 }, rotatedAt: { type: 'string', format: 'date-time' },
+  },
+} as const;
+
+/** At most this many snapshots per request; a daemon with more plugins sends several requests. */
+export const MAX_SNAPSHOTS = 500;
+/** Options of one verb, serialised; a larger entry is skipped (with its reason), not stored. */
+export const MAX_OPTIONS_BYTES = 64 * 1024;
+
+export const optionsSnapshotBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['orgId', 'projectId', 'snapshots'],
+  properties: {
+    orgId: { type: 'string', minLength: 1, maxLength: 64 },
+    projectId: { type: 'string', minLength: 1, maxLength: 64 },
+    // Entries are checked one by one in the handler: a malformed entry is skipped with its reason, the rest stored.
+    snapshots: { type: 'array', maxItems: MAX_SNAPSHOTS, items: {} },
+  },
+} as const;
+
+export const optionsSnapshotReply = {
+  type: 'object', required: ['ok', 'upserted', 'skipped'],
+  properties: { ok: { const: true }, upserted: { type: 'integer' }, skipped: { type: 'array', items: { type: 'string' } } },
+} as const;
+
+export const MAX_TOKENS_PER_POST = 2000;
+export const MAX_TOKEN_LENGTH = 4096;
+
+export const interviewDeltasBody = {
+  type: 'object', additionalProperties: false, required: ['tokens'],
+  properties: { tokens: { type: 'array', maxItems: MAX_TOKENS_PER_POST, items: { type: 'string', maxLength: MAX_TOKEN_LENGTH } } },
+} as const;
+
+export const interviewDeltasReply = {
+  type: 'object', required: ['ok', 'accepted'], properties: { ok: { const: true }, accepted: { type: 'integer' } },
+} as const;
+
+export const fleetStatsReply = {
+  type: 'object',
+  required: ['workers', 'capacity', 'sessions', 'queue', 'quota', 'generatedAt'],
+  properties: {
+    workers: { type: 'object', required: ['live', 'registered'], properties: { live: { type: 'integer' }, registered: { type: 'integer' } } },
+    capacity: {
+      type: 'object', required: ['total', 'inUse', 'free'],
+      properties: { total: { type: 'integer' }, inUse: { type: 'integer' }, free: { type: 'integer' } },
+    },
+    sessions: { type: 'object', required: ['byStatus', 'total'], properties: { byStatus: { type: 'object' }, total: { type: 'integer' } } },
+    queue: {
+      type: 'object', required: ['depth', 'waitingForLock', 'oldestPendingAt'],
+      properties: { depth: { type: 'integer' }, waitingForLock: { type: 'integer' }, oldestPendingAt: { type: ['string', 'null'] } },
+    },
+    quota: {
+      type: 'object', required: ['period', 'sessions', 'costUsd'],
+      properties: { period: { type: 'string' }, sessions: { type: 'integer' }, costUsd: { type: 'number' } },
+    },
+    generatedAt: { type: 'string' },
+  },
+} as const;

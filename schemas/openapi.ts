@@ -1,0 +1,130 @@
+/**
+ * The OpenAPI 3.1 document, built from the route table so it cannot drift from what the server serves.
+ * Routes are described structurally (the fields of `http/types.ts` Route that matter here), keeping schemas/ free of
+ * imports from the rooms that use it.
+ */
+export interface DocumentedRoute {
+  readonly method: 'get' | 'post' | 'put' | 'patch' | 'delete';
+  readonly path: string;
+  readonly auth: 'none' | 'admin' | 'org' | 'human' | 'runtime' | 'any';
+  readonly summary: string;
+  readonly tags?: readonly string[];
+  readonly bodyKind?: 'json' | 'form' | 'raw' | 'none';
+  readonly bodySchema?: Record<string, unknown>;
+  readonly querySchema?: Record<string, unknown>;
+  readonly responseSchema?: Record<string, unknown>;
+  readonly successStatus?: number;
+  readonly deprecated?: boolean;
+  readonly sse?: boolean;
+  /** Replies that do not use the `{error, code}` shape (e.g. OAuth's RFC 6749 errors), by status. */
+  readonly errorResponses?: Readonly<Record<string, { readonly description: string; readonly schema: Record<string, unknown> }>>;
+}
+
+export interface OpenApiOptions {
+  readonly title?: string;
+  readonly version?: string;
+  /** The codes an error body may carry (the keys of `ops/errors.ts` errorRegistry). */
+  readonly errorCodes?: readonly string[];
+}
+
+/** `{error, code, details?}`: the body of every 4xx and 5xx reply. */
+export function errorSchema(errorCodes?: readonly string[]): Record<string, unknown> {
+  return {
+    type: 'object',
+    required: ['error', 'code'],
+    properties: {
+      error: { type: 'string', description: 'Human-readable message; never a stack trace.' },
+      code: errorCodes && errorCodes.length > 0 ? { type: 'string', enum: [...errorCodes] } : { type: 'string', pattern: '^[A-Z][A-Z0-9_]*$' },
+      details: { type: 'object', description: 'Machine-readable detail, e.g. the field a validation error is about.' },
+    },
+  };
+}
+
+const securitySchemes = {
+  adminToken: { type: 'http', scheme: 'bearer', description: 'The platform admin token (TROUPE_ADMIN_TOKEN).' },
+  userToken: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'A user token (typ: user).' },
+  sessionCookie: { type: 'apiKey', in: 'cookie', name: 'troupe_session', description: 'The browser session.' },
+  apiKey: { type: 'http', scheme: 'bearer', description: 'An org API key (trp_…).' },
+  machineToken: { type: 'http', scheme: 'bearer', description: 'An OAuth client-credentials access token.' },
+  runtimeJwt: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'A worker runtime token (typ: runtime).' },
+} as const;
+
+type SchemeName = keyof typeof securitySchemes;
+const orgSchemes: SchemeName[] = ['userToken', 'sessionCookie', 'apiKey', 'machineToken'];
+const schemesByAuth: Record<DocumentedRoute['auth'], SchemeName[]> = {
+  none: [],
+  admin: ['adminToken'],
+  org: orgSchemes,
+  human: ['userToken', 'sessionCookie'],
+  runtime: ['runtimeJwt'],
+  any: [...orgSchemes, 'runtimeJwt'],
+};
+
+const errorResponse = (description: string) => ({ description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } });
+
+export function buildOpenApi(routes: readonly DocumentedRoute[], options: OpenApiOptions = {}): Record<string, unknown> {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const route of routes) {
+    const path = route.path.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+    (paths[path] ??= {})[route.method] = operation(route, path);
+  }
+  return {
+    openapi: '3.1.0',
+    info: { title: options.title ?? 'Troupe', version: options.version ?? '0.1.0' },
+    paths,
+    components: { schemas: { Error: errorSchema(options.errorCodes) }, securitySchemes },
+  };
+}
+
+function operation(route: DocumentedRoute, path: string): Record<string, unknown> {
+  const bodyKind = route.bodyKind ?? (route.method === 'post' || route.method === 'put' || route.method === 'patch' ? 'json' : 'none');
+  const op: Record<string, unknown> = {
+    operationId: `${route.method}${path.replace(/[{}]/g, '').replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ?? '').toUpperCase())}`,
+    summary: route.summary,
+    tags: route.tags ? [...route.tags] : [],
+    security: schemesByAuth[route.auth].map((name) => ({ [name]: [] })),
+  };
+  if (route.deprecated) op.deprecated = true;
+
+  const parameters: unknown[] = [...path.matchAll(/\{([^}]+)\}/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } }));
+  const query = route.querySchema;
+  const queryProps = (query?.properties ?? {}) as Record<string, unknown>;
+  const queryRequired = new Set((query?.required ?? []) as string[]);
+  for (const [name, schema] of Object.entries(queryProps)) parameters.push({ name, in: 'query', required: queryRequired.has(name), schema });
+  if (route.sse) parameters.push({ name: 'Last-Event-ID', in: 'header', required: false, schema: { type: 'string' }, description: 'Resume after this event.' });
+  if (parameters.length > 0) op.parameters = parameters;
+
+  if (bodyKind !== 'none') op.requestBody = requestBody(bodyKind, route.bodySchema);
+
+  const status = String(route.successStatus ?? 200);
+  const success = route.sse
+    ? { description: 'An event stream', content: { 'text/event-stream': { schema: { type: 'string' } } } }
+    : { description: route.summary, content: { 'application/json': { schema: route.responseSchema ?? {} } } };
+  const responses: Record<string, unknown> = { [status]: success };
+  if (bodyKind !== 'none' || route.querySchema) responses['400'] = errorResponse('Malformed or invalid request');
+  if (route.auth !== 'none') {
+    responses['401'] = errorResponse('Missing or invalid credentials');
+    responses['403'] = errorResponse('Authenticated but not allowed');
+  }
+  if (bodyKind !== 'none') responses['413'] = errorResponse('Body larger than the route accepts');
+  if (bodyKind === 'json' || bodyKind === 'form') responses['415'] = errorResponse('Unsupported content type');
+  responses['4XX'] = errorResponse('Client error');
+  responses['5XX'] = errorResponse('Server or dependency error');
+  for (const [code, custom] of Object.entries(route.errorResponses ?? {})) {
+    responses[code] = { description: custom.description, content: { 'application/json': { schema: custom.schema } } };
+  }
+  op.responses = responses;
+  return op;
+}
+
+function requestBody(kind: 'json' | 'form' | 'raw', schema: Record<string, unknown> | undefined): Record<string, unknown> {
+  const body = schema ?? { type: 'object' };
+  switch (kind) {
+    case 'json':
+      return { required: false, content: { 'application/json': { schema: body } } };
+    case 'form':
+      return { required: false, content: { 'application/x-www-form-urlencoded': { schema: body }, 'application/json': { schema: body } } };
+    case 'raw':
+      return { required: true, content: { '*/*': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } } } };
+  }
+}

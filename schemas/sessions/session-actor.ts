@@ -1,0 +1,64 @@
+/**
+ * Wire shapes of the session actor's messages. The actor validates every message against `sessionMessageSchema`
+ * before `decide` sees it (the HTTP bodies are checked by the route schemas in ./http.ts first).
+ */
+const uuid = { type: 'string', format: 'uuid' } as const;
+const shortText = { type: 'string', minLength: 1, maxLength: 200 } as const;
+const nullableShort = { type: ['string', 'null'], minLength: 1, maxLength: 200 } as const;
+/** Prompts are agent instructions; 64 KiB leaves room for pasted context without letting one row grow without bound. */
+export const MAX_PROMPT_LENGTH = 65_536;
+const promptText = { type: 'string', minLength: 1, maxLength: MAX_PROMPT_LENGTH } as const;
+const reportable = { enum: ['claimed', 'running', 'paused', 'finalizing', 'completed', 'failed', 'stopped'] } as const;
+
+export const sessionMessageSchema = {
+  oneOf: [
+    {
+      type: 'object',
+      additionalProperties: false,
+      required: ['type', 'orgId', 'projectId', 'trackerSessionId', 'prompt', 'agentCardId', 'trackerIssue', 'workType', 'provider', 'requestedBy'],
+      properties: {
+        type: { const: 'session.dispatch' },
+        orgId: uuid,
+        projectId: uuid,
+        trackerSessionId: { type: 'string', minLength: 1, maxLength: 500 },
+        prompt: promptText,
+        agentCardId: nullableShort,
+        trackerIssue: nullableShort,
+        workType: nullableShort,
+        provider: nullableShort,
+        requestedBy: shortText,
+      },
+    },
+    {
+      type: 'object',
+      additionalProperties: false,
+      required: ['type', 'status', 'workerId'],
+      properties: {
+        type: { const: 'session.transition' },
+        status: reportable,
+        workerId: shortText,
+        costUsd: { type: 'number', minimum: 0, maximum: 1e9 },
+        error: { type: 'string', maxLength: 4000 },
+        phase: { type: 'string', maxLength: 200 },
+      },
+    },
+    {
+      type: 'object',
+      additionalProperties: false,
+      required: ['type', 'requestedBy'],
+      properties: { type: { const: 'session.stop' }, requestedBy: shortText },
+    },
+    {
+      type: 'object',
+      additionalProperties: false,
+      required: ['type', 'promptId', 'prompt', 'requestedBy'],
+      properties: { type: { const: 'session.prompt' }, promptId: shortText, prompt: promptText, requestedBy: shortText },
+    },
+    {
+      type: 'object',
+      additionalProperties: false,
+      required: ['type', 'workerId'],
+      properties: { type: { const: 'session.leaseExpired' }, workerId: shortText },
+    },
+  ],
+} as const;

@@ -1,0 +1,119 @@
+/**
+ * Workflow definition schemas, one per `schemaVersion` (CONTRACT.md "Workflow definitions"). `v2` is the canvas
+ * form (nodes and edges); `v1.1` is the older sequential form (steps run in order). Both share the node kinds.
+ * Node ids are short identifiers so they can be quoted in errors, diffs and step records without escaping.
+ * Bounds keep a hostile definition from making a run or a diff walk an unbounded structure.
+ */
+export const MAX_NODES = 200;
+export const MAX_EDGES = 400;
+export const MAX_LOOP_ITERATIONS = 100;
+/** A wait longer than a week is a schedule, not a step. */
+export const MAX_WAIT_SECONDS = 7 * 24 * 3600;
+
+const nodeId = { type: 'string', pattern: '^[A-Za-z][A-Za-z0-9_-]{0,63}$' } as const;
+
+/**
+ * A plugin verb as `<pluginId>.<verbId>`, with the id characters the daemon's option snapshots accept. Plugin ids
+ * may be dotted (reverse-DNS names); verb ids may not, so the last dot separates the two unambiguously.
+ */
+export const PLUGIN_VERB_PATTERN = '^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,127}\\.[A-Za-z0-9][A-Za-z0-9_:@/-]{0,127}$';
+const text = (max: number) => ({ type: 'string', minLength: 1, maxLength: max }) as const;
+
+const trigger = {
+  type: 'object',
+  required: ['type'],
+  properties: {
+    type: { enum: ['manual', 'webhook', 'schedule'] },
+    cron: text(128),
+    provider: text(64),
+    event: text(128),
+  },
+  additionalProperties: true,
+} as const;
+
+// `discriminator` makes ajv pick the branch by `kind`, so an error names the field that is wrong in that kind.
+const nodeKinds = {
+  type: 'object',
+  required: ['kind'],
+  discriminator: { propertyName: 'kind' },
+  oneOf: [
+    {
+      type: 'object', required: ['id', 'kind', 'prompt'],
+      properties: { id: nodeId, kind: { const: 'agent' }, prompt: text(20_000), name: text(200), provider: text(64), workType: text(64), agentCardId: text(128) },
+      additionalProperties: false,
+    },
+    {
+      type: 'object', required: ['id', 'kind', 'title'],
+      properties: { id: nodeId, kind: { const: 'approval' }, title: text(500), name: text(200), requiredRole: { enum: ['owner', 'admin', 'member'] }, escalation: { enum: ['live-session'] } },
+      additionalProperties: false,
+    },
+    {
+      type: 'object', required: ['id', 'kind', 'when'],
+      properties: { id: nodeId, kind: { const: 'condition' }, when: text(500), name: text(200) },
+      additionalProperties: false,
+    },
+    {
+      type: 'object', required: ['id', 'kind', 'maxIterations'],
+      properties: { id: nodeId, kind: { const: 'loop' }, maxIterations: { type: 'integer', minimum: 1, maximum: MAX_LOOP_ITERATIONS }, name: text(200) },
+      additionalProperties: false,
+    },
+    {
+      type: 'object', required: ['id', 'kind', 'seconds'],
+      properties: { id: nodeId, kind: { const: 'wait' }, seconds: { type: 'integer', minimum: 0, maximum: MAX_WAIT_SECONDS }, name: text(200) },
+      additionalProperties: false,
+    },
+    {
+      // A plugin verb snapshotted by a daemon; a run dispatches it as an agent session (actors/workflow/definition.ts).
+      type: 'object', required: ['id', 'kind', 'verb'],
+      properties: {
+        id: nodeId, kind: { const: 'plugin' }, verb: { type: 'string', maxLength: 257, pattern: PLUGIN_VERB_PATTERN },
+        options: { type: 'object', maxProperties: 50 }, prompt: text(20_000), name: text(200), provider: text(64), agentCardId: text(128),
+      },
+      additionalProperties: false,
+    },
+  ],
+} as const;
+
+const common = {
+  schemaVersion: {},
+  name: text(200),
+  description: { type: 'string', maxLength: 5000 },
+  trigger,
+  providers: { type: 'array', maxItems: 50, items: text(64) },
+  config: { type: 'object' },
+} as const;
+
+export const definitionV2Schema = {
+  $id: 'troupe:workflow-definition:v2',
+  type: 'object',
+  required: ['schemaVersion', 'name', 'trigger', 'nodes'],
+  properties: {
+    ...common,
+    schemaVersion: { const: 'v2' },
+    nodes: { type: 'array', maxItems: MAX_NODES, items: nodeKinds },
+    edges: {
+      type: 'array', maxItems: MAX_EDGES,
+      items: {
+        type: 'object', required: ['source', 'target'],
+        properties: { id: text(128), source: nodeId, target: nodeId, when: { type: 'boolean' } },
+        additionalProperties: false,
+      },
+    },
+  },
+  additionalProperties: false,
+} as const;
+
+export const definitionV11Schema = {
+  $id: 'troupe:workflow-definition:v1.1',
+  type: 'object',
+  required: ['schemaVersion', 'name', 'trigger', 'steps'],
+  properties: {
+    ...common,
+    schemaVersion: { const: 'v1.1' },
+    steps: { type: 'array', maxItems: MAX_NODES, items: nodeKinds },
+  },
+  additionalProperties: false,
+} as const;
+
+export const definitionVersions = ['v1.1', 'v2'] as const;
+export type DefinitionVersion = (typeof definitionVersions)[number];

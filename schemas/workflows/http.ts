@@ -1,0 +1,143 @@
+/**
+ * Request and reply schemas of the workflow, run, approval-gate and audit routes (CONTRACT.md "Workflows",
+ * "Workflow runs", "Approval gates", "Audit"). Sizes are bounded so one request cannot make a snapshot huge.
+ */
+const jsonArray = { type: 'array', maxItems: 2000 } as const;
+const jsonObject = { type: 'object', maxProperties: 200 } as const;
+const name = { type: 'string', minLength: 1, maxLength: 200 } as const;
+
+const contentMembers = {
+  nodes: jsonArray,
+  edges: jsonArray,
+  viewport: jsonObject,
+  definitionYaml: { type: 'string', maxLength: 512 * 1024 },
+  triggerConfig: jsonObject,
+  providerRequirements: { type: 'array', maxItems: 100 },
+  workflowConfig: jsonObject,
+} as const;
+
+export const createWorkflowBody = {
+  type: 'object',
+  required: ['name'],
+  properties: { name, ...contentMembers },
+  additionalProperties: false,
+} as const;
+
+export const updateWorkflowBody = {
+  type: 'object',
+  minProperties: 1,
+  properties: {
+    name, ...contentMembers,
+    status: { enum: ['draft', 'published', 'archived'] },
+    changeReason: { type: 'string', maxLength: 2000 },
+  },
+  additionalProperties: false,
+} as const;
+
+export const workflowReply = {
+  type: 'object',
+  required: ['id', 'projectId', 'name', 'status', 'version'],
+  properties: {
+    id: { type: 'string' }, orgId: { type: 'string' }, projectId: { type: 'string' }, name: { type: 'string' },
+    status: { enum: ['draft', 'published', 'archived'] }, version: { type: 'integer' },
+    publishedVersion: { type: ['integer', 'null'] },
+    nodes: { type: 'array' }, edges: { type: 'array' }, viewport: { type: 'object' },
+    definitionYaml: { type: 'string' }, definitionVersion: { enum: ['v1.1', 'v2'] }, schemaHash: { type: 'string' },
+    triggerConfig: { type: 'object' }, providerRequirements: { type: 'array' }, workflowConfig: { type: 'object' },
+    createdBy: { type: 'string' }, createdAt: { type: 'string' }, updatedAt: { type: 'string' },
+  },
+} as const;
+
+export const listWorkflowsQuery = {
+  type: 'object',
+  properties: { projectId: { type: 'string', maxLength: 64 } },
+} as const;
+
+export const versionSummaries = {
+  type: 'array',
+  items: {
+    type: 'object',
+    required: ['version', 'changedBy', 'createdAt', 'schemaHash'],
+    properties: {
+      version: { type: 'integer' }, changedBy: { type: 'string' }, changeReason: { type: ['string', 'null'] },
+      createdAt: { type: 'string' }, schemaHash: { type: 'string' },
+    },
+  },
+} as const;
+
+export const diffQuery = {
+  type: 'object',
+  required: ['compare'],
+  properties: { compare: { type: 'integer', minimum: 1 } },
+} as const;
+
+export const versionDiffReply = {
+  type: 'object',
+  required: ['fromVersion', 'toVersion', 'nodesAdded', 'nodesRemoved', 'nodesModified', 'edgesAdded', 'edgesRemoved', 'yamlChanged'],
+  properties: {
+    fromVersion: { type: 'integer' }, toVersion: { type: 'integer' },
+    nodesAdded: { type: 'array', items: { type: 'string' } }, nodesRemoved: { type: 'array', items: { type: 'string' } },
+    nodesModified: { type: 'array', items: { type: 'string' } },
+    edgesAdded: { type: 'integer' }, edgesRemoved: { type: 'integer' }, yamlChanged: { type: 'boolean' },
+  },
+} as const;
+
+export const startRunBody = {
+  type: 'object',
+  properties: { input: { type: 'object', maxProperties: 100 } },
+  additionalProperties: false,
+} as const;
+
+export const startRunReply = {
+  type: 'object', required: ['runId', 'version'],
+  properties: { runId: { type: 'string' }, version: { type: 'integer' } },
+} as const;
+
+export const runReply = {
+  type: 'object',
+  required: ['runId', 'workflowId', 'version', 'status', 'steps'],
+  properties: {
+    runId: { type: 'string' }, workflowId: { type: 'string' }, version: { type: 'integer' },
+    status: { type: 'string' }, steps: { type: 'array' }, error: { type: ['string', 'null'] },
+  },
+} as const;
+
+export const auditQuery = {
+  type: 'object',
+  properties: { limit: { type: 'integer', minimum: 1, maximum: 500 }, cursor: { type: 'string', pattern: '^[1-9][0-9]{0,14}$' } },
+} as const;
+
+export const auditVerifyReply = {
+  type: 'object', required: ['valid', 'checked'],
+  properties: { valid: { type: 'boolean' }, checked: { type: 'integer' }, firstBrokenSeq: { type: 'integer' } },
+} as const;
+
+export const createGateBody = {
+  type: 'object',
+  required: ['projectId', 'title'],
+  properties: {
+    projectId: { type: 'string', maxLength: 64 },
+    title: { type: 'string', minLength: 1, maxLength: 500 },
+    issue: { type: 'string', minLength: 1, maxLength: 128 },
+    sessionId: { type: 'string', minLength: 1, maxLength: 128 },
+    escalation: { enum: ['live-session'] },
+    requiredRole: { enum: ['owner', 'admin', 'member'] },
+  },
+  additionalProperties: false,
+} as const;
+
+export const listGatesQuery = {
+  type: 'object',
+  properties: { issue: { type: 'string', maxLength: 128 }, status: { enum: ['pending', 'approved', 'rejected', 'escalated'] } },
+} as const;
+
+export const decideGateBody = {
+  type: 'object',
+  required: ['decision'],
+  properties: {
+    decision: { enum: ['approved', 'rejected', 'escalated'] },
+    actorRole: { enum: ['owner', 'admin', 'member', 'viewer'] },
+    comment: { type: 'string', maxLength: 2000 },
+  },
+  additionalProperties: false,
+} as const;

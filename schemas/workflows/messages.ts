@@ -1,0 +1,52 @@
+/**
+ * Shapes of the messages the workflow, workflow-run and approval-gate actors accept. Messages cross the broker,
+ * so each actor checks them on arrival (`validate`) before its pure `decide` sees them.
+ */
+const id = { type: 'string', minLength: 1, maxLength: 128 } as const;
+const actor = { type: 'object', required: ['id', 'label'], properties: { id, label: { type: 'string', minLength: 1, maxLength: 256 } } } as const;
+const content = {
+  type: 'object',
+  properties: {
+    name: { type: 'string', minLength: 1, maxLength: 200 },
+    nodes: { type: 'array' }, edges: { type: 'array' }, viewport: { type: 'object' },
+    definitionYaml: { type: 'string' }, triggerConfig: { type: 'object' }, providerRequirements: { type: 'array' }, workflowConfig: { type: 'object' },
+  },
+} as const;
+
+export const workflowMessageSchema = {
+  $id: 'troupe:workflow-actor-message',
+  type: 'object',
+  required: ['type', 'orgId'],
+  properties: { type: { enum: ['workflow.create', 'workflow.update', 'workflow.rollback'] }, orgId: id },
+  oneOf: [
+    { properties: { type: { const: 'workflow.create' } }, required: ['projectId', 'content', 'actor'], }, 
+    { properties: { type: { const: 'workflow.update' } }, required: ['changes', 'actor', 'mayPublish'] },
+    { properties: { type: { const: 'workflow.rollback' } }, required: ['toVersion', 'content', 'actor', 'mayPublish'] },
+  ],
+  allOf: [
+    { properties: { projectId: id, content, changes: content, actor, mayPublish: { type: 'boolean' }, toVersion: { type: 'integer', minimum: 1 }, status: { enum: ['draft', 'published', 'archived'] }, changeReason: { type: 'string', maxLength: 2000 } } },
+  ],
+} as const;
+
+export const runMessageSchema = {
+  $id: 'troupe:workflow-run-message',
+  type: 'object',
+  required: ['type'],
+  properties: {
+    type: { enum: ['run.start', 'run.resume', 'run.wake', 'run.agentFinished', 'run.gateDecided'] },
+    orgId: id, nodeId: id, gateId: id, sessionId: id, token: id,
+    status: { type: 'string', maxLength: 32 },
+    decision: { enum: ['approved', 'rejected', 'escalated'] },
+  },
+} as const;
+
+export const gateMessageSchema = {
+  $id: 'troupe:approval-gate-message',
+  type: 'object',
+  required: ['type', 'orgId'],
+  properties: {
+    type: { enum: ['gate.open', 'gate.decide'] },
+    orgId: id,
+    decision: { enum: ['approved', 'rejected', 'escalated'] },
+  },
+} as const;

@@ -1,0 +1,147 @@
+import type { Knex } from 'knex';
+import { TroupeError } from '../../ops/errors.js';
+import { chooseArm, PRIOR_ALPHA, PRIOR_BETA, posteriorMean, type ArmChoice } from '../../actors/analytics/router.js';
+
+/**
+ * Router read models (decision 0013): arm posteriors in `router_arms`, observations in `session_outcomes` (one
+ * per terminal run, written by the session actor), decisions in `router_decisions`. All scoped by org.
+ */
+
+export interface ArmView {
+  readonly provider: string;
+  readonly workType: string;
+  readonly alpha: number;
+  readonly beta: number;
+  readonly mean: number;
+  readonly samples: number;
+}
+
+export interface Observation {
+  readonly id: string;
+  readonly sessionId: string;
+  readonly provider: string | null;
+  readonly workType: string;
+  readonly status: string;
+  readonly success: boolean;
+  readonly costUsd: number;
+  readonly durationMs: number | null;
+  readonly createdAt: string;
+}
+
+/** An arm with fewer observations than this is still mostly prior: the health summary calls it cold. */
+export const COLD_ARM_SAMPLES = 10;
+const DAY_MS = 86_400_000;
+
+export async function armPosteriors(db: Knex, orgId: string): Promise<ArmView[]> {
+  const rows = await db('router_arms').where({ org_id: orgId }).orderBy([{ column: 'provider' }, { column: 'work_type' }]);
+  return rows.map((r: Record<string, unknown>) => {
+    const alpha = Number(r.alpha);
+    const beta = Number(r.beta);
+    return { provider: r.provider as string, workType: r.work_type as string, alpha, beta, mean: posteriorMean(alpha, beta), samples: Number(r.samples) };
+  });
+}
+
+/**
+ * A cursor is the (created_at, id) of the last row served, opaque to clients. Pages walk newest first by that
+ * key, so rows inserted while a client pages (always newer, or at least with a different key) never shift or
+ * repeat the rows still to come.
+ */
+export function encodeCursor(createdAt: string, id: string): string {
+  return Buffer.from(JSON.stringify([createdAt, id]), 'utf8').toString('base64url');
+}
+
+export function decodeCursor(cursor: string): { createdAt: Date; id: string } {
+  try {
+    const parsed: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+    if (Array.isArray(parsed) && parsed.length === 2 && typeof parsed[0] === 'string' && typeof parsed[1] === 'string' && parsed[1].length <= 200) {
+      const createdAt = new Date(parsed[0]);
+      if (!Number.isNaN(createdAt.getTime())) return { createdAt, id: parsed[1] };
+    }
+  } catch {
+    // Falls through to the typed error below.
+  }
+  throw new TroupeError('HTTP_BAD_QUERY', 'cursor is not one this service issued', { field: 'cursor' });
+}
+
+export async function observationsPage(
+  db: Knex, orgId: string, limit: number, cursor: string | undefined,
+): Promise<{ observations: Observation[]; nextCursor: string | null }> {
+  const q = db('session_outcomes').where({ org_id: orgId });
+  if (cursor !== undefined) {
+    const after = decodeCursor(cursor);
+    q.whereRaw('(created_at, id) < (?::timestamptz, ?)', [after.createdAt.toISOString(), after.id]);
+  }
+  const rows = await q.orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(limit + 1);
+  const page = rows.slice(0, limit).map((r: Record<string, unknown>): Observation => ({
+    id: r.id as string,
+    sessionId: r.session_id as string,
+    provider: (r.provider as string | null) ?? null,
+    workType: r.work_type as string,
+    status: r.status as string,
+    success: Boolean(r.success),
+    costUsd: Number(r.cost_usd),
+    durationMs: r.duration_ms === null ? null : Number(r.duration_ms),
+    createdAt: new Date(r.created_at as string).toISOString(),
+  }));
+  const last = page[page.length - 1];
+  return { observations: page, nextCursor: rows.length > limit && last ? encodeCursor(last.createdAt, last.id) : null };
+}
+
+export interface RoutingHealth {
+  /** 'no_data' before any outcome; 'degraded' when the last day's success rate is under half on ≥ 10 runs. */
+  readonly status: 'healthy' | 'degraded' | 'no_data';
+  readonly arms: number;
+  readonly coldArms: number;
+  readonly observations24h: number;
+  readonly successRate24h: number | null;
+  readonly routedDispatches24h: number;
+  readonly lastObservationAt: string | null;
+}
+
+export async function routingHealth(db: Knex, orgId: string, arms: readonly ArmView[], now: number): Promise<RoutingHealth> {
+  const since = new Date(now - DAY_MS);
+  const [recent, last, routed] = await Promise.all([
+    db('session_outcomes').where({ org_id: orgId }).where('created_at', '>=', since)
+      .first(db.raw('count(*)::int as n'), db.raw('count(*) filter (where success)::int as ok')),
+    db('session_outcomes').where({ org_id: orgId }).max('created_at as at').first(),
+    db('router_decisions').where({ org_id: orgId }).where('created_at', '>=', since).count<{ n: string | number }[]>('* as n'),
+  ]);
+  const n = Number((recent as Record<string, unknown> | undefined)?.n ?? 0);
+  const ok = Number((recent as Record<string, unknown> | undefined)?.ok ?? 0);
+  const successRate = n === 0 ? null : Math.round((ok / n) * 1e6) / 1e6;
+  const lastAt = (last as { at: unknown } | undefined)?.at;
+  return {
+    status: arms.length === 0 && lastAt == null ? 'no_data' : n >= 10 && successRate !== null && successRate < 0.5 ? 'degraded' : 'healthy',
+    arms: arms.length,
+    coldArms: arms.filter((a) => a.samples < COLD_ARM_SAMPLES).length,
+    observations24h: n,
+    successRate24h: successRate,
+    routedDispatches24h: Number(routed[0]?.n ?? 0),
+    lastObservationAt: lastAt == null ? null : new Date(lastAt as string).toISOString(),
+  };
+}
+
+/**
+ * The arm for a dispatch that names no provider: every provider the org has outcomes for competes, with its
+ * posterior for this work type (the prior if it has none yet). Undefined while the org has no arms at all.
+ */
+export async function chooseProvider(db: Knex, orgId: string, workType: string, seed: string): Promise<ArmChoice | undefined> {
+  const rows = await db('router_arms').where({ org_id: orgId }).select('provider', 'work_type', 'alpha', 'beta');
+  const byProvider = new Map<string, { alpha: number; beta: number }>();
+  for (const r of rows as Record<string, unknown>[]) {
+    const provider = r.provider as string;
+    if (r.work_type === workType) byProvider.set(provider, { alpha: Number(r.alpha), beta: Number(r.beta) });
+    else if (!byProvider.has(provider)) byProvider.set(provider, { alpha: PRIOR_ALPHA, beta: PRIOR_BETA });
+  }
+  return chooseArm(workType, [...byProvider].map(([provider, p]) => ({ provider, workType, ...p })), seed);
+}
+
+/** Records which arm a dispatch was given; a replayed dispatch of the same session keeps the first record. */
+export async function recordRoutingDecision(
+  db: Knex, decision: { orgId: string; sessionId: string; requestId: string; choice: ArmChoice; at: number },
+): Promise<void> {
+  await db('router_decisions').insert({
+    session_id: decision.sessionId, org_id: decision.orgId, request_id: decision.requestId, provider: decision.choice.provider,
+    work_type: decision.choice.workType, draws: JSON.stringify(decision.choice.draws), created_at: new Date(decision.at),
+  }).onConflict('session_id').ignore();
+}

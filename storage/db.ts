@@ -1,0 +1,140 @@
+import '../ops/wasm-inlining-off.js';
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import knexModule, { type Knex } from 'knex';
+import ClientPgLite from 'knex-pglite';
+import type { PGlite } from '@electric-sql/pglite';
+import pg from 'pg';
+import { TroupeError } from '../ops/errors.js';
+
+/**
+ * One knex instance per node, on Postgres (`pg`) when a URL is configured, otherwise on PGlite (Postgres compiled
+ * to WASM) under the data directory. Both speak the same SQL, so migrations, stores and read models are written
+ * once. See ops/decisions/0002-storage-layout.md.
+ */
+export interface DbOptions {
+  /** postgres://… selects Postgres. */
+  databaseUrl?: string;
+  /** PGlite keeps its files in `<dataDir>/pglite`. */
+  dataDir?: string;
+  /** PGlite in memory, for tests and throwaway runs. */
+  inMemory?: boolean;
+  /** An already-open PGlite to use instead (tests clone a pre-migrated template with `loadDataDir`). */
+  pglite?: PGlite;
+  /** A schema to work in (created when missing); tests isolate themselves this way. */
+  searchPath?: string;
+  /** Postgres pool size; PGlite always has exactly one connection. @default 10 */
+  poolMax?: number;
+  /** Receives knex's own warnings (pool errors, deprecations); defaults to knex's console output. */
+  log?: { warn(msg: string): void; error(msg: string): void; debug(msg: string): void };
+}
+
+export type DbKind = 'postgres' | 'pglite';
+
+/**
+ * How long a pooled query waits for a connection, and a new connection for Postgres to answer. Short, so that a
+ * dead database turns into STORAGE_UNAVAILABLE within seconds instead of stalling requests for knex's default minute.
+ */
+const ACQUIRE_TIMEOUT_MS = 5_000;
+const CONNECT_TIMEOUT_MS = 3_000;
+const PING_TIMEOUT_MS = 2_000;
+
+const INT8_OID = 20;
+
+/**
+ * pg returns bigint as a string, PGlite as a number; code that reads counts, versions or sequence numbers must not
+ * care which engine it runs on, so pg is told to parse int8 to a number too. A value beyond 2^53 stays a string
+ * rather than silently losing precision.
+ */
+const pgTypes = {
+  getTypeParser(oid: number, format?: 'text' | 'binary') {
+    if (oid === INT8_OID && format !== 'binary') {
+      return (text: string) => {
+        const n = Number(text);
+        return Number.isSafeInteger(n) ? n : text;
+      };
+    }
+    return pg.types.getTypeParser(oid, format ?? 'text');
+  },
+};
+
+const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
+
+export async function createDb(opts: DbOptions): Promise<Knex> {
+  if (opts.searchPath !== undefined && !SCHEMA_NAME.test(opts.searchPath)) {
+    throw new TroupeError('INTERNAL', `invalid schema name for searchPath: ${JSON.stringify(opts.searchPath)}`);
+  }
+  const knex = opts.databaseUrl && !opts.pglite ? openPostgres(opts.databaseUrl, opts) : await openPglite(opts);
+  if (opts.searchPath !== undefined) {
+    try {
+      await knex.raw(`create schema if not exists "${opts.searchPath}"`);
+    } catch (err) {
+      await knex.destroy().catch(() => undefined);
+      throw err;
+    }
+  }
+  return knex;
+}
+
+function openPostgres(databaseUrl: string, opts: DbOptions): Knex {
+  const config: Knex.Config = {
+    client: 'pg',
+    connection: { connectionString: databaseUrl, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, types: pgTypes } as Knex.PgConnectionConfig,
+    // min 0: idle connections are released, so a database restart leaves no stale sockets behind in the pool.
+    pool: { min: 0, max: opts.poolMax ?? 10 },
+    acquireConnectionTimeout: ACQUIRE_TIMEOUT_MS,
+    ...(opts.searchPath !== undefined ? { searchPath: [opts.searchPath] } : {}),
+    ...(opts.log ? { log: opts.log } : {}),
+  };
+  return knexModule(config);
+}
+
+async function openPglite(opts: DbOptions): Promise<Knex> {
+  let connection: Knex.Config['connection'] = {};
+  if (opts.pglite) {
+    const pglite = opts.pglite;
+    connection = (() => ({ pglite })) as unknown as Knex.Config['connection'];
+  } else if (!opts.inMemory) {
+    const dir = path.resolve(opts.dataDir ?? './data', 'pglite');
+    await mkdir(dir, { recursive: true });
+    connection = { filename: dir };
+  }
+  // knex-pglite pins the pool to one connection: PGlite is a single-user database, so queries and transactions
+  // from this node are serialised through that connection.
+  const knex = knexModule({
+    client: ClientPgLite,
+    dialect: 'postgres',
+    connection,
+    acquireConnectionTimeout: ACQUIRE_TIMEOUT_MS,
+    ...(opts.searchPath !== undefined ? { searchPath: [opts.searchPath] } : {}),
+    ...(opts.log ? { log: opts.log } : {}),
+  });
+  // Starting PGlite (initdb or loading the data directory) takes seconds; finish it here so a node is ready when
+  // createDb returns and a broken data directory fails at boot, not on the first request.
+  try {
+    await knex.raw('select 1');
+  } catch (err) {
+    await knex.destroy().catch(() => undefined);
+    throw err;
+  }
+  return knex;
+}
+
+export function dbKind(knex: Knex): DbKind {
+  // A transaction's client inherits from the instance's client, so this also answers for a Knex.Transaction.
+  return knex.client instanceof ClientPgLite ? 'pglite' : 'postgres';
+}
+
+/** True when the database answers a trivial query in time; never throws (it backs /readyz). */
+export async function pingDb(knex: Knex): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), PING_TIMEOUT_MS);
+  });
+  const probe = knex.raw('select 1 as ok').then(() => true, () => false);
+  try {
+    return await Promise.race([probe, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

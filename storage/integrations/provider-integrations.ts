@@ -1,0 +1,44 @@
+import type { Knex } from 'knex';
+
+/** One org's connection to a webhook provider. The secret stays sealed here; only the webhook path opens it. */
+export interface ProviderIntegration {
+  readonly orgId: string;
+  readonly provider: string;
+  readonly sealedSecret: string;
+  readonly projectId: string | null;
+}
+
+interface Row { org_id: string; provider: string; sealed_secret: string; project_id: string | null }
+
+const toIntegration = (r: Row): ProviderIntegration =>
+  ({ orgId: r.org_id, provider: r.provider, sealedSecret: r.sealed_secret, projectId: r.project_id });
+
+export async function upsertProviderIntegration(
+  db: Knex, input: { orgId: string; provider: string; sealedSecret: string; projectId: string | null; updatedBy: string; at: Date },
+): Promise<{ created: boolean }> {
+  const rows = await db('provider_integrations')
+    .insert({
+      org_id: input.orgId, provider: input.provider, sealed_secret: input.sealedSecret, project_id: input.projectId,
+      updated_by: input.updatedBy, created_at: input.at, updated_at: input.at,
+    })
+    .onConflict(['org_id', 'provider'])
+    .merge({ sealed_secret: input.sealedSecret, project_id: input.projectId, updated_by: input.updatedBy, updated_at: input.at })
+    .returning(['created_at', 'updated_at']) as Array<{ created_at: Date; updated_at: Date }>;
+  const row = rows[0];
+  return { created: row !== undefined && new Date(row.created_at).getTime() === new Date(row.updated_at).getTime() };
+}
+
+/**
+ * The connections a delivery may have come from: every org connected to the provider, or only the hinted org.
+ * This is the one lookup not scoped by an authenticated org: the signature, checked next, is what names the org.
+ */
+export async function candidateIntegrations(db: Knex, provider: string, orgHint: string | undefined): Promise<ProviderIntegration[]> {
+  const q = db('provider_integrations').where({ provider }).select<Row[]>('org_id', 'provider', 'sealed_secret', 'project_id');
+  if (orgHint !== undefined) q.andWhere({ org_id: orgHint });
+  return (await q.orderBy('org_id')).map(toIntegration);
+}
+
+export async function findProviderIntegration(db: Knex, orgId: string, provider: string): Promise<ProviderIntegration | undefined> {
+  const row = await db('provider_integrations').where({ org_id: orgId, provider }).first<Row | undefined>('org_id', 'provider', 'sealed_secret', 'project_id');
+  return row ? toIntegration(row) : undefined;
+}

@@ -1,0 +1,47 @@
+import type { Knex } from 'knex';
+import { actorSnapshots } from './0001-actor-snapshots.js';
+import { auditLog } from './0002-audit-log.js';
+import { identityMigration } from './0003_identity.js';
+import { sessionsMigration } from './0004_sessions.js';
+import { workflowsMigration } from './0005_workflows.js';
+import { governanceMigration } from './0006_governance.js';
+import { authoringMigration } from './0007_authoring.js';
+import { daemonExtrasMigration } from './0008_daemon_extras.js';
+import { templatesMigration } from './0009_templates.js';
+import { analyticsMigration } from './0010_analytics.js';
+import { integrationsMigration } from './0011_integrations.js';
+import { agentsAndPushMigration } from './0012_agents_and_push.js';
+import { integrationOAuthMigration } from './0013_integration_oauth.js';
+import { authzDenialsMigration } from './0014_authz_denials.js';
+import { pendingMutationsIndexMigration } from './0015_pending_mutations_index.js';
+import { daemonLivenessHotUpdatesMigration } from './0016_daemon_liveness_hot_updates.js';
+
+/**
+ * Every migration, in order. A static list rather than a directory scan, so the same source runs under tsx,
+ * compiled output and bundlers alike. Names are permanent: knex records them in `knex_migrations`.
+ */
+export interface Migration {
+  readonly name: string;
+  up(knex: Knex): Promise<void>;
+  down(knex: Knex): Promise<void>;
+}
+
+/** Ordered by number; a new migration takes the next number and goes at the end. */
+export const migrations: readonly Migration[] = [
+  actorSnapshots, // 0001
+  auditLog, // 0002
+  identityMigration, // 0003
+  sessionsMigration, // 0004
+  workflowsMigration, // 0005
+  governanceMigration, // 0006
+  authoringMigration, // 0007
+  daemonExtrasMigration, // 0008
+  templatesMigration, // 0009
+  analyticsMigration, // 0010
+  integrationsMigration, // 0011
+  agentsAndPushMigration, // 0012
+  integrationOAuthMigration, // 0013
+  authzDenialsMigration, // 0014
+  pendingMutationsIndexMigration, // 0015
+  daemonLivenessHotUpdatesMigration, // 0016
+];

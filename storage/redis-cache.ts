@@ -1,0 +1,159 @@
+import { Redis, type RedisOptions } from 'ioredis';
+import { TroupeError } from '../ops/errors.js';
+import type { Cache } from './cache.js';
+
+/**
+ * The Cache port on Redis (ioredis 6). It is tuned to fail fast rather than queue: with the offline queue off, a
+ * command issued while the connection is down is rejected at once; a command that gets no answer within
+ * `commandTimeoutMs` is rejected; a dropped connection retries a command at most once. Reconnection continues in
+ * the background with capped backoff, so the cache comes back by itself when Redis does. Every connection-level
+ * failure surfaces as `TroupeError('CACHE_UNAVAILABLE')`; a Redis reply error (a counter holding text) is our
+ * misuse and surfaces as INTERNAL, the same as in MemoryCache.
+ */
+export interface RedisCacheOptions {
+  url: string;
+  /** Prepended to every key, e.g. `troupe:`; tests use a unique one per run. */
+  keyPrefix?: string;
+  /** @default 500 */
+  commandTimeoutMs?: number;
+  /** @default 1000 */
+  connectTimeoutMs?: number;
+  /** Shown in Redis `CLIENT LIST`, so an operator can tell nodes apart, e.g. `troupe-<nodeId>`. */
+  connectionName?: string;
+}
+
+/** Reconnect backoff: 100 ms, 200 ms, … capped at 2 s, forever; a cache that is down is not fatal to a node. */
+const reconnectDelay = (attempt: number): number => Math.min(attempt * 100, 2_000);
+
+/** Creates a counter with its expiry in one step, so a crash between INCR and PEXPIRE cannot leave it immortal. */
+const INCREMENT_WITH_EXPIRY = `
+local created = redis.call('EXISTS', KEYS[1]) == 0
+local value = redis.call('INCR', KEYS[1])
+if created then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+return value`;
+
+export class RedisCache implements Cache {
+  private readonly redis: Redis;
+  private readonly commandTimeoutMs: number;
+  private closed = false;
+
+  constructor(opts: RedisCacheOptions) {
+    this.commandTimeoutMs = opts.commandTimeoutMs ?? 500;
+    const options: RedisOptions = {
+      enableOfflineQueue: false,
+      commandTimeout: this.commandTimeoutMs,
+      maxRetriesPerRequest: 1,
+      connectTimeout: opts.connectTimeoutMs ?? 1_000,
+      retryStrategy: reconnectDelay,
+      ...(opts.keyPrefix ? { keyPrefix: opts.keyPrefix } : {}),
+      ...(opts.connectionName ? { connectionName: opts.connectionName } : {}),
+    };
+    this.redis = new Redis(opts.url, options);
+    // Connection errors are reported to the caller of each command; without a listener ioredis would also emit an
+    // unhandled 'error' event and take the process down.
+    this.redis.on('error', () => undefined);
+  }
+
+  async get(key: string): Promise<string | undefined> {
+    const value = await this.run(() => this.redis.get(key));
+    return value ?? undefined;
+  }
+
+  async set(key: string, value: string, ttlMs?: number): Promise<void> {
+    await this.run(() => (ttlMs === undefined ? this.redis.set(key, value) : this.redis.set(key, value, 'PX', checkTtl(ttlMs))));
+  }
+
+  async setIfAbsent(key: string, value: string, ttlMs: number): Promise<boolean> {
+    const ttl = checkTtl(ttlMs);
+    const reply = await this.run(() => this.redis.set(key, value, 'PX', ttl, 'NX'));
+    return reply === 'OK';
+  }
+
+  async increment(key: string, ttlMs: number): Promise<number> {
+    const ttl = checkTtl(ttlMs);
+    const reply = await this.run(() => this.redis.eval(INCREMENT_WITH_EXPIRY, 1, key, String(ttl)));
+    return Number(reply);
+  }
+
+  async delete(key: string): Promise<void> {
+    await this.run(() => this.redis.del(key));
+  }
+
+  async ping(): Promise<boolean> {
+    try {
+      return (await this.run(() => this.redis.ping())) === 'PONG';
+    } catch {
+      return false;
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.redis.status === 'ready') {
+      try {
+        await this.redis.quit();
+        return;
+      } catch {
+        // Fall through: a connection that cannot say goodbye is simply dropped.
+      }
+    }
+    this.redis.disconnect();
+  }
+
+  private async run<T>(command: () => Promise<T>): Promise<T> {
+    if (this.closed) throw new TroupeError('CACHE_UNAVAILABLE', 'cache is closed');
+    await this.connected();
+    try {
+      return await command();
+    } catch (err) {
+      throw classify(err);
+    }
+  }
+
+  /**
+   * Commands are only sent on a ready connection. While the first connection (or a reconnection attempt) is in
+   * flight, wait for it up to the command timeout; give up at once when the attempt fails or when the client is
+   * between attempts, so a dead Redis costs callers one failed connect at most, never a queue.
+   */
+  private async connected(): Promise<void> {
+    const status = this.redis.status;
+    if (status === 'ready') return;
+    if (status !== 'connecting' && status !== 'connect' && status !== 'wait') {
+      throw new TroupeError('CACHE_UNAVAILABLE', `redis connection is ${status}`);
+    }
+    if (status === 'wait') this.redis.connect().catch(() => undefined);
+    await new Promise<void>((resolve, reject) => {
+      const finish = (err?: Error) => {
+        clearTimeout(timer);
+        this.redis.off('ready', onReady);
+        this.redis.off('close', onClose);
+        this.redis.off('error', onError);
+        if (err) reject(err);
+        else resolve();
+      };
+      const onReady = () => finish();
+      const onClose = () => finish(new TroupeError('CACHE_UNAVAILABLE', 'redis connection closed'));
+      const onError = (err: Error) => finish(new TroupeError('CACHE_UNAVAILABLE', undefined, { cause: err.message }));
+      const timer = setTimeout(() => finish(new TroupeError('CACHE_UNAVAILABLE', 'redis did not connect in time')), this.commandTimeoutMs);
+      this.redis.once('ready', onReady);
+      this.redis.once('close', onClose);
+      this.redis.once('error', onError);
+    });
+  }
+}
+
+function classify(err: unknown): TroupeError {
+  if (err instanceof TroupeError) return err;
+  if (err instanceof Error && err.name === 'ReplyError') {
+    return new TroupeError('INTERNAL', `redis rejected the command: ${err.message}`);
+  }
+  return new TroupeError('CACHE_UNAVAILABLE', undefined, { cause: err instanceof Error ? err.message : String(err) });
+}
+
+function checkTtl(ttlMs: number): number {
+  if (typeof ttlMs !== 'number' || !Number.isFinite(ttlMs) || ttlMs <= 0) {
+    throw new TroupeError('INTERNAL', `cache ttlMs must be a positive number, got ${String(ttlMs)}`);
+  }
+  return Math.ceil(ttlMs);
+}

@@ -1,0 +1,201 @@
+import type { Knex } from 'knex';
+
+/**
+ * Reads of the session read models. Every query is scoped by org (another org's session is simply not found),
+ * except the worker-facing ones, which are scoped by the org and projects in the worker's verified token.
+ */
+
+export interface SessionSummary {
+  readonly id: string;
+  readonly orgId: string;
+  readonly projectId: string;
+  readonly status: string;
+  readonly trackerIssue: string | null;
+  readonly workerId: string | null;
+  readonly costUsd: number;
+  readonly createdAt: string;
+  readonly updatedAt: string;
+}
+
+const iso = (v: unknown): string | null => (v === null || v === undefined ? null : new Date(v as string).toISOString());
+
+type Row = Record<string, unknown>;
+
+function toSummary(r: Row): SessionSummary {
+  return {
+    id: r.id as string,
+    orgId: r.org_id as string,
+    projectId: r.project_id as string,
+    status: r.status as string,
+    trackerIssue: (r.tracker_issue as string | null) ?? null,
+    workerId: (r.worker_id as string | null) ?? null,
+    costUsd: Number(r.cost_usd),
+    createdAt: iso(r.created_at)!,
+    updatedAt: iso(r.updated_at)!,
+  };
+}
+
+/** The session's org and project, or undefined when it is absent or another org's. */
+export async function sessionScope(db: Knex, orgId: string, sessionId: string): Promise<{ projectId: string; status: string } | undefined> {
+  const row = await db('sessions').where({ id: sessionId, org_id: orgId }).first('project_id', 'status');
+  return row ? { projectId: row.project_id as string, status: row.status as string } : undefined;
+}
+
+/** Enriched detail for `GET /api/public/sessions/{id}`. */
+export async function sessionDetail(db: Knex, orgId: string, sessionId: string): Promise<Record<string, unknown> | undefined> {
+  const row = await db('sessions as s')
+    .leftJoin('projects as p', 'p.id', 's.project_id')
+    .leftJoin('daemon_workers as w', 'w.id', db.raw('coalesce(s.worker_id, s.last_worker_id)'))
+    .where({ 's.id': sessionId, 's.org_id': orgId })
+    .first('s.*', 'p.name as project_name', 'p.slug as project_slug', 'w.hostname as worker_hostname', 'w.last_seen_at as worker_last_seen_at');
+  if (!row) return undefined;
+  const [prompts, activities] = await Promise.all([
+    db('session_prompts').where({ session_id: sessionId, org_id: orgId }).orderBy([{ column: 'created_at' }, { column: 'id' }]).limit(200),
+    db('session_activities').where({ session_id: sessionId, org_id: orgId }).orderBy([{ column: 'created_at' }, { column: 'id' }]).limit(200),
+  ]);
+  const workerId = (row.worker_id ?? row.last_worker_id) as string | null;
+  const workflowRun = await workflowRunOf(db, orgId, row.requested_by as string | null);
+  return {
+    id: row.id,
+    status: row.status,
+    orgId: row.org_id,
+    project: { id: row.project_id, name: row.project_name ?? null, slug: row.project_slug ?? null },
+    worker: workerId === null ? null : {
+      id: workerId, hostname: row.worker_hostname ?? null, lastSeenAt: iso(row.worker_last_seen_at), holdsClaim: row.worker_id !== null,
+    },
+    trackerSessionId: row.tracker_session_id,
+    trackerIssue: row.tracker_issue,
+    waitingForIssueLock: row.lock_state === 'waiting',
+    prompt: row.prompt,
+    agentCardId: row.agent_card_id,
+    workType: row.work_type,
+    provider: row.provider,
+    phase: row.phase,
+    error: row.error,
+    costUsd: Number(row.cost_usd),
+    run: row.epoch,
+    requestedBy: row.requested_by,
+    /** The workflow version this session runs under, when a workflow run's agent step dispatched it (issue 3.3). */
+    workflowRun,
+    prompts: prompts.map((p: Row) => ({
+      id: p.id, text: p.text, run: p.epoch, queued: p.queued, createdAt: iso(p.created_at),
+      deliveredAt: iso(p.delivered_at), archivedAt: iso(p.archived_at),
+    })),
+    activities: activities.map((a: Row) => ({ id: a.id, kind: a.kind, body: a.body, createdAt: iso(a.created_at) })),
+    createdAt: iso(row.created_at),
+    updatedAt: iso(row.updated_at),
+    claimedAt: iso(row.claimed_at),
+    startedAt: iso(row.started_at),
+    finishedAt: iso(row.finished_at),
+    lastToolCalledAt: iso(row.last_tool_called_at),
+  };
+}
+
+/**
+ * The run (and so the pinned workflow version) behind a session a workflow run dispatched: its `requestedBy` is
+ * `workflow-run:<runId>` (actors/workflow-run/ports.ts). Scoped by org like every other read.
+ */
+async function workflowRunOf(db: Knex, orgId: string, requestedBy: string | null): Promise<{ runId: string; workflowId: string; version: number } | null> {
+  const prefix = 'workflow-run:';
+  if (requestedBy === null || !requestedBy.startsWith(prefix)) return null;
+  const runId = requestedBy.slice(prefix.length);
+  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(runId)) return null;
+  const run = await db('workflow_runs').where({ id: runId, org_id: orgId }).first('workflow_id', 'version');
+  return run ? { runId, workflowId: run.workflow_id as string, version: Number(run.version) } : null;
+}
+
+export const MAX_SESSIONS_PER_ISSUE = 100;
+
+export async function sessionsByTrackerIssue(db: Knex, orgId: string, trackerIssue: string): Promise<SessionSummary[]> {
+  const rows = await db('sessions').where({ org_id: orgId, tracker_issue: trackerIssue })
+    .orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id' }]).limit(MAX_SESSIONS_PER_ISSUE);
+  return rows.map(toSummary);
+}
+
+export interface OfferedSession {
+  readonly id: string;
+  readonly projectId: string;
+  readonly prompt: string;
+  readonly agentCardId?: string;
+  readonly workType?: string;
+  readonly provider?: string;
+  /** Prompts queued since the worker last polled, for sessions it already holds. */
+  readonly queuedPrompts?: readonly { id: string; text: string }[];
+}
+
+/**
+ * What a poll offers a worker: pending sessions of its projects that are not waiting for an issue lock, oldest
+ * first, up to its capacity; plus, for sessions it holds, prompts queued for it, claimed with one UPDATE so two
+ * polls never deliver the same prompt.
+ */
+export async function pollForWorker(
+  db: Knex, orgId: string, projectIds: readonly string[], workerId: string, capacity: number, now: number,
+): Promise<OfferedSession[]> {
+  const offered: OfferedSession[] = [];
+  if (capacity > 0 && projectIds.length > 0) {
+    const rows = await db('sessions')
+      .where({ org_id: orgId, status: 'pending' })
+      .whereIn('project_id', [...projectIds])
+      .whereNot('lock_state', 'waiting')
+      .orderBy([{ column: 'created_at' }, { column: 'id' }])
+      .limit(capacity)
+      .select('id', 'project_id', 'prompt', 'agent_card_id', 'work_type', 'provider');
+    for (const r of rows) {
+      offered.push({
+        id: r.id, projectId: r.project_id, prompt: r.prompt,
+        ...(r.agent_card_id ? { agentCardId: r.agent_card_id } : {}),
+        ...(r.work_type ? { workType: r.work_type } : {}),
+        ...(r.provider ? { provider: r.provider } : {}),
+      });
+    }
+  }
+  const delivered = await db('session_prompts as sp')
+    .update({ delivered_at: new Date(now) })
+    .whereIn('sp.id', db('session_prompts as q').join('sessions as s', 's.id', 'q.session_id')
+      .where({ 's.worker_id': workerId, 's.org_id': orgId, 'q.queued': true })
+      .whereNull('q.delivered_at').whereNull('q.archived_at')
+      .select('q.id').limit(100))
+    .returning(['sp.id', 'sp.session_id', 'sp.text']);
+  const bySession = new Map<string, { id: string; text: string }[]>();
+  for (const p of delivered as Row[]) {
+    const list = bySession.get(p.session_id as string) ?? [];
+    list.push({ id: p.id as string, text: p.text as string });
+    bySession.set(p.session_id as string, list);
+  }
+  if (bySession.size > 0) {
+    const held = await db('sessions').whereIn('id', [...bySession.keys()]).select('id', 'project_id', 'prompt');
+    for (const r of held) offered.push({ id: r.id, projectId: r.project_id, prompt: r.prompt, queuedPrompts: bySession.get(r.id) ?? [] });
+  }
+  return offered;
+}
+
+/**
+ * Sessions held by a worker that has not been seen since `staleBefore` (or is not registered at all), for the
+ * lease sweeper. Bounded per sweep.
+ */
+export async function sessionsWithExpiredLease(db: Knex, staleBefore: number, limit: number): Promise<{ id: string; workerId: string }[]> {
+  const rows = await db('sessions as s')
+    .leftJoin('daemon_workers as w', 'w.id', 's.worker_id')
+    .whereIn('s.status', ['claimed', 'running', 'paused', 'finalizing'])
+    .whereNotNull('s.worker_id')
+    .where((q) => q.whereNull('w.id').orWhere('w.last_seen_at', '<', new Date(staleBefore)))
+    .orderBy('s.updated_at')
+    .limit(limit)
+    .select('s.id', 's.worker_id');
+  return rows.map((r: Row) => ({ id: r.id as string, workerId: r.worker_id as string }));
+}
+
+/** Step heartbeats, coalesced: one UPDATE per batch, scoped so a worker only touches sessions it holds. */
+export async function writeStepHeartbeats(
+  db: Knex, batch: readonly { sessionId: string; orgId: string; workerId: string; at: number }[],
+): Promise<void> {
+  if (batch.length === 0) return;
+  const sorted = [...batch].sort((a, b) => (a.sessionId < b.sessionId ? -1 : a.sessionId > b.sessionId ? 1 : 0));
+  await db.raw(
+    `update sessions s set last_tool_called_at = v.at
+       from (select * from unnest(?::text[], ?::uuid[], ?::text[], ?::timestamptz[]) as t(id, org_id, worker_id, at)) v
+      where s.id = v.id and s.org_id = v.org_id and s.worker_id = v.worker_id
+        and (s.last_tool_called_at is null or s.last_tool_called_at < v.at)`,
+    [sorted.map((b) => b.sessionId), sorted.map((b) => b.orgId), sorted.map((b) => b.workerId), sorted.map((b) => new Date(b.at).toISOString())],
+  );
+}

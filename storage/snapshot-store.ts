@@ -1,0 +1,27 @@
+import type { Knex } from 'knex';
+
+/**
+ * Durable actor state, one row per actor address, fenced by an optimistic version.
+ *
+ * `save(address, expectedVersion, state)` writes only when the stored version still equals `expectedVersion`
+ * (0 for an actor that has never been saved) and returns the new version. When another owner wrote in between
+ * it throws `TroupeError('STORAGE_STALE_VERSION')`: the caller must stop the actor, never retry blindly.
+ *
+ * `project` runs inside the same transaction as the snapshot write, so read models (lists, lookups) never
+ * disagree with the state the actor answered from.
+ */
+export interface Snapshot<S> {
+  readonly address: string;
+  readonly version: number;
+  readonly state: S;
+  readonly updatedAt: Date;
+}
+
+export type Projection = (trx: Knex.Transaction) => Promise<void>;
+
+export interface SnapshotStore {
+  load<S>(address: string): Promise<Snapshot<S> | undefined>;
+  save<S>(address: string, expectedVersion: number, state: S, project?: Projection): Promise<number>;
+  /** Removes the snapshot when its version still matches; used when an actor's lifetime is over. */
+  remove(address: string, expectedVersion: number): Promise<void>;
+}

@@ -1,0 +1,99 @@
+import type { Knex } from 'knex';
+import { withStorageErrors } from '../storage-errors.js';
+import { isUuid } from './workflows.js';
+
+/** Read models of workflow runs and approval gates, projected by their actors; every query is scoped by org. */
+export interface RunRow {
+  readonly id: string;
+  readonly orgId: string;
+  readonly projectId: string;
+  readonly workflowId: string;
+  readonly version: number;
+  readonly status: string;
+  readonly steps: readonly unknown[];
+  readonly error: string | null;
+  readonly startedBy: string;
+  readonly createdAt: string;
+  readonly updatedAt: string;
+}
+
+export async function writeRun(trx: Knex.Transaction, run: RunRow): Promise<void> {
+  const row = {
+    org_id: run.orgId, project_id: run.projectId, workflow_id: run.workflowId, version: run.version, status: run.status,
+    steps: JSON.stringify(run.steps), error: run.error, started_by: run.startedBy, created_at: run.createdAt, updated_at: run.updatedAt,
+  };
+  await trx('workflow_runs').insert({ id: run.id, ...row }).onConflict('id').merge(row);
+}
+
+export async function findRun(db: Knex, orgId: string, id: string): Promise<RunRow | undefined> {
+  if (!isUuid(id)) return undefined;
+  const r = await withStorageErrors(() => db('workflow_runs').where({ org_id: orgId, id }).first());
+  if (!r) return undefined;
+  return {
+    id: r.id, orgId: r.org_id, projectId: r.project_id, workflowId: r.workflow_id, version: Number(r.version), status: r.status,
+    steps: r.steps, error: r.error ?? null, startedBy: r.started_by, createdAt: iso(r.created_at), updatedAt: iso(r.updated_at),
+  };
+}
+
+/** Runs that are waiting on something, oldest first: what a node re-awakens after it starts. */
+export async function activeRunIds(db: Knex, limit: number): Promise<string[]> {
+  const rows = await withStorageErrors(() =>
+    db('workflow_runs').whereIn('status', ['running', 'waiting', 'suspended']).orderBy('created_at').limit(limit).select('id'));
+  return rows.map((r: { id: string }) => r.id);
+}
+
+export interface GateRow {
+  readonly id: string;
+  readonly orgId: string;
+  readonly projectId: string | null;
+  readonly title: string;
+  readonly issue: string | null;
+  readonly sessionId: string | null;
+  readonly runId: string | null;
+  readonly nodeId: string | null;
+  readonly escalation: string | null;
+  readonly requiredRole: string | null;
+  readonly status: string;
+  readonly decidedBy: unknown;
+  readonly driver: string | null;
+  readonly createdAt: string;
+  readonly decidedAt: string | null;
+}
+
+export async function writeGate(trx: Knex.Transaction, g: GateRow): Promise<void> {
+  const row = {
+    org_id: g.orgId, project_id: g.projectId, title: g.title, issue: g.issue, session_id: g.sessionId, run_id: g.runId,
+    node_id: g.nodeId, escalation: g.escalation, required_role: g.requiredRole, status: g.status,
+    decision: g.status === 'pending' ? null : g.status, decided_by: g.decidedBy === null ? null : JSON.stringify(g.decidedBy),
+    driver: g.driver, created_at: g.createdAt, decided_at: g.decidedAt,
+  };
+  await trx('approval_gates').insert({ id: g.id, ...row }).onConflict('id').merge(row);
+}
+
+export async function findGate(db: Knex, orgId: string, id: string): Promise<GateRow | undefined> {
+  if (!isUuid(id)) return undefined;
+  const r = await withStorageErrors(() => db('approval_gates').where({ org_id: orgId, id }).first());
+  return r ? toGate(r) : undefined;
+}
+
+/** createdAt ascending (spec 4.8). */
+export async function listGates(db: Knex, orgId: string, filter: { issue?: string; status?: string }): Promise<GateRow[]> {
+  const rows = await withStorageErrors(() => {
+    const q = db('approval_gates').where({ org_id: orgId }).orderBy([{ column: 'created_at' }, { column: 'id' }]).limit(1000);
+    if (filter.issue !== undefined) q.andWhere({ issue: filter.issue });
+    if (filter.status !== undefined) q.andWhere({ status: filter.status });
+    return q;
+  });
+  return rows.map(toGate);
+}
+
+function toGate(r: Record<string, any>): GateRow {
+  return {
+    id: r.id, orgId: r.org_id, projectId: r.project_id ?? null, title: r.title, issue: r.issue ?? null, sessionId: r.session_id ?? null,
+    runId: r.run_id ?? null, nodeId: r.node_id ?? null, escalation: r.escalation ?? null, requiredRole: r.required_role ?? null,
+    status: r.status, decidedBy: r.decided_by ?? null, driver: r.driver ?? null, createdAt: iso(r.created_at),
+    decidedAt: r.decided_at ? iso(r.decided_at) : null,
+  };
+}
+
+const iso = (v: unknown): string => (v instanceof Date ? v : new Date(String(v))).toISOString();

@@ -1,0 +1,149 @@
+// Invariant: through the real HTTP server, a dispatched session moves pending → claimed → running → finalizing →
+// completed only by its worker's status reports (an illegal move is 409 and changes nothing); stop and prompt behave
+// as spec 3.1 says; the enriched detail shows what happened; another org's session is 404, anonymous callers 401,
+// refused credential kinds 403, and hostile bodies 4xx, never 5xx.
+import { expect } from 'chai';
+import { startTestNode, type TestNode } from '../../support/node.js';
+import { dispatch, provisionOrg, registerDaemon, report, type Org } from './support.js';
+
+describe('session routes (embedded node)', function () {
+  this.timeout(60_000);
+  let t: TestNode;
+  let acme: Org;
+  let globex: Org;
+  before(async () => {
+    t = await startTestNode();
+    acme = await provisionOrg(t, 'Acme');
+    globex = await provisionOrg(t, 'Globex');
+  });
+  after(() => t?.close());
+
+  it('dispatch answers 201 pending for an API key, a user token and the session cookie', async () => {
+    expect(await dispatch(t, acme)).to.match(/^[0-9a-f]{16}$/);
+    const byUser = await t.call('POST', '/api/agent-dispatch', { token: acme.memberToken, body: { projectId: acme.projectId, prompt: 'x' } });
+    expect(byUser.status).to.equal(201);
+    expect(byUser.json.status).to.equal('pending');
+    const byCookie = await t.call('POST', '/api/agent-dispatch', {
+      headers: { cookie: `troupe_session=${acme.ownerToken}` }, body: { projectId: acme.projectId, prompt: 'x' },
+    });
+    expect(byCookie.status).to.equal(201);
+  });
+
+  it('dispatch refuses anonymous (401), a runtime token (403), another org project (404) and hostile bodies (400)', async () => {
+    const daemon = await registerDaemon(t, acme);
+    expect((await t.call('POST', '/api/agent-dispatch', { body: { projectId: acme.projectId, prompt: 'x' } })).status).to.equal(401);
+    expect((await t.call('POST', '/api/agent-dispatch', { token: daemon.runtimeJwt, body: { projectId: acme.projectId, prompt: 'x' } })).status).to.equal(403);
+    expect((await t.call('POST', '/api/agent-dispatch', { token: acme.apiKey, body: { projectId: globex.projectId, prompt: 'x' } })).status).to.equal(404);
+    for (const body of [{}, { projectId: 'nope', prompt: 'x' }, { projectId: acme.projectId, prompt: '' }, { projectId: acme.projectId, prompt: 'x', extra: 1 }, [], 'x']) {
+      const res = await t.call('POST', '/api/agent-dispatch', { token: acme.apiKey, body });
+      expect(res.status, JSON.stringify(body)).to.equal(400);
+    }
+    const badJson = await t.call('POST', '/api/agent-dispatch', { token: acme.apiKey, rawBody: '{"projectId":', headers: { 'content-type': 'application/json' } });
+    expect(badJson.status).to.equal(400);
+  });
+
+  it('a session is public-id addressed by the SHA-256 of its tracker session id', async () => {
+    const id = await dispatch(t, acme, { trackerSessionId: 'abc' });
+    expect(id).to.equal('ba7816bf8f01cfea');
+    // The same tracker id from another org is a conflict, never that session.
+    const res = await t.call('POST', '/api/agent-dispatch', { token: globex.apiKey, body: { projectId: globex.projectId, prompt: 'x', trackerSessionId: 'abc' } });
+    expect(res.status).to.equal(409);
+  });
+
+  it('walks the machine through worker reports, with 409 for an illegal move, and shows it on the detail', async () => {
+    const daemon = await registerDaemon(t, acme);
+    const id = await dispatch(t, acme, { trackerIssue: 'ENG-42' });
+    const poll = await t.call('POST', '/v1/daemon/poll', { token: daemon.runtimeJwt, body: { workerId: daemon.workerId, capacity: 50 } });
+    expect(poll.status).to.equal(200);
+    expect(poll.json.sessions.map((s: { id: string }) => s.id)).to.include(id);
+
+    expect((await report(t, daemon, id, 'running')).status).to.equal(409);
+    const claim = await report(t, daemon, id, 'claimed');
+    expect(claim.json).to.deep.equal({ sessionId: id, previousStatus: 'pending', newStatus: 'claimed' });
+    const other = await registerDaemon(t, acme, 'host-2');
+    expect((await report(t, other, id, 'claimed')).status, 'second claimer loses').to.equal(409);
+    expect((await report(t, daemon, id, 'running')).status).to.equal(200);
+    expect((await report(t, daemon, id, 'completed')).status, 'running → completed skips finalizing').to.equal(409);
+    expect((await report(t, daemon, id, 'finalizing', { costUsd: 0.75, phase: 'review' })).status).to.equal(200);
+    const done = await report(t, daemon, id, 'completed', { costUsd: 1.25 });
+    expect(done.json).to.deep.equal({ sessionId: id, previousStatus: 'finalizing', newStatus: 'completed' });
+
+    const detail = await t.call('GET', `/api/public/sessions/${id}`, { token: acme.apiKey });
+    expect(detail.status).to.equal(200);
+    expect(detail.json).to.deep.include({ id, status: 'completed', costUsd: 1.25, trackerIssue: 'ENG-42', phase: 'review' });
+    expect(detail.json.project).to.deep.include({ id: acme.projectId, name: 'default' });
+    expect(detail.json.worker).to.deep.include({ id: daemon.workerId, hostname: 'host-1', holdsClaim: false });
+    expect(detail.json.activities.map((a: { kind: string }) => a.kind)).to.deep.equal(['session.completed']);
+    expect(detail.json.prompts).to.have.length(1);
+    for (const key of ['createdAt', 'claimedAt', 'startedAt', 'finishedAt']) expect(detail.json[key], key).to.be.a('string');
+    expect(detail.json).to.have.property('lastToolCalledAt');
+
+    const byIssue = await t.call('GET', '/api/sessions?trackerIssue=ENG-42', { token: acme.memberToken });
+    expect(byIssue.json.sessions.map((s: { id: string }) => s.id)).to.deep.equal([id]);
+    const otherOrgIssue = await t.call('GET', '/api/sessions?trackerIssue=ENG-42', { token: globex.apiKey });
+    expect(otherOrgIssue.json.sessions).to.deep.equal([]);
+  });
+
+  it('stop from a live state posts "Stop signal received"; stop again answers stopped:false', async () => {
+    const id = await dispatch(t, acme);
+    const first = await t.call('POST', `/api/public/sessions/${id}/stop`, { token: acme.memberToken });
+    expect(first.json).to.deep.equal({ stopped: true, sessionId: id, previousStatus: 'pending', newStatus: 'stopped' });
+    const second = await t.call('POST', `/api/public/sessions/${id}/stop`, { token: acme.apiKey });
+    expect(second.status).to.equal(200);
+    expect(second.json).to.deep.equal({ stopped: false, sessionId: id, previousStatus: 'stopped', newStatus: 'stopped' });
+    const detail = await t.call('GET', `/api/public/sessions/${id}`, { token: acme.apiKey });
+    expect(detail.json.activities.map((a: { body: string }) => a.body)).to.deep.equal(['Stop signal received']);
+  });
+
+  it('prompt re-dispatches a terminal session as pending and queues for a running one', async () => {
+    const id = await dispatch(t, acme);
+    await t.call('POST', `/api/public/sessions/${id}/stop`, { token: acme.apiKey });
+    const re = await t.call('POST', `/api/public/sessions/${id}/prompt`, { token: acme.apiKey, body: { prompt: 'Try again' } });
+    expect(re.status).to.equal(200);
+    expect(re.json).to.deep.include({ delivered: true, sessionId: id, status: 'pending' });
+    expect(re.json.promptId).to.be.a('string');
+
+    const daemon = await registerDaemon(t, acme);
+    await report(t, daemon, id, 'claimed');
+    await report(t, daemon, id, 'running');
+    const queued = await t.call('POST', `/api/public/sessions/${id}/prompt`, { token: acme.apiKey, body: { prompt: 'Also this' } });
+    expect(queued.json.status).to.equal('running');
+    const poll = await t.call('POST', '/v1/daemon/poll', { token: daemon.runtimeJwt, body: { workerId: daemon.workerId, capacity: 0 } });
+    const mine = poll.json.sessions.find((s: { id: string }) => s.id === id);
+    expect(mine.queuedPrompts.map((p: { text: string }) => p.text)).to.deep.equal(['Also this']);
+    const again = await t.call('POST', '/v1/daemon/poll', { token: daemon.runtimeJwt, body: { workerId: daemon.workerId, capacity: 0 } });
+    expect(again.json.sessions.find((s: { id: string }) => s.id === id), 'a prompt is delivered once').to.equal(undefined);
+  });
+
+  it("another org's session is 404 on every route; anonymous is 401; a viewer-less refusal is 403 for runtime tokens", async () => {
+    const id = await dispatch(t, acme);
+    for (const [method, path] of [
+      ['GET', `/api/public/sessions/${id}`], ['POST', `/api/public/sessions/${id}/stop`], ['GET', `/api/sessions/${id}/error-issues`],
+    ] as const) {
+      expect((await t.call(method, path, { token: globex.apiKey })).status, `${method} ${path}`).to.equal(404);
+      expect((await t.call(method, path)).status, `${method} ${path} anonymous`).to.equal(401);
+    }
+    expect((await t.call('POST', `/api/public/sessions/${id}/prompt`, { token: globex.apiKey, body: { prompt: 'x' } })).status).to.equal(404);
+    const globexDaemon = await registerDaemon(t, globex);
+    expect((await report(t, globexDaemon, id, 'claimed')).status).to.equal(404);
+    expect((await t.call('GET', `/api/public/sessions/${id}`, { token: globexDaemon.runtimeJwt })).status).to.equal(403);
+    expect((await t.call('GET', '/api/public/sessions/not-a-session', { token: acme.apiKey })).status).to.equal(404);
+  });
+
+  it('error-issues answers configured:false without a connection', async () => {
+    const id = await dispatch(t, acme);
+    const res = await t.call('GET', `/api/sessions/${id}/error-issues`, { token: acme.apiKey });
+    expect(res.json).to.deep.equal({ configured: false, issues: [] });
+  });
+
+  it('a status report must come from the worker its token names, with a well-formed body', async () => {
+    const daemon = await registerDaemon(t, acme);
+    const id = await dispatch(t, acme);
+    const spoofed = await t.call('POST', `/api/sessions/${id}/status`, { token: daemon.runtimeJwt, body: { status: 'claimed', workerId: 'someone-else' } });
+    expect(spoofed.status).to.equal(403);
+    expect((await t.call('POST', `/api/sessions/${id}/status`, { token: acme.apiKey, body: { status: 'claimed', workerId: daemon.workerId } })).status).to.equal(403);
+    for (const body of [{ status: 'exploded', workerId: daemon.workerId }, { status: 'claimed', workerId: daemon.workerId, costUsd: -5 }, { status: 'claimed' }]) {
+      expect((await t.call('POST', `/api/sessions/${id}/status`, { token: daemon.runtimeJwt, body })).status).to.equal(400);
+    }
+  });
+});

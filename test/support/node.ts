@@ -1,0 +1,105 @@
+import { randomBytes } from 'node:crypto';
+import amqp from 'amqplib';
+import { loadConfig, type Config } from '../../ops/config.js';
+import { silentLogger } from '../../ops/logger.js';
+import { generateAdminToken, generateMasterKey } from '../../ops/secrets.js';
+import { startNode, type TroupeNode } from '../../ops/node.js';
+import { deleteTopology } from '../../transport/amqp/index.js';
+import { AmqpTransport } from '../../transport/amqp/index.js';
+import { engines } from './engines.js';
+import { newMigratedPglite } from './db.js';
+
+/**
+ * A whole Troupe node in this process, listening on a free loopback port, for end-to-end tests through the real
+ * HTTP interface. `engines: 'embedded'` is PGlite in memory, the local transport and the memory cache;
+ * `engines: 'real'` is the machine's Postgres (a schema of its own), Redis (a key prefix of its own) and
+ * RabbitMQ (exchange and queue names of their own). Everything it creates, `close()` removes.
+ */
+export interface TestNode {
+  readonly node: TroupeNode;
+  readonly url: string;
+  readonly adminToken: string;
+  readonly config: Config;
+  call(method: string, path: string, init?: CallInit): Promise<CallResult>;
+  close(): Promise<void>;
+}
+
+export interface CallInit {
+  body?: unknown;
+  /** Sent as-is (no JSON encoding) when given. */
+  rawBody?: string | Uint8Array;
+  token?: string;
+  headers?: Record<string, string>;
+}
+
+export interface CallResult {
+  readonly status: number;
+  readonly headers: Headers;
+  readonly json: any;
+  readonly text: string;
+}
+
+export type EngineSet = 'embedded' | 'real';
+
+export async function startTestNode(opts: { engines?: EngineSet; config?: Partial<Config> } = {}): Promise<TestNode> {
+  const set = opts.engines ?? 'embedded';
+  const label = randomBytes(4).toString('hex');
+  const env: NodeJS.ProcessEnv = set === 'real'
+    ? { DATABASE_URL: engines.postgres, REDIS_URL: engines.redis, AMQP_URL: engines.amqp }
+    : {};
+  const adminToken = generateAdminToken();
+  const config = loadConfig(env, {
+    port: 0,
+    host: '127.0.0.1',
+    nodeId: `test-${label}`,
+    masterKey: generateMasterKey(),
+    adminToken,
+    logLevel: 'silent',
+    shardCount: 4,
+    ...opts.config,
+  });
+  const schema = `t_node_${label}`;
+  const prefix = `troupe-test-${label}`;
+  const node = await startNode(config, {
+    log: silentLogger(),
+    ...(set === 'embedded' ? { pglite: await newMigratedPglite() } : {}),
+    ...(set === 'real' ? { searchPath: schema, cachePrefix: `${prefix}:`, transportPrefix: prefix } : {}),
+  });
+  const url = node.url;
+
+  return {
+    node, url, adminToken, config,
+    call: (method, path, init = {}) => call(url, method, path, init),
+    async close() {
+      const transport = node.deps.transport;
+      const db = set === 'real' ? node.deps.db : undefined;
+      const dropSchema = db ? async () => {
+        const { createDb } = await import('../../storage/db.js');
+        const admin = await createDb({ databaseUrl: engines.postgres });
+        try { await admin.raw(`drop schema if exists "${schema}" cascade`); } finally { await admin.destroy(); }
+      } : undefined;
+      await node.close();
+      if (transport instanceof AmqpTransport) {
+        const connection = await amqp.connect(engines.amqp);
+        try { await deleteTopology(await connection.createChannel(), transport.topology); } finally { await connection.close(); }
+      }
+      if (dropSchema) await dropSchema();
+    },
+  };
+}
+
+export async function call(url: string, method: string, path: string, init: CallInit = {}): Promise<CallResult> {
+  const headers: Record<string, string> = { ...init.headers };
+  if (init.token !== undefined) headers.authorization = `Bearer ${init.token}`;
+  let body: string | Uint8Array | undefined;
+  if (init.rawBody !== undefined) body = init.rawBody;
+  else if (init.body !== undefined) {
+    body = JSON.stringify(init.body);
+    headers['content-type'] ??= 'application/json';
+  }
+  const response = await fetch(`${url}${path}`, { method, headers, body });
+  const text = await response.text();
+  let json: unknown;
+  try { json = text ? JSON.parse(text) : undefined; } catch { json = undefined; }
+  return { status: response.status, headers: response.headers, json, text };
+}

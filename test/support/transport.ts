@@ -1,0 +1,79 @@
+/**
+ * Started transports for tests, one of each kind, and their teardown. An AMQP transport gets its own name prefix
+ * (`troupe-test-<random>`), so concurrent runs never share queues, and `close()` deletes everything it declared.
+ */
+import { randomBytes } from 'node:crypto';
+import amqp from 'amqplib';
+import type { DeliveryHandler, Transport } from '../../transport/port.js';
+import { LocalTransport } from '../../transport/local.js';
+import { AmqpTransport, type AmqpTransportOptions } from '../../transport/amqp/transport.js';
+import { deleteTopology } from '../../transport/amqp/topology.js';
+import { silentLogger } from '../../ops/logger.js';
+import { engines, skipEngine } from './engines.js';
+
+export interface StartedTransport<T extends Transport = Transport> {
+  readonly transport: T;
+  /** Closes the transport (idempotent) and removes what it declared on the broker. */
+  close(): Promise<void>;
+}
+
+export type TransportFactory = (handler: DeliveryHandler) => Promise<StartedTransport>;
+
+export async function startLocalTransport(handler: DeliveryHandler): Promise<StartedTransport<LocalTransport>> {
+  const transport = new LocalTransport({ nodeId: 'test-local', log: silentLogger() });
+  await transport.start(handler);
+  return { transport, close: () => transport.close() };
+}
+
+export function testPrefix(): string {
+  return `troupe-test-${randomBytes(4).toString('hex')}`;
+}
+
+export async function startAmqpTransport(
+  handler: DeliveryHandler,
+  options: Partial<AmqpTransportOptions> = {},
+): Promise<StartedTransport<AmqpTransport>> {
+  const transport = new AmqpTransport({
+    url: engines.amqp,
+    nodeId: `test-${randomBytes(3).toString('hex')}`,
+    shardCount: 4,
+    log: silentLogger(),
+    prefix: testPrefix(),
+    ...options,
+  });
+  await transport.start(handler);
+  return {
+    transport,
+    close: async () => {
+      await transport.close();
+      await deleteBrokerTopology(transport);
+    },
+  };
+}
+
+/** Removes a transport's queues and exchanges through a connection of its own. */
+export async function deleteBrokerTopology(transport: AmqpTransport): Promise<void> {
+  const connection = await amqp.connect(engines.amqp);
+  try {
+    const channel = await connection.createChannel();
+    await deleteTopology(channel, transport.topology);
+  } finally {
+    await connection.close();
+  }
+}
+
+/** Every transport implementation, for contract suites; the AMQP one is absent when TEST_SKIP_AMQP=1. */
+export const transportFactories: ReadonlyArray<{ readonly kind: 'local' | 'amqp'; readonly start: TransportFactory }> = [
+  { kind: 'local', start: startLocalTransport },
+  ...(skipEngine.amqp ? [] : [{ kind: 'amqp' as const, start: (handler: DeliveryHandler) => startAmqpTransport(handler) }]),
+];
+
+/** Polls until `condition` holds; fails with `what` after `timeoutMs`. For states, not for fixed sleeps. */
+export async function eventually(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    if (await condition()) return;
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}

@@ -1,0 +1,80 @@
+// Invariant: every status × message pair of the provider-event machine is a transition its table allows or an
+// explicit ILLEGAL_TRANSITION; a delivery asks for at most one session dispatch however often it is redelivered;
+// only a Linear issue creation plans a dispatch, keyed by (org, issue) so two orgs never share a session.
+import { expect } from 'chai';
+import { randomUUID } from 'node:crypto';
+import { runCommand } from '../../support/harness.js';
+import { createProviderEventBehavior } from '../../../actors/integrations/webhooks/actor.js';
+import {
+  providerEventMsgTypes, providerEventStatuses, providerEventTransitions, type ProviderEventState,
+} from '../../../actors/integrations/webhooks/machine.js';
+import { planRoute } from '../../../actors/integrations/webhooks/routing.js';
+
+const behavior = createProviderEventBehavior({ ask: () => Promise.reject(new Error('not used in table tests')) });
+const orgId = randomUUID();
+const projectId = randomUUID();
+const dispatchAction = { kind: 'dispatchSession', trackerSessionId: `linear:${orgId}:i1`, trackerIssue: 'ENG-1', prompt: 'ENG-1: fix' } as const;
+const route = (action: unknown = dispatchAction, project: string | null = projectId) =>
+  ({ type: 'providerEvent.route', orgId, provider: 'linear', eventType: 'Issue.create', projectId: project, action });
+const messages = {
+  'providerEvent.route': route(),
+  'providerEvent.dispatched': { type: 'providerEvent.dispatched', sessionId: 'abcdef0123456789' },
+  'providerEvent.dispatchFailed': { type: 'providerEvent.dispatchFailed', error: 'boom' },
+} as const;
+
+function stateIn(status: ProviderEventState['status']): ProviderEventState {
+  const absent = behavior.initial('e');
+  if (status === 'absent') return absent;
+  const first = runCommand(behavior, absent, status === 'ignored' ? route({ kind: 'ignore', reason: 'x' }) : route());
+  if (!first.ok) throw new Error('route failed');
+  if (status === 'routing' || status === 'ignored') return first.state;
+  const next = runCommand(behavior, first.state, status === 'routed' ? messages['providerEvent.dispatched'] : messages['providerEvent.dispatchFailed']);
+  if (!next.ok) throw new Error(`could not reach ${status}`);
+  return next.state;
+}
+
+describe('provider-event machine', () => {
+  it('walks every status × message pair from the table', () => {
+    for (const status of providerEventStatuses) {
+      for (const type of providerEventMsgTypes) {
+        const result = runCommand(behavior, stateIn(status), messages[type]);
+        const allowed = providerEventTransitions[status][type];
+        expect(result.ok, `${status} × ${type}`).to.equal(allowed !== undefined);
+        if (result.ok) expect(allowed, `${status} × ${type}`).to.include(result.state.status);
+        else expect(result.rejection.code).to.equal('ILLEGAL_TRANSITION');
+      }
+    }
+  });
+
+  it('asks for one dispatch on the first route and none on redeliveries', () => {
+    const first = runCommand(behavior, behavior.initial('e'), route());
+    expect(first.ok && first.effects).to.deep.equal([{
+      type: 'dispatchSession', orgId, projectId, trackerSessionId: dispatchAction.trackerSessionId, trackerIssue: 'ENG-1', prompt: 'ENG-1: fix', provider: 'linear',
+    }]);
+    for (const status of ['routing', 'routed', 'failed', 'ignored'] as const) {
+      const again = runCommand(behavior, stateIn(status), route());
+      expect(again.ok && again.effects, status).to.deep.equal([]);
+      expect(again.ok && again.changed, status).to.equal(false);
+    }
+  });
+
+  it('fails a dispatch without a project, and refuses malformed messages', () => {
+    const noProject = runCommand(behavior, behavior.initial('e'), route(dispatchAction, null));
+    expect(noProject.ok && noProject.state.status).to.equal('failed');
+    expect(runCommand(behavior, behavior.initial('e'), { ...route(), extra: 1 }).ok).to.equal(false);
+    expect(runCommand(behavior, behavior.initial('e'), route({ kind: 'dispatchSession', trackerSessionId: 'x', trackerIssue: null, prompt: '' })).ok).to.equal(false);
+  });
+
+  it('plans a dispatch only for a Linear issue creation, keyed by org and issue', () => {
+    const issue = { type: 'Issue', action: 'create', data: { id: 'i-1', identifier: 'ENG-7', title: 'Crash', description: 'Stack trace' } };
+    expect(planRoute(orgId, 'linear', 'Issue.create', issue)).to.deep.equal({
+      kind: 'dispatchSession', trackerSessionId: `linear:${orgId}:i-1`, trackerIssue: 'ENG-7', prompt: 'ENG-7: Crash\n\nStack trace',
+    });
+    const otherOrg = planRoute(randomUUID(), 'linear', 'Issue.create', issue);
+    expect(otherOrg.kind === 'dispatchSession' && otherOrg.trackerSessionId).to.not.equal(`linear:${orgId}:i-1`);
+    expect(planRoute(orgId, 'linear', 'Issue.update', { ...issue, action: 'update' }).kind).to.equal('ignore');
+    expect(planRoute(orgId, 'linear', 'Issue.create', { type: 'Issue', action: 'create', data: { id: 'i' } }).kind).to.equal('ignore');
+    expect(planRoute(orgId, 'linear', 'Issue.create', { type: 'Issue', action: 'create', data: 'x' }).kind).to.equal('ignore');
+    expect(planRoute(orgId, 'github', 'issues.opened', issue).kind).to.equal('ignore');
+  });
+});

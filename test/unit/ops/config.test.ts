@@ -1,0 +1,53 @@
+// Invariant: configuration is read from the environment once, every bad value stops start-up with one line naming
+// the variable (and never echoing a secret), and the result cannot be changed afterwards.
+import { expect } from 'chai';
+import { ConfigError, loadConfig } from '../../../ops/config.js';
+
+describe('config', () => {
+  it('uses embedded defaults when the environment is empty', () => {
+    const config = loadConfig({});
+    expect(config.port).to.equal(8080);
+    expect(config.dataDir).to.equal('./data');
+    expect(config.databaseUrl).to.equal(undefined);
+    expect(config.amqpUrl).to.equal(undefined);
+    expect(config.redisUrl).to.equal(undefined);
+    expect(config.kAnonymityFloor).to.equal(5);
+  });
+
+  it('reads real engine URLs and typed values', () => {
+    const config = loadConfig({
+      PORT: '9000', DATABASE_URL: 'postgres://u@h/db', AMQP_URL: 'amqp://g:g@h', REDIS_URL: 'redis://h:6379',
+      TROUPE_OUTBOUND_ALLOW: '127.0.0.1, 10.0.0.0/8', TROUPE_BEHIND_TLS: 'true',
+    });
+    expect(config.port).to.equal(9000);
+    expect(config.databaseUrl).to.equal('postgres://u@h/db');
+    expect(config.outboundAllow).to.deep.equal(['127.0.0.1', '10.0.0.0/8']);
+    expect(config.behindTls).to.equal(true);
+  });
+
+  const bad: Array<[string, string]> = [
+    ['PORT', 'eighty'], ['PORT', '70000'], ['DATABASE_URL', 'mysql://x'], ['AMQP_URL', 'http://x'],
+    ['REDIS_URL', 'localhost'], ['TROUPE_LOG_LEVEL', 'loud'], ['TROUPE_SHARD_COUNT', '0'],
+    ['TROUPE_MASTER_KEY', 'short'], ['TROUPE_BEHIND_TLS', 'maybe'], ['TROUPE_NODE_ID', 'a b'],
+  ];
+  for (const [variable, value] of bad) {
+    it(`stops on ${variable}=${value} with a message naming ${variable}`, () => {
+      let thrown: unknown;
+      try { loadConfig({ [variable]: value }); } catch (err) { thrown = err; }
+      expect(thrown).to.be.instanceOf(ConfigError);
+      const message = (thrown as Error).message;
+      expect(message).to.contain(variable);
+      expect(message).to.not.contain('\n');
+    });
+  }
+
+  it('never echoes a secret in the message', () => {
+    expect(() => loadConfig({ TROUPE_MASTER_KEY: 'not-base64-secret-value' })).to.throw(ConfigError).with.property('message').that.does.not.contain('not-base64-secret-value');
+  });
+
+  it('is frozen', () => {
+    const config = loadConfig({ TROUPE_OUTBOUND_ALLOW: 'a' });
+    expect(Object.isFrozen(config)).to.equal(true);
+    expect(Object.isFrozen(config.outboundAllow)).to.equal(true);
+  });
+});

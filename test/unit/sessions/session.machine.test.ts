@@ -1,0 +1,158 @@
+// Invariant: every session status × message pair is either a move the transition table allows (and the reply names
+// the resulting status) or an explicit rejection that leaves the state exactly as it was; terminal moves always carry
+// exactly one keyed terminal effect, and a repeated or racing message never produces a second one.
+import { expect } from 'chai';
+import { runCommand, harnessNow } from '../../support/harness.js';
+import {
+  createSessionBehavior, initialSessionState, publicSessionId, sessionMsgTypes, sessionStatuses, sessionTransitions,
+  isTerminal, type SessionMsg, type SessionState, type SessionStatus,
+} from '../../../actors/session/index.js';
+
+const behavior = createSessionBehavior();
+const ORG = '11111111-1111-4111-8111-111111111111';
+const PROJECT = '22222222-2222-4222-8222-222222222222';
+const id = publicSessionId('tracker-session-1');
+
+const dispatch: SessionMsg = {
+  type: 'session.dispatch', orgId: ORG, projectId: PROJECT, trackerSessionId: 'tracker-session-1', prompt: 'Fix the bug',
+  agentCardId: null, trackerIssue: 'ENG-1', workType: null, provider: null, requestedBy: 'apiKey:k',
+};
+
+/** A session in `status`, held by worker w1 where a worker holds it. */
+function stateIn(status: SessionStatus): SessionState {
+  if (status === 'absent') return initialSessionState();
+  const base = runCommand(behavior, initialSessionState(), dispatch, { id });
+  if (!base.ok) throw new Error('dispatch failed');
+  return { ...base.state, status, workerId: status === 'pending' ? null : 'w1', epoch: 1 };
+}
+
+/** One representative message per type; `session.transition` is tried against every reportable target. */
+function messagesOf(type: SessionMsg['type']): SessionMsg[] {
+  switch (type) {
+    case 'session.dispatch': return [dispatch];
+    case 'session.transition':
+      return (['claimed', 'running', 'paused', 'finalizing', 'completed', 'failed', 'stopped'] as const)
+        .map((status) => ({ type, status, workerId: 'w1', costUsd: 1.5 }));
+    case 'session.stop': return [{ type, requestedBy: 'user:u' }];
+    case 'session.prompt': return [{ type, promptId: 'p-1', prompt: 'More', requestedBy: 'user:u' }];
+    case 'session.leaseExpired': return [{ type, workerId: 'w1' }];
+  }
+}
+
+describe('session machine', () => {
+  it('public id is the first 16 hex characters of SHA-256 of the tracker session id', () => {
+    // sha256("abc") = ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad
+    expect(publicSessionId('abc')).to.equal('ba7816bf8f01cfea');
+  });
+
+  for (const status of sessionStatuses) {
+    for (const type of sessionMsgTypes) {
+      for (const msg of messagesOf(type)) {
+        const label = msg.type === 'session.transition' ? `${type} → ${msg.status}` : type;
+        it(`${status} × ${label}`, () => {
+          const before = stateIn(status);
+          const result = runCommand(behavior, before, msg, { id, now: harnessNow + 1000 });
+          const allowed = sessionTransitions[status][type];
+          const target = msg.type === 'session.transition' ? msg.status : undefined;
+          const permitted = allowed !== undefined && (target === undefined || allowed.includes(target));
+          if (!permitted) {
+            expect(result.ok, 'should be rejected').to.equal(false);
+            if (!result.ok) expect(result.rejection.code).to.be.oneOf(['ILLEGAL_TRANSITION', 'NOT_FOUND']);
+            expect(result.state).to.deep.equal(before);
+            return;
+          }
+          expect(result.ok, `should be accepted: ${JSON.stringify(result)}`).to.equal(true);
+          if (!result.ok) return;
+          expect(allowed).to.include(result.state.status);
+          const terminalEffects = result.effects.filter((e) => e.type === 'terminal');
+          const enteredTerminal = isTerminal(result.state.status) && !isTerminal(status);
+          expect(terminalEffects, 'one terminal effect exactly when entering a terminal status').to.have.length(enteredTerminal ? 1 : 0);
+        });
+      }
+    }
+  }
+
+  it('stop on a terminal session answers stopped:false with both statuses the terminal one and changes nothing', () => {
+    const before = stateIn('completed');
+    const result = runCommand(behavior, before, { type: 'session.stop', requestedBy: 'u' }, { id });
+    expect(result.ok).to.equal(true);
+    if (!result.ok) return;
+    expect(result.reply).to.deep.include({ stopped: false, previousStatus: 'completed', newStatus: 'completed' });
+    expect(result.changed).to.equal(false);
+    expect(result.effects).to.have.length(0);
+  });
+
+  it('stop from a live state posts "Stop signal received" and one terminal effect; a second stop does nothing', () => {
+    const first = runCommand(behavior, stateIn('running'), { type: 'session.stop', requestedBy: 'u' }, { id });
+    expect(first.ok).to.equal(true);
+    if (!first.ok) return;
+    expect(first.reply).to.deep.include({ stopped: true, previousStatus: 'running', newStatus: 'stopped' });
+    const activity = first.effects.find((e) => e.type === 'activity');
+    expect(activity).to.deep.include({ body: 'Stop signal received' });
+    const second = runCommand(behavior, first.state, { type: 'session.stop', requestedBy: 'u' }, { id });
+    expect(second.ok && second.effects.length).to.equal(0);
+  });
+
+  it('stop racing finalize: whichever comes second finds a terminal session and adds no effect', () => {
+    const finalizing = stateIn('finalizing');
+    const completed = runCommand(behavior, finalizing, { type: 'session.transition', status: 'completed', workerId: 'w1' }, { id });
+    expect(completed.ok).to.equal(true);
+    if (!completed.ok) return;
+    const stop = runCommand(behavior, completed.state, { type: 'session.stop', requestedBy: 'u' }, { id });
+    expect(stop.ok && stop.reply).to.deep.include({ stopped: false, newStatus: 'completed' });
+    const stoppedFirst = runCommand(behavior, finalizing, { type: 'session.stop', requestedBy: 'u' }, { id });
+    if (!stoppedFirst.ok) throw new Error('stop refused');
+    const lateFinalize = runCommand(behavior, stoppedFirst.state, { type: 'session.transition', status: 'completed', workerId: 'w1' }, { id });
+    expect(lateFinalize.ok).to.equal(false);
+    if (!lateFinalize.ok) expect(lateFinalize.rejection.code).to.equal('ILLEGAL_TRANSITION');
+  });
+
+  it('two workers claiming the same session: exactly one wins', () => {
+    const pending = stateIn('pending');
+    const a = runCommand(behavior, pending, { type: 'session.transition', status: 'claimed', workerId: 'wa' }, { id });
+    if (!a.ok) throw new Error('first claim refused');
+    const b = runCommand(behavior, a.state, { type: 'session.transition', status: 'claimed', workerId: 'wb' }, { id });
+    expect(b.ok).to.equal(false);
+    if (!b.ok) expect(b.rejection.code).to.equal('ILLEGAL_TRANSITION');
+    const again = runCommand(behavior, a.state, { type: 'session.transition', status: 'claimed', workerId: 'wa' }, { id });
+    expect(again.ok && again.changed).to.equal(false);
+  });
+
+  it('prompt on a terminal session re-dispatches it as pending under a new epoch; on running it stays running', () => {
+    const done = stateIn('failed');
+    const re = runCommand(behavior, done, { type: 'session.prompt', promptId: 'p2', prompt: 'Try again', requestedBy: 'u' }, { id });
+    expect(re.ok).to.equal(true);
+    if (!re.ok) return;
+    expect(re.reply).to.deep.include({ status: 'pending', delivered: true });
+    expect(re.state).to.deep.include({ status: 'pending', epoch: 2, workerId: null, prompt: 'Try again' });
+    const live = runCommand(behavior, stateIn('running'), { type: 'session.prompt', promptId: 'p3', prompt: 'Also', requestedBy: 'u' }, { id });
+    expect(live.ok && live.reply).to.deep.include({ status: 'running' });
+  });
+
+  it('a lost lease returns a running session to pending, and fails it after too many reclaims or when finalizing', () => {
+    const reclaimed = runCommand(behavior, stateIn('running'), { type: 'session.leaseExpired', workerId: 'w1' }, { id });
+    expect(reclaimed.ok && reclaimed.state).to.deep.include({ status: 'pending', workerId: null, leaseReclaims: 1 });
+    const tooMany = runCommand(behavior, { ...stateIn('running'), leaseReclaims: 3 }, { type: 'session.leaseExpired', workerId: 'w1' }, { id });
+    expect(tooMany.ok && tooMany.state.status).to.equal('failed');
+    const stale = runCommand(behavior, stateIn('running'), { type: 'session.leaseExpired', workerId: 'another' }, { id });
+    expect(stale.ok && stale.changed).to.equal(false);
+  });
+
+  it('a worker that does not hold the session cannot move it', () => {
+    const result = runCommand(behavior, stateIn('running'), { type: 'session.transition', status: 'finalizing', workerId: 'intruder' }, { id });
+    expect(result.ok).to.equal(false);
+  });
+
+  it('hostile messages are refused before decide', () => {
+    for (const msg of [
+      { type: 'session.transition', status: 'exploded', workerId: 'w1' },
+      { type: 'session.transition', status: 'running', workerId: 'w1', costUsd: -1 },
+      { type: 'session.prompt', promptId: 'x', prompt: '', requestedBy: 'u' },
+      { type: 'session.nope' },
+    ]) {
+      const result = runCommand(behavior, stateIn('running'), msg, { id });
+      expect(result.ok).to.equal(false);
+      if (!result.ok) expect(result.rejection.code).to.equal('VALIDATION_FAILED');
+    }
+  });
+});

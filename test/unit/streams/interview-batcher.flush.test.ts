@@ -1,0 +1,72 @@
+// Invariant: interview tokens leave a node as frames of at most 20 tokens, in arrival order, and no token waits
+// more than 100 ms after it arrived; the channel fan-out replays exactly the events after a Last-Event-ID and says
+// so when that id is no longer remembered, with its memory bounded by ring and channel caps.
+import { expect } from 'chai';
+import sinon from 'sinon';
+import { InterviewBatcher, MAX_FRAME_DELAY_MS } from '../../../actors/interview/batcher.js';
+import { ChannelFanout } from '../../../actors/fleet/channel-fanout.js';
+
+describe('interview batcher', () => {
+  let clock: sinon.SinonFakeTimers;
+  beforeEach(() => { clock = sinon.useFakeTimers(); });
+  afterEach(() => clock.restore());
+
+  const collect = () => {
+    const frames: { topic: string; tokens: readonly string[]; seq: number; id: string }[] = [];
+    const b = new InterviewBatcher(async (topic, f) => { frames.push({ topic, tokens: f.tokens, seq: f.seq, id: f.id }); }, () => Date.now(), () => {});
+    return { b, frames };
+  };
+
+  it('flushes at once when 20 tokens wait, and the rest within 100 ms', async () => {
+    const { b, frames } = collect();
+    b.add('org1', 'iv', Array.from({ length: 45 }, (_, i) => String(i)));
+    expect(frames.map((f) => f.tokens.length)).to.deep.equal([20, 20]);
+    await clock.tickAsync(MAX_FRAME_DELAY_MS - 1);
+    expect(frames).to.have.length(2);
+    await clock.tickAsync(1);
+    expect(frames.map((f) => f.tokens.length)).to.deep.equal([20, 20, 5]);
+    expect(frames.flatMap((f) => f.tokens)).to.deep.equal(Array.from({ length: 45 }, (_, i) => String(i)));
+    expect(frames.map((f) => f.seq)).to.deep.equal([1, 2, 3]);
+    expect(frames[0]!.topic).to.equal('org.org1.interview.iv.frame');
+  });
+
+  it('counts the 100 ms from the first waiting token, not the last', async () => {
+    const { b, frames } = collect();
+    b.add('o', 'iv', ['a']);
+    await clock.tickAsync(60);
+    b.add('o', 'iv', ['b']);
+    await clock.tickAsync(40);
+    expect(frames.map((f) => f.tokens)).to.deep.equal([['a', 'b']]);
+  });
+
+  it('keeps interviews and orgs apart, with unique frame ids', async () => {
+    const { b, frames } = collect();
+    b.add('o1', 'iv', ['x']);
+    b.add('o2', 'iv', ['y']);
+    await clock.tickAsync(MAX_FRAME_DELAY_MS);
+    expect(frames.map((f) => [f.topic, f.tokens[0]])).to.deep.equal([['org.o1.interview.iv.frame', 'x'], ['org.o2.interview.iv.frame', 'y']]);
+    expect(new Set(frames.map((f) => f.id)).size).to.equal(2);
+  });
+});
+
+describe('channel fan-out', () => {
+  it('replays after Last-Event-ID, reports a forgotten id, and bounds ring and channels', () => {
+    const f = new ChannelFanout<number>({ ringSize: 3, maxChannels: 2 });
+    for (let i = 1; i <= 5; i++) f.deliver('a', { id: `e${i}`, data: i });
+    const seen: number[] = [];
+    const resumed = f.subscribe('a', (e) => seen.push(e.data), 'e3');
+    expect(resumed.found).to.equal(true);
+    expect(resumed.replay.map((e) => e.data)).to.deep.equal([4, 5]);
+    expect(f.subscribe('a', () => {}, 'e1').found, 'e1 fell out of the ring').to.equal(false);
+    f.deliver('a', { id: 'e6', data: 6 });
+    expect(seen).to.deep.equal([6]);
+    f.deliver('b', { id: 'b1', data: 1 });
+    f.deliver('c', { id: 'c1', data: 1 });
+    // 'b' had no listener and was the coldest: forgotten; 'a' is watched and kept.
+    expect(f.subscribe('b', () => {}, 'b1').found).to.equal(false);
+    expect(f.subscribe('a', () => {}, 'e6').found).to.equal(true);
+    resumed.unsubscribe();
+    f.deliver('a', { id: 'e7', data: 7 });
+    expect(seen).to.deep.equal([6]);
+  });
+});

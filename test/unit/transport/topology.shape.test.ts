@@ -1,0 +1,49 @@
+/**
+ * Invariant: the declared topology is what the design promises an operator will see: one durable quorum queue per
+ * shard with single-active-consumer, a delivery limit and the dead-letter exchange, bound to the shard exchange by
+ * shard number; a dead-letter queue; and a bounded, exclusive event queue per node. Names follow the prefix.
+ */
+import { expect } from 'chai';
+import { shardTopology } from '../../../transport/amqp/topology.js';
+
+describe('AMQP topology', () => {
+  const topology = shardTopology({ prefix: 'troupe', shardCount: 3, nodeId: 'node-a', deliveryLimit: 5 });
+
+  it('declares the shard, dead-letter and event exchanges', () => {
+    expect(topology.exchanges).to.deep.equal([
+      { name: 'troupe.shards', type: 'direct', durable: true },
+      { name: 'troupe.dlx', type: 'fanout', durable: true },
+      { name: 'troupe.events', type: 'topic', durable: true },
+    ]);
+  });
+
+  it('declares one single-active-consumer quorum queue per shard that dead-letters after the delivery limit', () => {
+    const shards = topology.queues.filter((q) => q.name.startsWith('troupe.shard.'));
+    expect(shards.map((q) => q.name)).to.deep.equal(['troupe.shard.0', 'troupe.shard.1', 'troupe.shard.2']);
+    for (const queue of shards) {
+      expect(queue.durable).to.equal(true);
+      expect(queue.arguments).to.deep.equal({
+        'x-queue-type': 'quorum',
+        'x-single-active-consumer': true,
+        'x-delivery-limit': 5,
+        'x-dead-letter-exchange': 'troupe.dlx',
+      });
+    }
+    expect(topology.bindings.filter((b) => b.exchange === 'troupe.shards')).to.deep.equal([
+      { queue: 'troupe.shard.0', exchange: 'troupe.shards', routingKey: '0' },
+      { queue: 'troupe.shard.1', exchange: 'troupe.shards', routingKey: '1' },
+      { queue: 'troupe.shard.2', exchange: 'troupe.shards', routingKey: '2' },
+    ]);
+  });
+
+  it('gives each node an exclusive, bounded event queue', () => {
+    const events = topology.queues.find((q) => q.name === 'troupe.events.node-a');
+    expect(events).to.include({ exclusive: true, autoDelete: true, durable: false });
+    expect(events?.arguments).to.deep.equal({ 'x-max-length': 10_000, 'x-overflow': 'drop-head' });
+  });
+
+  it('sends every dead letter to one durable queue', () => {
+    expect(topology.queues.find((q) => q.name === 'troupe.dead-letter')).to.include({ durable: true, exclusive: false });
+    expect(topology.bindings).to.deep.include({ queue: 'troupe.dead-letter', exchange: 'troupe.dlx', routingKey: '' });
+  });
+});

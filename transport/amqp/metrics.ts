@@ -1,0 +1,57 @@
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+
+/** Transport metrics for `/metrics`; absent when the caller passes no registry (tests, tools). */
+export interface TransportMetrics {
+  readonly asks: Counter<'outcome'>;
+  readonly askSeconds: Histogram;
+  readonly deliveries: Counter<'outcome'>;
+  readonly connected: Gauge;
+  /** Asks that skipped the broker because this node held the address's shard (shortcut.ts). */
+  readonly inProcessAsks: Counter;
+  /** `asks.inc({outcome})` through a child bound once per outcome: no label lookup per ask. */
+  readonly countAsk: (outcome: string) => void;
+  /** Same for `deliveries`. */
+  readonly countDelivery: (outcome: string) => void;
+}
+
+/** Outcomes are a small closed set (ok, rejected, error codes), so the cache stays small. */
+function boundByOutcome(counter: Counter<'outcome'>): (outcome: string) => void {
+  const children = new Map<string, { inc(): void }>();
+  return (outcome) => {
+    let child = children.get(outcome);
+    if (!child) children.set(outcome, (child = counter.labels(outcome)));
+    child.inc();
+  };
+}
+
+function existing<T>(registry: Registry, name: string): T | undefined {
+  return registry.getSingleMetric(name) as T | undefined;
+}
+
+/** Reuses metrics already in the registry so two transports in one process (tests) can share it. */
+export function transportMetrics(registry: Registry): TransportMetrics {
+  const registers = [registry];
+  const metrics = {
+    asks:
+      existing<Counter<'outcome'>>(registry, 'troupe_transport_asks_total') ??
+      new Counter({ name: 'troupe_transport_asks_total', help: 'Asks sent, by outcome', labelNames: ['outcome'], registers }),
+    askSeconds:
+      existing<Histogram>(registry, 'troupe_transport_ask_seconds') ??
+      new Histogram({
+        name: 'troupe_transport_ask_seconds',
+        help: 'Ask round trip, from publish to reply',
+        buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+        registers,
+      }),
+    deliveries:
+      existing<Counter<'outcome'>>(registry, 'troupe_transport_deliveries_total') ??
+      new Counter({ name: 'troupe_transport_deliveries_total', help: 'Shard deliveries handled, by outcome', labelNames: ['outcome'], registers }),
+    connected:
+      existing<Gauge>(registry, 'troupe_transport_connected') ??
+      new Gauge({ name: 'troupe_transport_connected', help: '1 while the broker connection is up', registers }),
+    inProcessAsks:
+      existing<Counter>(registry, 'troupe_transport_in_process_asks_total') ??
+      new Counter({ name: 'troupe_transport_in_process_asks_total', help: 'Asks answered in-process because this node held the shard', registers }),
+  };
+  return { ...metrics, countAsk: boundByOutcome(metrics.asks), countDelivery: boundByOutcome(metrics.deliveries) };
+}

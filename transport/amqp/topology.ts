@@ -1,0 +1,133 @@
+import type { Channel } from 'amqplib';
+
+/**
+ * The broker topology as data. It is re-declared on every (re)connect, so a broker that lost it (restart, an
+ * operator deleting a queue) is repaired by reconnecting, and declaring it twice is harmless. Names carry a
+ * prefix (`troupe` in production, `troupe-test-<random>` in tests) so runs never share queues.
+ * See ops/decisions/0003-transport-over-rabbitmq.md.
+ */
+
+export interface ExchangeSpec {
+  readonly name: string;
+  readonly type: 'direct' | 'topic' | 'fanout';
+  readonly durable: boolean;
+}
+
+export interface QueueSpec {
+  readonly name: string;
+  readonly durable: boolean;
+  readonly exclusive: boolean;
+  readonly autoDelete: boolean;
+  readonly arguments: Readonly<Record<string, unknown>>;
+}
+
+export interface BindingSpec {
+  readonly queue: string;
+  readonly exchange: string;
+  readonly routingKey: string;
+}
+
+export interface Topology {
+  readonly exchanges: readonly ExchangeSpec[];
+  readonly queues: readonly QueueSpec[];
+  readonly bindings: readonly BindingSpec[];
+}
+
+export interface TopologyNames {
+  /** Direct exchange; routing key = shard number. */
+  readonly shardExchange: string;
+  readonly shardQueue: (shard: number) => string;
+  readonly deadLetterExchange: string;
+  readonly deadLetterQueue: string;
+  /** Topic exchange for events; routing key = topic. */
+  readonly eventExchange: string;
+  /** This node's private event queue; bound once per subscribed pattern. */
+  readonly eventQueue: string;
+}
+
+export interface TopologyOptions {
+  /** @default 'troupe' */
+  readonly prefix: string;
+  readonly shardCount: number;
+  readonly nodeId: string;
+  /**
+   * Redeliveries of one message before the shard queue dead-letters it. RabbitMQ 3.10 quorum queues have no
+   * default limit, so without this a message that crashes its handler would loop forever.
+   */
+  readonly deliveryLimit: number;
+  /**
+   * Events waiting for a slow node beyond this count drop from the head: a node that cannot keep up loses old
+   * live-view events rather than growing the broker's memory without bound. @default 10000
+   */
+  readonly eventBacklog?: number;
+}
+
+export function topologyNames(prefix: string, nodeId: string): TopologyNames {
+  return {
+    shardExchange: `${prefix}.shards`,
+    shardQueue: (shard) => `${prefix}.shard.${shard}`,
+    deadLetterExchange: `${prefix}.dlx`,
+    deadLetterQueue: `${prefix}.dead-letter`,
+    eventExchange: `${prefix}.events`,
+    eventQueue: `${prefix}.events.${nodeId}`,
+  };
+}
+
+export function shardTopology(options: TopologyOptions): Topology {
+  const names = topologyNames(options.prefix, options.nodeId);
+  const shards = Array.from({ length: options.shardCount }, (_, shard) => shard);
+  return {
+    exchanges: [
+      { name: names.shardExchange, type: 'direct', durable: true },
+      // Fanout: every dead letter lands in the one queue whatever shard key it carried.
+      { name: names.deadLetterExchange, type: 'fanout', durable: true },
+      { name: names.eventExchange, type: 'topic', durable: true },
+    ],
+    queues: [
+      ...shards.map((shard) => ({
+        name: names.shardQueue(shard),
+        durable: true,
+        exclusive: false,
+        autoDelete: false,
+        arguments: {
+          // Replicated and durable; the only queue type where single-active-consumer hands over cleanly (DESIGN rule 3).
+          'x-queue-type': 'quorum',
+          // One node consumes a shard at a time; the others wait as standby consumers and take over when it goes.
+          'x-single-active-consumer': true,
+          'x-delivery-limit': options.deliveryLimit,
+          'x-dead-letter-exchange': names.deadLetterExchange,
+        },
+      })),
+      { name: names.deadLetterQueue, durable: true, exclusive: false, autoDelete: false, arguments: { 'x-queue-type': 'quorum' } },
+      {
+        name: names.eventQueue,
+        durable: false,
+        // Lives and dies with this node's connection; a restarted node has nothing to catch up on (SSE resumes from storage).
+        exclusive: true,
+        autoDelete: true,
+        arguments: { 'x-max-length': options.eventBacklog ?? 10_000, 'x-overflow': 'drop-head' },
+      },
+    ],
+    bindings: [
+      ...shards.map((shard) => ({ queue: names.shardQueue(shard), exchange: names.shardExchange, routingKey: String(shard) })),
+      { queue: names.deadLetterQueue, exchange: names.deadLetterExchange, routingKey: '' },
+    ],
+  };
+}
+
+/** Declares everything; operations are pipelined on one channel rather than awaited one by one. */
+export async function declareTopology(channel: Channel, topology: Topology): Promise<void> {
+  await Promise.all(topology.exchanges.map((e) => channel.assertExchange(e.name, e.type, { durable: e.durable })));
+  await Promise.all(
+    topology.queues.map((q) =>
+      channel.assertQueue(q.name, { durable: q.durable, exclusive: q.exclusive, autoDelete: q.autoDelete, arguments: { ...q.arguments } }),
+    ),
+  );
+  await Promise.all(topology.bindings.map((b) => channel.bindQueue(b.queue, b.exchange, b.routingKey)));
+}
+
+/** Removes a topology; tests and benchmarks call it so their prefixed queues do not outlive the run. */
+export async function deleteTopology(channel: Channel, topology: Topology): Promise<void> {
+  await Promise.all(topology.queues.map((q) => channel.deleteQueue(q.name)));
+  await Promise.all(topology.exchanges.map((e) => channel.deleteExchange(e.name)));
+}

@@ -1,0 +1,224 @@
+import { randomUUID } from 'node:crypto';
+import { Ajv, type ValidateFunction } from 'ajv';
+import { TroupeError, type WireError } from '../ops/errors.js';
+
+/**
+ * The wire envelope every message between nodes travels in, versioned so a rolling upgrade can tell an old
+ * peer from a broken one. Receivers validate it with ajv before trusting any field: a body that is not a v1
+ * envelope is malformed (dead-lettered by the AMQP consumer), and a well-formed body of another version is a
+ * typed `EnvelopeVersionError` so the mismatch is visible rather than mistaken for garbage.
+ *
+ * An ask's reply travels in an envelope of type `reply` whose `correlationId` is the ask's `id` and whose
+ * payload is a `Reply`: the handler's value, or its TroupeError in wire form (`ops/errors.ts` toWire/fromWire).
+ * See ops/decisions/0003-transport-over-rabbitmq.md.
+ */
+export const ENVELOPE_VERSION = 1;
+
+/**
+ * Largest encoded envelope a node sends or accepts. rabbitmq.conf sets the broker's `max_message_size` to 8 MiB;
+ * staying at half of it means an oversized message fails here with a typed error instead of the broker closing
+ * the channel (and with it every in-flight ask). HTTP bodies are capped at 1 MiB, so a request never comes close.
+ */
+export const MAX_ENVELOPE_BYTES = 4 * 1024 * 1024;
+
+/** The longest error message a reply carries; longer ones are cut so a verbose handler cannot break its own reply. */
+export const MAX_ERROR_MESSAGE_CHARS = 4096;
+
+/** `event` carries a published event; its `to` is the topic. */
+export type EnvelopeType = 'ask' | 'tell' | 'reply' | 'event';
+
+export interface Envelope {
+  readonly v: typeof ENVELOPE_VERSION;
+  readonly id: string;
+  readonly type: EnvelopeType;
+  /** Actor address (`kind/id`) for asks and tells; the asking node's id for replies; the topic for events. */
+  readonly to: string;
+  /** Node id of the sender. */
+  readonly from: string;
+  /** Epoch milliseconds after which the receiver drops the message: the asker has given up. */
+  readonly deadline: number;
+  /** On a reply, the id of the ask it answers. */
+  readonly correlationId?: string;
+  readonly payload: unknown;
+}
+
+export type Reply =
+  | { readonly v: typeof ENVELOPE_VERSION; readonly ok: true; readonly value?: unknown }
+  | { readonly v: typeof ENVELOPE_VERSION; readonly ok: false; readonly error: WireError };
+
+/** A body that is not a valid envelope: it can never be handled, so it goes to the dead-letter queue. */
+export class MalformedEnvelopeError extends Error {
+  constructor(readonly reason: string) {
+    super(`malformed envelope: ${reason}`);
+    this.name = 'MalformedEnvelopeError';
+  }
+}
+
+/** A well-formed envelope of a version this node does not speak (a newer or older peer). */
+export class EnvelopeVersionError extends Error {
+  constructor(readonly received: unknown) {
+    super(`envelope version ${JSON.stringify(received)} is not supported (this node speaks v${ENVELOPE_VERSION})`);
+    this.name = 'EnvelopeVersionError';
+  }
+}
+
+const idSchema = { type: 'string', minLength: 1, maxLength: 128 };
+// Addresses are `kind/id` (transport/shards.ts); node ids follow ops/config.ts TROUPE_NODE_ID.
+const addressSchema = { type: 'string', minLength: 3, maxLength: 512, pattern: '^[^/\\s]+/\\S+$' };
+const nodeIdSchema = { type: 'string', pattern: '^[A-Za-z0-9._-]{1,64}$' };
+
+const envelopeSchema = {
+  type: 'object',
+  required: ['v', 'id', 'type', 'to', 'from', 'deadline', 'payload'],
+  additionalProperties: false,
+  properties: {
+    v: { const: ENVELOPE_VERSION },
+    id: idSchema,
+    type: { enum: ['ask', 'tell', 'reply', 'event'] },
+    to: { type: 'string', minLength: 1, maxLength: 512 },
+    from: nodeIdSchema,
+    deadline: { type: 'integer', minimum: 0 },
+    correlationId: idSchema,
+    payload: {},
+  },
+  allOf: [
+    { if: { properties: { type: { const: 'reply' } } }, then: { required: ['correlationId'], properties: { to: nodeIdSchema } } },
+    { if: { properties: { type: { enum: ['ask', 'tell'] } } }, then: { properties: { to: addressSchema } } },
+    { if: { properties: { type: { const: 'event' } } }, then: { properties: { to: { type: 'string', maxLength: 255 } } } },
+  ],
+};
+
+const replySchema = {
+  oneOf: [
+    {
+      type: 'object',
+      required: ['v', 'ok'],
+      additionalProperties: false,
+      properties: { v: { const: ENVELOPE_VERSION }, ok: { const: true }, value: {} },
+    },
+    {
+      type: 'object',
+      required: ['v', 'ok', 'error'],
+      additionalProperties: false,
+      properties: {
+        v: { const: ENVELOPE_VERSION },
+        ok: { const: false },
+        error: {
+          type: 'object',
+          required: ['code', 'message'],
+          additionalProperties: false,
+          properties: {
+            code: { type: 'string', pattern: '^[A-Z][A-Z0-9_]{0,63}$' },
+            message: { type: 'string', maxLength: MAX_ERROR_MESSAGE_CHARS },
+            details: { type: 'object' },
+          },
+        },
+      },
+    },
+  ],
+};
+
+const ajv = new Ajv({ allErrors: false });
+const validateEnvelope: ValidateFunction = ajv.compile(envelopeSchema);
+const validateReply: ValidateFunction = ajv.compile(replySchema);
+
+const addressPattern = new RegExp(addressSchema.pattern);
+
+/** Callers build addresses from ids that came from outside (URL paths); a bad one is the client's error. */
+export function assertAddress(address: string): void {
+  if (typeof address !== 'string' || address.length > addressSchema.maxLength || !addressPattern.test(address)) {
+    throw new TroupeError('VALIDATION_FAILED', 'malformed actor address', { address: String(address).slice(0, 64) });
+  }
+}
+
+function firstError(validate: ValidateFunction): string {
+  const e = validate.errors?.[0];
+  return e ? `${e.instancePath || '/'} ${e.message ?? 'is invalid'}` : 'is invalid';
+}
+
+function checkVersion(value: unknown, what: string): void {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new MalformedEnvelopeError(`${what} is not an object`);
+  const v = (value as { v?: unknown }).v;
+  if (v === undefined) throw new MalformedEnvelopeError(`${what} has no version`);
+  if (v !== ENVELOPE_VERSION) throw new EnvelopeVersionError(v);
+}
+
+export interface NewEnvelope {
+  type: EnvelopeType;
+  to: string;
+  from: string;
+  deadline: number;
+  payload: unknown;
+  correlationId?: string;
+}
+
+export function createEnvelope(fields: NewEnvelope): Envelope {
+  const envelope: Envelope = {
+    v: ENVELOPE_VERSION,
+    id: randomUUID(),
+    type: fields.type,
+    to: fields.to,
+    from: fields.from,
+    deadline: fields.deadline,
+    // JSON has no `undefined`: a message of `undefined` arrives as `null`.
+    payload: fields.payload === undefined ? null : fields.payload,
+  };
+  return fields.correlationId === undefined ? envelope : { ...envelope, correlationId: fields.correlationId };
+}
+
+/** Serialises and checks the size; an envelope too large to send is our bug (the edge caps bodies far lower). */
+export function encodeEnvelope(envelope: Envelope): Buffer {
+  let text: string;
+  try {
+    text = JSON.stringify(envelope);
+  } catch (err) {
+    throw new TroupeError('INTERNAL', 'message is not serialisable', { reason: (err as Error).message });
+  }
+  const body = Buffer.from(text, 'utf8');
+  if (body.byteLength > MAX_ENVELOPE_BYTES) {
+    throw new TroupeError('INTERNAL', 'message exceeds the transport size limit', { bytes: body.byteLength, limit: MAX_ENVELOPE_BYTES });
+  }
+  return body;
+}
+
+/** One decoder for every body: `decode` without `stream` keeps no state between calls. */
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+function parseBody(body: Buffer): unknown {
+  if (body.byteLength > MAX_ENVELOPE_BYTES) throw new MalformedEnvelopeError(`body of ${body.byteLength} bytes exceeds ${MAX_ENVELOPE_BYTES}`);
+  let text: string;
+  try {
+    text = utf8.decode(body);
+  } catch {
+    throw new MalformedEnvelopeError('body is not valid UTF-8');
+  }
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new MalformedEnvelopeError('body is not valid JSON');
+  }
+}
+
+/** Throws MalformedEnvelopeError or EnvelopeVersionError; a returned envelope has every field checked. */
+export function decodeEnvelope(body: Buffer): Envelope {
+  const value = parseBody(body);
+  checkVersion(value, 'envelope');
+  if (!validateEnvelope(value)) throw new MalformedEnvelopeError(firstError(validateEnvelope));
+  return value as Envelope;
+}
+
+/** Checks a reply envelope's payload; throws like decodeEnvelope. */
+export function readReply(envelope: Envelope): Reply {
+  checkVersion(envelope.payload, 'reply');
+  if (!validateReply(envelope.payload)) throw new MalformedEnvelopeError(`reply ${firstError(validateReply)}`);
+  return envelope.payload as Reply;
+}
+
+export function okReply(value: unknown): Reply {
+  return value === undefined ? { v: ENVELOPE_VERSION, ok: true } : { v: ENVELOPE_VERSION, ok: true, value };
+}
+
+export function errorReply(error: TroupeError): Reply {
+  const wire = error.toWire();
+  return { v: ENVELOPE_VERSION, ok: false, error: { ...wire, message: wire.message.slice(0, MAX_ERROR_MESSAGE_CHARS) } };
+}

@@ -1,0 +1,160 @@
+import type { Logger } from '../ops/logger.js';
+import { silentLogger } from '../ops/logger.js';
+import { TroupeError, asTroupeError, fromWire } from '../ops/errors.js';
+import type { DeliveryHandler, EventHandler, Transport, Unsubscribe, AskOptions } from './port.js';
+import { KeyedSerial } from './keyed-serial.js';
+import { assertPattern, assertTopic, matchesTopic } from './topic-pattern.js';
+import {
+  assertAddress, createEnvelope, decodeEnvelope, encodeEnvelope, errorReply, okReply, readReply,
+  type Envelope, type Reply,
+} from './envelope.js';
+import { DEFAULT_TELL_TTL_MS, EVENT_TTL_MS, assertTimeout } from './deadlines.js';
+
+export interface LocalTransportOptions {
+  /** @default 'local' */
+  nodeId?: string;
+  log?: Logger;
+  /** How long a told message stays deliverable. @default DEFAULT_TELL_TTL_MS */
+  tellTtlMs?: number;
+}
+
+interface Subscription {
+  readonly pattern: string;
+  readonly handler: EventHandler;
+}
+
+/**
+ * The in-process transport of a single node on embedded defaults. It keeps the wire's semantics so code that
+ * works here works over RabbitMQ: every message and reply is encoded to a v1 envelope and decoded again (no
+ * shared object references, same validation, errors rebuilt from their wire form), deliveries to one address
+ * run in arrival order, deadlines are enforced on both sides, and events are dispatched asynchronously.
+ */
+export class LocalTransport implements Transport {
+  readonly kind = 'local' as const;
+  private readonly nodeId: string;
+  private readonly log: Logger;
+  private readonly tellTtlMs: number;
+  private readonly mailboxes = new KeyedSerial();
+  private readonly subscriptions = new Set<Subscription>();
+  private handler: DeliveryHandler | undefined;
+  private closed = false;
+
+  constructor(options: LocalTransportOptions = {}) {
+    this.nodeId = options.nodeId ?? 'local';
+    this.log = options.log ?? silentLogger();
+    this.tellTtlMs = options.tellTtlMs ?? DEFAULT_TELL_TTL_MS;
+  }
+
+  async start(handler: DeliveryHandler): Promise<void> {
+    if (this.closed) throw new TroupeError('TRANSPORT_UNAVAILABLE', 'transport is closed');
+    if (this.handler) throw new TroupeError('INTERNAL', 'transport already started');
+    this.handler = handler;
+  }
+
+  ready(): boolean {
+    return this.handler !== undefined && !this.closed;
+  }
+
+  async ask<R = unknown>(address: string, message: unknown, options: AskOptions): Promise<R> {
+    const handler = this.deliverable();
+    assertAddress(address);
+    assertTimeout(options.timeoutMs);
+    const envelope = this.wire(createEnvelope({ type: 'ask', to: address, from: this.nodeId, deadline: Date.now() + options.timeoutMs, payload: message }));
+    return new Promise<R>((resolve, reject) => {
+      const timer = setTimeout(
+        () => reject(new TroupeError('TRANSPORT_TIMEOUT', undefined, { address, timeoutMs: options.timeoutMs })),
+        options.timeoutMs,
+      );
+      this.deliver(handler, envelope).then(
+        (reply) => {
+          clearTimeout(timer);
+          if (reply === undefined) return; // dropped after its deadline; the timer has already rejected
+          if (reply.ok) resolve(reply.value as R);
+          else reject(fromWire(reply.error));
+        },
+        (err: unknown) => {
+          clearTimeout(timer);
+          reject(asTroupeError(err));
+        },
+      );
+    });
+  }
+
+  async tell(address: string, message: unknown): Promise<void> {
+    const handler = this.deliverable();
+    assertAddress(address);
+    const envelope = this.wire(createEnvelope({ type: 'tell', to: address, from: this.nodeId, deadline: Date.now() + this.tellTtlMs, payload: message }));
+    this.deliver(handler, envelope).then(
+      (reply) => {
+        if (reply && !reply.ok) this.log.debug({ address, code: reply.error.code }, 'told message was refused by its handler');
+      },
+      (err: unknown) => this.log.error({ err, address }, 'told message could not be delivered'),
+    );
+  }
+
+  async publish(topic: string, event: unknown): Promise<void> {
+    this.deliverable();
+    assertTopic(topic);
+    const body = encodeEnvelope(createEnvelope({ type: 'event', to: topic, from: this.nodeId, deadline: Date.now() + EVENT_TTL_MS, payload: event }));
+    for (const subscription of this.subscriptions) {
+      if (!matchesTopic(subscription.pattern, topic)) continue;
+      // setImmediate keeps publish order per subscriber and never runs a handler inside the publisher's call stack.
+      setImmediate(() => {
+        if (!this.subscriptions.has(subscription)) return;
+        try {
+          subscription.handler(topic, decodeEnvelope(body).payload);
+        } catch (err) {
+          this.log.error({ err, topic, pattern: subscription.pattern }, 'event handler threw');
+        }
+      });
+    }
+  }
+
+  async subscribe(pattern: string, handler: EventHandler): Promise<Unsubscribe> {
+    if (this.closed) throw new TroupeError('TRANSPORT_UNAVAILABLE', 'transport is closed');
+    assertPattern(pattern);
+    const subscription: Subscription = { pattern, handler };
+    this.subscriptions.add(subscription);
+    return async () => {
+      this.subscriptions.delete(subscription);
+    };
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.mailboxes.idle();
+    this.subscriptions.clear();
+  }
+
+  private deliverable(): DeliveryHandler {
+    if (this.closed) throw new TroupeError('TRANSPORT_UNAVAILABLE', 'transport is closed');
+    if (!this.handler) throw new TroupeError('TRANSPORT_UNAVAILABLE', 'transport is not started');
+    return this.handler;
+  }
+
+  /** What the receiver would see after the broker: encoded, size-checked, decoded and validated. */
+  private wire(envelope: Envelope): Envelope {
+    return decodeEnvelope(encodeEnvelope(envelope));
+  }
+
+  /** Runs the handler in the address's turn; undefined when the deadline passed while the message waited. */
+  private deliver(handler: DeliveryHandler, envelope: Envelope): Promise<Reply | undefined> {
+    return this.mailboxes.run(envelope.to, async () => {
+      if (Date.now() > envelope.deadline) return undefined;
+      let reply: Reply;
+      try {
+        reply = okReply(await handler(envelope.to, envelope.payload));
+      } catch (err) {
+        if (!(err instanceof TroupeError)) this.log.error({ err, address: envelope.to, messageId: envelope.id }, 'delivery handler crashed');
+        reply = errorReply(asTroupeError(err));
+      }
+      const replyEnvelope = createEnvelope({ type: 'reply', to: this.nodeId, from: this.nodeId, deadline: envelope.deadline, correlationId: envelope.id, payload: reply });
+      try {
+        return readReply(this.wire(replyEnvelope));
+      } catch (err) {
+        this.log.error({ err, address: envelope.to }, 'reply could not be encoded');
+        return errorReply(asTroupeError(err));
+      }
+    });
+  }
+}
