@@ -12,7 +12,6 @@ export interface CopiedRequest {
   readonly rawQuery: string;
   readonly rawParams: readonly string[];
   readonly headers: Readonly<Record<string, string>>;
-  readonly remoteAddress: string;
   readonly requestId: string;
 }
 
@@ -55,7 +54,8 @@ function collectHeader(key: string, value: string): void {
   headers[key] = prior === undefined ? value : `${prior}${key === 'cookie' ? '; ' : ', '}${value}`;
 }
 
-export function copyRequest(req: UwsRequest, res: UwsResponse, paramCount: number): CopiedRequest {
+/** `method` is the route's own (upper case) when it matched one method; otherwise it is read from the request. */
+export function copyRequest(req: UwsRequest, paramCount: number, method?: string): CopiedRequest {
   const headers = new HeaderBag() as Record<string, string>;
   collecting = headers;
   req.forEach(collectHeader);
@@ -64,12 +64,11 @@ export function copyRequest(req: UwsRequest, res: UwsResponse, paramCount: numbe
   for (let i = 0; i < paramCount; i++) rawParams.push(req.getParameter(i));
   const presentedId = headers['x-request-id'];
   return {
-    method: req.getMethod().toUpperCase(),
+    method: method ?? req.getMethod().toUpperCase(),
     path: req.getUrl(),
     rawQuery: req.getQuery() ?? '',
     rawParams,
     headers,
-    remoteAddress: Buffer.from(res.getRemoteAddressAsText()).toString('utf8'),
     requestId: presentedId !== undefined && SANE_REQUEST_ID.test(presentedId) ? presentedId : nextRequestId(),
   };
 }

@@ -1,7 +1,8 @@
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { Counter, Gauge, type Registry } from 'prom-client';
+import { LabelledHistogram } from '../ops/labelled-histogram.js';
 
 export interface HttpMetrics {
-  readonly duration: Histogram<'method' | 'route' | 'status'>;
+  readonly duration: LabelledHistogram<'method' | 'route' | 'status'>;
   readonly inFlight: Gauge;
   readonly sseStreams: Gauge;
   readonly sseCutOff: Counter;
@@ -17,10 +18,10 @@ export function httpMetrics(registry: Registry): HttpMetrics {
   const existing = byRegistry.get(registry);
   if (existing) return existing;
   const metrics: HttpMetrics = {
-    duration: new Histogram({
+    duration: new LabelledHistogram({
       name: 'troupe_http_request_duration_seconds',
       help: 'Time from request arrival to the end of the reply (first byte for event streams).',
-      labelNames: ['method', 'route', 'status'] as const,
+      labelNames: ['method', 'route', 'status'],
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers: [registry],
     }),

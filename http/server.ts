@@ -40,6 +40,8 @@ const SLOW_REQUEST_SECONDS = 1;
 
 interface CompiledRoute<D> {
   readonly route: Route<D>;
+  /** Upper case, as requests carry it: a matched route knows its method without asking uWS. */
+  readonly method: string;
   readonly paramNames: readonly string[];
   readonly bodyKind: BodyKind;
   readonly bodyLimit: number;
@@ -100,6 +102,7 @@ export async function startHttpServer<D extends AuthDeps>(options: HttpServerOpt
     const bodyKind = route.bodyKind ?? (route.method === 'post' || route.method === 'put' || route.method === 'patch' ? 'json' : 'none');
     return {
       route,
+      method: route.method.toUpperCase(),
       paramNames: route.path.split('/').filter((s) => s.startsWith(':')).map((s) => s.slice(1)),
       bodyKind,
       bodyLimit: route.bodyLimit ?? DEFAULT_BODY_LIMIT,
@@ -110,7 +113,7 @@ export async function startHttpServer<D extends AuthDeps>(options: HttpServerOpt
   /** The synchronous part, inside uWS's callback: copy the request, attach onAborted, start reading the body. */
   function accept(c: CompiledRoute<D>, res: UwsResponse, req: UwsRequest): void {
     const started = performance.now();
-    const copied = copyRequest(req, res, c.paramNames.length);
+    const copied = copyRequest(req, c.paramNames.length, c.method);
     const exchange = new Exchange(res);
     if (draining) {
       finishWithError(exchange, copied, c.route.path, started, new TroupeError('SHUTTING_DOWN'), {}, true);
@@ -156,7 +159,6 @@ export async function startHttpServer<D extends AuthDeps>(options: HttpServerOpt
         body,
         rawBody,
         requestId: copied.requestId,
-        remoteAddress: copied.remoteAddress,
         principal,
       };
       reply = await c.route.handler(request, deps);
@@ -230,7 +232,7 @@ export async function startHttpServer<D extends AuthDeps>(options: HttpServerOpt
 
   function refuse(res: UwsResponse, req: UwsRequest, err: TroupeError, pattern: string, headers: Record<string, string>): void {
     const started = performance.now();
-    const copied = copyRequest(req, res, 0);
+    const copied = copyRequest(req, 0);
     const exchange = new Exchange(res);
     finishWithError(exchange, copied, pattern, started, draining ? new TroupeError('SHUTTING_DOWN') : err, headers, draining);
   }

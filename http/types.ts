@@ -18,7 +18,6 @@ export interface HttpRequest<Body = unknown> {
   /** The exact bytes received; signature checks use these, never a re-serialisation. */
   readonly rawBody: Buffer;
   readonly requestId: string;
-  readonly remoteAddress: string;
   /** Set by the auth step for every route whose `auth` is not 'none'. */
   readonly principal: Principal | undefined;
 }
