@@ -1,6 +1,7 @@
 // Invariant: every status × message pair of the provider-event machine is a transition its table allows or an
 // explicit ILLEGAL_TRANSITION; a delivery asks for at most one session dispatch however often it is redelivered;
-// only a Linear issue creation plans a dispatch, keyed by (org, issue) so two orgs never share a session.
+// a Linear issue creation plans a dispatch keyed by (org, issue), so two orgs never share a session (the other
+// providers' plans are table-tested in webhooks.routing.test.ts).
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
 import { runCommand } from '../../support/harness.js';
@@ -65,7 +66,7 @@ describe('provider-event machine', () => {
     expect(runCommand(behavior, behavior.initial('e'), route({ kind: 'dispatchSession', trackerSessionId: 'x', trackerIssue: null, prompt: '' })).ok).to.equal(false);
   });
 
-  it('plans a dispatch only for a Linear issue creation, keyed by org and issue', () => {
+  it('plans a dispatch for a Linear issue creation, keyed by org and issue', () => {
     const issue = { type: 'Issue', action: 'create', data: { id: 'i-1', identifier: 'ENG-7', title: 'Crash', description: 'Stack trace' } };
     expect(planRoute(orgId, 'linear', 'Issue.create', issue)).to.deep.equal({
       kind: 'dispatchSession', trackerSessionId: `linear:${orgId}:i-1`, trackerIssue: 'ENG-7', prompt: 'ENG-7: Crash\n\nStack trace',
