@@ -23,6 +23,7 @@ import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import amqp from 'amqplib';
+import { Registry } from 'prom-client';
 import { AmqpTransport } from '../../transport/amqp/transport.js';
 import { deleteTopology, shardTopology } from '../../transport/amqp/topology.js';
 import { LocalTransport } from '../../transport/local.js';
@@ -53,7 +54,7 @@ const GOAL_P99_MS = 5;
 const heartbeat = { type: 'heartbeat', daemonId: 'd'.repeat(36), seq: 0, load: { cpu: 0.42, mem: 0.61 }, sessions: ['s'.repeat(36)], at: new Date().toISOString() };
 const handler = async (address: string, message: unknown) => ({ address, ok: true, seq: (message as { seq: number }).seq });
 
-interface LoadResult { readonly rate: number; readonly p50: number; readonly p99: number; readonly failures: number }
+interface LoadResult { readonly rate: number; readonly p50: number; readonly p99: number; readonly failures: number; readonly asksPerMessage?: number }
 interface RunRequest { readonly seconds: number; readonly concurrency?: number; readonly perSecond?: number; readonly local?: boolean }
 
 function percentile(sorted: Float64Array, p: number): number {
@@ -61,7 +62,9 @@ function percentile(sorted: Float64Array, p: number): number {
 }
 
 /** Asks with `concurrency` in flight, or paced at `perSecond` (sent on a 1 ms tick, as many as are due). */
-async function askLoad(transport: Transport, run: RunRequest): Promise<LoadResult> {
+/** `messagesSent` reads the transport's count of broker messages that carried asks (batching factor). */
+async function askLoad(transport: Transport, run: RunRequest, messagesSent?: () => Promise<number>): Promise<LoadResult> {
+  const messagesBefore = await messagesSent?.();
   const latencies: number[] = [];
   let failures = 0;
   let n = 0;
@@ -91,13 +94,19 @@ async function askLoad(transport: Transport, run: RunRequest): Promise<LoadResul
   }
   const elapsed = (performance.now() - began) / 1000;
   const sorted = Float64Array.from(latencies).sort();
-  return { rate: latencies.length / elapsed, p50: percentile(sorted, 50), p99: percentile(sorted, 99), failures };
+  const messages = messagesSent && messagesBefore !== undefined ? (await messagesSent()) - messagesBefore : undefined;
+  return {
+    rate: latencies.length / elapsed, p50: percentile(sorted, 50), p99: percentile(sorted, 99), failures,
+    ...(messages ? { asksPerMessage: (latencies.length + failures) / messages } : {}),
+  };
 }
 
 /** A node process: B holds every shard and answers; A holds none and runs the loads it is sent over IPC. */
 async function runNode(role: 'holder' | 'asker', prefix: string): Promise<void> {
+  const registry = new Registry();
+  const messagesSent = async () => (await registry.getSingleMetric('troupe_transport_ask_messages_total')!.get()).values[0]?.value ?? 0;
   const transport = new AmqpTransport({
-    url: values.url, nodeId: `bench-${role}`, shardCount: SHARDS, prefix, log: silentLogger(),
+    url: values.url, nodeId: `bench-${role}`, shardCount: SHARDS, prefix, log: silentLogger(), metrics: registry,
     ...(role === 'asker' ? { ownedShards: [] } : {}),
   });
   await transport.start(role === 'holder' ? handler : async () => { throw new Error('node A holds no shard'); });
@@ -108,7 +117,7 @@ async function runNode(role: 'holder' | 'asker', prefix: string): Promise<void> 
       const local = new LocalTransport({ nodeId: 'bench-local', log: silentLogger() });
       void local.start(handler).then(() => askLoad(local, m.run!)).then(async (result) => { await local.close(); process.send!(result); });
     } else if (m.run) {
-      void askLoad(transport, m.run).then((result) => process.send!(result));
+      void askLoad(transport, m.run, messagesSent).then((result) => process.send!(result));
     }
   });
   process.send!({ ready: true });
@@ -202,7 +211,7 @@ async function bench(): Promise<void> {
       paths.push(brokerPath.rate);
       rows.push({
         round, 'ceiling msg/s': Math.round(ceiling), 'A→B asks/s': Math.round(brokerPath.rate), ratio: Number((brokerPath.rate / ceiling).toFixed(2)),
-        'p50 ms': brokerPath.p50, 'p99 ms': brokerPath.p99, 'paced asks/s': Math.round(paced.rate), 'paced p50 ms': paced.p50,
+        'p50 ms': brokerPath.p50, 'p99 ms': brokerPath.p99, 'asks/msg': Number((brokerPath.asksPerMessage ?? 1).toFixed(2)), 'paced asks/s': Math.round(paced.rate), 'paced p50 ms': paced.p50,
         'paced p99 ms': paced.p99, 'ceiling paced p99 ms': ceilingPaced.p99, failures: brokerPath.failures + paced.failures,
       });
     }
@@ -211,10 +220,10 @@ async function bench(): Promise<void> {
     const p99 = median(pacedP99s);
     rows.push({
       round: 'median', 'ceiling msg/s': Math.round(median(ceilings)), 'A→B asks/s': Math.round(median(paths)), ratio: Number(ratio.toFixed(2)),
-      'p50 ms': '', 'p99 ms': '', 'paced asks/s': '', 'paced p50 ms': '', 'paced p99 ms': p99, 'ceiling paced p99 ms': median(ceilingPacedP99s), failures: '',
+      'p50 ms': '', 'p99 ms': '', 'asks/msg': '', 'paced asks/s': '', 'paced p50 ms': '', 'paced p99 ms': p99, 'ceiling paced p99 ms': median(ceilingPacedP99s), failures: '',
     });
     rows.push({
-      round: 'one node in-process', 'ceiling msg/s': '', 'A→B asks/s': Math.round(local.rate), ratio: '', 'p50 ms': local.p50, 'p99 ms': local.p99,
+      round: 'one node in-process', 'ceiling msg/s': '', 'A→B asks/s': Math.round(local.rate), ratio: '', 'p50 ms': local.p50, 'p99 ms': local.p99, 'asks/msg': '',
       'paced asks/s': '', 'paced p50 ms': '', 'paced p99 ms': '', 'ceiling paced p99 ms': '', failures: local.failures,
     });
     console.log(`G4 broker path: ${askBytes}-byte asks over ${SHARDS} shards, ${concurrency} in flight vs confirmed publish (quorum, window ${window}); ${rounds} rounds of ${seconds} s; paced at a quarter of each round's ceiling`);

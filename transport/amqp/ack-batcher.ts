@@ -24,7 +24,8 @@ export class AckBatcher {
   private readonly sent = new Set<number>();
   private scheduled = false;
 
-  constructor(private readonly channel: Channel) {}
+  /** `beforeFlush` sends whatever must reach the broker before these acks (the replies of the acked asks). */
+  constructor(private readonly channel: Channel, private readonly beforeFlush: () => void = () => {}) {}
 
   /** Call for every delivery on the channel, in the order they arrive, before it can be settled. */
   received(msg: ConsumeMessage): void {
@@ -53,6 +54,7 @@ export class AckBatcher {
   /** Sends every ack made so far; also called before a consumer is cancelled and before the connection closes. */
   flush(): void {
     this.scheduled = false;
+    this.beforeFlush();
     if (this.toAck.size === 0) return;
     let upTo: number | undefined;
     while (this.head < this.outstanding.length) {

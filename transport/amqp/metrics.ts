@@ -8,6 +8,8 @@ export interface TransportMetrics {
   readonly connected: Gauge;
   /** Asks that skipped the broker because this node held the address's shard (shortcut.ts). */
   readonly inProcessAsks: Counter;
+  /** Broker messages that carried asks, one or a batch (ask-batch.ts); asks ÷ this is the batching factor. */
+  readonly askMessages: Counter;
   /** `asks.inc({outcome})` through a child bound once per outcome: no label lookup per ask. */
   readonly countAsk: (outcome: string) => void;
   /** Same for `deliveries`. */
@@ -52,6 +54,9 @@ export function transportMetrics(registry: Registry): TransportMetrics {
     inProcessAsks:
       existing<Counter>(registry, 'troupe_transport_in_process_asks_total') ??
       new Counter({ name: 'troupe_transport_in_process_asks_total', help: 'Asks answered in-process because this node held the shard', registers }),
+    askMessages:
+      existing<Counter>(registry, 'troupe_transport_ask_messages_total') ??
+      new Counter({ name: 'troupe_transport_ask_messages_total', help: 'Broker messages that carried asks (several asks to one shard share one)', registers }),
   };
   return { ...metrics, countAsk: boundByOutcome(metrics.asks), countDelivery: boundByOutcome(metrics.deliveries) };
 }

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import amqp, { type Channel, type ChannelModel, type ConfirmChannel, type ConsumeMessage, type RecoveringChannelModel } from 'amqplib';
 import type { Registry } from 'prom-client';
 import type { Logger } from '../../ops/logger.js';
@@ -17,6 +17,7 @@ import { transportMetrics, type TransportMetrics } from './metrics.js';
 import { ShortcutGate } from './shortcut.js';
 import { coalesceSocketWrites } from './coalesce-writes.js';
 import { AckBatcher, type Settlement } from './ack-batcher.js';
+import { ASK_BATCH_TYPE, REPLY_BATCH_TYPE, TurnOutbox, decodeBatch, encodeBatch, type Outgoing } from './ask-batch.js';
 
 /** RabbitMQ's pseudo-queue for direct reply-to: replies skip queues entirely and go to the asking channel. */
 const DIRECT_REPLY_TO = 'amq.rabbitmq.reply-to';
@@ -104,6 +105,10 @@ type State = 'idle' | 'running' | 'draining' | 'closed';
  * - malformed or foreign-version envelope → nack without requeue: straight to the dead-letter queue;
  * - deadline passed → ack and drop: the asker has already timed out.
  *
+ * Asks made in one turn for one shard leave as one `ask-batch` message, and replies finished in one turn for one
+ * asker as one `reply-batch` (ask-batch.ts); inside a batch each ask is settled as above, except that a crashing
+ * ask is republished alone rather than taking its batch back to the queue.
+ *
  * amqplib's built-in recovery reconnects with backoff and runs `setup` on every connection, which re-declares the
  * topology, re-binds event patterns and restarts consumers. While disconnected, asks fail at once with
  * TRANSPORT_UNAVAILABLE and pending asks are rejected: their replies could never arrive on a new channel.
@@ -141,6 +146,7 @@ export class AmqpTransport implements Transport {
   private readonly gate: ShortcutGate;
   private readonly shortcut: boolean;
   private readonly pending = new Map<string, PendingAsk>();
+  private readonly outbox = new TurnOutbox<number>((shard, asks) => this.sendAsks(shard, asks));
   /** Wanted event patterns → this node's handlers. The broker binding follows this map (`syncBinding`). */
   private readonly subscriptions = new Map<string, Set<EventHandler>>();
   private readonly bound = new Set<string>();
@@ -386,7 +392,7 @@ export class AmqpTransport implements Transport {
   }
 
   async ask<R = unknown>(address: string, message: unknown, options: AskOptions): Promise<R> {
-    const session = this.liveSession();
+    this.liveSession();
     assertAddress(address);
     assertTimeout(options.timeoutMs);
     const envelope = createEnvelope({ type: 'ask', to: address, from: this.options.nodeId, deadline: Date.now() + options.timeoutMs, payload: message });
@@ -400,20 +406,38 @@ export class AmqpTransport implements Transport {
       );
       const gated = this.gate.askSent(shard, address) ? address : undefined;
       this.pending.set(envelope.id, { resolve: resolve as (value: unknown) => void, reject, timer, startedAt: performance.now(), ...(gated ? { gated } : {}) });
-      try {
-        session.publisher.publish(
-          this.names.shardExchange,
-          String(shard),
-          body,
-          { persistent: true, replyTo: DIRECT_REPLY_TO, correlationId: envelope.id, messageId: envelope.id, contentType: 'application/json', type: 'ask' },
-          (err: unknown) => {
-            if (err) this.settleAsk(envelope.id, { error: new TroupeError('TRANSPORT_UNAVAILABLE', 'the broker did not accept the message') });
-          },
-        );
-      } catch (err) {
-        this.settleAsk(envelope.id, { error: new TroupeError('TRANSPORT_UNAVAILABLE', 'the broker channel is closed', { reason: (err as Error).message }) });
-      }
+      this.outbox.add(shard, { id: envelope.id, body });
     });
+  }
+
+  /** Publishes one turn's asks to a shard: alone as an `ask`, or together as an `ask-batch` (ask-batch.ts). */
+  private sendAsks(shard: number, asks: readonly Outgoing[]): void {
+    // An ask that timed out or was failed by a disconnect while it waited for the turn to end is not sent.
+    const live = asks.filter((a) => this.pending.has(a.id));
+    if (live.length === 0) return;
+    const failAll = (error: TroupeError) => { for (const a of live) this.settleAsk(a.id, { error }); };
+    const session = this.session;
+    if (session === undefined) return failAll(new TroupeError('TRANSPORT_UNAVAILABLE', 'not connected to the message broker'));
+    const single = live.length === 1 ? live[0]! : undefined;
+    const body = single ? single.body : encodeBatch(live.map((a) => a.body));
+    const id = single ? single.id : randomUUID();
+    try {
+      session.publisher.publish(
+        this.names.shardExchange,
+        String(shard),
+        body,
+        {
+          persistent: true, replyTo: DIRECT_REPLY_TO, messageId: id, contentType: 'application/json',
+          ...(single ? { correlationId: id, type: 'ask' } : { type: ASK_BATCH_TYPE }),
+        },
+        (err: unknown) => {
+          if (err) failAll(new TroupeError('TRANSPORT_UNAVAILABLE', 'the broker did not accept the message'));
+        },
+      );
+      this.metrics?.askMessages.inc();
+    } catch (err) {
+      failAll(new TroupeError('TRANSPORT_UNAVAILABLE', 'the broker channel is closed', { reason: (err as Error).message }));
+    }
   }
 
   async tell(address: string, message: unknown): Promise<void> {
@@ -422,6 +446,7 @@ export class AmqpTransport implements Transport {
     const envelope = createEnvelope({ type: 'tell', to: address, from: this.options.nodeId, deadline: Date.now() + this.tellTtlMs, payload: message });
     const shard = shardOf(address, this.options.shardCount);
     const body = encodeEnvelope(envelope);
+    this.outbox.flushKey(shard);
     this.gate.tellSent(shard, address, envelope.id);
     try {
       await this.publishConfirmed(session, this.names.shardExchange, String(shard), body, { persistent: true, messageId: envelope.id, type: 'tell' });
@@ -653,6 +678,7 @@ export class AmqpTransport implements Transport {
 
   private onReply(msg: ConsumeMessage | null): void {
     if (msg === null) return; // the reply consumer ends with its channel; onDisconnect/onChannelClosed fail the asks
+    if (msg.properties.type === REPLY_BATCH_TYPE) return this.onReplyBatch(msg);
     const correlationId = typeof msg.properties.correlationId === 'string' ? msg.properties.correlationId : undefined;
     let reply: Reply;
     let askId: string;
@@ -673,6 +699,27 @@ export class AmqpTransport implements Transport {
     }
     // A reply for an ask that already timed out (or belongs to no one) finds nothing pending and is dropped.
     this.settleAsk(askId, reply.ok ? { value: reply.value } : { error: fromWire(reply.error) });
+  }
+
+  private onReplyBatch(msg: ConsumeMessage): void {
+    let replies: Envelope[];
+    try {
+      replies = decodeBatch(msg.content, 'reply');
+    } catch (err) {
+      // Nothing in it can be trusted to name an ask: those asks time out, as with a lost reply.
+      this.log.warn({ err: (err as Error).message }, 'unreadable reply batch');
+      return;
+    }
+    for (const envelope of replies) {
+      let reply: Reply;
+      try {
+        reply = readReply(envelope);
+      } catch (err) {
+        this.settleAsk(envelope.correlationId!, { error: new TroupeError('INTERNAL', 'the reply was malformed') });
+        continue;
+      }
+      this.settleAsk(envelope.correlationId!, reply.ok ? { value: reply.value } : { error: fromWire(reply.error) });
+    }
   }
 
   private onEvent(channel: Channel, msg: ConsumeMessage | null): void {
@@ -725,6 +772,7 @@ export class AmqpTransport implements Transport {
       }
       return;
     }
+    if (msg.properties.type === ASK_BATCH_TYPE) return this.onAskBatch(channel, shard, msg);
     let envelope: Envelope;
     try {
       envelope = decodeEnvelope(msg.content);
@@ -750,6 +798,85 @@ export class AmqpTransport implements Transport {
       this.gate.deliverySettled(shard);
       this.settledOne(shard);
     });
+  }
+
+  /**
+   * Several asks in one message: each runs in its address's turn like a single ask, and the message is acked once
+   * all of them have. A batch never goes back to the queue for one ask's crash: that ask is republished alone
+   * (confirmed before the batch is acked), and from then on the queue's delivery limit applies to it as to any
+   * ask. Only a batch whose node died mid-way is redelivered whole, and then every ask in it runs again (handlers
+   * are idempotent, DESIGN rule 6).
+   */
+  private onAskBatch(channel: Channel, shard: number, msg: ConsumeMessage): void {
+    const queue = this.names.shardQueue(shard);
+    let asks: Envelope[];
+    try {
+      asks = decodeBatch(msg.content, 'ask');
+    } catch (err) {
+      this.log.warn({ err: (err as Error).message, queue, messageId: msg.properties.messageId }, 'dead-lettering an unreadable ask batch');
+      this.metrics?.countDelivery('malformed');
+      settle(channel, msg, 'dead-letter');
+      return;
+    }
+    const parked = this.handingOver.get(shard);
+    if (parked !== undefined) {
+      parked.push(msg);
+      return;
+    }
+    this.markActive(shard);
+    let outstanding = asks.length;
+    let requeue = false;
+    const oneDone = (republished: boolean) => {
+      if (!republished) requeue = true;
+      if (--outstanding === 0) settle(channel, msg, requeue ? 'requeue' : 'ack');
+    };
+    for (const envelope of asks) {
+      this.inFlight.set(shard, (this.inFlight.get(shard) ?? 0) + 1);
+      this.gate.deliveryTaken(shard);
+      void this.mailboxes.run(envelope.to, () => this.handleBatchedAsk(channel, shard, msg, envelope)).then(oneDone, () => oneDone(false)).finally(() => {
+        this.gate.deliverySettled(shard);
+        this.settledOne(shard);
+      });
+    }
+  }
+
+  /** Resolves false only when a crashed ask could not be republished alone: then the whole batch goes back. */
+  private async handleBatchedAsk(channel: Channel, shard: number, msg: ConsumeMessage, envelope: Envelope): Promise<boolean> {
+    if (Date.now() > envelope.deadline) {
+      this.metrics?.countDelivery('expired');
+      return true;
+    }
+    let reply: Reply;
+    try {
+      reply = okReply(await this.handler!(envelope.to, envelope.payload));
+    } catch (err) {
+      if (!(err instanceof TroupeError)) {
+        this.log.error({ err, address: envelope.to, messageId: envelope.id }, 'delivery handler crashed on a batched ask; republishing it alone');
+        this.metrics?.countDelivery('crashed');
+        return this.republishAlone(shard, msg, envelope);
+      }
+      reply = errorReply(err);
+    }
+    this.sendReply(channel, msg, envelope, reply);
+    this.metrics?.countDelivery(reply.ok ? 'ok' : 'rejected');
+    return true;
+  }
+
+  private async republishAlone(shard: number, msg: ConsumeMessage, envelope: Envelope): Promise<boolean> {
+    const session = this.session;
+    if (session === undefined) return false;
+    try {
+      await new Promise<void>((resolve, reject) => {
+        session.publisher.publish(this.names.shardExchange, String(shard), encodeEnvelope(envelope), {
+          persistent: true, replyTo: msg.properties.replyTo, correlationId: envelope.id, messageId: envelope.id,
+          contentType: 'application/json', type: 'ask',
+        }, (err: unknown) => (err ? reject(err as Error) : resolve()));
+      });
+      return true;
+    } catch (err) {
+      this.log.warn({ err: (err as Error).message, address: envelope.to }, 'could not republish a crashed batched ask; the batch is requeued');
+      return false;
+    }
   }
 
   private async handleDelivery(channel: Channel, msg: ConsumeMessage, envelope: Envelope): Promise<void> {
@@ -798,11 +925,7 @@ export class AmqpTransport implements Transport {
       this.log.error({ err, address: ask.to }, 'reply could not be encoded');
       body = envelopeFor(errorReply(asTroupeError(err)));
     }
-    try {
-      channel.publish('', replyTo, body, { correlationId: ask.id, contentType: 'application/json', type: 'reply' });
-    } catch (err) {
-      this.log.warn({ err: (err as Error).message, address: ask.to }, 'reply lost with its channel; the asker will time out');
-    }
+    repliesOf(channel, this.log).add(replyTo, { id: ask.id, body });
   }
 
   /** Makes the broker binding for `pattern` match whether anyone here still wants it; one turn per pattern at a time. */
@@ -836,9 +959,29 @@ function deliveryCount(msg: ConsumeMessage): number {
 /** One batcher per consumer channel: every delivery on it is registered there, so acks can go out as `multiple`. */
 const ackBatchers = new WeakMap<Channel, AckBatcher>();
 
+const replyOutboxes = new WeakMap<Channel, TurnOutbox<string>>();
+
+/** One turn's replies per asker on this channel, flushed before the channel's acks (reply first, then ack). */
+function repliesOf(channel: Channel, log: Logger): TurnOutbox<string> {
+  let outbox = replyOutboxes.get(channel);
+  if (!outbox) {
+    outbox = new TurnOutbox<string>((replyTo, replies) => {
+      const single = replies.length === 1 ? replies[0]! : undefined;
+      try {
+        if (single) channel.publish('', replyTo, single.body, { correlationId: single.id, contentType: 'application/json', type: 'reply' });
+        else channel.publish('', replyTo, encodeBatch(replies.map((r) => r.body)), { contentType: 'application/json', type: REPLY_BATCH_TYPE });
+      } catch (err) {
+        log.warn({ err: (err as Error).message, replies: replies.length }, 'replies lost with their channel; the askers will time out');
+      }
+    });
+    replyOutboxes.set(channel, outbox);
+  }
+  return outbox;
+}
+
 function acksOf(channel: Channel): AckBatcher {
   let batcher = ackBatchers.get(channel);
-  if (!batcher) ackBatchers.set(channel, (batcher = new AckBatcher(channel)));
+  if (!batcher) ackBatchers.set(channel, (batcher = new AckBatcher(channel, () => replyOutboxes.get(channel)?.flush())));
   return batcher;
 }
 
