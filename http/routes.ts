@@ -14,6 +14,7 @@ import { authoringRoutes } from './routes/authoring.js';
 import { providerWebhookRoutes } from './routes/provider-webhooks.js';
 import { requesterRoutes } from './routes/requesters.js';
 import { oauthRoutes } from './routes/oauth.js';
+import { m2mClientRoutes } from './routes/m2m-clients.js';
 import { credentialRoutes } from './routes/credentials.js';
 import { pluginOptionRoutes } from './routes/plugin-options.js';
 import { streamRoutes } from './routes/streams.js';
@@ -38,6 +39,7 @@ export function allRoutes(): Route<Deps>[] {
     ...providerWebhookRoutes(),
     ...requesterRoutes(),
     ...oauthRoutes(),
+    ...m2mClientRoutes(),
     ...identityRoutes(),
     ...sessionRoutes(),
     ...daemonRoutes(),

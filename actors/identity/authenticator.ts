@@ -6,6 +6,7 @@ import { TroupeError } from '../../ops/errors.js';
 import type { Transport, Unsubscribe } from '../../transport/port.js';
 import { apiKeysByPrefix, registrationIsLive } from '../../storage/identity/credentials.js';
 import { orgRoleOf } from '../../storage/identity/orgs.js';
+import { machineClientIsLive } from '../../storage/integrations/m2m-clients.js';
 import type { Authenticator } from './ports.js';
 import type { Principal } from './principal.js';
 import { RevocableMemo } from './memo.js';
@@ -25,7 +26,8 @@ import { parseRevocation, revocationTags, REVOCATION_TOPIC, tags } from './revoc
  * Hot path: a verified credential is memoised until min(its expiry, `memoTtlMs`), so a repeat request costs one
  * map lookup. When that entry lapses, what is re-checked is what can have changed: expiry (against the clock), the
  * membership of a user, the liveness of a runtime token's registration (itself memoised per registration under the
- * same revocation tags and TTL, so 10,000 workers of one registration cost one query a minute, not 10,000). The
+ * same revocation tags and TTL, so 10,000 workers of one registration cost one query a minute, not 10,000), and
+ * likewise that a machine token's client is not revoked (one query per client per TTL, however many tokens). The
  * signature is a fixed property of the token's bytes under fixed keys: a token verified once is not re-verified
  * until it expires (`verifiedTokens`), and a first sight costs one synchronous Ed25519 verify (PERFORMANCE.md G8). Revocation (a key revoked, a membership changed) ends memo entries at once on this node through
  * `invalidate`, and on every other node through the `identity.revoked` topic; `memoTtlMs` bounds how long a node
@@ -73,6 +75,8 @@ class CredentialAuthenticator implements IdentityAuthenticator {
   private readonly contexts: RevocableMemo<unknown>;
   /** `registration:<org>:<id>` → live; under the registration's and org's revocation tags. */
   private readonly registrations: RevocableMemo<true>;
+  /** `<org>:<clientId>` → not revoked; under the client's and org's revocation tags. */
+  private readonly machineClients: RevocableMemo<true>;
   /** Tokens whose signature and claims verified, until their expiry; oldest dropped first when full. */
   private readonly verifiedTokens = new Map<string, VerifiedToken<'user' | 'runtime' | 'machine'>>();
   private readonly maxEntries: number;
@@ -85,6 +89,7 @@ class CredentialAuthenticator implements IdentityAuthenticator {
     this.memo = new RevocableMemo(this.maxEntries, 10_000);
     this.contexts = new RevocableMemo(this.maxEntries, 10_000);
     this.registrations = new RevocableMemo(this.maxEntries, 10_000);
+    this.machineClients = new RevocableMemo(this.maxEntries, 10_000);
     this.memoTtlMs = options.memoTtlMs ?? 60_000;
     this.log = options.log ?? silentLogger();
     this.ready = options.transport
@@ -119,6 +124,7 @@ class CredentialAuthenticator implements IdentityAuthenticator {
     this.memo.revoke(tags);
     this.contexts.revoke(tags);
     this.registrations.revoke(tags);
+    this.machineClients.revoke(tags);
   }
 
   async contextOf<T>(principal: Principal, load: () => Promise<T>): Promise<T> {
@@ -138,6 +144,7 @@ class CredentialAuthenticator implements IdentityAuthenticator {
     this.memo.clear();
     this.contexts.clear();
     this.registrations.clear();
+    this.machineClients.clear();
     this.verifiedTokens.clear();
   }
 
@@ -207,6 +214,17 @@ class CredentialAuthenticator implements IdentityAuthenticator {
     return live;
   }
 
+  /** Whether a machine client may still act; one query per client per `memoTtlMs` at most, as for registrations. */
+  private async machineClientLive(orgId: string, clientId: string): Promise<boolean> {
+    const key = `${orgId}:${clientId}`;
+    const now = this.options.clock.now();
+    if (this.machineClients.get(key, now) === true) return true;
+    const startedAt = this.machineClients.begin();
+    const live = await machineClientIsLive(this.options.db, orgId, clientId);
+    if (live) this.machineClients.set(key, true, now + this.memoTtlMs, [tags.machineClient(clientId), tags.org(orgId)], startedAt);
+    return live;
+  }
+
   private async fromJwt(token: string): Promise<Resolved> {
     const verified = this.verified(token, ['user', 'runtime', 'machine'] as const);
     switch (verified.typ) {
@@ -226,6 +244,8 @@ class CredentialAuthenticator implements IdentityAuthenticator {
       }
       case 'machine': {
         const c = verified.claims as { cid: string; org: string; scope: readonly string[]; rqid?: string };
+        // A revoked client's tokens are refused for the rest of their hour, also where no memo entry was cleared.
+        if (!(await this.machineClientLive(c.org, c.cid))) throw new TroupeError('AUTH_INVALID', 'this machine client is revoked');
         const principal: Principal = c.rqid === undefined
           ? { kind: 'machine', clientId: c.cid, orgId: c.org, scopes: c.scope }
           : { kind: 'machine', clientId: c.cid, orgId: c.org, scopes: c.scope, requesterId: c.rqid };

@@ -9,6 +9,7 @@ import { sessionsCommand } from './commands/sessions.js';
 import { mutationsCommand } from './commands/mutations.js';
 import { clusterCommands } from './commands/cluster.js';
 import { auditCommands } from './commands/audit.js';
+import { m2mCommands } from './commands/m2m.js';
 
 /**
  * `troupe <command>`: every command prints JSON on stdout (so scripts can pipe it to jq) and a one-line reason on
@@ -32,6 +33,7 @@ export function buildProgram(): Command {
   program.addCommand(mutationsCommand());
   program.addCommand(clusterCommands());
   program.addCommand(auditCommands());
+  program.addCommand(m2mCommands());
   return program;
 }
 
