@@ -9,7 +9,9 @@
  *   1. ceiling: confirmed publishes with `--window` in flight on one connection, drained with manual acks;
  *   2. broker path: A asks B heartbeat-sized messages with `--concurrency` asks in flight (one connection each);
  *   3. paced: A asks B at a quarter of that round's ceiling (half the rate the goal asks for) for the e2e p99;
- *   4. the ceiling publisher paced at that same rate: its publish → confirm p99 is what the broker alone costs there.
+ *   4. the ceiling publisher paced at that same rate: its publish → confirm p99, and the drain's publish → delivery
+ *      p99 (monotonic timestamps in a header), are what the broker alone costs there, the floor under an ask's
+ *      round trip (which adds B's work and the reply's trip back).
  * G4 holds when the median of the per-round ratios (2)/(1) is ≥ 0.50 and the median paced p99 is ≤ 5 ms. Then one
  * node in-process (LocalTransport, in A's process) for the rate a single node reaches without the broker.
  * Prints one table; exits 1 when G4 is missed. Every process it starts, it stops; its topology is deleted.
@@ -197,13 +199,17 @@ async function bench(): Promise<void> {
     const pacedP99s: number[] = [];
     const ceilings: number[] = [];
     const ceilingPacedP99s: number[] = [];
+    const ceilingDeliverP99s: number[] = [];
     const paths: number[] = [];
     for (let round = 1; round <= rounds; round += 1) {
       const ceiling = (await ceilingRun({ seconds })).rate;
       const brokerPath = await askRun({ seconds, concurrency });
       const pacedRate = Math.max(1, Math.floor(ceiling * GOAL_RATIO / 2));
       const paced = await askRun({ seconds, perSecond: pacedRate });
+      await drain.request({ collect: true }, 10_000);
       const ceilingPaced = await ceilingRun({ seconds, perSecond: pacedRate });
+      const ceilingDelivery = await drain.request<{ p99: number }>({ collect: true }, 10_000);
+      ceilingDeliverP99s.push(ceilingDelivery.p99);
       ceilingPacedP99s.push(ceilingPaced.p99);
       ratios.push(brokerPath.rate / ceiling);
       pacedP99s.push(paced.p99);
@@ -212,7 +218,8 @@ async function bench(): Promise<void> {
       rows.push({
         round, 'ceiling msg/s': Math.round(ceiling), 'A→B asks/s': Math.round(brokerPath.rate), ratio: Number((brokerPath.rate / ceiling).toFixed(2)),
         'p50 ms': brokerPath.p50, 'p99 ms': brokerPath.p99, 'asks/msg': Number((brokerPath.asksPerMessage ?? 1).toFixed(2)), 'paced asks/s': Math.round(paced.rate), 'paced p50 ms': paced.p50,
-        'paced p99 ms': paced.p99, 'ceiling paced p99 ms': ceilingPaced.p99, failures: brokerPath.failures + paced.failures,
+        'paced p99 ms': paced.p99, 'ceiling paced p99 ms': ceilingPaced.p99,
+        'ceiling deliver p99 ms': Number(ceilingDelivery.p99.toFixed(2)), failures: brokerPath.failures + paced.failures,
       });
     }
     const local = await askRun({ seconds, concurrency, local: true });
@@ -220,11 +227,12 @@ async function bench(): Promise<void> {
     const p99 = median(pacedP99s);
     rows.push({
       round: 'median', 'ceiling msg/s': Math.round(median(ceilings)), 'A→B asks/s': Math.round(median(paths)), ratio: Number(ratio.toFixed(2)),
-      'p50 ms': '', 'p99 ms': '', 'asks/msg': '', 'paced asks/s': '', 'paced p50 ms': '', 'paced p99 ms': p99, 'ceiling paced p99 ms': median(ceilingPacedP99s), failures: '',
+      'p50 ms': '', 'p99 ms': '', 'asks/msg': '', 'paced asks/s': '', 'paced p50 ms': '', 'paced p99 ms': p99, 'ceiling paced p99 ms': median(ceilingPacedP99s),
+      'ceiling deliver p99 ms': Number(median(ceilingDeliverP99s).toFixed(2)), failures: '',
     });
     rows.push({
       round: 'one node in-process', 'ceiling msg/s': '', 'A→B asks/s': Math.round(local.rate), ratio: '', 'p50 ms': local.p50, 'p99 ms': local.p99, 'asks/msg': '',
-      'paced asks/s': '', 'paced p50 ms': '', 'paced p99 ms': '', 'ceiling paced p99 ms': '', failures: local.failures,
+      'paced asks/s': '', 'paced p50 ms': '', 'paced p99 ms': '', 'ceiling paced p99 ms': '', 'ceiling deliver p99 ms': '', failures: local.failures,
     });
     console.log(`G4 broker path: ${askBytes}-byte asks over ${SHARDS} shards, ${concurrency} in flight vs confirmed publish (quorum, window ${window}); ${rounds} rounds of ${seconds} s; paced at a quarter of each round's ceiling`);
     printTable(rows);

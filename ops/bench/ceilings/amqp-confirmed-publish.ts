@@ -1,7 +1,8 @@
 // Ceiling for G4 (PERFORMANCE.md): confirmed publishes on one connection to a quorum queue, `--window` confirms in
 // flight, bodies of `--bytes` (the size of the broker path's ask envelope), drained by a consumer in another process
 // that acks each message (manual ack, as a shard consumer does). Driven by ops/bench/cluster.ts over IPC:
-//   --role drain      consumes `--queue` until told to stop
+//   --role drain      consumes `--queue` until told to stop; on {collect} answers the publish → delivery latency
+//                     {count, p50, p99} of what it received since the last collect
 //   --role publisher  on {run: {seconds, perSecond?}} publishes for that long (flat out, or paced) and answers
 //                     {rate, p50, p99} (confirmed/s; publish → confirm latency in ms)
 // The publisher declares the queue (quorum, durable) and the drain consumes it; cluster.ts deletes it afterwards.
@@ -30,9 +31,25 @@ async function stop(): Promise<void> {
 }
 
 if (values.role === 'drain') {
+  // Publish → delivery latency, from the publisher's monotonic timestamp (CLOCK_MONOTONIC is machine-wide): what
+  // the broker alone costs before any consumer could start work, the floor under an ask's round trip.
+  let deliveryMs: number[] = [];
   await channel.prefetch(1_000);
-  await channel.consume(queue, (msg) => msg && channel.ack(msg), { noAck: false });
-  process.on('message', (m: { stop?: true }) => { if (m.stop) void stop(); });
+  await channel.consume(queue, (msg) => {
+    if (!msg) return;
+    const sentAt = msg.properties.headers?.['x-sent-ns'];
+    if (typeof sentAt === 'string') deliveryMs.push(Number(process.hrtime.bigint() - BigInt(sentAt)) / 1e6);
+    channel.ack(msg);
+  }, { noAck: false });
+  process.on('message', (m: { stop?: true; collect?: true }) => {
+    if (m.stop) void stop();
+    else if (m.collect) {
+      const sorted = Float64Array.from(deliveryMs).sort();
+      deliveryMs = [];
+      const at = (p: number) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] ?? Number.NaN;
+      send({ count: sorted.length, p50: at(0.5), p99: at(0.99) });
+    }
+  });
   send({ ready: true });
 } else if (values.role === 'publisher') {
   const window = Number(values.window);
@@ -56,7 +73,8 @@ if (values.role === 'drain') {
         inFlight += 1;
         sent += 1;
         const startedAt = performance.now();
-        channel.publish('', queue, body, { persistent: true, contentType: 'application/json' }, () => {
+        const headers = { 'x-sent-ns': String(process.hrtime.bigint()) };
+        channel.publish('', queue, body, { persistent: true, contentType: 'application/json', headers }, () => {
           inFlight -= 1;
           confirmed += 1;
           latencies.push(performance.now() - startedAt);
