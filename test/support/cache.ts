@@ -42,7 +42,7 @@ export async function withRedisCache(label = 'test'): Promise<TestCache> {
   };
 }
 
-async function deleteKeysWithPrefix(prefix: string): Promise<void> {
+export async function deleteKeysWithPrefix(prefix: string): Promise<void> {
   const admin = new Redis(engines.redis, { maxRetriesPerRequest: 1 });
   try {
     let cursor = '0';

@@ -6,8 +6,9 @@ import { generateAdminToken, generateMasterKey } from '../../ops/secrets.js';
 import { startNode, type TroupeNode } from '../../ops/node.js';
 import { deleteTopology } from '../../transport/amqp/index.js';
 import { AmqpTransport } from '../../transport/amqp/index.js';
-import { engines } from './engines.js';
+import { engines, skipEngine } from './engines.js';
 import { newMigratedPglite } from './db.js';
+import { deleteKeysWithPrefix } from './cache.js';
 
 /**
  * A whole Troupe node in this process, listening on a free loopback port, for end-to-end tests through the real
@@ -40,6 +41,16 @@ export interface CallResult {
 }
 
 export type EngineSet = 'embedded' | 'real';
+
+/**
+ * The engine sets every integration suite runs on: `for (const { set, skip } of engineSets) describe(..., function ()
+ * { if (skip) return; ... startTestNode({ engines: set }) })`. The real set is skipped where a developer has set
+ * TEST_SKIP_<ENGINE> for one of its engines, so the embedded half still runs.
+ */
+export const engineSets: ReadonlyArray<{ set: EngineSet; skip: boolean }> = [
+  { set: 'embedded', skip: false },
+  { set: 'real', skip: skipEngine.postgres || skipEngine.amqp || skipEngine.redis },
+];
 
 export async function startTestNode(opts: { engines?: EngineSet; config?: Partial<Config> } = {}): Promise<TestNode> {
   const set = opts.engines ?? 'embedded';
@@ -84,6 +95,8 @@ export async function startTestNode(opts: { engines?: EngineSet; config?: Partia
         try { await deleteTopology(await connection.createChannel(), transport.topology); } finally { await connection.close(); }
       }
       if (dropSchema) await dropSchema();
+      // Keys like replay markers live for a day; a real-engine run would otherwise leave them behind on the shared Redis.
+      if (set === 'real') await deleteKeysWithPrefix(`${prefix}:`);
     },
   };
 }
