@@ -4,11 +4,12 @@
 // to or the caller it was issued to), a replay of an already answered state, a malformed answer and a fourth round
 // are all 400; after the third answer it returns the synthesis request. It never changes runtime state.
 import { expect } from 'chai';
-import { startTestNode, type TestNode } from '../../support/node.js';
+import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
 import { addUser, nonHumanTokens, provisionOrg, type ProvisionedOrg } from '../governance/governance-fixtures.js';
 import { expectRuntimeUnchanged } from './authoring-fixtures.js';
 
-describe('authoring: builder conversation over HTTP', function () {
+for (const { set, skip } of engineSets) describe(`authoring: builder conversation over HTTP (${set} engines)`, function () {
+  if (skip) return;
   this.timeout(180_000);
   let t: TestNode;
   let org: ProvisionedOrg;
@@ -16,7 +17,7 @@ describe('authoring: builder conversation over HTTP', function () {
   let path: string;
 
   before(async () => {
-    t = await startTestNode({ engines: 'embedded' });
+    t = await startTestNode({ engines: set });
     org = await provisionOrg(t);
     other = await provisionOrg(t);
     path = `/api/projects/${org.projectId}/authoring/conversation`;

@@ -5,7 +5,7 @@
 // defaults, denying on a forbid, no permit, an unknown node, an unmatched tool or an evaluation error. Only apply
 // writes, and only proposal rows: runtime tables are unchanged after every helper. No input answers 5xx.
 import { expect } from 'chai';
-import { startTestNode, type TestNode } from '../../support/node.js';
+import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
 import { addUser, nonHumanTokens, provisionOrg, type ProvisionedOrg } from '../governance/governance-fixtures.js';
 import { expectRuntimeUnchanged } from './authoring-fixtures.js';
 import { loadVocabulary } from '../../../actors/authoring/vocabulary.js';
@@ -16,7 +16,8 @@ const request = (extra: Record<string, unknown> = {}) => ({
   steps: ['Find the flaky tests', 'Fix them', 'Open a pull request'], approval: true, approverRole: 'admin', waitSeconds: 60, ...extra,
 });
 
-describe('authoring: synthesis, proposals and simulation over HTTP', function () {
+for (const { set, skip } of engineSets) describe(`authoring: synthesis, proposals and simulation over HTTP (${set} engines)`, function () {
+  if (skip) return;
   this.timeout(180_000);
   let t: TestNode;
   let org: ProvisionedOrg;
@@ -24,7 +25,7 @@ describe('authoring: synthesis, proposals and simulation over HTTP', function ()
   let base: string;
 
   before(async () => {
-    t = await startTestNode({ engines: 'embedded' });
+    t = await startTestNode({ engines: set });
     org = await provisionOrg(t);
     other = await provisionOrg(t);
     base = `/api/projects/${org.projectId}/authoring`;

@@ -4,7 +4,7 @@
 // applies as a proposal, and naming an unknown verb is a question; simulation resolves a plugin node as a dispatch
 // on a Session whose id is its node key, so a policy can deny exactly that verb.
 import { expect } from 'chai';
-import { startTestNode, type TestNode } from '../../support/node.js';
+import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
 import { provisionOrg, type ProvisionedOrg } from '../governance/governance-fixtures.js';
 import { authoringSnapshot } from '../../../actors/authoring/snapshot.js';
 import { assertValidPlan } from '../../../actors/authoring/plan.js';
@@ -17,13 +17,14 @@ const request = (steps: string[]) => ({
   steps, approval: false, waitSeconds: 0,
 });
 
-describe('authoring: plugin verbs and palette tools in the vocabulary', function () {
+for (const { set, skip } of engineSets) describe(`authoring: plugin verbs and palette tools in the vocabulary (${set} engines)`, function () {
+  if (skip) return;
   this.timeout(120_000);
   let t: TestNode;
   let org: ProvisionedOrg;
 
   before(async () => {
-    t = await startTestNode({ engines: 'embedded' });
+    t = await startTestNode({ engines: set });
     org = await provisionOrg(t);
   });
   after(async () => { await t?.close(); });
