@@ -7,7 +7,7 @@
 // route refuses anonymous callers, other orgs and hostile input with a 4xx, never a 5xx.
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
-import { startTestNode, type TestNode } from '../../support/node.js';
+import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
 import { dispatch, provisionOrg, registerDaemon, report, type Org } from '../sessions/support.js';
 import { chooseArm } from '../../../actors/analytics/router.js';
 import { weekStart } from '../../../storage/analytics/aggregates.js';
@@ -20,7 +20,8 @@ import { connectionSealContext } from '../../../actors/integrations/oauth/index.
 const DAY = 86_400_000;
 const FLOOR = 3;
 
-describe('analytics routes (embedded node)', function () {
+for (const { set, skip } of engineSets) describe(`analytics routes (${set} engines)`, function () {
+  if (skip) return;
   this.timeout(120_000);
   let t: TestNode;
   let acme: Org;
@@ -28,7 +29,7 @@ describe('analytics routes (embedded node)', function () {
   const db = () => t.node.deps.db;
 
   before(async () => {
-    t = await startTestNode({ config: { kAnonymityFloor: FLOOR } });
+    t = await startTestNode({ engines: set, config: { kAnonymityFloor: FLOOR } });
     acme = await provisionOrg(t, 'Acme');
     globex = await provisionOrg(t, 'Globex');
   });

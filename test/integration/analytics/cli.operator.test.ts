@@ -3,7 +3,7 @@
 // item) or, with --json, exactly the JSON the node answered; without a credential they fail with a reason.
 import { expect } from 'chai';
 import sinon from 'sinon';
-import { startTestNode, type TestNode } from '../../support/node.js';
+import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
 import { dispatch, provisionOrg, registerDaemon, report, type Org } from '../sessions/support.js';
 import { runCli } from '../../../ops/cli/main.js';
 
@@ -27,14 +27,15 @@ async function cli(args: string[], env: Record<string, string | undefined> = {})
   }
 }
 
-describe('operator CLI views', function () {
+for (const { set, skip } of engineSets) describe(`operator CLI views (${set} engines)`, function () {
+  if (skip) return;
   this.timeout(60_000);
   let t: TestNode;
   let acme: Org;
   let running: string;
   let workerId: string;
   before(async () => {
-    t = await startTestNode();
+    t = await startTestNode({ engines: set });
     acme = await provisionOrg(t, 'Acme');
     const daemon = await registerDaemon(t, acme, 'cli-host');
     workerId = daemon.workerId;
