@@ -4,7 +4,7 @@
 // session is never touched. Successful jobs, branches naming no session and bad signatures attach nothing.
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import { expect } from 'chai';
-import { startTestNode, type TestNode } from '../../support/node.js';
+import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
 import { eventually } from '../../support/transport.js';
 import { provision, type Org } from '../agents/fixtures.js';
 import { providerEventAddress } from '../../../actors/integrations/webhooks/actor.js';
@@ -35,7 +35,8 @@ function jobCompleted(opts: { branch: string; status: string; gitlab?: boolean }
   };
 }
 
-describe('integrations: CircleCI job failures on their session', function () {
+for (const { set, skip } of engineSets) describe(`integrations: CircleCI job failures on their session (${set} engines)`, function () {
+  if (skip) return;
   this.timeout(60_000);
   let t: TestNode;
   let org: Org;
@@ -61,7 +62,7 @@ describe('integrations: CircleCI job failures on their session', function () {
     eventually(async () => ['routed', 'ignored', 'failed'].includes((await findWebhookEvent(t.node.deps.db, orgId, eventId))?.status ?? ''), 'delivery routed');
 
   before(async () => {
-    t = await startTestNode({ engines: 'embedded' });
+    t = await startTestNode({ engines: set });
     org = await provision(t);
     other = await provision(t);
     const put = await t.call('PUT', `/api/org/${org.orgId}/integrations/circleci`, { token: org.ownerToken, body: { signingSecret: secret } });

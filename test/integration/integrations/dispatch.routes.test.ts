@@ -5,7 +5,7 @@
 // timestamp are still enforced. Requester registration is admin-only, org-scoped, and refuses malformed keys.
 import { expect } from 'chai';
 import { createHash, generateKeyPairSync, randomUUID, sign, type KeyObject } from 'node:crypto';
-import { startTestNode, type TestNode } from '../../support/node.js';
+import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
 import { addUser, nonHumanTokens, provisionOrg, type ProvisionedOrg } from '../governance/governance-fixtures.js';
 import { canonicalEnvelope } from '../../../actors/integrations/requesters/signed-dispatch.js';
 import { deriveSigningKeys, signToken } from '../../../actors/identity/tokens.js';
@@ -41,7 +41,8 @@ async function boundKey(t: TestNode, org: ProvisionedOrg, requesterId: string): 
   return r.json.fullKey as string;
 }
 
-describe('integrations: signed agent dispatch', function () {
+for (const { set, skip } of engineSets) describe(`integrations: signed agent dispatch (${set} engines)`, function () {
+  if (skip) return;
   this.timeout(60_000);
 
   describe('with a working cache', () => {
@@ -53,7 +54,7 @@ describe('integrations: signed agent dispatch', function () {
     let twin: { id: string; apiKey: string };
 
     before(async () => {
-      t = await startTestNode({ engines: 'embedded' });
+      t = await startTestNode({ engines: set });
       org = await provisionOrg(t);
       other = await provisionOrg(t);
       const id = await register(t, org, { name: 'ci-bot', mode: 'strict', publicKey: keys.publicB64 });
@@ -171,7 +172,7 @@ describe('integrations: signed agent dispatch', function () {
     let keyed: { id: string; apiKey: string };
 
     before(async () => {
-      t = await startTestNode({ engines: 'embedded', config: { redisUrl: 'redis://127.0.0.1:1' } });
+      t = await startTestNode({ engines: set, config: { redisUrl: 'redis://127.0.0.1:1' } });
       org = await provisionOrg(t);
       const id = await register(t, org, { name: 'bot', mode: 'strict', publicKey: keys.publicB64 });
       keyed = { id, apiKey: await boundKey(t, org, id) };

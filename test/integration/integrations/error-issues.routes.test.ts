@@ -5,7 +5,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
-import { startTestNode, type TestNode } from '../../support/node.js';
+import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
 import { provision, type Org } from '../agents/fixtures.js';
 import { connectionSealContext } from '../../../actors/integrations/oauth/index.js';
 import { upsertOAuthConnection } from '../../../storage/integrations/oauth.js';
@@ -41,7 +41,8 @@ const sentryIssue = (n: number) => ({
   project: { id: '7', slug: 'backend', name: 'backend' },
 });
 
-describe('integrations: session error-tracker issues (Sentry OAuth connection)', function () {
+for (const { set, skip } of engineSets) describe(`integrations: session error-tracker issues (Sentry OAuth connection) (${set} engines)`, function () {
+  if (skip) return;
   this.timeout(60_000);
   let t: TestNode;
   let org: Org;
@@ -68,7 +69,7 @@ describe('integrations: session error-tracker issues (Sentry OAuth connection)',
     sentry = fakeSentry();
     await new Promise<void>((resolve) => sentry.server.listen(0, '127.0.0.1', resolve));
     const base = `http://127.0.0.1:${(sentry.server.address() as AddressInfo).port}`;
-    t = await startTestNode({ config: { outboundAllow: ['127.0.0.1'], sentryOAuthBaseUrl: base } });
+    t = await startTestNode({ engines: set, config: { outboundAllow: ['127.0.0.1'], sentryOAuthBaseUrl: base } });
     org = await provision(t);
     other = await provision(t);
   });
@@ -143,7 +144,7 @@ describe('integrations: session error-tracker issues (Sentry OAuth connection)',
   });
 
   it('the outbound guard applies: a tracker on loopback that is not allowed is never contacted', async () => {
-    const guarded = await startTestNode({ config: { sentryOAuthBaseUrl: `http://127.0.0.1:${(sentry.server.address() as AddressInfo).port}` } });
+    const guarded = await startTestNode({ engines: set, config: { sentryOAuthBaseUrl: `http://127.0.0.1:${(sentry.server.address() as AddressInfo).port}` } });
     try {
       const o = await provision(guarded);
       const deps = guarded.node.deps;

@@ -7,7 +7,7 @@
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import { sign as octokitSign } from '@octokit/webhooks-methods';
-import { startTestNode, type TestNode } from '../../support/node.js';
+import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
 import { eventually } from '../../support/transport.js';
 import { provision, type Org } from '../agents/fixtures.js';
 import { findWebhookEvent } from '../../../storage/integrations/webhook-events.js';
@@ -18,7 +18,8 @@ import {
 /** Vercel's scheme, computed here from its documentation: `x-vercel-signature: <hex HMAC-SHA1(secret, body)>`. */
 const vercelSignature = (secret: string, body: string) => createHmac('sha1', secret).update(body).digest('hex');
 
-describe('integrations: GitHub and Vercel deliveries do work', function () {
+for (const { set, skip } of engineSets) describe(`integrations: GitHub and Vercel deliveries do work (${set} engines)`, function () {
+  if (skip) return;
   this.timeout(60_000);
   let t: TestNode;
   let org: Org;
@@ -61,7 +62,7 @@ describe('integrations: GitHub and Vercel deliveries do work', function () {
   };
 
   before(async () => {
-    t = await startTestNode({ engines: 'embedded' });
+    t = await startTestNode({ engines: set });
     org = await provision(t);
     other = await provision(t);
     for (const [o, provider, signingSecret] of [[org, 'github', githubSecret], [other, 'github', otherGithubSecret], [org, 'vercel', vercelSecret]] as const) {

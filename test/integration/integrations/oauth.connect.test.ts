@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
-import { startTestNode, type TestNode } from '../../support/node.js';
+import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
 import { addUser, provision, type Org } from '../agents/fixtures.js';
 import { connectionSealContext, hashState } from '../../../actors/integrations/oauth/index.js';
 
@@ -63,7 +63,8 @@ function fakeProvider() {
   return { server, codes, tokenRequests, failNextTokenOnce: () => { failNextToken = true; } };
 }
 
-describe('integrations: provider OAuth connection (authorization code + PKCE)', function () {
+for (const { set, skip } of engineSets) describe(`integrations: provider OAuth connection (authorization code + PKCE) (${set} engines)`, function () {
+  if (skip) return;
   this.timeout(60_000);
   let t: TestNode;
   let org: Org;
@@ -87,6 +88,7 @@ describe('integrations: provider OAuth connection (authorization code + PKCE)', 
     await new Promise<void>((resolve) => provider.server.listen(0, '127.0.0.1', resolve));
     providerBase = `http://127.0.0.1:${(provider.server.address() as AddressInfo).port}`;
     t = await startTestNode({
+      engines: set,
       config: { outboundAllow: ['127.0.0.1'], linearOAuthBaseUrl: providerBase, linearOAuthClientId: CLIENT_ID, linearOAuthClientSecret: CLIENT_SECRET },
     });
     org = await provision(t);

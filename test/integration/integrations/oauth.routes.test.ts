@@ -6,13 +6,14 @@
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
 import { ClientCredentials } from 'simple-oauth2';
-import { startTestNode, type TestNode } from '../../support/node.js';
+import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
 import { provisionOrg, type ProvisionedOrg } from '../governance/governance-fixtures.js';
 import { MACHINE_TOKEN_TTL_SECONDS } from '../../../actors/identity/tokens.js';
 
 const TOKEN_PATH = '/api/oauth/token';
 
-describe('integrations: machine tokens (OAuth client_credentials)', function () {
+for (const { set, skip } of engineSets) describe(`integrations: machine tokens (OAuth client_credentials) (${set} engines)`, function () {
+  if (skip) return;
   this.timeout(60_000);
   let t: TestNode;
   let org: ProvisionedOrg;
@@ -29,7 +30,7 @@ describe('integrations: machine tokens (OAuth client_credentials)', function () 
   const dispatch = (token: string) => t.call('POST', '/api/agent-dispatch', { token, body: { projectId: org.projectId, prompt: 'from a machine' } });
 
   before(async () => {
-    t = await startTestNode({ engines: 'embedded' });
+    t = await startTestNode({ engines: set });
     org = await provisionOrg(t);
     other = await provisionOrg(t);
     const r = await createClient({ orgId: org.orgId, name: 'deployer', scopes: ['read', 'write'] });

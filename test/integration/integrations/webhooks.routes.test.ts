@@ -7,7 +7,7 @@
 import { expect } from 'chai';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { sign as octokitSign, verify as octokitVerify } from '@octokit/webhooks-methods';
-import { startTestNode, type TestNode } from '../../support/node.js';
+import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
 import { eventually } from '../../support/transport.js';
 import { addUser, nonHumanTokens, provisionOrg, type ProvisionedOrg } from '../governance/governance-fixtures.js';
 import { signatureHeaderFor, signedWith, type WebhookProvider } from '../../../actors/integrations/webhooks/providers.js';
@@ -16,7 +16,8 @@ import { findWebhookEvent } from '../../../storage/integrations/webhook-events.j
 const ingest = (provider: string, org?: string) => `/api/webhooks/ingest/${provider}${org ? `?org=${org}` : ''}`;
 const newSecret = () => randomBytes(20).toString('hex');
 
-describe('integrations: provider webhooks', function () {
+for (const { set, skip } of engineSets) describe(`integrations: provider webhooks (${set} engines)`, function () {
+  if (skip) return;
   this.timeout(60_000);
   let t: TestNode;
   let org: ProvisionedOrg;
@@ -25,7 +26,7 @@ describe('integrations: provider webhooks', function () {
   const otherSecret = newSecret();
 
   before(async () => {
-    t = await startTestNode({ engines: 'embedded' });
+    t = await startTestNode({ engines: set });
     org = await provisionOrg(t);
     other = await provisionOrg(t);
     for (const provider of Object.keys(secrets) as WebhookProvider[]) {
