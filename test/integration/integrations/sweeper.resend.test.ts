@@ -4,7 +4,7 @@
 // session; a delivery that already has an outcome is left alone.
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
-import { startTestNode, type TestNode } from '../../support/node.js';
+import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
 import { eventually } from '../../support/transport.js';
 import { provisionOrg, type ProvisionedOrg } from '../governance/governance-fixtures.js';
 import { planRoute } from '../../../actors/integrations/webhooks/routing.js';
@@ -12,13 +12,14 @@ import { providerEventAddress } from '../../../actors/integrations/webhooks/acto
 import { initialProviderEventState, type ProviderEventMsg } from '../../../actors/integrations/webhooks/machine.js';
 import { publicSessionId } from '../../../actors/session/index.js';
 
-describe('integrations: the webhook sweeper re-sends stuck deliveries', function () {
+for (const { set, skip } of engineSets) describe(`integrations: the webhook sweeper re-sends stuck deliveries (${set} engines)`, function () {
+  if (skip) return;
   this.timeout(60_000);
   let t: TestNode;
   let org: ProvisionedOrg;
 
   before(async () => {
-    t = await startTestNode({ config: { webhookResendAfterMs: 1000 } });
+    t = await startTestNode({ engines: set, config: { webhookResendAfterMs: 1000 } });
     org = await provisionOrg(t);
   });
   after(async () => { await t?.close(); });
