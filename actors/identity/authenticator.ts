@@ -7,11 +7,12 @@ import type { Transport, Unsubscribe } from '../../transport/port.js';
 import { apiKeysByPrefix, registrationIsLive } from '../../storage/identity/credentials.js';
 import { orgRoleOf } from '../../storage/identity/orgs.js';
 import { machineClientIsLive } from '../../storage/integrations/m2m-clients.js';
+import { userTokenRevoked } from '../../storage/identity/revoked-user-tokens.js';
 import type { Authenticator } from './ports.js';
 import type { Principal } from './principal.js';
 import { RevocableMemo } from './memo.js';
 import { apiKeyPrefix, hashesEqual, parseSecret } from './secrets-format.js';
-import { looksLikeJwt, verifyTokenSync, type SigningKeys, type VerifiedToken } from './tokens.js';
+import { looksLikeJwt, userTokenId, verifyTokenSync, type SigningKeys, type VerifiedToken } from './tokens.js';
 import { parseRevocation, revocationTags, REVOCATION_TOPIC, tags } from './revocation.js';
 
 /**
@@ -21,11 +22,11 @@ import { parseRevocation, revocationTags, REVOCATION_TOPIC, tags } from './revoc
  * - `Authorization: Bearer <JWT>` → by its `typ`: `user` (role read from org_memberships), `runtime`, `machine`.
  * - no Authorization, cookie `troupe_session=<user JWT>` → that user, `via: 'cookie'`.
  * Anything else that is presented (another scheme, a malformed or expired token, an unknown or revoked key, a
- * user no longer in the org) is AUTH_INVALID; nothing presented at all is `undefined`.
+ * user no longer in the org, a user token ended by logout) is AUTH_INVALID; nothing presented at all is `undefined`.
  *
  * Hot path: a verified credential is memoised until min(its expiry, `memoTtlMs`), so a repeat request costs one
  * map lookup. When that entry lapses, what is re-checked is what can have changed: expiry (against the clock), the
- * membership of a user, the liveness of a runtime token's registration (itself memoised per registration under the
+ * membership of a user and that logout has not ended the user's token (one query for both), the liveness of a runtime token's registration (itself memoised per registration under the
  * same revocation tags and TTL, so 10,000 workers of one registration cost one query a minute, not 10,000), and
  * likewise that a machine token's client is not revoked (one query per client per TTL, however many tokens). The
  * signature is a fixed property of the token's bytes under fixed keys: a token verified once is not re-verified
@@ -165,8 +166,10 @@ class CredentialAuthenticator implements IdentityAuthenticator {
     const hit = this.memo.get(key, now);
     if (hit) return hit;
     const startedAt = this.memo.begin();
-    const { principal, expiresAt } = await lookup();
-    this.memo.set(key, principal, Math.min(expiresAt, now + this.memoTtlMs), revocationTags(principal), startedAt);
+    const { principal, expiresAt, sessionTag } = await lookup();
+    const revokedBy = revocationTags(principal);
+    if (sessionTag !== undefined) revokedBy.push(sessionTag);
+    this.memo.set(key, principal, Math.min(expiresAt, now + this.memoTtlMs), revokedBy, startedAt);
     return principal;
   }
 
@@ -229,7 +232,7 @@ class CredentialAuthenticator implements IdentityAuthenticator {
     const verified = this.verified(token, ['user', 'runtime', 'machine'] as const);
     switch (verified.typ) {
       case 'user':
-        return this.userPrincipal(verified.claims as { sub: string; org: string }, verified.expiresAt, 'token');
+        return this.userPrincipal(token, verified as VerifiedToken<'user'>, 'token');
       case 'runtime': {
         const c = verified.claims as { wid: string; org: string; prj: readonly string[]; reg: string; scope: readonly string[] };
         // A revoked registration cuts off every worker registered with it, also after a restart or a memo expiry
@@ -255,15 +258,25 @@ class CredentialAuthenticator implements IdentityAuthenticator {
   }
 
   private async fromUserJwt(token: string, via: 'cookie'): Promise<Resolved> {
-    const verified = this.verified(token, ['user'] as const);
-    return this.userPrincipal(verified.claims, verified.expiresAt, via);
+    return this.userPrincipal(token, this.verified(token, ['user'] as const), via);
   }
 
-  /** The role is read at resolve time, never trusted from the token: a demotion or removal applies at once. */
-  private async userPrincipal(claims: { sub: string; org: string }, expiresAt: number, via: 'token' | 'cookie'): Promise<Resolved> {
-    const role = await orgRoleOf(this.options.db, claims.org, claims.sub);
+  /**
+   * The role is read at resolve time, never trusted from the token: a demotion or removal applies at once. A token
+   * ended by logout is refused from storage here (so on every node, also after a restart) and, once memoised,
+   * through its `userToken:` tag.
+   */
+  private async userPrincipal(token: string, verified: VerifiedToken<'user'>, via: 'token' | 'cookie'): Promise<Resolved> {
+    const { sub, org } = verified.claims;
+    const tokenId = userTokenId(token, verified);
+    const [role, revoked] = await Promise.all([orgRoleOf(this.options.db, org, sub), userTokenRevoked(this.options.db, tokenId)]);
     if (role === undefined) throw new TroupeError('AUTH_INVALID');
-    return { principal: { kind: 'user', userId: claims.sub, orgId: claims.org, orgRole: role, via }, expiresAt };
+    if (revoked) throw new TroupeError('AUTH_INVALID', 'this session has ended (logged out)');
+    return {
+      principal: { kind: 'user', userId: sub, orgId: org, orgRole: role, via },
+      expiresAt: verified.expiresAt,
+      sessionTag: tags.userToken(tokenId),
+    };
   }
 
   private onRevocation(event: unknown): void {
@@ -279,6 +292,8 @@ class CredentialAuthenticator implements IdentityAuthenticator {
 interface Resolved {
   readonly principal: Principal;
   readonly expiresAt: number;
+  /** The revocation tag of this one credential, for those the principal does not name (a user's login session). */
+  readonly sessionTag?: string;
 }
 
 /** The value of one cookie; undefined when absent. Later duplicates are ignored, as browsers send the most specific first. */

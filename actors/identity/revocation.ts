@@ -8,7 +8,8 @@ import type { Principal } from './principal.js';
  * that misses the event re-reads within the memo TTL.
  *
  * Tags: `apiKey:<keyId>`, `member:<orgId>:<userId>`, `user:<userId>`, `worker:<workerId>`,
- * `registration:<registrationId>`, `machineClient:<clientId>`, `org:<orgId>` (everything of one org).
+ * `registration:<registrationId>`, `machineClient:<clientId>`, `userToken:<tokenId>` (one login session, ended by
+ * logout), `org:<orgId>` (everything of one org).
  */
 export const REVOCATION_TOPIC = 'identity.revoked';
 
@@ -23,6 +24,7 @@ export const tags = {
   worker: (workerId: string) => `worker:${workerId}`,
   registration: (registrationId: string) => `registration:${registrationId}`,
   machineClient: (clientId: string) => `machineClient:${clientId}`,
+  userToken: (tokenId: string) => `userToken:${tokenId}`,
   org: (orgId: string) => `org:${orgId}`,
 } as const;
 

@@ -1,4 +1,4 @@
-import { createPrivateKey, createPublicKey, verify as verifySignature, type KeyObject } from 'node:crypto';
+import { createHash, createPrivateKey, createPublicKey, randomBytes, verify as verifySignature, type KeyObject } from 'node:crypto';
 import { SignJWT, type JWTPayload } from 'jose';
 import type { Clock } from '../../ops/clock.js';
 import type { Secrets } from '../../ops/secrets.js';
@@ -66,12 +66,15 @@ export async function signToken<T extends TokenType>(
 ): Promise<IssuedToken> {
   const issuedAt = Math.floor(clock.now() / 1000);
   const expiresAtSeconds = issuedAt + ttlSeconds;
-  const token = await new SignJWT({ ...claims, typ } as unknown as JWTPayload)
+  const jwt = new SignJWT({ ...claims, typ } as unknown as JWTPayload)
     .setProtectedHeader({ alg: 'EdDSA', typ: 'JWT' })
     .setIssuer(ISSUER)
     .setIssuedAt(issuedAt)
-    .setExpirationTime(expiresAtSeconds)
-    .sign(keys.privateKey);
+    .setExpirationTime(expiresAtSeconds);
+  // A user token is a login session, which logout ends by this id; runtime and machine tokens end with their
+  // registration or client instead, so they carry none.
+  if (typ === 'user') jwt.setJti(randomBytes(16).toString('base64url'));
+  const token = await jwt.sign(keys.privateKey);
   return { token, expiresAt: expiresAtSeconds * 1000 };
 }
 
@@ -80,6 +83,16 @@ export interface VerifiedToken<T extends TokenType> {
   readonly claims: ClaimsOf<T>;
   /** Milliseconds since the epoch. */
   readonly expiresAt: number;
+  /** The `jti` claim, present only when the token has one. */
+  readonly jti?: string;
+}
+
+/**
+ * The id under which a user token is revoked: its `jti`, or for a token signed before user tokens carried one, a
+ * digest of the token itself (those still verify until they expire, and logout must end them too).
+ */
+export function userTokenId(token: string, verified: VerifiedToken<'user'>): string {
+  return verified.jti ?? `sha256:${createHash('sha256').update(token).digest('base64url')}`;
 }
 
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -101,6 +114,8 @@ const ED25519_SIGNATURE_CHARS = 86;
 const base64urlPattern = /^[A-Za-z0-9_-]+$/;
 /** Header parameters we understand; anything else (`crit`, `b64`, `jku`, `jwk`, `kid`, `x5u`, …) is refused. */
 const allowedHeaderKeys = new Set(['alg', 'typ']);
+/** What `signToken` writes (22 characters); bounded so a revocation row and tag stay small. */
+const jtiPattern = /^[A-Za-z0-9_-]{1,64}$/;
 
 /**
  * `verifyToken` without the promise: the signature is checked by node:crypto's one-shot Ed25519 verify (no key
@@ -122,7 +137,10 @@ export function verifyTokenSync<T extends TokenType>(
   if (typeof typ !== 'string' || !(accept as readonly string[]).includes(typ)) throw new TroupeError('AUTH_INVALID');
   const claims = claimsOf(typ as TokenType, payload);
   if (!claims) throw new TroupeError('AUTH_INVALID');
-  return { typ: typ as T, claims: claims as ClaimsOf<T>, expiresAt: payload.exp * 1000 };
+  const verified = { typ: typ as T, claims: claims as ClaimsOf<T>, expiresAt: payload.exp * 1000 };
+  if (payload.jti === undefined) return verified;
+  if (typeof payload.jti !== 'string' || !jtiPattern.test(payload.jti)) throw new TroupeError('AUTH_INVALID');
+  return { ...verified, jti: payload.jti };
 }
 
 /** The payload of a compact JWS whose header is strictly ours and whose Ed25519 signature verifies; else undefined. */

@@ -5,8 +5,8 @@ import type { Route, HttpRequest, Reply } from '../types.js';
 import type { OrgPrincipal, OrgRole } from '../../actors/identity/principal.js';
 import { hashPassword, verifyPassword, decoyPasswordHash } from '../../actors/identity/passwords.js';
 import { apiKeyPrefix, mintSecret, registrationTokenPrefix } from '../../actors/identity/secrets-format.js';
-import { deriveSigningKeys, signToken, type SigningKeys } from '../../actors/identity/tokens.js';
-import { SESSION_COOKIE } from '../../actors/identity/authenticator.js';
+import { deriveSigningKeys, looksLikeJwt, signToken, userTokenId, verifyTokenSync, type SigningKeys } from '../../actors/identity/tokens.js';
+import { readCookie, SESSION_COOKIE } from '../../actors/identity/authenticator.js';
 import { publishRevocation, tags } from '../../actors/identity/revocation.js';
 import { orgAddress, type ApiKeyIssued, type CredentialRevoked, type OrgMsg, type RegistrationTokenIssued } from '../../actors/org/index.js';
 import {
@@ -15,6 +15,7 @@ import {
 } from '../../storage/identity/orgs.js';
 import { findLoginByEmail, findOrgMember } from '../../storage/identity/users.js';
 import { findApiKey } from '../../storage/identity/credentials.js';
+import { revokeUserToken } from '../../storage/identity/revoked-user-tokens.js';
 import { findTeam, insertTeam, listTeamMembers, upsertTeamMember } from '../../storage/identity/teams.js';
 import { isUuid, type TeamRole, type UserRecord } from '../../storage/identity/rows.js';
 import * as schemas from '../../schemas/identity/http.js';
@@ -224,8 +225,44 @@ async function limitLoginAttempts(deps: Deps, email: string): Promise<void> {
   if (attempts > LOGIN_ATTEMPTS_PER_MINUTE) throw new TroupeError('RATE_LIMITED', 'too many login attempts; wait a minute');
 }
 
-export async function logout(_req: HttpRequest, deps: Deps): Promise<Reply> {
+/**
+ * Ends the session of each user token the request presents (bearer and cookie), on every node, and clears the
+ * cookie. Nothing presented, or nothing the authenticator accepts, ends nothing and still answers 200: logout
+ * cannot fail a browser that is already logged out, and it can only end a token its caller holds.
+ */
+export async function logout(req: HttpRequest, deps: Deps): Promise<Reply> {
+  for (const token of presentedUserTokens(req)) await endUserSession(deps, token);
   return { body: { ok: true }, headers: { 'set-cookie': sessionCookie(deps, '', 0), 'cache-control': 'no-store' } };
+}
+
+function presentedUserTokens(req: HttpRequest): string[] {
+  const bearer = /^Bearer +(\S+) *$/i.exec(req.headers.authorization ?? '')?.[1];
+  const cookie = req.headers.cookie === undefined ? undefined : readCookie(req.headers.cookie, SESSION_COOKIE);
+  const tokens = [bearer, cookie].filter((t): t is string => t !== undefined && looksLikeJwt(t));
+  return [...new Set(tokens)];
+}
+
+async function endUserSession(deps: Deps, token: string): Promise<void> {
+  // Checked as the authenticator checks any route, so an expired, forged, already ended or non-user token (or one of
+  // a user no longer in the org) is left alone; a storage outage is not swallowed (the session would live on).
+  const accepted = await acceptedUserToken(deps, token);
+  if (accepted === undefined) return;
+  const { principal, verified } = accepted;
+  const id = userTokenId(token, verified);
+  await revokeUserToken(deps.db, { id, orgId: principal.orgId, userId: principal.userId, expiresAt: verified.expiresAt }, deps.clock.now());
+  // Before answering, as for API keys: the caller's next request to this node is already refused.
+  await announceRevocation(deps, [tags.userToken(id)]);
+}
+
+async function acceptedUserToken(deps: Deps, token: string) {
+  try {
+    const verified = verifyTokenSync(keysOf(deps), deps.clock, token, ['user']);
+    const principal = await deps.auth.resolve({ authorization: `Bearer ${token}` });
+    return principal?.kind === 'user' ? { principal, verified } : undefined;
+  } catch (err) {
+    if (err instanceof TroupeError && err.code === 'AUTH_INVALID') return undefined;
+    throw err;
+  }
 }
 
 export async function listOrgs(req: HttpRequest, deps: Deps): Promise<Reply> {
@@ -379,7 +416,7 @@ export function identityRoutes(): Route<Deps>[] {
     },
     {
       method: 'post', path: '/api/auth/logout', auth: 'none', tags: ['auth'], bodyKind: 'none',
-      summary: 'Clear the troupe_session cookie (user tokens stay valid until they expire)',
+      summary: 'End the presented user session (bearer user token and/or troupe_session cookie) on every node and clear the cookie; always 200, ending nothing when no valid user token is presented',
       responseSchema: schemas.okReply, handler: logout,
     },
     {

@@ -15,6 +15,7 @@ import { integrationOAuthMigration } from './0013_integration_oauth.js';
 import { authzDenialsMigration } from './0014_authz_denials.js';
 import { pendingMutationsIndexMigration } from './0015_pending_mutations_index.js';
 import { daemonLivenessHotUpdatesMigration } from './0016_daemon_liveness_hot_updates.js';
+import { revokedUserTokensMigration } from './0017_revoked_user_tokens.js';
 
 /**
  * Every migration, in order. A static list rather than a directory scan, so the same source runs under tsx,
@@ -44,4 +45,5 @@ export const migrations: readonly Migration[] = [
   authzDenialsMigration, // 0014
   pendingMutationsIndexMigration, // 0015
   daemonLivenessHotUpdatesMigration, // 0016
+  revokedUserTokensMigration, // 0017
 ];

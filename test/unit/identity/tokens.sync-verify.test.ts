@@ -8,7 +8,7 @@ import { expect } from 'chai';
 import { createHmac, generateKeyPairSync, sign } from 'node:crypto';
 import { Secrets, generateMasterKey } from '../../../ops/secrets.js';
 import { TroupeError } from '../../../ops/errors.js';
-import { deriveSigningKeys, signToken, verifyTokenSync, RUNTIME_TOKEN_TTL_SECONDS, type SigningKeys } from '../../../actors/identity/tokens.js';
+import { deriveSigningKeys, signToken, userTokenId, verifyTokenSync, RUNTIME_TOKEN_TTL_SECONDS, type SigningKeys } from '../../../actors/identity/tokens.js';
 
 const ORG = '11111111-1111-4111-8111-111111111111';
 const claims = { wid: 'w-1', org: ORG, prj: ['p-1'], reg: '33333333-3333-4333-8333-333333333333', scope: ['daemon'] };
@@ -95,5 +95,23 @@ describe('verifyTokenSync', () => {
     refused(signedWith({ alg: 'EdDSA' }, payload({ nbf: now / 1000 + 30 })));
     refused(signedWith({ alg: 'EdDSA' }, payload({ typ: 'user' })));
     for (const junk of ['', '...', 'a.b.c', `${b64([1])}.${b64(payload())}.${'A'.repeat(86)}`]) refused(junk);
+  });
+
+  it('gives every user token its own jti (its session id for logout), and falls back to a digest for one without', async () => {
+    const user = { sub: '22222222-2222-4222-8222-222222222222', org: ORG };
+    const [a, b] = [await signToken(keys, clock, 'user', user), await signToken(keys, clock, 'user', user)];
+    const [va, vb] = [verifyTokenSync(keys, clock, a.token, ['user']), verifyTokenSync(keys, clock, b.token, ['user'])];
+    expect(va.jti).to.match(/^[A-Za-z0-9_-]{22}$/);
+    expect(va.jti).to.not.equal(vb.jti);
+    expect(userTokenId(a.token, va)).to.equal(va.jti);
+    const userPayload = { ...user, typ: 'user', iss: 'troupe', iat: now / 1000, exp: now / 1000 + 60 };
+    const older = signedWith({ alg: 'EdDSA' }, userPayload);
+    const vo = verifyTokenSync(keys, clock, older, ['user']);
+    expect(vo.jti).to.equal(undefined);
+    expect(userTokenId(older, vo)).to.match(/^sha256:[A-Za-z0-9_-]{43}$/);
+    expect(userTokenId(signedWith({ alg: 'EdDSA' }, { ...userPayload, iat: userPayload.iat - 1 }), vo)).to.not.equal(userTokenId(older, vo));
+    for (const jti of [42, '', 'x'.repeat(65), 'a b']) {
+      expect(() => verifyTokenSync(keys, clock, signedWith({ alg: 'EdDSA' }, { ...userPayload, jti }), ['user'])).to.throw(TroupeError);
+    }
   });
 });
