@@ -7,7 +7,8 @@ import { hashPassword, verifyPassword, decoyPasswordHash } from '../../actors/id
 import { apiKeyPrefix, mintSecret, registrationTokenPrefix } from '../../actors/identity/secrets-format.js';
 import { deriveSigningKeys, looksLikeJwt, signToken, userTokenId, verifyTokenSync, type SigningKeys } from '../../actors/identity/tokens.js';
 import { readCookie, SESSION_COOKIE } from '../../actors/identity/authenticator.js';
-import { publishRevocation, tags } from '../../actors/identity/revocation.js';
+import { tags } from '../../actors/identity/revocation.js';
+import { announceRevocation } from './announce-revocation.js';
 import { orgAddress, type ApiKeyIssued, type CredentialRevoked, type OrgMsg, type RegistrationTokenIssued } from '../../actors/org/index.js';
 import {
   ensureUser, findOrg, insertOrg, insertProject, listMemberships, listProjectAccess, projectsInOrg, setOrgRole,
@@ -79,17 +80,6 @@ async function humanBehind(deps: Deps, p: OrgPrincipal): Promise<string | null> 
 }
 
 const publicUser = (u: UserRecord) => ({ id: u.id, email: u.email, firstName: u.firstName, lastName: u.lastName, profilePictureUrl: u.profilePictureUrl });
-
-async function announceRevocation(deps: Deps, revoked: string[]): Promise<void> {
-  deps.auth.invalidate?.(revoked);
-  deps.authz.invalidate?.(revoked);
-  try {
-    await publishRevocation(deps.transport, revoked);
-  } catch (err) {
-    // Storage already holds the change; nodes that miss it re-read within their memo TTL.
-    deps.log.warn({ err, revoked }, 'could not publish identity revocation');
-  }
-}
 
 function slugify(name: string): string {
   const slug = name.normalize('NFKD').toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 40).replace(/-+$/, '');

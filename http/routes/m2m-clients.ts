@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { Deps } from '../../ops/deps.js';
 import { TroupeError } from '../../ops/errors.js';
 import { clientSecretPrefix } from '../../actors/integrations/m2m/client-credentials.js';
-import { publishRevocation, tags } from '../../actors/identity/revocation.js';
+import { tags } from '../../actors/identity/revocation.js';
+import { announceRevocation } from './announce-revocation.js';
 import { mintSecret } from '../../actors/identity/secrets-format.js';
 import { appendAudit } from '../../storage/audit-log.js';
 import { findOrg } from '../../storage/identity/orgs.js';
@@ -34,18 +35,6 @@ function clientView(client: M2mClientDetail, now: number) {
       id: s.id, createdAt: s.createdAt, expiresAt: s.expiresAt, active: s.expiresAt === null || Date.parse(s.expiresAt) > now,
     })),
   };
-}
-
-/** This node refuses at once; the others hear it on `identity.revoked` and re-read the client on their next miss. */
-async function announceRevocation(deps: Deps, revoked: string[]): Promise<void> {
-  deps.auth.invalidate?.(revoked);
-  deps.authz.invalidate?.(revoked);
-  try {
-    await publishRevocation(deps.transport, revoked);
-  } catch (err) {
-    // Storage already holds the revocation; a node that missed the event re-reads within its memo TTL.
-    deps.log.warn({ err, revoked }, 'could not publish a machine client revocation');
-  }
 }
 
 export async function rotateClientSecret(req: HttpRequest<{ overlapSeconds?: number }>, deps: Deps): Promise<Reply> {

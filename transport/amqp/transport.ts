@@ -773,23 +773,12 @@ export class AmqpTransport implements Transport {
       return;
     }
     if (msg.properties.type === ASK_BATCH_TYPE) return this.onAskBatch(channel, shard, msg);
-    let envelope: Envelope;
-    try {
-      envelope = decodeEnvelope(msg.content);
-      if (envelope.type !== 'ask' && envelope.type !== 'tell') throw new MalformedEnvelopeError(`a shard queue carries asks and tells, not ${envelope.type}`);
-    } catch (err) {
-      this.log.warn({ err: (err as Error).message, queue, messageId: msg.properties.messageId }, 'dead-lettering an unreadable message');
-      this.metrics?.countDelivery('malformed');
-      settle(channel, msg, 'dead-letter');
-      return;
-    }
-    const parked = this.handingOver.get(shard);
-    if (parked !== undefined) {
-      // Handing this shard over: the message waits unacked and goes back to the queue, for the next owner, after the cancel.
-      parked.push(msg);
-      return;
-    }
-    this.markActive(shard);
+    const envelope = this.takeShardMessage(channel, shard, msg, () => {
+      const decoded = decodeEnvelope(msg.content);
+      if (decoded.type !== 'ask' && decoded.type !== 'tell') throw new MalformedEnvelopeError(`a shard queue carries asks and tells, not ${decoded.type}`);
+      return decoded;
+    });
+    if (envelope === undefined) return;
     // Our own tell is now in its address's turn: an in-process ask to that address can no longer overtake it.
     if (envelope.type === 'tell' && envelope.from === this.options.nodeId) this.gate.tellDone(envelope.id);
     this.inFlight.set(shard, (this.inFlight.get(shard) ?? 0) + 1);
@@ -801,6 +790,30 @@ export class AmqpTransport implements Transport {
   }
 
   /**
+   * Reads a shard delivery, or settles it here: an unreadable one goes to the dead-letter queue, and during a
+   * handover it waits unacked and goes back to the queue, for the next owner, after the cancel. Undefined then.
+   */
+  private takeShardMessage<T>(channel: Channel, shard: number, msg: ConsumeMessage, read: () => T): T | undefined {
+    let content: T;
+    try {
+      content = read();
+    } catch (err) {
+      const queue = this.names.shardQueue(shard);
+      this.log.warn({ err: (err as Error).message, queue, messageId: msg.properties.messageId }, 'dead-lettering an unreadable message');
+      this.metrics?.countDelivery('malformed');
+      settle(channel, msg, 'dead-letter');
+      return undefined;
+    }
+    const parked = this.handingOver.get(shard);
+    if (parked !== undefined) {
+      parked.push(msg);
+      return undefined;
+    }
+    this.markActive(shard);
+    return content;
+  }
+
+  /**
    * Several asks in one message: each runs in its address's turn like a single ask, and the message is acked once
    * all of them have. A batch never goes back to the queue for one ask's crash: that ask is republished alone
    * (confirmed before the batch is acked), and from then on the queue's delivery limit applies to it as to any
@@ -808,22 +821,8 @@ export class AmqpTransport implements Transport {
    * are idempotent, DESIGN rule 6).
    */
   private onAskBatch(channel: Channel, shard: number, msg: ConsumeMessage): void {
-    const queue = this.names.shardQueue(shard);
-    let asks: Envelope[];
-    try {
-      asks = decodeBatch(msg.content, 'ask');
-    } catch (err) {
-      this.log.warn({ err: (err as Error).message, queue, messageId: msg.properties.messageId }, 'dead-lettering an unreadable ask batch');
-      this.metrics?.countDelivery('malformed');
-      settle(channel, msg, 'dead-letter');
-      return;
-    }
-    const parked = this.handingOver.get(shard);
-    if (parked !== undefined) {
-      parked.push(msg);
-      return;
-    }
-    this.markActive(shard);
+    const asks = this.takeShardMessage(channel, shard, msg, () => decodeBatch(msg.content, 'ask'));
+    if (asks === undefined) return;
     let outstanding = asks.length;
     let requeue = false;
     const oneDone = (republished: boolean) => {
