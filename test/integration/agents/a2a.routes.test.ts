@@ -5,14 +5,15 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
-import { startTestNode, type TestNode } from '../../support/node.js';
+import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
 import { eventually } from '../../support/transport.js';
 import { addUser, hostileBodies, provision, type Org } from './fixtures.js';
 
 const RECORD_KEYS = ['id', 'orgId', 'url', 'trustLevel', 'card', 'lastFetchedAt', 'createdAt', 'updatedAt', 'reachable'].sort();
 const CARD_KEYS = ['name', 'url', 'version', 'description', 'skills'].sort();
 
-describe('external agents (A2A) over HTTP', function () {
+for (const { set, skip } of engineSets) describe(`external agents (A2A) over HTTP (${set} engines)`, function () {
+  if (skip) return;
   this.timeout(60_000);
   let t: TestNode;
   let org: Org;
@@ -38,7 +39,7 @@ describe('external agents (A2A) over HTTP', function () {
     });
     await new Promise<void>((resolve) => agentServer.listen(0, '127.0.0.1', resolve));
     base = `http://127.0.0.1:${(agentServer.address() as AddressInfo).port}`;
-    t = await startTestNode({ config: { outboundAllow: ['127.0.0.1/32'] } });
+    t = await startTestNode({ engines: set, config: { outboundAllow: ['127.0.0.1/32'] } });
     org = await provision(t);
     other = await provision(t);
   });

@@ -3,17 +3,18 @@
 // with payload, prompt, capability and overlay deltas, and accepting it re-pins, re-materializes and drops (and
 // audits) exactly the overlay keys whose targets vanished — all through the real HTTP server.
 import { expect } from 'chai';
-import { startTestNode, type TestNode } from '../../support/node.js';
+import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
 import { addUser, hostileBodies, provision, type Org } from './fixtures.js';
 
-describe('agent cards and the marketplace over HTTP', function () {
+for (const { set, skip } of engineSets) describe(`agent cards and the marketplace over HTTP (${set} engines)`, function () {
+  if (skip) return;
   this.timeout(60_000);
   let t: TestNode;
   let publisher: Org;
   let installer: Org;
 
   before(async () => {
-    t = await startTestNode();
+    t = await startTestNode({ engines: set });
     publisher = await provision(t);
     installer = await provision(t);
   });

@@ -6,7 +6,7 @@ import { createDecipheriv, createECDH, hkdfSync, randomBytes } from 'node:crypto
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
-import { startTestNode, type TestNode } from '../../support/node.js';
+import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
 import { eventually } from '../../support/transport.js';
 import { addUser, provisionOrg, type ProvisionedOrg } from '../governance/governance-fixtures.js';
 
@@ -29,7 +29,8 @@ function decryptPush(body: Buffer, b: Browser): Notification {
   return JSON.parse(padded.subarray(0, end).toString('utf8')) as Notification;
 }
 
-describe('web push on approval gates and ended sessions', function () {
+for (const { set, skip } of engineSets) describe(`web push on approval gates and ended sessions (${set} engines)`, function () {
+  if (skip) return;
   this.timeout(60_000);
   let t: TestNode;
   let org: ProvisionedOrg;
@@ -69,7 +70,7 @@ describe('web push on approval gates and ended sessions', function () {
     });
     await new Promise<void>((resolve) => pushService.listen(0, '127.0.0.1', resolve));
     pushBase = `http://127.0.0.1:${(pushService.address() as AddressInfo).port}`;
-    t = await startTestNode({ config: { outboundAllow: ['127.0.0.1'], webPushSubject: 'mailto:ops@troupe.test' } });
+    t = await startTestNode({ engines: set, config: { outboundAllow: ['127.0.0.1'], webPushSubject: 'mailto:ops@troupe.test' } });
     org = await provisionOrg(t);
     users = {
       owner: { userId: org.ownerId, token: org.ownerToken },

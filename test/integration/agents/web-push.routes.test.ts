@@ -7,7 +7,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { importJWK, jwtVerify } from 'jose';
-import { startTestNode, type TestNode } from '../../support/node.js';
+import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
 import { hostileBodies, provision, type Org } from './fixtures.js';
 
 interface Received { path: string; headers: http.IncomingHttpHeaders; body: Buffer }
@@ -46,7 +46,8 @@ async function verifyVapid(headers: http.IncomingHttpHeaders, audience: string, 
   expect(payload.exp! - Date.now() / 1000).to.be.within(0, 24 * 3600);
 }
 
-describe('web push over HTTP', function () {
+for (const { set, skip } of engineSets) describe(`web push over HTTP (${set} engines)`, function () {
+  if (skip) return;
   this.timeout(60_000);
   let t: TestNode;
   let org: Org;
@@ -66,7 +67,7 @@ describe('web push over HTTP', function () {
     });
     await new Promise<void>((resolve) => pushService.listen(0, '127.0.0.1', resolve));
     pushBase = `http://127.0.0.1:${(pushService.address() as AddressInfo).port}`;
-    t = await startTestNode({ config: { outboundAllow: ['127.0.0.1'], webPushSubject: 'mailto:ops@troupe.test' } });
+    t = await startTestNode({ engines: set, config: { outboundAllow: ['127.0.0.1'], webPushSubject: 'mailto:ops@troupe.test' } });
     org = await provision(t);
   });
   after(async () => {
@@ -142,7 +143,7 @@ describe('web push over HTTP', function () {
   });
 
   it('answers a null public key and refuses subscriptions when web push is not configured', async () => {
-    const plain = await startTestNode();
+    const plain = await startTestNode({ engines: set });
     try {
       const o = await provision(plain);
       const r = await plain.call('GET', '/api/notifications/web-push/public-key', { token: o.ownerToken });
