@@ -4,13 +4,14 @@
 // and leaves an audit entry after the reply. Plugin option snapshots upsert by (org, project, plugin, verb) behind
 // the org and project-boundary guards. Hostile bodies never produce a 5xx.
 import { expect } from 'chai';
-import { startTestNode, type TestNode } from '../../support/node.js';
+import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
 import { eventually } from '../../support/transport.js';
 import { provisionOrg, registerDaemon, type Daemon, type Org } from '../sessions/support.js';
 import { openSse, type SseClient } from '../streams/sse-client.js';
 import { pluginVerbs } from '../../../storage/plugins/option-snapshots.js';
 
-describe('credentials, rotation and option snapshots (embedded node)', function () {
+for (const { set, skip } of engineSets) describe(`credentials, rotation and option snapshots (${set} engines)`, function () {
+  if (skip) return;
   this.timeout(60_000);
   let t: TestNode;
   let acme: Org;
@@ -19,7 +20,7 @@ describe('credentials, rotation and option snapshots (embedded node)', function 
   let globexDaemon: Daemon;
   const open: SseClient[] = [];
   before(async () => {
-    t = await startTestNode();
+    t = await startTestNode({ engines: set });
     acme = await provisionOrg(t, 'Acme');
     globex = await provisionOrg(t, 'Globex');
     acmeDaemon = await registerDaemon(t, acme);

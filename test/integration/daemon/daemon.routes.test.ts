@@ -3,19 +3,20 @@
 // cancel wins only while undelivered (a cancel racing a heartbeat has exactly one winner); another org's hosts and
 // mutations are 404; the step heartbeat never answers 5xx; and a silent worker's sessions are reclaimed.
 import { expect } from 'chai';
-import { startTestNode, type TestNode } from '../../support/node.js';
+import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
 import { eventually } from '../../support/transport.js';
 import { signToken } from '../../../actors/identity/tokens.js';
 import { daemonServices } from '../../../actors/daemon-host/services.js';
 import { dispatch, provisionOrg, registerDaemon, report, type Daemon, type Org } from '../sessions/support.js';
 
-describe('daemon routes (embedded node)', function () {
+for (const { set, skip } of engineSets) describe(`daemon routes (${set} engines)`, function () {
+  if (skip) return;
   this.timeout(60_000);
   let t: TestNode;
   let acme: Org;
   let globex: Org;
   before(async () => {
-    t = await startTestNode();
+    t = await startTestNode({ engines: set });
     acme = await provisionOrg(t, 'Acme');
     globex = await provisionOrg(t, 'Globex');
   });
@@ -181,10 +182,11 @@ describe('daemon routes (embedded node)', function () {
   });
 });
 
-describe('step heartbeat with the database down', function () {
+for (const { set, skip } of engineSets) describe(`step heartbeat with the database down (${set} engines)`, function () {
+  if (skip) return;
   this.timeout(60_000);
   it('still answers {ok: true}, never 5xx', async () => {
-    const t = await startTestNode();
+    const t = await startTestNode({ engines: set });
     try {
       const org = await provisionOrg(t, 'Initech');
       const d = await registerDaemon(t, org);

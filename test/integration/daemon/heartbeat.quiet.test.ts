@@ -4,19 +4,20 @@
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
 import sinon from 'sinon';
-import { startTestNode, type TestNode } from '../../support/node.js';
+import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
 import { eventually } from '../../support/transport.js';
 import { daemonServices } from '../../../actors/daemon-host/services.js';
 import { daemonHostAddress } from '../../../actors/daemon-host/index.js';
 import { provisionOrg, registerDaemon, type Daemon } from '../sessions/support.js';
 
-describe('quiet heartbeats (embedded node)', function () {
+for (const { set, skip } of engineSets) describe(`quiet heartbeats (${set} engines)`, function () {
+  if (skip) return;
   this.timeout(60_000);
   let t: TestNode;
   let d: Daemon;
   let askSpy: sinon.SinonSpy;
   before(async () => {
-    t = await startTestNode();
+    t = await startTestNode({ engines: set });
     const acme = await provisionOrg(t, 'Acme');
     d = await registerDaemon(t, acme);
     await eventually(() => daemonServices(t.node.deps).pending.isSeeded, 'the pending index is seeded');

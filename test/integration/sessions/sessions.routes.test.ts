@@ -3,16 +3,17 @@
 // as spec 3.1 says; the enriched detail shows what happened; another org's session is 404, anonymous callers 401,
 // refused credential kinds 403, and hostile bodies 4xx, never 5xx.
 import { expect } from 'chai';
-import { startTestNode, type TestNode } from '../../support/node.js';
+import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
 import { dispatch, provisionOrg, registerDaemon, report, type Org } from './support.js';
 
-describe('session routes (embedded node)', function () {
+for (const { set, skip } of engineSets) describe(`session routes (${set} engines)`, function () {
+  if (skip) return;
   this.timeout(60_000);
   let t: TestNode;
   let acme: Org;
   let globex: Org;
   before(async () => {
-    t = await startTestNode();
+    t = await startTestNode({ engines: set });
     acme = await provisionOrg(t, 'Acme');
     globex = await provisionOrg(t, 'Globex');
   });

@@ -3,11 +3,12 @@
 // reset when they are gone); interview tokens come out as ordered frames of at most 20 tokens; fleet stats count
 // this org's live workers, capacity, statuses, queue and quota only; refused schemes and hostile input get 4xx.
 import { expect } from 'chai';
-import { startTestNode, type TestNode } from '../../support/node.js';
+import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
 import { dispatch, provisionOrg, registerDaemon, report, type Daemon, type Org } from '../sessions/support.js';
 import { openSse, type SseClient } from './sse-client.js';
 
-describe('live streams and fleet stats (embedded node)', function () {
+for (const { set, skip } of engineSets) describe(`live streams and fleet stats (${set} engines)`, function () {
+  if (skip) return;
   this.timeout(60_000);
   let t: TestNode;
   let acme: Org;
@@ -16,7 +17,7 @@ describe('live streams and fleet stats (embedded node)', function () {
   let globexDaemon: Daemon;
   const open: SseClient[] = [];
   before(async () => {
-    t = await startTestNode();
+    t = await startTestNode({ engines: set });
     acme = await provisionOrg(t, 'Acme');
     globex = await provisionOrg(t, 'Globex');
     acmeDaemon = await registerDaemon(t, acme);

@@ -3,7 +3,7 @@
 // the diff shows exactly what publishing would change; reads list versions newest first. Templates are private
 // to their org: another org's slug, like an unknown one, is 404; API keys and worker tokens are refused 403.
 import { expect } from 'chai';
-import { startTestNode, type TestNode } from '../../support/node.js';
+import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
 import { provisionOrg, registerDaemon, type Org } from '../sessions/support.js';
 
 const v1 = `schemaVersion: v2
@@ -27,7 +27,8 @@ edges:
   - {source: gate, target: ship}
 `;
 
-describe('templates routes (embedded node)', function () {
+for (const { set, skip } of engineSets) describe(`templates routes (${set} engines)`, function () {
+  if (skip) return;
   this.timeout(60_000);
   let t: TestNode;
   let acme: Org;
@@ -35,7 +36,7 @@ describe('templates routes (embedded node)', function () {
   let acmeAdmin: string;
   let acmeViewer: string;
   before(async () => {
-    t = await startTestNode();
+    t = await startTestNode({ engines: set });
     acme = await provisionOrg(t, 'Acme');
     globex = await provisionOrg(t, 'Globex');
     const user = async (role: string) => {
