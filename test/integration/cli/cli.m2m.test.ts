@@ -5,7 +5,7 @@ import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
 import sinon from 'sinon';
 import { runCli } from '../../../ops/cli/main.js';
-import { startTestNode, type TestNode } from '../../support/node.js';
+import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
 import { provisionOrg } from '../governance/governance-fixtures.js';
 
 async function cli(args: string[]): Promise<{ code: number; out: string; err: string }> {
@@ -21,10 +21,11 @@ async function cli(args: string[]): Promise<{ code: number; out: string; err: st
   }
 }
 
-describe('troupe CLI: machine clients', function () {
+for (const { set, skip } of engineSets) describe(`troupe CLI: machine clients (${set} engines)`, function () {
+  if (skip) return;
   this.timeout(60_000);
   let t: TestNode;
-  before(async () => { t = await startTestNode(); });
+  before(async () => { t = await startTestNode({ engines: set }); });
   after(async () => { await t?.close(); });
 
   it('rotates, lists and revokes a client', async () => {

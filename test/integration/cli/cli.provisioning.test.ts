@@ -7,7 +7,7 @@ import path from 'node:path';
 import { expect } from 'chai';
 import sinon from 'sinon';
 import { runCli } from '../../../ops/cli/main.js';
-import { startTestNode, type TestNode } from '../../support/node.js';
+import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
 
 async function cli(args: string[]): Promise<{ code: number; out: string; err: string }> {
   let out = '';
@@ -22,12 +22,13 @@ async function cli(args: string[]): Promise<{ code: number; out: string; err: st
   }
 }
 
-describe('troupe CLI: provisioning, audit and migrations', function () {
+for (const { set, skip } of engineSets) describe(`troupe CLI: provisioning and audit (${set} engines)`, function () {
+  if (skip) return;
   this.timeout(60_000);
   let t: TestNode;
   let dataDir: string;
   before(async () => {
-    t = await startTestNode();
+    t = await startTestNode({ engines: set });
     dataDir = mkdtempSync(path.join(os.tmpdir(), 'troupe-cli-'));
   });
   after(async () => {
@@ -91,6 +92,15 @@ describe('troupe CLI: provisioning, audit and migrations', function () {
     expect(down.code).to.equal(1);
     expect(down.err).to.contain('cannot reach Troupe');
   });
+});
+
+// The migrate command without a node works on the embedded data dir; on Postgres it would migrate the shared
+// database's own schema, which a test must not touch.
+describe('troupe CLI: migrations of an embedded data dir', function () {
+  this.timeout(60_000);
+  let dataDir: string;
+  before(() => { dataDir = mkdtempSync(path.join(os.tmpdir(), 'troupe-cli-')); });
+  after(() => rmSync(dataDir, { recursive: true, force: true }));
 
   it('migrates PGlite under a data dir without a running node, and again as a no-op', async () => {
     const first = await cli(['--data-dir', dataDir, 'migrate']);

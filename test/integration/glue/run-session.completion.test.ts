@@ -2,7 +2,7 @@
 // finalizes and completes the session the run dispatched; the run then proceeds to its next step and finishes. A
 // failed session fails the run. The session detail names the run and the workflow version it runs under.
 import { expect } from 'chai';
-import { startTestNode, type TestNode } from '../../support/node.js';
+import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
 import { eventually } from '../../support/transport.js';
 import { provisionOrg, registerDaemon, report, type Daemon, type Org } from '../sessions/support.js';
 
@@ -16,13 +16,14 @@ edges:
   - {source: plan, target: ship}
 `;
 
-describe('glue: a session reports its terminal status to the workflow run that dispatched it', function () {
+for (const { set, skip } of engineSets) describe(`glue: a session reports its terminal status to the workflow run that dispatched it (${set} engines)`, function () {
+  if (skip) return;
   this.timeout(60_000);
   let t: TestNode;
   let acme: Org;
   let daemon: Daemon;
   before(async () => {
-    t = await startTestNode();
+    t = await startTestNode({ engines: set });
     acme = await provisionOrg(t, 'Acme');
     daemon = await registerDaemon(t, acme);
   });

@@ -6,13 +6,14 @@
 // revocation is in the org's audit chain.
 import { expect } from 'chai';
 import { createHash, randomUUID } from 'node:crypto';
-import { startTestNode, type TestNode } from '../../support/node.js';
+import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
 import { provisionOrg, type ProvisionedOrg } from '../governance/governance-fixtures.js';
 
 const TOKEN_PATH = '/api/oauth/token';
 const DAY_MS = 86_400_000;
 
-describe('integrations: machine client rotation and revocation', function () {
+for (const { set, skip } of engineSets) describe(`integrations: machine client rotation and revocation (${set} engines)`, function () {
+  if (skip) return;
   this.timeout(60_000);
   let t: TestNode;
   let org: ProvisionedOrg;
@@ -36,7 +37,7 @@ describe('integrations: machine client rotation and revocation', function () {
     (await t.node.deps.db('audit_log').where({ org_id: org.orgId, subject: clientId }).orderBy('seq')).map((r: { type: string }) => r.type);
 
   before(async () => {
-    t = await startTestNode({ engines: 'embedded' });
+    t = await startTestNode({ engines: set });
     org = await provisionOrg(t);
     other = await provisionOrg(t);
   });

@@ -2,7 +2,7 @@
 // audited in the org's hash chain; publish needs its own authority and a valid definition; diff and rollback work
 // on the stored snapshots; another org, a wrong credential kind and a viewer are refused on every route.
 import { expect } from 'chai';
-import { startTestNode, type TestNode } from '../../support/node.js';
+import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
 
 const v2 = `schemaVersion: v2
 name: triage
@@ -23,14 +23,15 @@ steps:
   - {id: gate, kind: approval, title: "Ship it?"}
 `;
 
-describe('workflows: versions, publish, diff, rollback, audit', function () {
+for (const { set, skip } of engineSets) describe(`workflows: versions, publish, diff, rollback, audit (${set} engines)`, function () {
+  if (skip) return;
   this.timeout(60_000);
   let t: TestNode;
   let owner: string; let member: string; let viewer: string; let apiKey: string; let projectId: string; let orgId: string;
   let other: string; let otherProject: string;
 
   before(async () => {
-    t = await startTestNode();
+    t = await startTestNode({ engines: set });
     const org = await t.call('POST', '/api/admin/orgs', { token: t.adminToken, body: { name: 'Acme', owner: { email: 'o@acme.test' } } });
     expect(org.status).to.equal(201);
     owner = org.json.userToken; apiKey = org.json.apiKey.fullKey; projectId = org.json.project.id; orgId = org.json.org.id;
