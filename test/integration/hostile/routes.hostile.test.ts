@@ -11,7 +11,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
-import { startTestNode, type TestNode } from '../../support/node.js';
+import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
 import {
   fillPath, label, requiredOf, sampleOf, satisfies, stringMembersOf, walkOpenApi, wrongTypeFor, type WalkedOperation,
 } from '../../support/openapi-walk.js';
@@ -127,16 +127,18 @@ const isErrorBody = (op: WalkedOperation, a: Answer) =>
 const isClientError = (op: WalkedOperation, a: Answer) => a.status >= 400 && a.status < 500 && isErrorBody(op, a);
 const isNotServerError = (op: WalkedOperation, a: Answer) => a.status >= 200 && a.status < 500 && (a.status < 400 || isErrorBody(op, a));
 
-describe('hostile walk over every documented route', function () {
+for (const { set, skip } of engineSets) describe(`hostile walk over every documented route (${set} engines)`, function () {
+  if (skip) return;
   this.timeout(240_000);
   let t: TestNode;
   let world: World;
   let operations: WalkedOperation[];
   let agentServer: http.Server;
   let loopback: string;
-  const started = Date.now();
+  let started = 0;
 
   before(async () => {
+    started = Date.now();
     // A loopback A2A agent (and push endpoint): every URL the walk sends points here, so nothing leaves the machine.
     agentServer = http.createServer((req, res) => {
       const card = {
@@ -150,7 +152,7 @@ describe('hostile walk over every documented route', function () {
     });
     await new Promise<void>((resolve) => agentServer.listen(0, '127.0.0.1', resolve));
     loopback = `http://127.0.0.1:${(agentServer.address() as AddressInfo).port}`;
-    t = await startTestNode({ engines: 'embedded', config: { outboundAllow: ['127.0.0.1/32'] } });
+    t = await startTestNode({ engines: set, config: { outboundAllow: ['127.0.0.1/32'] } });
     const doc = await t.call('GET', '/api/openapi.json');
     expect(doc.status).to.equal(200);
     operations = walkOpenApi(doc.json);
@@ -163,7 +165,7 @@ describe('hostile walk over every documented route', function () {
   });
 
   after(async () => {
-    console.log(`    whole file: ${Date.now() - started} ms`);
+    console.log(`    whole walk: ${Date.now() - started} ms`);
     await t?.close();
     agentServer?.closeAllConnections();
     await new Promise((resolve) => agentServer?.close(resolve));
