@@ -227,9 +227,10 @@ export function sessionRoutes(): Route<Deps>[] {
       tags: ['sessions'],
       responseSchema: {
         type: 'object', required: ['configured', 'issues'],
-        description: "Issues of the org's Sentry connection tagged `session_id:<id>`. When Sentry cannot be reached, refuses the "
-          + "connection's token or answers badly, the answer is still 200 with `configured: true`, no issues and `error` "
-          + '(`unreachable`; `unauthorized`: reconnect Sentry; `bad-response`), so a session view never fails because of its tracker.',
+        description: "Issues of the org's Sentry connection tagged `session_id:<id>`; an expiring or refused access token is "
+          + 'refreshed first. When Sentry cannot be reached, refuses the token or answers badly, the answer is still 200 with '
+          + '`configured: true`, no issues and `error` (`unreachable`; `unauthorized`: the token lacks access; `bad-response`; '
+          + '`reauthorization-required`: Sentry refused the refresh, connect Sentry again), so a session view never fails because of its tracker.',
         properties: {
           configured: { type: 'boolean' },
           issues: {
@@ -244,7 +245,7 @@ export function sessionRoutes(): Route<Deps>[] {
               },
             },
           },
-          error: { enum: ['unreachable', 'unauthorized', 'bad-response'] },
+          error: { enum: ['unreachable', 'unauthorized', 'bad-response', 'reauthorization-required'] },
         },
       },
       async handler(req, deps) {

@@ -8,8 +8,8 @@ import { findOAuthConnection } from '../integrations/oauth.js';
  *   linear → tracker, github → repo, circleci → ci, vercel → hosting; `connection: 'webhook'`;
  * - provider OAuth connections of the org (`findOAuthConnection`, always org-wide): linear → tracker, github → repo,
  *   sentry → errors; `connection: 'oauth'`, id `oauth:<provider>`, next to any webhook entry of the same provider
- *   (they are different capabilities: events in, API reads out). Only when and with what scope it was connected is
- *   shown; the sealed tokens never leave storage;
+ *   (they are different capabilities: events in, API reads out). Only when and with what scope it was connected,
+ *   and whether it must be authorized again (`status`), is shown; the sealed tokens never leave storage;
  * - the incident.io connection (`incident_io_connections`) → incident;
  * - plugin verbs daemons snapshotted for the project (`pluginVerbs`) → plugin;
  * - daemon workers registered for the project (`daemon_workers`) → worker, with whether they are live.
@@ -59,6 +59,7 @@ export async function projectPalette(
     groups[k]!.push({
       id: `oauth:${provider}`, kind: k, provider, name: providerNames[provider] ?? provider, scope: 'org', connection: 'oauth',
       grantedScope: c.scope, expiresAt: c.expiresAt, connectedAt: c.updatedAt,
+      status: c.status, statusChangedAt: c.statusChangedAt,
     });
   }
   if (wanted('incident')) {

@@ -16,6 +16,7 @@ import { authzDenialsMigration } from './0014_authz_denials.js';
 import { pendingMutationsIndexMigration } from './0015_pending_mutations_index.js';
 import { daemonLivenessHotUpdatesMigration } from './0016_daemon_liveness_hot_updates.js';
 import { revokedUserTokensMigration } from './0017_revoked_user_tokens.js';
+import { oauthConnectionRefreshMigration } from './0018_oauth_connection_refresh.js';
 
 /**
  * Every migration, in order. A static list rather than a directory scan, so the same source runs under tsx,
@@ -46,4 +47,5 @@ export const migrations: readonly Migration[] = [
   pendingMutationsIndexMigration, // 0015
   daemonLivenessHotUpdatesMigration, // 0016
   revokedUserTokensMigration, // 0017
+  oauthConnectionRefreshMigration, // 0018
 ];

@@ -33,7 +33,8 @@ export interface ErrorTrackerIssue {
 
 /** Why a lookup produced nothing: the provider could not be reached or answered badly, or it refused our token. */
 export class ErrorTrackerUnavailable extends Error {
-  constructor(readonly reason: 'unreachable' | 'unauthorized' | 'bad-response') {
+  /** `status`: Sentry's HTTP status when it answered; 401 (token expired or revoked) is worth a token refresh, 403 is not. */
+  constructor(readonly reason: 'unreachable' | 'unauthorized' | 'bad-response', readonly status?: number) {
     super(`error tracker ${reason}`);
     this.name = 'ErrorTrackerUnavailable';
   }
@@ -54,7 +55,7 @@ async function getJson(guard: OutboundGuard, url: string, accessToken: string): 
     if (err instanceof OutboundRefused) throw new ErrorTrackerUnavailable('unreachable');
     throw err;
   }
-  if (res.status === 401 || res.status === 403) throw new ErrorTrackerUnavailable('unauthorized');
+  if (res.status === 401 || res.status === 403) throw new ErrorTrackerUnavailable('unauthorized', res.status);
   if (res.status < 200 || res.status >= 300) throw new ErrorTrackerUnavailable('unreachable');
   try {
     return JSON.parse(res.body.toString('utf8'));

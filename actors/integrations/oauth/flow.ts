@@ -5,7 +5,7 @@ import { appendAudit } from '../../../storage/audit-log.js';
 import { consumeAuthorizationState, insertAuthorizationState, upsertOAuthConnection } from '../../../storage/integrations/oauth.js';
 import { outboundGuardFor } from '../outbound/for-deps.js';
 import { oauthAppFor, type OAuthApp, type OAuthProvider } from './providers.js';
-import { exchangeAuthorizationCode } from './token-exchange.js';
+import { exchangeAuthorizationCode, expiresAtOf } from './token-exchange.js';
 
 /**
  * Connecting an org to a provider (CONTRACT "Integration OAuth"): authorization code with PKCE S256 (RFC 6749
@@ -83,8 +83,7 @@ export async function completeAuthorization(
   const tokens = await exchangeAuthorizationCode(outboundGuardFor(deps.config), app, { code: input.code, redirectUri: pending.redirectUri, codeVerifier });
 
   const now = new Date(deps.clock.now());
-  const expiresAt = typeof tokens.expires_in === 'number' && Number.isFinite(tokens.expires_in) && tokens.expires_in > 0
-    ? new Date(now.getTime() + tokens.expires_in * 1000) : null;
+  const expiresAt = expiresAtOf(tokens, now.getTime());
   const scope = typeof tokens.scope === 'string' ? tokens.scope.slice(0, 1000) : null;
   await deps.db.transaction(async (trx) => {
     await upsertOAuthConnection(trx, {

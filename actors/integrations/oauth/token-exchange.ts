@@ -4,11 +4,11 @@ import { OutboundRefused } from '../outbound/index.js';
 import type { OAuthApp } from './providers.js';
 
 /**
- * The authorization-code exchange (RFC 6749 §4.1.3, RFC 7636 §4.5) at the provider's token endpoint, through the
- * outbound guard like every request Troupe makes. Client authentication is in the body (`client_secret_post`):
- * GitHub accepts nothing else, Linear and Sentry accept it. `Accept: application/json`, because GitHub otherwise
- * answers form-encoded. GitHub also reports errors with a 200 and an `error` member, so `error` is checked on
- * every answer, not only on 4xx.
+ * The provider's token endpoint, through the outbound guard like every request Troupe makes: the authorization-code
+ * exchange (RFC 6749 §4.1.3, RFC 7636 §4.5) and the refresh (RFC 6749 §6). Client authentication is in the body
+ * (`client_secret_post`): GitHub accepts nothing else, Linear and Sentry accept it. `Accept: application/json`,
+ * because GitHub otherwise answers form-encoded. GitHub also reports errors with a 200 and an `error` member, so
+ * `error` is checked on every answer, not only on 4xx.
  */
 const TOKEN_TIMEOUT_MS = 10_000;
 const TOKEN_MAX_BYTES = 64 * 1024;
@@ -22,13 +22,17 @@ export interface TokenResponse {
   readonly [extra: string]: unknown;
 }
 
-export async function exchangeAuthorizationCode(
-  guard: OutboundGuard, app: OAuthApp, grant: { code: string; redirectUri: string; codeVerifier: string },
-): Promise<TokenResponse> {
-  const form = new URLSearchParams({
-    grant_type: 'authorization_code', code: grant.code, redirect_uri: grant.redirectUri, code_verifier: grant.codeVerifier,
-    client_id: app.clientId, client_secret: app.clientSecret,
-  });
+/** The provider named an RFC 6749 §5.2 error (`invalid_grant`, `invalid_client`…) for the grant we presented. */
+export class TokenGrantRefused extends Error {
+  constructor(readonly providerError: string) {
+    super(`token grant refused: ${providerError}`);
+    this.name = 'TokenGrantRefused';
+  }
+}
+
+/** Throws TokenGrantRefused for a named refusal, TroupeError UPSTREAM_FAILED when the endpoint failed otherwise. */
+async function requestTokens(guard: OutboundGuard, app: OAuthApp, grant: Record<string, string>): Promise<TokenResponse> {
+  const form = new URLSearchParams({ ...grant, client_id: app.clientId, client_secret: app.clientSecret });
   let res;
   try {
     res = await guard.request(app.tokenUrl, {
@@ -47,14 +51,41 @@ export async function exchangeAuthorizationCode(
   }
   const fields = (typeof body === 'object' && body !== null && !Array.isArray(body) ? body : {}) as Record<string, unknown>;
   if (typeof fields.error === 'string') {
-    // An error the provider names is about the grant we relayed (a used, expired or forged code): the caller's
-    // request cannot succeed as sent. Only the RFC's short error token is repeated, never free text.
-    const token = /^[\x20-\x7e]{1,64}$/.test(fields.error) ? fields.error : 'error';
-    throw new TroupeError('VALIDATION_FAILED', `${app.provider} refused the authorization code: ${token}`, { field: 'code', providerError: token });
+    // Only the RFC's short error token is repeated, never the provider's free text.
+    throw new TokenGrantRefused(/^[\x20-\x7e]{1,64}$/.test(fields.error) ? fields.error : 'error');
   }
   if (res.status < 200 || res.status >= 300) throw new TroupeError('UPSTREAM_FAILED', `the ${app.provider} token endpoint answered ${res.status}`);
   if (typeof fields.access_token !== 'string' || fields.access_token === '') {
     throw new TroupeError('UPSTREAM_FAILED', `the ${app.provider} token endpoint answered without an access token`);
   }
   return fields as TokenResponse;
+}
+
+export async function exchangeAuthorizationCode(
+  guard: OutboundGuard, app: OAuthApp, grant: { code: string; redirectUri: string; codeVerifier: string },
+): Promise<TokenResponse> {
+  try {
+    return await requestTokens(guard, app, {
+      grant_type: 'authorization_code', code: grant.code, redirect_uri: grant.redirectUri, code_verifier: grant.codeVerifier,
+    });
+  } catch (err) {
+    // A refusal here is about the grant the caller relayed (a used, expired or forged code): their request cannot
+    // succeed as sent.
+    if (!(err instanceof TokenGrantRefused)) throw err;
+    throw new TroupeError('VALIDATION_FAILED', `${app.provider} refused the authorization code: ${err.providerError}`, { field: 'code', providerError: err.providerError });
+  }
+}
+
+/**
+ * RFC 6749 §6. No `scope`: the refreshed grant keeps the scope the user consented to. Throws TokenGrantRefused
+ * (`invalid_grant`: the refresh token was revoked, expired or already used) or TroupeError UPSTREAM_FAILED.
+ */
+export function refreshAccessToken(guard: OutboundGuard, app: OAuthApp, refreshToken: string): Promise<TokenResponse> {
+  return requestTokens(guard, app, { grant_type: 'refresh_token', refresh_token: refreshToken });
+}
+
+/** `expires_in` (seconds from the answer) as an instant; null when the provider gave none (the token does not expire). */
+export function expiresAtOf(tokens: TokenResponse, answeredAtMs: number): Date | null {
+  const seconds = tokens.expires_in;
+  return typeof seconds === 'number' && Number.isFinite(seconds) && seconds > 0 ? new Date(answeredAtMs + seconds * 1000) : null;
 }

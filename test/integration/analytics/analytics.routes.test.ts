@@ -390,7 +390,8 @@ for (const { set, skip } of engineSets) describe(`analytics routes (${set} engin
       expect(errors).to.have.length(1);
       expect(errors[0]).to.include({ id: 'oauth:sentry', kind: 'errors', provider: 'sentry', name: 'Sentry', scope: 'org', connection: 'oauth', grantedScope: 'read' });
       expect(tracker).to.deep.equal([]);
-      expect(Object.keys(errors[0]).sort()).to.deep.equal(['connectedAt', 'connection', 'expiresAt', 'grantedScope', 'id', 'kind', 'name', 'provider', 'scope']);
+      expect(Object.keys(errors[0]).sort()).to.deep.equal(['connectedAt', 'connection', 'expiresAt', 'grantedScope', 'id', 'kind', 'name', 'provider', 'scope', 'status', 'statusChangedAt']);
+      expect(errors[0]).to.include({ status: 'connected', statusChangedAt: null });
       const onlyErrors = await t.call('GET', `/api/projects/${globex.projectId}/palette?kind=errors`, { token: globex.apiKey });
       expect(Object.keys(onlyErrors.json.groups)).to.deep.equal(['errors']);
       // Another org's connections are not in this org's palette.

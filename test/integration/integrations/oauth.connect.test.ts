@@ -123,6 +123,10 @@ for (const { set, skip } of engineSets) describe(`integrations: provider OAuth c
     expect(row.sealed_tokens).to.not.include('lin_oauth_');
     const tokens = JSON.parse(t.node.deps.secrets.open(row.sealed_tokens, connectionSealContext(org.orgId, 'linear')));
     expect(tokens.access_token).to.match(/^lin_oauth_code-/);
+    // What a refresh needs later: the refresh token (sealed with the rest) and expires_in as an instant.
+    expect(tokens.refresh_token).to.equal('refresh-1');
+    expect(new Date(row.expires_at).getTime()).to.be.within(Date.now() + 3500_000, Date.now() + 3600_000);
+    expect(row.status).to.equal('connected');
     expect(await t.node.deps.db('integration_oauth_states').where({ org_id: org.orgId }).count('* as n').first()).to.deep.equal({ n: 0 });
   });
 
