@@ -1,5 +1,6 @@
 import type { SseStream } from './types.js';
 import type { UwsResponse } from './uws.js';
+import { heartbeatWheel, type HeartbeatWheel } from './sse-heartbeats.js';
 import type { Logger } from '../ops/logger.js';
 
 export interface SseOptions {
@@ -73,7 +74,8 @@ export class UwsSseStream implements SseStream {
   private ended = false;
   private cut = false;
   private readonly closeCallbacks: Array<() => void> = [];
-  private readonly heartbeat: NodeJS.Timeout;
+  private readonly heartbeats: HeartbeatWheel;
+  heartbeatSlot = 0;
   // One corked write per frame without a closure per frame: the frame goes through these two fields.
   private outgoing: Buffer | undefined;
   private accepted = false;
@@ -88,12 +90,17 @@ export class UwsSseStream implements SseStream {
   ) {
     onAbort(() => this.finish());
     res.onWritable(() => this.drain());
-    this.heartbeat = setInterval(() => this.enqueue(HEARTBEAT), options.heartbeatMs);
-    this.heartbeat.unref();
+    this.heartbeats = heartbeatWheel(options.heartbeatMs);
+    this.heartbeats.add(this);
   }
 
   get closed(): boolean {
     return this.ended;
+  }
+
+  /** The keep-alive comment, sent by the node's heartbeat wheel. */
+  beat(): void {
+    this.enqueue(HEARTBEAT);
   }
 
   send(event: { id?: string; event?: string; data: unknown }): boolean {
@@ -185,7 +192,7 @@ export class UwsSseStream implements SseStream {
   private finish(): void {
     if (this.ended) return;
     this.ended = true;
-    clearInterval(this.heartbeat);
+    this.heartbeats.remove(this);
     this.queue = [];
     this.queuedBytes = 0;
     this.heldByUws = 0;

@@ -4,7 +4,8 @@
 // round by round. Servers run in their own process pinned to core 0; this process is the load and pins itself to
 // core 1. Clients are raw sockets (a GET written by hand, frames counted by their `data: ` lines): fetch would cost
 // more than the servers being measured.
-// Per round and server: RSS per stream (VmRSS before and after opening the streams), delivered events/s while the
+// Per round and server: RSS per stream (VmRSS before and after opening the streams, each read after a full
+// collection the server runs on SIGUSR2, see gc-on-signal.mjs), delivered events/s while the
 // server publishes as fast as it can (the node: concurrent `POST /api/daemon/credentials/rotate` calls through the
 // real route, cycling orgs), and the latency from the publish call to the frame on each stream of the group.
 // Prints one table and the goals; exits 1 when a goal is missed.
@@ -57,6 +58,10 @@ if (!(soft >= streamCount + 1000)) {
 }
 
 const here = path.dirname(new URL(import.meta.url).pathname);
+// Both servers get a young generation of fixed size: V8 grows it from 1 MB to 16 MB per semi-space under allocation
+// pressure and shrinks it when idle, a process-wide swing of up to ~30 MB that is no stream's memory but moved the
+// per-stream RSS reading by 3 KB from one round to the next. Fixed, the readings count what the streams hold.
+const gcOnSignal = ['--expose-gc', '--min-semi-space-size=16', '--max-semi-space-size=16', '--import', path.join(here, 'gc-on-signal.mjs')];
 const workDir = mkdtempSync(path.join(os.tmpdir(), 'troupe-bench-sse-'));
 const adminToken = `trpadm_bench_${Date.now()}_0123456789abcdef`;
 const masterKey = generateMasterKey();
@@ -135,6 +140,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 interface Subject {
   readonly name: string;
   readonly server: RunningServer;
+  /** Where the server writes its memory reading on SIGUSR2 (BENCH_MEMORY_FILE). */
+  readonly memoryFile: string;
   /** Path and token of stream i, and the group (org) it belongs to. */
   stream(i: number): { target: string; token?: string; group: number };
   readonly openMarker: string;
@@ -144,24 +151,45 @@ interface Subject {
   blast(seconds: number): Promise<void>;
 }
 
-interface RoundResult { rssPerStreamKb: number; eventsPerSecond: number; p50Ms: number; p99Ms: number; lost: number; opened: number }
+interface RoundResult { rssPerStreamKb: number; livePerStreamKb: number; heapTotalPerStreamKb: number; eventsPerSecond: number; p50Ms: number; p99Ms: number; lost: number; opened: number }
+
+interface MemoryReading { readonly rssKb: number; readonly liveKb: number; readonly heapTotalKb: number }
+
+/**
+ * Memory after a full collection in the server (gc-on-signal.mjs): VmRSS, and the live JS heap plus external
+ * memory as the process sees it. RSS is what the goal counts; the live figure shows what the streams hold when the
+ * allocator keeps pages it no longer uses, which makes RSS deltas swing from round to round.
+ */
+async function settledMemory(subject: Subject): Promise<MemoryReading> {
+  const pid = subject.server.child.pid!;
+  process.kill(pid, 'SIGUSR2');
+  await sleep(500);
+  const usage = JSON.parse(readFileSync(subject.memoryFile, 'utf8')) as { heapUsed: number; heapTotal: number; external: number };
+  return { rssKb: rssKb(pid), liveKb: (usage.heapUsed + usage.external) / 1024, heapTotalKb: usage.heapTotal / 1024 };
+}
 
 async function measure(subject: Subject): Promise<RoundResult> {
-  const pid = subject.server.child.pid!;
-  await sleep(500);
-  const before = rssKb(pid);
   let pendingGroup = -1;
   let pending = 0;
   let release: () => void = () => {};
   const onFrame = (s: SseSocket) => {
     if (s.group === pendingGroup && s.waiting > 0 && s.frames >= s.waiting) { s.waiting = 0; if (--pending === 0) release(); }
   };
-  const sockets = await inBatches(streamCount, 100, (i) => {
+  // Memory per stream is the marginal cost of the second half of the streams, both readings taken with the first
+  // half open: the heap is then sized for streams either way, whereas a reading with none open depends on how far
+  // V8 happened to shrink the heap while idle (the same 10,000 streams read 3 to 7 KB each against that baseline).
+  const half = Math.floor(streamCount / 2);
+  const open = (i: number) => {
     const { target, token, group } = subject.stream(i);
     return openStream(subject.server.port, target, token, group, onFrame, subject.openMarker);
-  });
-  await sleep(1000);
-  const after = rssKb(pid);
+  };
+  const firstHalf = await inBatches(half, 100, open);
+  await sleep(500);
+  const before = await settledMemory(subject);
+  const secondHalf = await inBatches(streamCount - half, 100, (i) => open(half + i));
+  const sockets = [...firstHalf, ...secondHalf];
+  await sleep(500);
+  const after = await settledMemory(subject);
 
   // Latency: one event at a time, each to one group, until every stream of that group has it.
   const latencies: number[] = [];
@@ -200,7 +228,8 @@ async function measure(subject: Subject): Promise<RoundResult> {
   for (const s of sockets) s.socket.destroy();
   await sleep(1000);
   return {
-    rssPerStreamKb: (after - before) / streamCount, eventsPerSecond: (end - start) / ((t1 - t0) / 1000),
+    rssPerStreamKb: (after.rssKb - before.rssKb) / (streamCount - half), livePerStreamKb: (after.liveKb - before.liveKb) / (streamCount - half),
+    heapTotalPerStreamKb: (after.heapTotalKb - before.heapTotalKb) / (streamCount - half), eventsPerSecond: (end - start) / ((t1 - t0) / 1000),
     p50Ms: pct(0.5), p99Ms: pct(0.99), lost: lost + closedEarly, opened: sockets.length,
   };
 }
@@ -208,10 +237,12 @@ async function measure(subject: Subject): Promise<RoundResult> {
 const servers: RunningServer[] = [];
 let failed = false;
 try {
-  const ceilingServer = await startServer(path.join(here, 'ceilings/uws-sse.ts'));
+  const ceilingMemory = path.join(workDir, 'ceiling-memory.json');
+  const ceilingServer = await startServer(path.join(here, 'ceilings/uws-sse.ts'), { BENCH_MEMORY_FILE: ceilingMemory }, '0', gcOnSignal);
   servers.push(ceilingServer);
   const ceiling: Subject = {
     name: 'ceiling uWS SSE',
+    memoryFile: ceilingMemory,
     server: ceilingServer,
     stream: (i) => ({ target: `/sse?g=${i % orgCount}`, group: i % orgCount }),
     openMarker: ':ok\n\n',
@@ -220,10 +251,11 @@ try {
   };
 
   const cpuProf = values['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(values['cpu-prof'])}`] : [];
+  const nodeMemory = path.join(workDir, 'node-memory.json');
   const nodeServer = await startServer(path.join(here, '../main.ts'), {
     TROUPE_MASTER_KEY: masterKey, TROUPE_DATA_DIR: path.join(workDir, 'node'), PORT: '0', HOST: '127.0.0.1',
-    TROUPE_ADMIN_TOKEN: adminToken, TROUPE_LOG_LEVEL: 'info',
-  }, '0', cpuProf);
+    TROUPE_ADMIN_TOKEN: adminToken, TROUPE_LOG_LEVEL: 'info', BENCH_MEMORY_FILE: nodeMemory,
+  }, '0', [...gcOnSignal, ...cpuProf]);
   servers.push(nodeServer);
   const base = `http://127.0.0.1:${nodeServer.port}`;
   process.stderr.write(`provisioning ${orgCount} orgs x ${daemonsPerOrg} daemons...\n`);
@@ -239,6 +271,7 @@ try {
   const rotate = (group: number) => call('POST', `${base}/api/daemon/credentials/rotate`, orgs[group]!.apiKey, { orgId: orgs[group]!.orgId, kind: 'github-token' });
   const node: Subject = {
     name: 'troupe rotate stream',
+    memoryFile: nodeMemory,
     server: nodeServer,
     stream: (i) => {
       const group = i % orgCount;
@@ -262,7 +295,7 @@ try {
     for (const subject of [ceiling, node]) {
       const r = await measure(subject);
       results.get(subject.name)!.push(r);
-      process.stderr.write(`round ${round}/${rounds} ${subject.name}: ${r.opened} streams, ${r.rssPerStreamKb.toFixed(2)} KB/stream, `
+      process.stderr.write(`round ${round}/${rounds} ${subject.name}: ${r.opened} streams, ${r.rssPerStreamKb.toFixed(2)} KB/stream RSS (${r.livePerStreamKb.toFixed(2)} live, heap reserved ${r.heapTotalPerStreamKb.toFixed(2)}), `
         + `${Math.round(r.eventsPerSecond)} events/s, latency p50 ${r.p50Ms.toFixed(1)} ms p99 ${r.p99Ms.toFixed(1)} ms, lost ${r.lost}\n`);
     }
     rateRatios.push(results.get(node.name)!.at(-1)!.eventsPerSecond / results.get(ceiling.name)!.at(-1)!.eventsPerSecond);
@@ -272,6 +305,7 @@ try {
   printTable([...results].map(([name, rs]) => ({
     config: name,
     'KB/stream': median(rs.map((r) => r.rssPerStreamKb)),
+    'live KB/stream': median(rs.map((r) => r.livePerStreamKb)),
     'events/s (median)': Math.round(median(rs.map((r) => r.eventsPerSecond))),
     'p50 ms': median(rs.map((r) => r.p50Ms)),
     'p99 ms': median(rs.map((r) => r.p99Ms)),
