@@ -57,7 +57,7 @@ const heartbeat = { type: 'heartbeat', daemonId: 'd'.repeat(36), seq: 0, load: {
 const handler = async (address: string, message: unknown) => ({ address, ok: true, seq: (message as { seq: number }).seq });
 
 interface LoadResult { readonly rate: number; readonly p50: number; readonly p99: number; readonly failures: number; readonly asksPerMessage?: number }
-interface RunRequest { readonly seconds: number; readonly concurrency?: number; readonly perSecond?: number; readonly local?: boolean }
+interface RunRequest { readonly seconds: number; readonly concurrency?: number; readonly perSecond?: number; readonly local?: boolean; readonly spread?: boolean }
 
 function percentile(sorted: Float64Array, p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
@@ -174,7 +174,7 @@ async function bench(): Promise<void> {
   })).byteLength;
   const profile = values['cpu-prof'] ? ['--cpu-prof', '--cpu-prof-dir', values['cpu-prof']] : [];
   const common = ['--url', values.url, '--prefix', prefix, '--shards', String(SHARDS)];
-  const ceilingArgs = ['--url', values.url, '--queue', ceilingQueue, '--bytes', String(askBytes), '--window', String(window)];
+  const ceilingArgs = ['--url', values.url, '--queue', ceilingQueue, '--bytes', String(askBytes), '--window', String(window), '--spread', String(SHARDS)];
 
   const workers: Worker[] = [];
   try {
@@ -200,6 +200,7 @@ async function bench(): Promise<void> {
     const ceilings: number[] = [];
     const ceilingPacedP99s: number[] = [];
     const ceilingDeliverP99s: number[] = [];
+    const spreadDeliverP99s: number[] = [];
     const paths: number[] = [];
     for (let round = 1; round <= rounds; round += 1) {
       const ceiling = (await ceilingRun({ seconds })).rate;
@@ -210,6 +211,10 @@ async function bench(): Promise<void> {
       const ceilingPaced = await ceilingRun({ seconds, perSecond: pacedRate });
       const ceilingDelivery = await drain.request<{ p99: number }>({ collect: true }, 10_000);
       ceilingDeliverP99s.push(ceilingDelivery.p99);
+      // The same paced publishes spread over as many quorum queues as the broker path has shards.
+      await ceilingRun({ seconds, perSecond: pacedRate, spread: true });
+      const spreadDelivery = await drain.request<{ p99: number }>({ collect: true }, 10_000);
+      spreadDeliverP99s.push(spreadDelivery.p99);
       ceilingPacedP99s.push(ceilingPaced.p99);
       ratios.push(brokerPath.rate / ceiling);
       pacedP99s.push(paced.p99);
@@ -219,7 +224,8 @@ async function bench(): Promise<void> {
         round, 'ceiling msg/s': Math.round(ceiling), 'A→B asks/s': Math.round(brokerPath.rate), ratio: Number((brokerPath.rate / ceiling).toFixed(2)),
         'p50 ms': brokerPath.p50, 'p99 ms': brokerPath.p99, 'asks/msg': Number((brokerPath.asksPerMessage ?? 1).toFixed(2)), 'paced asks/s': Math.round(paced.rate), 'paced p50 ms': paced.p50,
         'paced p99 ms': paced.p99, 'ceiling paced p99 ms': ceilingPaced.p99,
-        'ceiling deliver p99 ms': Number(ceilingDelivery.p99.toFixed(2)), failures: brokerPath.failures + paced.failures,
+        'ceiling deliver p99 ms': Number(ceilingDelivery.p99.toFixed(2)),
+        [`deliver p99 ms, ${SHARDS} queues`]: Number(spreadDelivery.p99.toFixed(2)), failures: brokerPath.failures + paced.failures,
       });
     }
     const local = await askRun({ seconds, concurrency, local: true });
@@ -228,11 +234,13 @@ async function bench(): Promise<void> {
     rows.push({
       round: 'median', 'ceiling msg/s': Math.round(median(ceilings)), 'A→B asks/s': Math.round(median(paths)), ratio: Number(ratio.toFixed(2)),
       'p50 ms': '', 'p99 ms': '', 'asks/msg': '', 'paced asks/s': '', 'paced p50 ms': '', 'paced p99 ms': p99, 'ceiling paced p99 ms': median(ceilingPacedP99s),
-      'ceiling deliver p99 ms': Number(median(ceilingDeliverP99s).toFixed(2)), failures: '',
+      'ceiling deliver p99 ms': Number(median(ceilingDeliverP99s).toFixed(2)),
+      [`deliver p99 ms, ${SHARDS} queues`]: Number(median(spreadDeliverP99s).toFixed(2)), failures: '',
     });
     rows.push({
       round: 'one node in-process', 'ceiling msg/s': '', 'A→B asks/s': Math.round(local.rate), ratio: '', 'p50 ms': local.p50, 'p99 ms': local.p99, 'asks/msg': '',
-      'paced asks/s': '', 'paced p50 ms': '', 'paced p99 ms': '', 'ceiling paced p99 ms': '', 'ceiling deliver p99 ms': '', failures: local.failures,
+      'paced asks/s': '', 'paced p50 ms': '', 'paced p99 ms': '', 'ceiling paced p99 ms': '', 'ceiling deliver p99 ms': '',
+      [`deliver p99 ms, ${SHARDS} queues`]: '', failures: local.failures,
     });
     console.log(`G4 broker path: ${askBytes}-byte asks over ${SHARDS} shards, ${concurrency} in flight vs confirmed publish (quorum, window ${window}); ${rounds} rounds of ${seconds} s; paced at a quarter of each round's ceiling`);
     printTable(rows);
@@ -245,6 +253,7 @@ async function bench(): Promise<void> {
     const channel = await cleanup.createChannel();
     await deleteTopology(channel, shardTopology({ prefix, shardCount: SHARDS, nodeId: 'bench-holder', deliveryLimit: 5 }));
     await channel.deleteQueue(ceilingQueue);
+    for (let i = 0; i < SHARDS; i += 1) await channel.deleteQueue(`${ceilingQueue}.q${i}`);
     await cleanup.close();
   }
 }

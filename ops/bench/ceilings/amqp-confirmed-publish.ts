@@ -4,7 +4,8 @@
 //   --role drain      consumes `--queue` until told to stop; on {collect} answers the publish → delivery latency
 //                     {count, p50, p99} of what it received since the last collect
 //   --role publisher  on {run: {seconds, perSecond?}} publishes for that long (flat out, or paced) and answers
-//                     {rate, p50, p99} (confirmed/s; publish → confirm latency in ms)
+//                     {rate, p50, p99} (confirmed/s; publish → confirm latency in ms); with {spread: true} it
+//                     publishes round-robin over the `--spread` extra queues instead of `--queue`
 // The publisher declares the queue (quorum, durable) and the drain consumes it; cluster.ts deletes it afterwards.
 import { parseArgs } from 'node:util';
 import amqp from 'amqplib';
@@ -16,6 +17,8 @@ const { values } = parseArgs({
     queue: { type: 'string' },
     bytes: { type: 'string', default: '400' },
     window: { type: 'string', default: '1000' },
+    // Extra quorum queues `<queue>.q<i>` a paced run may spread over, as the broker path spreads asks over shards.
+    spread: { type: 'string', default: '0' },
   },
 });
 const queue = values.queue;
@@ -23,7 +26,8 @@ if (!queue || !process.send) throw new Error('run by ops/bench/cluster.ts: --que
 const send = (message: unknown) => process.send!(message);
 const connection = await amqp.connect(values.url, { noDelay: true });
 const channel = await connection.createConfirmChannel();
-await channel.assertQueue(queue, { durable: true, arguments: { 'x-queue-type': 'quorum' } });
+const spreadQueues = Array.from({ length: Number(values.spread) }, (_, i) => `${queue}.q${i}`);
+for (const name of [queue, ...spreadQueues]) await channel.assertQueue(name, { durable: true, arguments: { 'x-queue-type': 'quorum' } });
 
 async function stop(): Promise<void> {
   await connection.close().catch(() => undefined);
@@ -35,12 +39,14 @@ if (values.role === 'drain') {
   // the broker alone costs before any consumer could start work, the floor under an ask's round trip.
   let deliveryMs: number[] = [];
   await channel.prefetch(1_000);
-  await channel.consume(queue, (msg) => {
-    if (!msg) return;
-    const sentAt = msg.properties.headers?.['x-sent-ns'];
-    if (typeof sentAt === 'string') deliveryMs.push(Number(process.hrtime.bigint() - BigInt(sentAt)) / 1e6);
-    channel.ack(msg);
-  }, { noAck: false });
+  for (const name of [queue, ...spreadQueues]) {
+    await channel.consume(name, (msg) => {
+      if (!msg) return;
+      const sentAt = msg.properties.headers?.['x-sent-ns'];
+      if (typeof sentAt === 'string') deliveryMs.push(Number(process.hrtime.bigint() - BigInt(sentAt)) / 1e6);
+      channel.ack(msg);
+    }, { noAck: false });
+  }
   process.on('message', (m: { stop?: true; collect?: true }) => {
     if (m.stop) void stop();
     else if (m.collect) {
@@ -55,7 +61,7 @@ if (values.role === 'drain') {
   const window = Number(values.window);
   const body = Buffer.alloc(Number(values.bytes), 'x');
   /** Flat out with `window` in flight, or paced at `perSecond` (1 ms ticks): confirmed/s and publish→confirm latency. */
-  const run = (seconds: number, perSecond?: number) =>
+  const run = (seconds: number, perSecond?: number, spread = false) =>
     new Promise<{ rate: number; p50: number; p99: number }>((resolve) => {
       let confirmed = 0;
       let inFlight = 0;
@@ -74,7 +80,8 @@ if (values.role === 'drain') {
         sent += 1;
         const startedAt = performance.now();
         const headers = { 'x-sent-ns': String(process.hrtime.bigint()) };
-        channel.publish('', queue, body, { persistent: true, contentType: 'application/json', headers }, () => {
+        const target = spread && spreadQueues.length > 0 ? spreadQueues[sent % spreadQueues.length]! : queue;
+        channel.publish('', target, body, { persistent: true, contentType: 'application/json', headers }, () => {
           inFlight -= 1;
           confirmed += 1;
           latencies.push(performance.now() - startedAt);
@@ -99,9 +106,9 @@ if (values.role === 'drain') {
       };
       tick();
     });
-  process.on('message', (m: { run?: { seconds: number; perSecond?: number }; stop?: true }) => {
+  process.on('message', (m: { run?: { seconds: number; perSecond?: number; spread?: boolean }; stop?: true }) => {
     if (m.stop) void stop();
-    else if (m.run) void run(m.run.seconds, m.run.perSecond).then(send);
+    else if (m.run) void run(m.run.seconds, m.run.perSecond, m.run.spread).then(send);
   });
   send({ ready: true });
 } else {
