@@ -74,10 +74,11 @@ class CredentialAuthenticator implements IdentityAuthenticator {
   readonly ready: Promise<void>;
   private readonly memo: RevocableMemo<Principal>;
   private readonly contexts: RevocableMemo<unknown>;
-  /** `registration:<org>:<id>` → live; under the registration's and org's revocation tags. */
-  private readonly registrations: RevocableMemo<true>;
-  /** `<org>:<clientId>` → not revoked; under the client's and org's revocation tags. */
-  private readonly machineClients: RevocableMemo<true>;
+  /**
+   * Issuers of tokens (a daemon registration, a machine client) known to be live: `<issuer tag>:<org>` → true,
+   * under the issuer's and the org's revocation tags.
+   */
+  private readonly liveIssuers: RevocableMemo<true>;
   /** Tokens whose signature and claims verified, until their expiry; oldest dropped first when full. */
   private readonly verifiedTokens = new Map<string, VerifiedToken<'user' | 'runtime' | 'machine'>>();
   private readonly maxEntries: number;
@@ -89,8 +90,7 @@ class CredentialAuthenticator implements IdentityAuthenticator {
     this.maxEntries = options.memoEntries ?? 100_000;
     this.memo = new RevocableMemo(this.maxEntries, 10_000);
     this.contexts = new RevocableMemo(this.maxEntries, 10_000);
-    this.registrations = new RevocableMemo(this.maxEntries, 10_000);
-    this.machineClients = new RevocableMemo(this.maxEntries, 10_000);
+    this.liveIssuers = new RevocableMemo(this.maxEntries, 10_000);
     this.memoTtlMs = options.memoTtlMs ?? 60_000;
     this.log = options.log ?? silentLogger();
     this.ready = options.transport
@@ -124,8 +124,7 @@ class CredentialAuthenticator implements IdentityAuthenticator {
   invalidate(tags: readonly string[]): void {
     this.memo.revoke(tags);
     this.contexts.revoke(tags);
-    this.registrations.revoke(tags);
-    this.machineClients.revoke(tags);
+    this.liveIssuers.revoke(tags);
   }
 
   async contextOf<T>(principal: Principal, load: () => Promise<T>): Promise<T> {
@@ -144,8 +143,7 @@ class CredentialAuthenticator implements IdentityAuthenticator {
     await this.unsubscribe?.();
     this.memo.clear();
     this.contexts.clear();
-    this.registrations.clear();
-    this.machineClients.clear();
+    this.liveIssuers.clear();
     this.verifiedTokens.clear();
   }
 
@@ -205,26 +203,18 @@ class CredentialAuthenticator implements IdentityAuthenticator {
     return fresh;
   }
 
-  /** Whether a registration still admits its workers; one query per registration per `memoTtlMs` at most. */
-  private async registrationLive(orgId: string, registrationId: string): Promise<boolean> {
-    const key = `${orgId}:${registrationId}`;
+  /**
+   * Whether the issuer of a token (its registration or machine client, named by its revocation tag) still admits
+   * it: one query per issuer per `memoTtlMs` at most, so 10,000 workers of one registration cost one query a minute.
+   * Only liveness is memoised: a refusal is the rare case, and asking again keeps it exact.
+   */
+  private async issuerLive(issuerTag: string, orgId: string, isLive: () => Promise<boolean>): Promise<boolean> {
+    const key = `${issuerTag}:${orgId}`;
     const now = this.options.clock.now();
-    if (this.registrations.get(key, now) === true) return true;
-    const startedAt = this.registrations.begin();
-    const live = await registrationIsLive(this.options.db, orgId, registrationId);
-    // Only liveness is memoised: a refusal is the rare case, and asking again keeps it exact.
-    if (live) this.registrations.set(key, true, now + this.memoTtlMs, [tags.registration(registrationId), tags.org(orgId)], startedAt);
-    return live;
-  }
-
-  /** Whether a machine client may still act; one query per client per `memoTtlMs` at most, as for registrations. */
-  private async machineClientLive(orgId: string, clientId: string): Promise<boolean> {
-    const key = `${orgId}:${clientId}`;
-    const now = this.options.clock.now();
-    if (this.machineClients.get(key, now) === true) return true;
-    const startedAt = this.machineClients.begin();
-    const live = await machineClientIsLive(this.options.db, orgId, clientId);
-    if (live) this.machineClients.set(key, true, now + this.memoTtlMs, [tags.machineClient(clientId), tags.org(orgId)], startedAt);
+    if (this.liveIssuers.get(key, now) === true) return true;
+    const startedAt = this.liveIssuers.begin();
+    const live = await isLive();
+    if (live) this.liveIssuers.set(key, true, now + this.memoTtlMs, [issuerTag, tags.org(orgId)], startedAt);
     return live;
   }
 
@@ -237,7 +227,7 @@ class CredentialAuthenticator implements IdentityAuthenticator {
         const c = verified.claims as { wid: string; org: string; prj: readonly string[]; reg: string; scope: readonly string[] };
         // A revoked registration cuts off every worker registered with it, also after a restart or a memo expiry
         // (the `registration:` tag only clears memo entries that exist): checked on every memo miss.
-        if (!uuidPattern.test(c.reg) || !(await this.registrationLive(c.org, c.reg))) {
+        if (!uuidPattern.test(c.reg) || !(await this.issuerLive(tags.registration(c.reg), c.org, () => registrationIsLive(this.options.db, c.org, c.reg)))) {
           throw new TroupeError('AUTH_INVALID', 'the registration of this worker is revoked');
         }
         return {
@@ -248,7 +238,9 @@ class CredentialAuthenticator implements IdentityAuthenticator {
       case 'machine': {
         const c = verified.claims as { cid: string; org: string; scope: readonly string[]; rqid?: string };
         // A revoked client's tokens are refused for the rest of their hour, also where no memo entry was cleared.
-        if (!(await this.machineClientLive(c.org, c.cid))) throw new TroupeError('AUTH_INVALID', 'this machine client is revoked');
+        if (!(await this.issuerLive(tags.machineClient(c.cid), c.org, () => machineClientIsLive(this.options.db, c.org, c.cid)))) {
+          throw new TroupeError('AUTH_INVALID', 'this machine client is revoked');
+        }
         const principal: Principal = c.rqid === undefined
           ? { kind: 'machine', clientId: c.cid, orgId: c.org, scopes: c.scope }
           : { kind: 'machine', clientId: c.cid, orgId: c.org, scopes: c.scope, requesterId: c.rqid };
