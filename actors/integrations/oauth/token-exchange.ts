@@ -84,8 +84,15 @@ export function refreshAccessToken(guard: OutboundGuard, app: OAuthApp, refreshT
   return requestTokens(guard, app, { grant_type: 'refresh_token', refresh_token: refreshToken });
 }
 
+/**
+ * Longest lifetime taken from `expires_in`: a provider's junk (1e300) would otherwise make an invalid Date that the
+ * database refuses, and a token claimed to live longer than this is simply refreshed sooner than needed.
+ */
+const MAX_EXPIRES_IN_SECONDS = 10 * 366 * 86_400;
+
 /** `expires_in` (seconds from the answer) as an instant; null when the provider gave none (the token does not expire). */
 export function expiresAtOf(tokens: TokenResponse, answeredAtMs: number): Date | null {
   const seconds = tokens.expires_in;
-  return typeof seconds === 'number' && Number.isFinite(seconds) && seconds > 0 ? new Date(answeredAtMs + seconds * 1000) : null;
+  if (typeof seconds !== 'number' || !Number.isFinite(seconds) || seconds <= 0) return null;
+  return new Date(answeredAtMs + Math.min(seconds, MAX_EXPIRES_IN_SECONDS) * 1000);
 }

@@ -33,6 +33,7 @@ function fakeSentry() {
   const codes = new Set<string>();
   let down = false;
   let tokenEndpointDown = false;
+  let refreshRaw: { status: number; body: string } | undefined;
   let holding: { until: number; held: { form: URLSearchParams; reply: Reply }[]; arrived: () => void } | undefined;
   let n = 0;
 
@@ -104,6 +105,10 @@ function fakeSentry() {
         if (form.get('grant_type') === 'authorization_code') return answerCode(form, reply);
         if (form.get('grant_type') !== 'refresh_token') return reply(400, { error: 'unsupported_grant_type' });
         refreshRequests.push(form);
+        if (refreshRaw) {
+          res.writeHead(refreshRaw.status, { 'content-type': 'application/json' }).end(refreshRaw.body);
+          return;
+        }
         if (!holding) return reply(...decideRefresh(form));
         holding.held.push({ form, reply });
         if (holding.held.length === holding.until) holding.arrived();
@@ -125,6 +130,8 @@ function fakeSentry() {
     server, issuesBySession, seen, validTokens, refreshTokens, refreshRequests,
     setDown: (v: boolean) => { down = v; },
     setTokenEndpointDown: (v: boolean) => { tokenEndpointDown = v; },
+    /** Every refresh gets this raw answer instead (a junk or hostile token endpoint); undefined restores it. */
+    setRefreshRaw: (v: { status: number; body: string } | undefined) => { refreshRaw = v; },
     holdRefreshes,
   };
 }
@@ -445,6 +452,31 @@ for (const { set, skip } of engineSets) describe(`integrations: session error-tr
       sentry.setTokenEndpointDown(false);
     }
     expect((await errorIssues(o, session)).json.issues, 'works once the provider is back').to.have.length(1);
+  });
+
+  it('a token endpoint answering junk during a refresh never makes the session view fail', async () => {
+    const junk: [string, { status: number; body: string }, 'unreachable' | undefined][] = [
+      ['not JSON', { status: 200, body: '<html>oops</html>' }, 'unreachable'],
+      ['a JSON array', { status: 200, body: '[1,2]' }, 'unreachable'],
+      ['an over-large body', { status: 200, body: JSON.stringify({ access_token: 'x', pad: 'p'.repeat(200_000) }) }, 'unreachable'],
+      ['a 500 without JSON', { status: 500, body: 'Internal Server Error' }, 'unreachable'],
+      ['expires_in beyond any date', { status: 200, body: JSON.stringify({ access_token: TOKEN, expires_in: 1e300 }) }, undefined],
+      ['expires_in past the year 275760', { status: 200, body: JSON.stringify({ access_token: TOKEN, expires_in: 1e13 }) }, undefined],
+      ['expires_in as a string', { status: 200, body: JSON.stringify({ access_token: TOKEN, expires_in: '3600' }) }, undefined],
+    ];
+    for (const [what, answer, error] of junk) {
+      const { o, session } = await expiredConnection({ refreshToken: `junk-${randomUUID()}`, rotates: false });
+      sentry.setRefreshRaw(answer);
+      try {
+        const r = await errorIssues(o, session);
+        expect(r.status, `${what}: ${r.text}`).to.equal(200);
+        expect(r.json.error, what).to.equal(error);
+        expect(r.json.issues, what).to.have.length(error === undefined ? 1 : 0);
+        expect((await connectionRow(o)).status, what).to.equal('connected');
+      } finally {
+        sentry.setRefreshRaw(undefined);
+      }
+    }
   });
 
   it('connecting again through authorize and callback clears the mark', async () => {
