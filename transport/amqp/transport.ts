@@ -638,7 +638,10 @@ export class AmqpTransport implements Transport {
     return this.session;
   }
 
-  private publishConfirmed(session: Session, exchange: string, routingKey: string, body: Buffer, properties: { persistent: boolean; messageId: string; type: string }): Promise<void> {
+  private publishConfirmed(
+    session: Session, exchange: string, routingKey: string, body: Buffer,
+    properties: { persistent: boolean; messageId: string; type: string; replyTo?: string; correlationId?: string },
+  ): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       // A blocked broker (memory or disk alarm) withholds confirms; the caller learns within a bound instead of hanging.
       const timer = setTimeout(
@@ -680,24 +683,28 @@ export class AmqpTransport implements Transport {
     if (msg === null) return; // the reply consumer ends with its channel; onDisconnect/onChannelClosed fail the asks
     if (msg.properties.type === REPLY_BATCH_TYPE) return this.onReplyBatch(msg);
     const correlationId = typeof msg.properties.correlationId === 'string' ? msg.properties.correlationId : undefined;
-    let reply: Reply;
-    let askId: string;
+    let envelope: Envelope;
     try {
-      const envelope = decodeEnvelope(msg.content);
+      envelope = decodeEnvelope(msg.content);
       if (envelope.type !== 'reply' || envelope.correlationId === undefined) throw new MalformedEnvelopeError(`expected a reply, got ${envelope.type}`);
-      askId = envelope.correlationId;
-      reply = readReply(envelope);
     } catch (err) {
       this.log.warn({ err: (err as Error).message, correlationId }, 'unreadable reply');
-      if (correlationId) {
-        const versionMismatch = err instanceof EnvelopeVersionError;
-        this.settleAsk(correlationId, {
-          error: new TroupeError('INTERNAL', versionMismatch ? (err as Error).message : 'the reply was malformed', versionMismatch ? { version: (err as EnvelopeVersionError).received } : undefined),
-        });
-      }
+      if (correlationId) this.settleAsk(correlationId, { error: unreadableReply(err) });
       return;
     }
-    // A reply for an ask that already timed out (or belongs to no one) finds nothing pending and is dropped.
+    this.settleFromReply(envelope.correlationId, envelope);
+  }
+
+  /** A reply for an ask that already timed out (or belongs to no one) finds nothing pending and is dropped. */
+  private settleFromReply(askId: string, envelope: Envelope): void {
+    let reply: Reply;
+    try {
+      reply = readReply(envelope);
+    } catch (err) {
+      this.log.warn({ err: (err as Error).message, correlationId: askId }, 'unreadable reply');
+      this.settleAsk(askId, { error: unreadableReply(err) });
+      return;
+    }
     this.settleAsk(askId, reply.ok ? { value: reply.value } : { error: fromWire(reply.error) });
   }
 
@@ -710,16 +717,7 @@ export class AmqpTransport implements Transport {
       this.log.warn({ err: (err as Error).message }, 'unreadable reply batch');
       return;
     }
-    for (const envelope of replies) {
-      let reply: Reply;
-      try {
-        reply = readReply(envelope);
-      } catch (err) {
-        this.settleAsk(envelope.correlationId!, { error: new TroupeError('INTERNAL', 'the reply was malformed') });
-        continue;
-      }
-      this.settleAsk(envelope.correlationId!, reply.ok ? { value: reply.value } : { error: fromWire(reply.error) });
-    }
+    for (const envelope of replies) this.settleFromReply(envelope.correlationId!, envelope);
   }
 
   private onEvent(channel: Channel, msg: ConsumeMessage | null): void {
@@ -841,35 +839,14 @@ export class AmqpTransport implements Transport {
 
   /** Resolves false only when a crashed ask could not be republished alone: then the whole batch goes back. */
   private async handleBatchedAsk(channel: Channel, shard: number, msg: ConsumeMessage, envelope: Envelope): Promise<boolean> {
-    if (Date.now() > envelope.deadline) {
-      this.metrics?.countDelivery('expired');
-      return true;
-    }
-    let reply: Reply;
-    try {
-      reply = okReply(await this.handler!(envelope.to, envelope.payload));
-    } catch (err) {
-      if (!(err instanceof TroupeError)) {
-        this.log.error({ err, address: envelope.to, messageId: envelope.id }, 'delivery handler crashed on a batched ask; republishing it alone');
-        this.metrics?.countDelivery('crashed');
-        return this.republishAlone(shard, msg, envelope);
-      }
-      reply = errorReply(err);
-    }
-    this.sendReply(channel, msg, envelope, reply);
-    this.metrics?.countDelivery(reply.ok ? 'ok' : 'rejected');
-    return true;
-  }
-
-  private async republishAlone(shard: number, msg: ConsumeMessage, envelope: Envelope): Promise<boolean> {
+    const outcome = await this.runDelivery(channel, msg, envelope);
+    if (outcome === 'answered') return true;
+    this.log.error({ err: outcome.crashed, address: envelope.to, messageId: envelope.id }, 'delivery handler crashed on a batched ask; republishing it alone');
     const session = this.session;
     if (session === undefined) return false;
     try {
-      await new Promise<void>((resolve, reject) => {
-        session.publisher.publish(this.names.shardExchange, String(shard), encodeEnvelope(envelope), {
-          persistent: true, replyTo: msg.properties.replyTo, correlationId: envelope.id, messageId: envelope.id,
-          contentType: 'application/json', type: 'ask',
-        }, (err: unknown) => (err ? reject(err as Error) : resolve()));
+      await this.publishConfirmed(session, this.names.shardExchange, String(shard), encodeEnvelope(envelope), {
+        persistent: true, messageId: envelope.id, type: 'ask', replyTo: msg.properties.replyTo as string, correlationId: envelope.id,
       });
       return true;
     } catch (err) {
@@ -879,34 +856,41 @@ export class AmqpTransport implements Transport {
   }
 
   private async handleDelivery(channel: Channel, msg: ConsumeMessage, envelope: Envelope): Promise<void> {
+    const outcome = await this.runDelivery(channel, msg, envelope);
+    if (outcome === 'answered') return settle(channel, msg, 'ack');
+    const redeliveries = deliveryCount(msg);
+    const final = redeliveries >= this.deliveryLimit;
+    this.log.error(
+      { err: outcome.crashed, address: envelope.to, messageId: envelope.id, redeliveries },
+      final ? 'delivery handler crashed on the last attempt; the message is dead-lettered' : 'delivery handler crashed; the message will be redelivered',
+    );
+    // On the last attempt the asker gets a definite answer instead of waiting out its deadline.
+    if (final && envelope.type === 'ask') this.sendReply(channel, msg, envelope, errorReply(asTroupeError(outcome.crashed)));
+    settle(channel, msg, 'requeue');
+  }
+
+  /**
+   * Runs one ask or tell in its turn: an expired one is dropped, a value or a TroupeError is the answer (sent to an
+   * asker). Anything else thrown is a crash, handed back for the caller's redelivery rule.
+   */
+  private async runDelivery(channel: Channel, msg: ConsumeMessage, envelope: Envelope): Promise<'answered' | { crashed: unknown }> {
     if (Date.now() > envelope.deadline) {
       this.metrics?.countDelivery('expired');
-      settle(channel, msg, 'ack');
-      return;
+      return 'answered';
     }
     let reply: Reply;
     try {
       reply = okReply(await this.handler!(envelope.to, envelope.payload));
     } catch (err) {
-      if (err instanceof TroupeError) {
-        reply = errorReply(err);
-      } else {
-        const redeliveries = deliveryCount(msg);
-        const final = redeliveries >= this.deliveryLimit;
-        this.log.error(
-          { err, address: envelope.to, messageId: envelope.id, redeliveries },
-          final ? 'delivery handler crashed on the last attempt; the message is dead-lettered' : 'delivery handler crashed; the message will be redelivered',
-        );
+      if (!(err instanceof TroupeError)) {
         this.metrics?.countDelivery('crashed');
-        // On the last attempt the asker gets a definite answer instead of waiting out its deadline.
-        if (final && envelope.type === 'ask') this.sendReply(channel, msg, envelope, errorReply(asTroupeError(err)));
-        settle(channel, msg, 'requeue');
-        return;
+        return { crashed: err };
       }
+      reply = errorReply(err);
     }
     if (envelope.type === 'ask') this.sendReply(channel, msg, envelope, reply);
     this.metrics?.countDelivery(reply.ok ? 'ok' : 'rejected');
-    settle(channel, msg, 'ack');
+    return 'answered';
   }
 
   private sendReply(channel: Channel, msg: ConsumeMessage, ask: Envelope, reply: Reply): void {
@@ -950,6 +934,13 @@ export class AmqpTransport implements Transport {
 }
 
 /** Quorum queues count returns in `x-delivery-count`; absent on a first delivery. */
+/** What an asker gets for a reply it cannot read; a peer on another envelope version is named as such. */
+function unreadableReply(err: unknown): TroupeError {
+  return err instanceof EnvelopeVersionError
+    ? new TroupeError('INTERNAL', err.message, { version: err.received })
+    : new TroupeError('INTERNAL', 'the reply was malformed');
+}
+
 function deliveryCount(msg: ConsumeMessage): number {
   const count: unknown = msg.properties.headers?.['x-delivery-count'];
   return typeof count === 'number' ? count : 0;
