@@ -15,15 +15,10 @@ import { generateAdminToken, generateMasterKey, Secrets } from '../../../ops/sec
 import { deriveSigningKeys } from '../../../actors/identity/tokens.js';
 import { startNode, type TroupeNode } from '../../../ops/node.js';
 import { AmqpTransport } from '../../../transport/amqp/index.js';
-import { call, startTestNode, type CallInit, type EngineSet, type TestNode } from '../../support/node.js';
+import { call, engineSets, startTestNode, type CallInit, type EngineSet, type TestNode } from '../../support/node.js';
 import { withPostgresSchema, type TestDb } from '../../support/db.js';
 import { engines, skipEngine } from '../../support/engines.js';
 import { deleteBrokerTopology, eventually, testPrefix } from '../../support/transport.js';
-
-const engineSets: Array<{ set: EngineSet; skip: boolean }> = [
-  { set: 'embedded', skip: false },
-  { set: 'real', skip: skipEngine.postgres || skipEngine.amqp || skipEngine.redis },
-];
 
 const PASSWORD = 'correct horse battery';
 const bearer = (token: string): CallInit => ({ token });
@@ -124,16 +119,38 @@ for (const { set, skip } of engineSets) describe(`logout (${set} engines, real H
     expect(await whoami(node.url, bearer(acme.userToken))).to.equal(200);
   });
 
-  it('ends a user token signed before user tokens carried a jti', async () => {
+  /** A user token of Acme's owner signed with the node's own key, with whatever extra claims a test needs. */
+  function signedUserToken(extra: Record<string, unknown> = {}): string {
     const keys = deriveSigningKeys(Secrets.fromBase64(node.config.masterKey!));
     const seconds = Math.floor(Date.now() / 1000);
     const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
-    const input = `${b64({ alg: 'EdDSA', typ: 'JWT' })}.${b64({ sub: acme.owner.id, org: acme.org.id, typ: 'user', iss: 'troupe', iat: seconds, exp: seconds + 600 })}`;
-    const older = `${input}.${sign(null, Buffer.from(input), keys.privateKey).toString('base64url')}`;
+    const input = `${b64({ alg: 'EdDSA', typ: 'JWT' })}.${b64({ sub: acme.owner.id, org: acme.org.id, typ: 'user', iss: 'troupe', iat: seconds, exp: seconds + 600, ...extra })}`;
+    return `${input}.${sign(null, Buffer.from(input), keys.privateKey).toString('base64url')}`;
+  }
+
+  it('ends a user token signed before user tokens carried a jti', async () => {
+    const older = signedUserToken();
     expect(await whoami(node.url, cookie(older))).to.equal(200);
     await logout(node.url, cookie(older));
     expect(await whoami(node.url, cookie(older))).to.equal(401);
     expect(await whoami(node.url, bearer(acme.userToken))).to.equal(200);
+  });
+  it('answers 200 and ends nothing for hostile credentials: a jti that is not a short string, a huge bearer, junk cookies', async () => {
+    const kept = await login(node.url, 'owner@acme.test');
+    for (const jti of [42, null, ['a'], { id: 'a' }, '', 'a'.repeat(65), 'has space', `sha256:${'a'.repeat(43)}`]) {
+      const odd = signedUserToken({ jti });
+      expect(await whoami(node.url, bearer(odd)), JSON.stringify(jti)).to.equal(401);
+      await logout(node.url, bearer(odd));
+      await logout(node.url, cookie(odd));
+    }
+    const huge = `${kept.token.split('.')[0]}.${'A'.repeat(12_000)}.${kept.token.split('.')[2]}`;
+    await logout(node.url, bearer(huge));
+    for (const header of ['troupe_session', 'troupe_session=', 'troupe_session="', '=;;=; troupe_session=%E0%A4%A', `troupe_session="${kept.token}`, 'troupe_session=a.b.c.d']) {
+      await logout(node.url, { headers: { cookie: header } });
+    }
+    await logout(node.url, { headers: { authorization: 'Bearer' } });
+    await logout(node.url, { headers: { authorization: `Bearer ${kept.token} extra` } });
+    expect(await whoami(node.url, bearer(kept.token)), 'none of these ended the real session').to.equal(200);
   });
 });
 
