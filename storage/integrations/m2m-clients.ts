@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { isUuid } from '../identity/rows.js';
 
 /**
  * OAuth client_credentials clients. A client has one or more secret hashes: rotation adds one and gives the old
@@ -23,8 +24,6 @@ const toRecord = (r: Row): M2mClientRecord => ({
   revokedAt: r.revoked_at ? new Date(r.revoked_at).toISOString() : null,
 });
 
-const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 export async function insertM2mClient(
   db: Knex, client: { id: string; orgId: string; name: string; scopes: readonly string[]; requesterId: string | null; secretId: string; secretHash: string; at: Date },
 ): Promise<M2mClientRecord> {
@@ -45,7 +44,7 @@ export async function insertM2mClient(
 export async function clientForAuthentication(
   db: Knex, clientId: string, now: Date,
 ): Promise<{ client: M2mClientRecord; secretHashes: string[] } | undefined> {
-  if (!uuidPattern.test(clientId)) return undefined;
+  if (!isUuid(clientId)) return undefined;
   const row = await db('m2m_clients').where({ id: clientId }).first<Row | undefined>();
   if (!row) return undefined;
   const secrets = await db('m2m_client_secrets').where({ client_id: clientId })
@@ -81,7 +80,7 @@ async function withSecrets(db: Knex, rows: readonly Row[]): Promise<M2mClientDet
 }
 
 export async function findM2mClient(db: Knex, clientId: string): Promise<M2mClientDetail | undefined> {
-  if (!uuidPattern.test(clientId)) return undefined;
+  if (!isUuid(clientId)) return undefined;
   const row = await db('m2m_clients').where({ id: clientId }).first<Row | undefined>();
   return row ? (await withSecrets(db, [row]))[0] : undefined;
 }
@@ -109,7 +108,7 @@ export type RotationOutcome =
 export async function rotateM2mClientSecret(
   trx: Knex.Transaction, rotation: { clientId: string; secretId: string; secretHash: string; at: Date; previousExpireAt: Date },
 ): Promise<RotationOutcome> {
-  if (!uuidPattern.test(rotation.clientId)) return { kind: 'absent' };
+  if (!isUuid(rotation.clientId)) return { kind: 'absent' };
   const row = await trx('m2m_clients').where({ id: rotation.clientId }).forUpdate().first<Row | undefined>();
   if (!row) return { kind: 'absent' };
   if (row.revoked_at !== null) return { kind: 'revoked' };
@@ -125,7 +124,7 @@ export async function rotateM2mClientSecret(
 export async function markM2mClientRevoked(
   trx: Knex.Transaction, clientId: string, at: Date,
 ): Promise<{ client: M2mClientRecord; alreadyRevoked: boolean } | undefined> {
-  if (!uuidPattern.test(clientId)) return undefined;
+  if (!isUuid(clientId)) return undefined;
   const row = await trx('m2m_clients').where({ id: clientId }).forUpdate().first<Row | undefined>();
   if (!row) return undefined;
   if (row.revoked_at !== null) return { client: toRecord(row), alreadyRevoked: true };
@@ -139,7 +138,7 @@ export async function markM2mClientRevoked(
  * client, and a client row goes only with its org (decision 0017).
  */
 export async function machineClientIsLive(db: Knex, orgId: string, clientId: string): Promise<boolean> {
-  if (!uuidPattern.test(clientId)) return false;
+  if (!isUuid(clientId)) return false;
   const row = await db('m2m_clients').where({ id: clientId }).first<Pick<Row, 'org_id' | 'revoked_at'> | undefined>('org_id', 'revoked_at');
   return row === undefined || (row.org_id === orgId && row.revoked_at === null);
 }
