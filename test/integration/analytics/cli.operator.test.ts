@@ -2,30 +2,9 @@
 // read the node's routes with an org credential and print a table a person can scan (a header row, one row per
 // item) or, with --json, exactly the JSON the node answered; without a credential they fail with a reason.
 import { expect } from 'chai';
-import sinon from 'sinon';
 import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
 import { dispatch, provisionOrg, registerDaemon, report, type Org } from '../sessions/support.js';
-import { runCli } from '../../../ops/cli/main.js';
-
-async function cli(args: string[], env: Record<string, string | undefined> = {}): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const saved = Object.fromEntries(['TROUPE_TOKEN', ...Object.keys(env)].map((k) => [k, process.env[k]]));
-  const apply = (values: Record<string, string | undefined>): void => {
-    for (const [k, v] of Object.entries(values)) if (v === undefined) delete process.env[k]; else process.env[k] = v;
-  };
-  apply({ TROUPE_TOKEN: undefined, ...env });
-  const o = sinon.stub(process.stdout, 'write').callsFake((chunk: string | Uint8Array) => { out += String(chunk); return true; });
-  const e = sinon.stub(process.stderr, 'write').callsFake((chunk: string | Uint8Array) => { err += String(chunk); return true; });
-  try {
-    const code = await runCli(['node', 'troupe', ...args]);
-    return { code, out, err };
-  } finally {
-    o.restore();
-    e.restore();
-    apply(saved);
-  }
-}
+import { runCliCaptured as cli } from '../../support/cli.js';
 
 for (const { set, skip } of engineSets) describe(`operator CLI views (${set} engines)`, function () {
   if (skip) return;

@@ -3,23 +3,9 @@
 // and a refusal (unknown client, bad overlap) is a one-line reason with a non-zero exit.
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
-import sinon from 'sinon';
-import { runCli } from '../../../ops/cli/main.js';
+import { runCliCaptured as cli } from '../../support/cli.js';
 import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
 import { provisionOrg } from '../governance/governance-fixtures.js';
-
-async function cli(args: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const o = sinon.stub(process.stdout, 'write').callsFake((chunk: string | Uint8Array) => { out += String(chunk); return true; });
-  const e = sinon.stub(process.stderr, 'write').callsFake((chunk: string | Uint8Array) => { err += String(chunk); return true; });
-  try {
-    return { code: await runCli(['node', 'troupe', ...args]), out, err };
-  } finally {
-    o.restore();
-    e.restore();
-  }
-}
 
 for (const { set, skip } of engineSets) describe(`troupe CLI: machine clients (${set} engines)`, function () {
   if (skip) return;

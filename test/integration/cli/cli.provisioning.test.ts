@@ -5,22 +5,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
-import sinon from 'sinon';
-import { runCli } from '../../../ops/cli/main.js';
+import { runCliCaptured as cli } from '../../support/cli.js';
 import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
-
-async function cli(args: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const o = sinon.stub(process.stdout, 'write').callsFake((chunk: string | Uint8Array) => { out += String(chunk); return true; });
-  const e = sinon.stub(process.stderr, 'write').callsFake((chunk: string | Uint8Array) => { err += String(chunk); return true; });
-  try {
-    return { code: await runCli(['node', 'troupe', ...args]), out, err };
-  } finally {
-    o.restore();
-    e.restore();
-  }
-}
 
 for (const { set, skip } of engineSets) describe(`troupe CLI: provisioning and audit (${set} engines)`, function () {
   if (skip) return;
