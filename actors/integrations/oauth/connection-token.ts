@@ -99,6 +99,11 @@ async function refresh(deps: TokenDeps, orgId: string, provider: OAuthProvider, 
   const current = { accessToken: tokens.access_token, version: row.tokenVersion };
   if (row.tokenVersion !== readVersion) return current;
   const stillValid = trigger === 'expiring' && row.expiresAt !== null && Date.parse(row.expiresAt) > deps.clock.now();
+  // A refresh that could not happen is harmless while the token we hold still works.
+  const currentOr = (problem: ConnectionProblem): UsableToken => {
+    if (stillValid) return current;
+    throw new ConnectionUnusable(problem);
+  };
   const refreshToken = typeof tokens.refresh_token === 'string' && tokens.refresh_token !== '' ? tokens.refresh_token : undefined;
   if (refreshToken === undefined) {
     if (stillValid) return current;
@@ -108,8 +113,7 @@ async function refresh(deps: TokenDeps, orgId: string, provider: OAuthProvider, 
   if (!app) {
     // The deployment lost its client credentials: the user's grant may be fine, so it is not marked.
     deps.log.warn({ orgId, provider }, 'an OAuth connection needs a refresh but the provider app is not configured');
-    if (stillValid) return current;
-    throw new ConnectionUnusable('unauthorized');
+    return currentOr('unauthorized');
   }
 
   let fresh: TokenResponse;
@@ -124,13 +128,11 @@ async function refresh(deps: TokenDeps, orgId: string, provider: OAuthProvider, 
     if (err instanceof TokenGrantRefused) {
       // invalid_client, unauthorized_client…: about this deployment's app, which a user reconnecting cannot fix.
       deps.log.warn({ orgId, provider, providerError: err.providerError }, 'the provider refused to refresh an OAuth connection');
-      if (stillValid) return current;
-      throw new ConnectionUnusable('unauthorized');
+      return currentOr('unauthorized');
     }
     if (err instanceof TroupeError && err.code === 'UPSTREAM_FAILED') {
       deps.log.warn({ orgId, provider, err: err.message }, 'the provider token endpoint failed during a refresh');
-      if (stillValid) return current;
-      throw new ConnectionUnusable('unreachable');
+      return currentOr('unreachable');
     }
     throw err;
   }
