@@ -4,6 +4,7 @@ import { TroupeError } from '../../ops/errors.js';
 import { clientSecretPrefix } from '../../actors/integrations/m2m/client-credentials.js';
 import { tags } from '../../actors/identity/revocation.js';
 import { announceRevocation } from './announce-revocation.js';
+import { noStore } from './oauth.js';
 import { mintSecret } from '../../actors/identity/secrets-format.js';
 import { appendAudit } from '../../storage/audit-log.js';
 import { findOrg } from '../../storage/identity/orgs.js';
@@ -23,7 +24,6 @@ import type { HttpRequest, Reply, Route } from '../types.js';
  * Rotation ends old secrets, not tokens already issued with them: those were obtained legitimately and expire
  * within the hour. Revocation ends both, on every node, before it answers on this one.
  */
-const noStore = { 'cache-control': 'no-store', pragma: 'no-cache' } as const;
 
 const notFound = () => new TroupeError('NOT_FOUND', 'machine client not found');
 

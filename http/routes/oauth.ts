@@ -23,7 +23,8 @@ function keysOf(deps: Deps): SigningKeys {
   return keys;
 }
 
-const noStore = { 'cache-control': 'no-store', pragma: 'no-cache' } as const;
+/** Answers that carry a secret (a token, a client secret) must not be cached anywhere (RFC 6749 §5.1). */
+export const noStore = { 'cache-control': 'no-store', pragma: 'no-cache' } as const;
 
 function oauthErrorReply(err: OAuthError): Reply {
   return {

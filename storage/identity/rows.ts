@@ -79,7 +79,7 @@ export interface RegistrationTokenRecord {
 type Row = Record<string, unknown>;
 
 export const iso = (value: unknown): string => (value instanceof Date ? value.toISOString() : new Date(String(value)).toISOString());
-const isoOrNull = (value: unknown): string | null => (value === null || value === undefined ? null : iso(value));
+export const isoOrNull = (value: unknown): string | null => (value === null || value === undefined ? null : iso(value));
 const text = (value: unknown): string | null => (value === null || value === undefined ? null : String(value));
 /** jsonb comes back parsed from pg and PGlite alike; a string is tolerated in case a driver hands back text. */
 const stringArray = (value: unknown): string[] => {

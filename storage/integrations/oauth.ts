@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { isoOrNull } from '../identity/rows.js';
 
 /**
  * Integration OAuth storage (migrations 0013, 0018). States are looked up only by the hash of the state value and
@@ -74,7 +75,6 @@ interface ConnectionRow {
 }
 
 const CONNECTIONS = 'integration_oauth_connections';
-const isoOrNull = (v: Date | null): string | null => (v ? new Date(v).toISOString() : null);
 
 /** A user (re)connected: new tokens, whatever state the connection was in, and any re-authorization need is over. */
 export async function upsertOAuthConnection(
