@@ -6,6 +6,7 @@ import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
 import { eventually } from '../../support/transport.js';
+import { deliverySettled, dispatchSession, sessionActivities } from './delivery-fixtures.js';
 import { provision, type Org } from '../agents/fixtures.js';
 import { providerEventAddress } from '../../../actors/integrations/webhooks/actor.js';
 import { findWebhookEvent } from '../../../storage/integrations/webhook-events.js';
@@ -46,20 +47,7 @@ for (const { set, skip } of engineSets) describe(`integrations: CircleCI job fai
   const deliver = (body: string, signature = circleciSignature(secret, body)) => t.call('POST', '/api/webhooks/ingest/circleci', {
     rawBody: body, headers: { 'content-type': 'application/json', 'circleci-signature': signature, 'circleci-event-type': 'job-completed' },
   });
-  async function dispatch(o: Org): Promise<string> {
-    const projects = await t.node.deps.db('projects').where({ org_id: o.orgId }).select('id');
-    const r = await t.call('POST', '/api/agent-dispatch', { token: o.apiKey, body: { projectId: projects[0].id, prompt: 'fix the build' } });
-    expect(r.status, r.text).to.equal(201);
-    return r.json.sessionId as string;
-  }
-  const activities = async (o: Org, sessionId: string): Promise<{ id: string; kind: string; body: string }[]> => {
-    const r = await t.call('GET', `/api/public/sessions/${sessionId}`, { token: o.apiKey });
-    expect(r.status, r.text).to.equal(200);
-    return r.json.activities;
-  };
-  const ciActivities = async (o: Org, sessionId: string) => (await activities(o, sessionId)).filter((a) => a.kind === 'ci.job_failed');
-  const settled = (orgId: string, eventId: string) =>
-    eventually(async () => ['routed', 'ignored', 'failed'].includes((await findWebhookEvent(t.node.deps.db, orgId, eventId))?.status ?? ''), 'delivery routed');
+  const ciActivities = (o: Org, sessionId: string) => sessionActivities(t, o, sessionId, 'ci.job_failed');
 
   before(async () => {
     t = await startTestNode({ engines: set });
@@ -71,7 +59,7 @@ for (const { set, skip } of engineSets) describe(`integrations: CircleCI job fai
   after(async () => { await t?.close(); });
 
   it('a failed job on troupe/<sessionId> appears once in the session detail, also when re-sent or re-routed', async () => {
-    const sessionId = await dispatch(org);
+    const sessionId = await dispatchSession(t, org);
     const delivery = jobCompleted({ branch: `troupe/${sessionId}`, status: 'failed' });
     const first = await deliver(delivery.body);
     expect(first.status, first.text).to.equal(200);
@@ -98,32 +86,32 @@ for (const { set, skip } of engineSets) describe(`integrations: CircleCI job fai
   });
 
   it('GitLab and GitHub App projects name the branch in trigger_parameters.git', async () => {
-    const sessionId = await dispatch(org);
+    const sessionId = await dispatchSession(t, org);
     const r = await deliver(jobCompleted({ branch: `troupe/${sessionId}`, status: 'timedout', gitlab: true }).body);
     expect(r.status, r.text).to.equal(200);
     await eventually(async () => (await ciActivities(org, sessionId)).length === 1, 'CI failure from a GitLab pipeline');
   });
 
   it("a branch naming another org's session touches nothing there", async () => {
-    const theirs = await dispatch(other);
-    const before = await activities(other, theirs);
+    const theirs = await dispatchSession(t, other);
+    const before = await sessionActivities(t, other, theirs);
     const r = await deliver(jobCompleted({ branch: `troupe/${theirs}`, status: 'failed' }).body);
     expect(r.status, r.text).to.equal(200);
-    await settled(org.orgId, r.json.eventId);
+    await deliverySettled(t, org.orgId, r.json.eventId);
     const row = await findWebhookEvent(t.node.deps.db, org.orgId, r.json.eventId);
     expect(row?.status).to.equal('ignored');
     expect(row?.sessionId ?? null).to.equal(null);
-    expect(await activities(other, theirs)).to.deep.equal(before);
+    expect(await sessionActivities(t, other, theirs)).to.deep.equal(before);
     expect(await t.node.deps.db('session_activities').where({ session_id: theirs, kind: 'ci.job_failed' }).count({ n: '*' })).to.deep.equal([{ n: 0 }]);
   });
 
   it('successful jobs, branches naming no session and bad signatures attach nothing', async () => {
-    const sessionId = await dispatch(org);
+    const sessionId = await dispatchSession(t, org);
     const success = await deliver(jobCompleted({ branch: `troupe/${sessionId}`, status: 'success' }).body);
     const plain = await deliver(jobCompleted({ branch: 'main', status: 'failed' }).body);
     for (const r of [success, plain]) {
       expect(r.status, r.text).to.equal(200);
-      await settled(org.orgId, r.json.eventId);
+      await deliverySettled(t, org.orgId, r.json.eventId);
       expect((await findWebhookEvent(t.node.deps.db, org.orgId, r.json.eventId))?.status).to.equal('ignored');
     }
     const forged = jobCompleted({ branch: `troupe/${sessionId}`, status: 'failed' });

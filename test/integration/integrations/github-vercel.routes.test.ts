@@ -9,6 +9,7 @@ import { expect } from 'chai';
 import { sign as octokitSign } from '@octokit/webhooks-methods';
 import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
 import { eventually } from '../../support/transport.js';
+import { deliverySettled, dispatchSession, sessionActivities } from './delivery-fixtures.js';
 import { provision, type Org } from '../agents/fixtures.js';
 import { findWebhookEvent } from '../../../storage/integrations/webhook-events.js';
 import {
@@ -42,23 +43,10 @@ for (const { set, skip } of engineSets) describe(`integrations: GitHub and Verce
     rawBody: body, headers: { 'content-type': 'application/json', 'x-vercel-signature': vercelSignature(vercelSecret, body) },
   });
 
-  const settled = (orgId: string, eventId: string) =>
-    eventually(async () => ['routed', 'ignored', 'failed'].includes((await findWebhookEvent(t.node.deps.db, orgId, eventId))?.status ?? ''), 'delivery settled');
   const sessionsOf = async (o: Org, trackerIssue: string): Promise<{ id: string; status: string; orgId: string }[]> => {
     const r = await t.call('GET', `/api/sessions?trackerIssue=${encodeURIComponent(trackerIssue)}`, { token: o.apiKey });
     expect(r.status, r.text).to.equal(200);
     return r.json.sessions;
-  };
-  async function dispatch(o: Org): Promise<string> {
-    const projects = await t.node.deps.db('projects').where({ org_id: o.orgId }).select('id');
-    const r = await t.call('POST', '/api/agent-dispatch', { token: o.apiKey, body: { projectId: projects[0].id, prompt: 'ship the feature' } });
-    expect(r.status, r.text).to.equal(201);
-    return r.json.sessionId as string;
-  }
-  const activities = async (o: Org, sessionId: string, kind?: string): Promise<{ kind: string; body: string }[]> => {
-    const r = await t.call('GET', `/api/public/sessions/${sessionId}`, { token: o.apiKey });
-    expect(r.status, r.text).to.equal(200);
-    return (r.json.activities as { kind: string; body: string }[]).filter((a) => kind === undefined || a.kind === kind);
   };
 
   before(async () => {
@@ -80,7 +68,7 @@ for (const { set, skip } of engineSets) describe(`integrations: GitHub and Verce
       const first = await deliverGithub(delivery);
       expect(first.status, first.text).to.equal(200);
       expect(first.json).to.include({ ok: true, duplicate: false });
-      await settled(org.orgId, first.json.eventId);
+      await deliverySettled(t, org.orgId, first.json.eventId);
       const row = await findWebhookEvent(t.node.deps.db, org.orgId, first.json.eventId);
       expect(row).to.include({ status: 'routed', eventType: 'issues.opened' });
 
@@ -107,7 +95,7 @@ for (const { set, skip } of engineSets) describe(`integrations: GitHub and Verce
       // The other org watching the same repository gets its own session from its own delivery, not this one.
       const theirs = await deliverGithub({ ...delivery, id: randomUUID() }, otherGithubSecret);
       expect(theirs.status, theirs.text).to.equal(200);
-      await settled(other.orgId, theirs.json.eventId);
+      await deliverySettled(t, other.orgId, theirs.json.eventId);
       const theirSessions = await sessionsOf(other, trackerIssue);
       expect(theirSessions).to.have.length(1);
       expect(theirSessions[0]!.id).to.not.equal(row!.sessionId);
@@ -120,7 +108,7 @@ for (const { set, skip } of engineSets) describe(`integrations: GitHub and Verce
       const pr = await deliverGithub(githubDelivery('pull_request', { ...githubPullRequestOpened(), repository: { full_name: repo, id: 1 } }));
       for (const r of [byBot, pr]) {
         expect(r.status, r.text).to.equal(200);
-        await settled(org.orgId, r.json.eventId);
+        await deliverySettled(t, org.orgId, r.json.eventId);
         expect((await findWebhookEvent(t.node.deps.db, org.orgId, r.json.eventId))?.status).to.equal('ignored');
       }
       expect((await findWebhookEvent(t.node.deps.db, org.orgId, byBot.json.eventId))?.outcome).to.deep.equal({
@@ -133,46 +121,46 @@ for (const { set, skip } of engineSets) describe(`integrations: GitHub and Verce
 
   describe('failures on a troupe/<sessionId> branch', () => {
     it('a failed workflow run appears once in the session detail, however often delivered; a failed check run is its own note', async () => {
-      const sessionId = await dispatch(org);
+      const sessionId = await dispatchSession(t, org);
       const run = githubWorkflowRunCompleted({ branch: `troupe/${sessionId}`, conclusion: 'failure', name: 'CI', htmlUrl: 'https://github.com/octo-org/octo-repo/actions/runs/77' });
       const delivery = githubDelivery('workflow_run', run);
       const first = await deliverGithub(delivery);
       expect(first.status, first.text).to.equal(200);
-      await eventually(async () => (await activities(org, sessionId, 'ci.job_failed')).length === 1, 'workflow failure on the session');
-      expect((await activities(org, sessionId, 'ci.job_failed'))[0]!.body)
+      await eventually(async () => (await sessionActivities(t, org, sessionId, 'ci.job_failed')).length === 1, 'workflow failure on the session');
+      expect((await sessionActivities(t, org, sessionId, 'ci.job_failed'))[0]!.body)
         .to.equal('GitHub workflow CI #42 failure in octo-org/octo-repo: https://github.com/octo-org/octo-repo/actions/runs/77');
       expect(await findWebhookEvent(t.node.deps.db, org.orgId, first.json.eventId)).to.include({ status: 'routed', sessionId });
 
       const again = await deliverGithub(delivery);
       expect(again.json).to.deep.equal({ ...first.json, duplicate: true });
-      expect(await activities(org, sessionId, 'ci.job_failed')).to.have.length(1);
+      expect(await sessionActivities(t, org, sessionId, 'ci.job_failed')).to.have.length(1);
 
       const check = await deliverGithub(githubDelivery('check_run', githubCheckRunCompleted({ branch: `troupe/${sessionId}/fix`, conclusion: 'timed_out', name: 'e2e' })));
       expect(check.status, check.text).to.equal(200);
-      await eventually(async () => (await activities(org, sessionId, 'ci.job_failed')).length === 2, 'check run failure on the session');
-      expect((await activities(org, sessionId, 'ci.job_failed'))[1]!.body).to.match(/^GitHub check run e2e timed_out in Codertocat\/Hello-World: https:\/\/github\.com\//);
+      await eventually(async () => (await sessionActivities(t, org, sessionId, 'ci.job_failed')).length === 2, 'check run failure on the session');
+      expect((await sessionActivities(t, org, sessionId, 'ci.job_failed'))[1]!.body).to.match(/^GitHub check run e2e timed_out in Codertocat\/Hello-World: https:\/\/github\.com\//);
     });
 
     it('a failed Vercel deployment notes its URL once on the session, however often delivered', async () => {
-      const sessionId = await dispatch(org);
+      const sessionId = await dispatchSession(t, org);
       const deployment = vercelDeployment({ branch: `troupe/${sessionId}`, git: 'gitlab', url: 'acme-web-9x8y7z.vercel.app' });
       const body = JSON.stringify(deployment.body);
       const first = await deliverVercel(body);
       expect(first.status, first.text).to.equal(200);
-      await eventually(async () => (await activities(org, sessionId, 'deploy.failed')).length === 1, 'deployment failure on the session');
-      expect((await activities(org, sessionId, 'deploy.failed'))[0]!.body)
+      await eventually(async () => (await sessionActivities(t, org, sessionId, 'deploy.failed')).length === 1, 'deployment failure on the session');
+      expect((await sessionActivities(t, org, sessionId, 'deploy.failed'))[0]!.body)
         .to.match(/^Vercel deployment of acme-web failed: https:\/\/acme-web-9x8y7z\.vercel\.app \(build log: https:\/\/vercel\.com\/acme\/acme-web\/dpl_/);
       const row = await findWebhookEvent(t.node.deps.db, org.orgId, first.json.eventId);
       expect(row).to.include({ status: 'routed', sessionId, deliveryId: deployment.id, eventType: 'deployment.error' });
 
       const again = await deliverVercel(body);
       expect(again.json).to.deep.equal({ ...first.json, duplicate: true });
-      expect(await activities(org, sessionId, 'deploy.failed')).to.have.length(1);
+      expect(await sessionActivities(t, org, sessionId, 'deploy.failed')).to.have.length(1);
     });
 
     it("a branch naming another org's session attaches nothing there", async () => {
-      const theirs = await dispatch(other);
-      const before = await activities(other, theirs);
+      const theirs = await dispatchSession(t, other);
+      const before = await sessionActivities(t, other, theirs);
       const deliveries = [
         await deliverGithub(githubDelivery('workflow_run', githubWorkflowRunCompleted({ branch: `troupe/${theirs}`, conclusion: 'failure' }))),
         await deliverGithub(githubDelivery('check_run', githubCheckRunCompleted({ branch: `troupe/${theirs}`, conclusion: 'failure' }))),
@@ -180,18 +168,18 @@ for (const { set, skip } of engineSets) describe(`integrations: GitHub and Verce
       ];
       for (const r of deliveries) {
         expect(r.status, r.text).to.equal(200);
-        await settled(org.orgId, r.json.eventId);
+        await deliverySettled(t, org.orgId, r.json.eventId);
         const row = await findWebhookEvent(t.node.deps.db, org.orgId, r.json.eventId);
         expect(row?.status).to.equal('ignored');
         expect(row?.sessionId ?? null).to.equal(null);
       }
-      expect(await activities(other, theirs)).to.deep.equal(before);
+      expect(await sessionActivities(t, other, theirs)).to.deep.equal(before);
       expect(await t.node.deps.db('session_activities').where({ session_id: theirs }).whereIn('kind', ['ci.job_failed', 'deploy.failed']).count({ n: '*' }))
         .to.deep.equal([{ n: 0 }]);
     });
 
     it('passing runs, successful deployments and other branches attach nothing', async () => {
-      const sessionId = await dispatch(org);
+      const sessionId = await dispatchSession(t, org);
       const deliveries = [
         await deliverGithub(githubDelivery('workflow_run', githubWorkflowRunCompleted({ branch: `troupe/${sessionId}`, conclusion: 'success' }))),
         await deliverGithub(githubDelivery('check_run', githubCheckRunCompleted({ branch: 'main', conclusion: 'failure' }))),
@@ -199,10 +187,10 @@ for (const { set, skip } of engineSets) describe(`integrations: GitHub and Verce
       ];
       for (const r of deliveries) {
         expect(r.status, r.text).to.equal(200);
-        await settled(org.orgId, r.json.eventId);
+        await deliverySettled(t, org.orgId, r.json.eventId);
         expect((await findWebhookEvent(t.node.deps.db, org.orgId, r.json.eventId))?.status).to.equal('ignored');
       }
-      expect((await activities(org, sessionId)).filter((a) => ['ci.job_failed', 'deploy.failed'].includes(a.kind))).to.deep.equal([]);
+      expect((await sessionActivities(t, org, sessionId)).filter((a) => ['ci.job_failed', 'deploy.failed'].includes(a.kind))).to.deep.equal([]);
     });
   });
 });
