@@ -26,9 +26,9 @@ import { parseRevocation, revocationTags, REVOCATION_TOPIC, tags } from './revoc
  *
  * Hot path: a verified credential is memoised until min(its expiry, `memoTtlMs`), so a repeat request costs one
  * map lookup. When that entry lapses, what is re-checked is what can have changed: expiry (against the clock), the
- * membership of a user and that logout has not ended the user's token (one query for both), the liveness of a runtime token's registration (itself memoised per registration under the
- * same revocation tags and TTL, so 10,000 workers of one registration cost one query a minute, not 10,000), and
- * likewise that a machine token's client is not revoked (one query per client per TTL, however many tokens). The
+ * membership of a user and that logout has not ended the user's token (two queries, run together), the liveness of
+ * the token's issuer: a runtime token's registration or a machine token's client (`issuerLive`, memoised per issuer
+ * under the same revocation tags and TTL, so 10,000 workers of one registration cost one query a minute). The
  * signature is a fixed property of the token's bytes under fixed keys: a token verified once is not re-verified
  * until it expires (`verifiedTokens`), and a first sight costs one synchronous Ed25519 verify (PERFORMANCE.md G8). Revocation (a key revoked, a membership changed) ends memo entries at once on this node through
  * `invalidate`, and on every other node through the `identity.revoked` topic; `memoTtlMs` bounds how long a node
