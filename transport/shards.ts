@@ -1,9 +1,19 @@
 import { createHash } from 'node:crypto';
 
+/** Recently placed addresses; a hash per ask showed in the broker path's allocation profile (ops/bench/cluster.ts). */
+const recent = new Map<string, number>();
+const RECENT_LIMIT = 50_000;
+
 /** Address → shard. Stable across nodes and restarts: a cluster's shard count never changes while it runs. */
 export function shardOf(address: string, shardCount: number): number {
-  const digest = createHash('sha256').update(address).digest();
-  return digest.readUInt32BE(0) % shardCount;
+  let word = recent.get(address);
+  if (word === undefined) {
+    word = createHash('sha256').update(address).digest().readUInt32BE(0);
+    // Cleared wholesale when full: a miss costs one hash, and a bound keeps hostile address churn from growing it.
+    if (recent.size >= RECENT_LIMIT) recent.clear();
+    recent.set(address, word);
+  }
+  return word % shardCount;
 }
 
 export function addressOf(kind: string, id: string): string {

@@ -1,15 +1,23 @@
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { Counter, Gauge, type Registry } from 'prom-client';
+import { LabelledHistogram, type HistogramSeries } from '../../ops/labelled-histogram.js';
 
 /** Transport metrics for `/metrics`; absent when the caller passes no registry (tests, tools). */
 export interface TransportMetrics {
   readonly asks: Counter<'outcome'>;
-  readonly askSeconds: Histogram;
+  /** Observed on every ask: a LabelledHistogram series, not prom-client's Histogram (ops/labelled-histogram.ts). */
+  readonly askSeconds: HistogramSeries;
   readonly deliveries: Counter<'outcome'>;
   readonly connected: Gauge;
   /** Asks that skipped the broker because this node held the address's shard (shortcut.ts). */
   readonly inProcessAsks: Counter;
   /** Broker messages that carried asks, one or a batch (ask-batch.ts); asks ÷ this is the batching factor. */
   readonly askMessages: Counter;
+  /** Asks sent straight to the inbox of the node holding their shard (owner-routes.ts). */
+  readonly routedAsks: Counter;
+  /** Routed asks this node passed on to their shard queue: it no longer held the shard, or the handler crashed. */
+  readonly forwardedAsks: Counter;
+  /** Routed asks sent again through their shard queue because the holder's inbox went away. */
+  readonly reroutedAsks: Counter;
   /** `asks.inc({outcome})` through a child bound once per outcome: no label lookup per ask. */
   readonly countAsk: (outcome: string) => void;
   /** Same for `deliveries`. */
@@ -37,14 +45,16 @@ export function transportMetrics(registry: Registry): TransportMetrics {
     asks:
       existing<Counter<'outcome'>>(registry, 'troupe_transport_asks_total') ??
       new Counter({ name: 'troupe_transport_asks_total', help: 'Asks sent, by outcome', labelNames: ['outcome'], registers }),
-    askSeconds:
-      existing<Histogram>(registry, 'troupe_transport_ask_seconds') ??
-      new Histogram({
+    askSeconds: (
+      existing<LabelledHistogram<never>>(registry, 'troupe_transport_ask_seconds') ??
+      new LabelledHistogram<never>({
         name: 'troupe_transport_ask_seconds',
         help: 'Ask round trip, from publish to reply',
+        labelNames: [],
         buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
         registers,
-      }),
+      })
+    ).labels({}),
     deliveries:
       existing<Counter<'outcome'>>(registry, 'troupe_transport_deliveries_total') ??
       new Counter({ name: 'troupe_transport_deliveries_total', help: 'Shard deliveries handled, by outcome', labelNames: ['outcome'], registers }),
@@ -57,6 +67,15 @@ export function transportMetrics(registry: Registry): TransportMetrics {
     askMessages:
       existing<Counter>(registry, 'troupe_transport_ask_messages_total') ??
       new Counter({ name: 'troupe_transport_ask_messages_total', help: 'Broker messages that carried asks (several asks to one shard share one)', registers }),
+    routedAsks:
+      existing<Counter>(registry, 'troupe_transport_routed_asks_total') ??
+      new Counter({ name: 'troupe_transport_routed_asks_total', help: "Asks sent straight to the inbox of the node holding their shard", registers }),
+    forwardedAsks:
+      existing<Counter>(registry, 'troupe_transport_forwarded_asks_total') ??
+      new Counter({ name: 'troupe_transport_forwarded_asks_total', help: 'Routed asks passed on to their shard queue (shard no longer held here, or the handler crashed)', registers }),
+    reroutedAsks:
+      existing<Counter>(registry, 'troupe_transport_rerouted_asks_total') ??
+      new Counter({ name: 'troupe_transport_rerouted_asks_total', help: "Routed asks sent again through their shard queue because the holder's inbox went away", registers }),
   };
   return { ...metrics, countAsk: boundByOutcome(metrics.asks), countDelivery: boundByOutcome(metrics.deliveries) };
 }

@@ -72,6 +72,11 @@ export class ShortcutGate {
     return (this.seals.get(shard)?.open ?? false) && !this.outstanding.has(address) && (this.unacked.get(shard) ?? 0) < this.prefetch;
   }
 
+  /** Rule 3 alone: no message of this shard waits in its queue for our consumer's credit. */
+  hasCredit(shard: number): boolean {
+    return (this.unacked.get(shard) ?? 0) < this.prefetch;
+  }
+
   /** An ask is going through the broker; true when it is tracked and `askSettled` must follow. */
   askSent(shard: number, address: string): boolean {
     if (!this.seals.has(shard)) return false;

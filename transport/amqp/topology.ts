@@ -43,6 +43,8 @@ export interface TopologyNames {
   readonly eventExchange: string;
   /** This node's private event queue; bound once per subscribed pattern. */
   readonly eventQueue: string;
+  /** One connection's inbox for owner-routed asks (owner-routes.ts); `suffix` tells its connections apart. */
+  readonly inbox: (suffix: string) => string;
 }
 
 export interface TopologyOptions {
@@ -70,6 +72,7 @@ export function topologyNames(prefix: string, nodeId: string): TopologyNames {
     deadLetterQueue: `${prefix}.dead-letter`,
     eventExchange: `${prefix}.events`,
     eventQueue: `${prefix}.events.${nodeId}`,
+    inbox: (suffix) => `${prefix}.inbox.${nodeId}.${suffix}`,
   };
 }
 

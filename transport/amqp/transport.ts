@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import amqp, { type Channel, type ChannelModel, type ConfirmChannel, type ConsumeMessage, type RecoveringChannelModel } from 'amqplib';
+import amqp, { type Channel, type ChannelModel, type ConfirmChannel, type ConsumeMessage, type Message, type RecoveringChannelModel } from 'amqplib';
 import type { Registry } from 'prom-client';
 import type { Logger } from '../../ops/logger.js';
 import { TroupeError, asTroupeError, fromWire } from '../../ops/errors.js';
@@ -18,6 +18,7 @@ import { ShortcutGate } from './shortcut.js';
 import { coalesceSocketWrites } from './coalesce-writes.js';
 import { AckBatcher, type Settlement } from './ack-batcher.js';
 import { ASK_BATCH_TYPE, REPLY_BATCH_TYPE, TurnOutbox, decodeBatch, encodeBatch, type Outgoing } from './ask-batch.js';
+import { OwnerRoutes, QUEUE_ROUTE, type ShardHolder } from './owner-routes.js';
 
 /** RabbitMQ's pseudo-queue for direct reply-to: replies skip queues entirely and go to the asking channel. */
 const DIRECT_REPLY_TO = 'amq.rabbitmq.reply-to';
@@ -25,6 +26,8 @@ const DIRECT_REPLY_TO = 'amq.rabbitmq.reply-to';
 const PROBE_TYPE = 'probe';
 /** AMQP `type` of a seal marker: a probe that also tells its sender when it may skip the broker (shortcut.ts). */
 const SEAL_TYPE = 'seal';
+/** Reply header naming the answering node's inbox: askers route later asks of that shard there (owner-routes.ts). */
+const INBOX_HEADER = 'x-troupe-inbox';
 
 export interface AmqpTransportOptions {
   /** amqp://user:pass@host:port/vhost */
@@ -60,6 +63,11 @@ export interface AmqpTransportOptions {
    * (transport/amqp/shortcut.ts). Tells always take the broker: they must be durable when they resolve. @default true
    */
   readonly shortcut?: boolean;
+  /**
+   * Asks to a shard another node holds go straight to that node's inbox once a reply has named it, instead of
+   * through the shard's quorum queue, when that cannot overtake anything (owner-routes.ts). @default true
+   */
+  readonly ownerRouting?: boolean;
 }
 
 /** Which shards this node subscribes to, and which of those it knows it holds (ops/decisions/0010-cluster-placement.md). */
@@ -79,6 +87,8 @@ interface Session {
   readonly consumer: Channel;
   /** The event consumer; shard consumers come and go with placement and live in `shardConsumers`. */
   readonly consumerTags: string[];
+  /** This connection's inbox for owner-routed asks (exclusive: it goes with the connection); undefined when off. */
+  readonly inbox: string | undefined;
 }
 
 interface PendingAsk {
@@ -86,8 +96,17 @@ interface PendingAsk {
   readonly reject: (err: TroupeError) => void;
   readonly timer: NodeJS.Timeout;
   readonly startedAt: number;
-  /** The address, when the shortcut gate counts this ask as outstanding until it settles. */
-  readonly gated?: string;
+  readonly address: string;
+  readonly shard: number;
+  /** The encoded ask, kept to send it again through the queue if the inbox it went to goes away. */
+  readonly body: Buffer;
+  /** QUEUE_ROUTE, or the holder's inbox it was sent to, and that holder's node id. */
+  route: string;
+  routeNode: string | undefined;
+  /** For an ask through the queue: the tells to its shard sent before it (OwnerRoutes.tellMark). */
+  tellMark: number | undefined;
+  /** True when the shortcut gate counts this ask as outstanding until it settles. */
+  readonly gated: boolean;
 }
 
 type State = 'idle' | 'running' | 'draining' | 'closed';
@@ -147,6 +166,14 @@ export class AmqpTransport implements Transport {
   private readonly shortcut: boolean;
   private readonly pending = new Map<string, PendingAsk>();
   private readonly outbox = new TurnOutbox<number>((shard, asks) => this.sendAsks(shard, asks));
+  private readonly ownerRouting: boolean;
+  private readonly routes: OwnerRoutes;
+  /** One turn's owner-routed asks per holder inbox. */
+  private readonly inboxOutbox = new TurnOutbox<string>((inbox, asks) => this.sendToInbox(inbox, asks));
+  /** Address → resolves once a tell to it, waiting for earlier routed asks, has been published (`tell`). */
+  private readonly tellTurns = new Map<string, Promise<void>>();
+  /** Routed asks being forwarded to their shard queue; shutdown waits for them. */
+  private readonly forwarding = new Set<Promise<void>>();
   /** Wanted event patterns → this node's handlers. The broker binding follows this map (`syncBinding`). */
   private readonly subscriptions = new Map<string, Set<EventHandler>>();
   private readonly bound = new Set<string>();
@@ -176,6 +203,8 @@ export class AmqpTransport implements Transport {
     this.metrics = options.metrics ? transportMetrics(options.metrics) : undefined;
     this.gate = new ShortcutGate(this.prefetch);
     this.shortcut = options.shortcut ?? true;
+    this.ownerRouting = options.ownerRouting ?? true;
+    this.routes = new OwnerRoutes(options.nodeId);
     this.names = topologyNames(prefix, options.nodeId);
     this.topology = shardTopology({ prefix, shardCount: options.shardCount, nodeId: options.nodeId, deliveryLimit: this.deliveryLimit });
     this.connectionName = `${prefix}:${options.nodeId}:${randomBytes(4).toString('hex')}`;
@@ -395,6 +424,12 @@ export class AmqpTransport implements Transport {
     this.liveSession();
     assertAddress(address);
     assertTimeout(options.timeoutMs);
+    // A tell to this address made before this ask is waiting for routed asks to settle: this ask goes after it.
+    const tellTurn = this.tellTurns.get(address);
+    if (tellTurn !== undefined) {
+      await tellTurn;
+      this.liveSession();
+    }
     const envelope = createEnvelope({ type: 'ask', to: address, from: this.options.nodeId, deadline: Date.now() + options.timeoutMs, payload: message });
     const body = encodeEnvelope(envelope);
     const shard = shardOf(address, this.options.shardCount);
@@ -404,40 +439,102 @@ export class AmqpTransport implements Transport {
         () => this.settleAsk(envelope.id, { error: new TroupeError('TRANSPORT_TIMEOUT', undefined, { address, timeoutMs: options.timeoutMs }) }),
         options.timeoutMs,
       );
-      const gated = this.gate.askSent(shard, address) ? address : undefined;
-      this.pending.set(envelope.id, { resolve: resolve as (value: unknown) => void, reject, timer, startedAt: performance.now(), ...(gated ? { gated } : {}) });
-      this.outbox.add(shard, { id: envelope.id, body });
+      const gated = this.gate.askSent(shard, address);
+      const route = this.ownerRouting ? this.routes.route(shard, address) : QUEUE_ROUTE;
+      const direct = route !== QUEUE_ROUTE;
+      this.routes.sent(address, route);
+      this.pending.set(envelope.id, {
+        resolve: resolve as (value: unknown) => void, reject, timer, startedAt: performance.now(), address, shard, body, gated, route,
+        routeNode: direct ? this.routes.holderOf(shard)?.nodeId : undefined,
+        tellMark: direct ? undefined : this.routes.tellMark(shard),
+      });
+      if (direct) this.inboxOutbox.add(route, { id: envelope.id, body });
+      else this.outbox.add(shard, { id: envelope.id, body });
     });
   }
 
   /** Publishes one turn's asks to a shard: alone as an `ask`, or together as an `ask-batch` (ask-batch.ts). */
   private sendAsks(shard: number, asks: readonly Outgoing[]): void {
+    this.publishAsks(this.names.shardExchange, String(shard), asks, true, (live, error) => {
+      for (const a of live) this.settleAsk(a.id, { error });
+    });
+  }
+
+  /**
+   * Publishes one turn's owner-routed asks to a holder's inbox. `mandatory`: an inbox that is gone (its node died or
+   * reconnected) returns the message, and its asks go again through their shard queues (`onReturned`).
+   */
+  private sendToInbox(inbox: string, asks: readonly Outgoing[]): void {
+    const sent = this.publishAsks('', inbox, asks, false, () => this.rerouteAsks((ask) => ask.route === inbox));
+    if (sent > 0) this.metrics?.routedAsks.inc(sent);
+  }
+
+  /** One `ask` or `ask-batch` message; answers how many asks it carried. `failed` gets them if the broker refuses. */
+  private publishAsks(
+    exchange: string, routingKey: string, asks: readonly Outgoing[], persistent: boolean,
+    failed: (asks: readonly Outgoing[], error: TroupeError) => void,
+  ): number {
     // An ask that timed out or was failed by a disconnect while it waited for the turn to end is not sent.
     const live = asks.filter((a) => this.pending.has(a.id));
-    if (live.length === 0) return;
-    const failAll = (error: TroupeError) => { for (const a of live) this.settleAsk(a.id, { error }); };
+    if (live.length === 0) return 0;
     const session = this.session;
-    if (session === undefined) return failAll(new TroupeError('TRANSPORT_UNAVAILABLE', 'not connected to the message broker'));
+    if (session === undefined) {
+      for (const a of live) this.settleAsk(a.id, { error: new TroupeError('TRANSPORT_UNAVAILABLE', 'not connected to the message broker') });
+      return 0;
+    }
     const single = live.length === 1 ? live[0]! : undefined;
     const body = single ? single.body : encodeBatch(live.map((a) => a.body));
     const id = single ? single.id : randomUUID();
     try {
       session.publisher.publish(
-        this.names.shardExchange,
-        String(shard),
+        exchange,
+        routingKey,
         body,
         {
-          persistent: true, replyTo: DIRECT_REPLY_TO, messageId: id, contentType: 'application/json',
+          persistent, mandatory: !persistent, replyTo: DIRECT_REPLY_TO, messageId: id, contentType: 'application/json',
           ...(single ? { correlationId: id, type: 'ask' } : { type: ASK_BATCH_TYPE }),
         },
         (err: unknown) => {
-          if (err) failAll(new TroupeError('TRANSPORT_UNAVAILABLE', 'the broker did not accept the message'));
+          if (err) failed(live, new TroupeError('TRANSPORT_UNAVAILABLE', 'the broker did not accept the message'));
         },
       );
       this.metrics?.askMessages.inc();
+      return live.length;
     } catch (err) {
-      failAll(new TroupeError('TRANSPORT_UNAVAILABLE', 'the broker channel is closed', { reason: (err as Error).message }));
+      for (const a of live) this.settleAsk(a.id, { error: new TroupeError('TRANSPORT_UNAVAILABLE', 'the broker channel is closed', { reason: (err as Error).message }) });
+      return 0;
     }
+  }
+
+  /** Sends the matching owner-routed asks again through their shard queues, in the order they were made. */
+  private rerouteAsks(matches: (ask: PendingAsk) => boolean): void {
+    for (const [id, ask] of this.pending) {
+      if (ask.route === QUEUE_ROUTE || !matches(ask)) continue;
+      this.routes.rerouted(ask.address, ask.route);
+      ask.route = QUEUE_ROUTE;
+      ask.routeNode = undefined;
+      ask.tellMark = this.routes.tellMark(ask.shard);
+      this.outbox.add(ask.shard, { id, body: ask.body });
+      this.metrics?.reroutedAsks.inc();
+    }
+  }
+
+  /** A routed ask came back unroutable: that inbox is gone, and so is what we knew of its holder. */
+  private onReturned(msg: Message): void {
+    const inbox = msg.fields.routingKey;
+    if (msg.fields.exchange !== '') return;
+    this.routes.forget((holder) => holder.inbox === inbox);
+    this.rerouteAsks((ask) => ask.route === inbox);
+  }
+
+  /**
+   * The cluster's live membership changed: holders no longer in it are forgotten, and asks waiting on their inboxes
+   * go again through the shard queues, where the new holders answer them (an ask may so run twice, as a queue
+   * redelivery after a crash can; handlers are idempotent, DESIGN rule 6).
+   */
+  keepHoldersAmong(liveNodes: ReadonlySet<string>): void {
+    this.routes.forget((holder) => !liveNodes.has(holder.nodeId));
+    this.rerouteAsks((ask) => ask.routeNode === undefined || !liveNodes.has(ask.routeNode));
   }
 
   async tell(address: string, message: unknown): Promise<void> {
@@ -446,15 +543,49 @@ export class AmqpTransport implements Transport {
     const envelope = createEnvelope({ type: 'tell', to: address, from: this.options.nodeId, deadline: Date.now() + this.tellTtlMs, payload: message });
     const shard = shardOf(address, this.options.shardCount);
     const body = encodeEnvelope(envelope);
-    this.outbox.flushKey(shard);
-    this.gate.tellSent(shard, address, envelope.id);
+    // Not awaited unless it must wait: a tell publishes in the caller's turn, ahead of asks made after it.
+    const turn = this.tellTurnFor(address);
+    const release = turn === undefined ? undefined : await turn;
+    let confirmed: Promise<void>;
     try {
-      await this.publishConfirmed(session, this.names.shardExchange, String(shard), body, { persistent: true, messageId: envelope.id, type: 'tell' });
+      const live = release === undefined ? session : this.liveSession();
+      this.outbox.flushKey(shard);
+      this.gate.tellSent(shard, address, envelope.id);
+      this.routes.tellSent(shard);
+      confirmed = this.publishConfirmed(live, this.names.shardExchange, String(shard), body, { persistent: true, messageId: envelope.id, type: 'tell' });
+    } finally {
+      release?.();
+    }
+    try {
+      await confirmed;
     } catch (err) {
       // Unconfirmed: it may still arrive, but an ask no longer waits for it (it would wait for nothing if it never does).
       this.gate.tellDone(envelope.id);
       throw err;
     }
+  }
+
+  /**
+   * A tell takes the queue; asks to its address still outstanding on a holder's inbox must be answered first, or it
+   * could overtake them. Undefined when nothing is outstanding there. Otherwise resolves, once the tell may go, to
+   * the function the tell calls after publishing; asks made meanwhile wait for that (`tellTurns`), so one sender's
+   * order holds.
+   */
+  private tellTurnFor(address: string): Promise<() => void> | undefined {
+    const earlierTell = this.tellTurns.get(address);
+    if (earlierTell === undefined && !this.routes.hasRoutedAsks(address)) return undefined;
+    let resolveTurn!: () => void;
+    const turn = new Promise<void>((resolve) => (resolveTurn = resolve));
+    this.tellTurns.set(address, turn);
+    const published = () => {
+      resolveTurn();
+      if (this.tellTurns.get(address) === turn) this.tellTurns.delete(address);
+    };
+    return (async () => {
+      await earlierTell;
+      await this.routes.offInboxes(address);
+      return published;
+    })();
   }
 
   /** True when an ask may run here without the broker (transport/amqp/shortcut.ts states the rule). */
@@ -565,8 +696,13 @@ export class AmqpTransport implements Transport {
       // Stop taking deliveries first; deliveries already received are handled, replied to and acked below.
       const tags = [...session.consumerTags, ...this.shardConsumers.values()];
       await Promise.allSettled(tags.map((tag) => session.consumer.cancel(tag)));
+      // Deleting the inbox (rather than cancelling its consumer) leaves no moment in which a routed ask is taken
+      // by the broker and dropped: until the delete it reaches us and is forwarded (we are draining), after it
+      // it returns to its asker, who sends it through the queue.
+      if (session.inbox !== undefined) await session.consumer.deleteQueue(session.inbox).catch(() => undefined);
     }
     await this.mailboxes.idle();
+    await Promise.allSettled([...this.forwarding]);
     if (session) acksOf(session.consumer).flush();
     this.state = 'closed';
     this.failPending('transport is closed');
@@ -594,6 +730,7 @@ export class AmqpTransport implements Transport {
     for (const pattern of wanted) this.bound.add(pattern);
 
     await publisher.consume(DIRECT_REPLY_TO, (msg) => this.onReply(msg), { noAck: true });
+    publisher.on('return', (msg: Message) => this.onReturned(msg));
     // Per-consumer limit (global=false): each shard gets its own window, so one busy shard cannot starve the others.
     await consumer.prefetch(this.prefetch, false);
     const consumerTags: string[] = [];
@@ -603,7 +740,16 @@ export class AmqpTransport implements Transport {
     this.shardConsumers.clear();
     this.activeShards.clear();
     this.gate.dropAll();
-    const session: Session = { model, publisher, consumer, consumerTags };
+    // A name of its own per connection: the broker may not yet have dropped the previous connection's inbox.
+    const inbox = this.ownerRouting ? this.names.inbox(randomBytes(4).toString('hex')) : undefined;
+    const session: Session = { model, publisher, consumer, consumerTags, inbox };
+    if (inbox !== undefined) {
+      // Exclusive and not durable: it goes with this connection, and an ask routed to it afterwards comes back to
+      // its asker as unroutable (`mandatory`). No acks: a routed ask is answered, forwarded or lost with the node.
+      await consumer.assertQueue(inbox, { durable: false, exclusive: true, autoDelete: true });
+      await consumer.consume(inbox, (msg) => this.onRouted(session, msg), { noAck: true });
+      replyInboxes.set(consumer, inbox);
+    }
     for (const shard of [...this.wantedShards].sort((a, b) => a - b)) await this.subscribeShard(session, shard);
     if (this.state !== 'running') return;
     this.session = session;
@@ -666,7 +812,8 @@ export class AmqpTransport implements Transport {
     if (!pending) return;
     this.pending.delete(id);
     clearTimeout(pending.timer);
-    if (pending.gated !== undefined) this.gate.askSettled(pending.gated);
+    if (pending.gated) this.gate.askSettled(pending.address);
+    this.routes.settled(pending.address);
     if (this.metrics) {
       this.metrics.countAsk('error' in outcome ? outcome.error.code : 'ok');
       this.metrics.askSeconds.observe((performance.now() - pending.startedAt) / 1000);
@@ -692,11 +839,14 @@ export class AmqpTransport implements Transport {
       if (correlationId) this.settleAsk(correlationId, { error: unreadableReply(err) });
       return;
     }
-    this.settleFromReply(envelope.correlationId, envelope);
+    this.settleFromReply(envelope.correlationId, envelope, holderOf(msg, envelope));
   }
 
-  /** A reply for an ask that already timed out (or belongs to no one) finds nothing pending and is dropped. */
-  private settleFromReply(askId: string, envelope: Envelope): void {
+  /**
+   * A reply for an ask that already timed out (or belongs to no one) finds nothing pending and is dropped. A
+   * readable one also tells where the ask's shard is held (`holder`, from the reply's inbox header).
+   */
+  private settleFromReply(askId: string, envelope: Envelope, holder: ShardHolder | undefined): void {
     let reply: Reply;
     try {
       reply = readReply(envelope);
@@ -705,6 +855,8 @@ export class AmqpTransport implements Transport {
       this.settleAsk(askId, { error: unreadableReply(err) });
       return;
     }
+    const pending = this.pending.get(askId);
+    if (pending !== undefined && this.ownerRouting) this.routes.answered(pending.shard, holder, pending.tellMark);
     this.settleAsk(askId, reply.ok ? { value: reply.value } : { error: fromWire(reply.error) });
   }
 
@@ -717,7 +869,7 @@ export class AmqpTransport implements Transport {
       this.log.warn({ err: (err as Error).message }, 'unreadable reply batch');
       return;
     }
-    for (const envelope of replies) this.settleFromReply(envelope.correlationId!, envelope);
+    for (const envelope of replies) this.settleFromReply(envelope.correlationId!, envelope, holderOf(msg, envelope));
   }
 
   private onEvent(channel: Channel, msg: ConsumeMessage | null): void {
@@ -837,6 +989,61 @@ export class AmqpTransport implements Transport {
     }
   }
 
+  /**
+   * Asks another node routed here because a reply said we hold their shard. Each runs like a shard delivery when we
+   * still hold its shard and nothing waits in that shard's queue (shortcut.ts, rule 3), so it cannot overtake a
+   * message already queued there; otherwise it is forwarded to the shard queue, for whoever holds it. A crashing
+   * one is forwarded too, so the queue's delivery limit and dead-lettering apply to it as to any ask.
+   */
+  private onRouted(session: Session, msg: ConsumeMessage | null): void {
+    if (msg === null) return; // the inbox went with its connection; askers re-send through the queues
+    let asks: Envelope[];
+    try {
+      asks = msg.properties.type === ASK_BATCH_TYPE ? decodeBatch(msg.content, 'ask') : [decodeEnvelope(msg.content)];
+      for (const ask of asks) if (ask.type !== 'ask') throw new MalformedEnvelopeError(`an inbox carries asks, not ${ask.type}`);
+    } catch (err) {
+      // Nothing in it can be trusted to name an asker: those asks time out, as with a lost message.
+      this.log.warn({ err: (err as Error).message, messageId: msg.properties.messageId }, 'dropping an unreadable routed ask');
+      this.metrics?.countDelivery('malformed');
+      return;
+    }
+    for (const envelope of asks) {
+      const shard = shardOf(envelope.to, this.options.shardCount);
+      if (!this.mayServeRouted(shard)) {
+        this.forward(session, shard, msg, envelope);
+        continue;
+      }
+      this.inFlight.set(shard, (this.inFlight.get(shard) ?? 0) + 1);
+      void this.mailboxes
+        .run(envelope.to, async () => {
+          const outcome = await this.runDelivery(session.consumer, msg, envelope);
+          if (outcome === 'answered') return;
+          this.log.error({ err: outcome.crashed, address: envelope.to, messageId: envelope.id }, 'delivery handler crashed on a routed ask; forwarding it to its shard queue');
+          this.forward(session, shard, msg, envelope);
+        })
+        .finally(() => this.settledOne(shard));
+    }
+  }
+
+  private mayServeRouted(shard: number): boolean {
+    return (
+      this.state === 'running' && this.session !== undefined && this.activeShards.has(shard) && this.shardConsumers.has(shard) &&
+      !this.handingOver.has(shard) && this.gate.hasCredit(shard)
+    );
+  }
+
+  /** Passes a routed ask to its shard queue with the asker's reply-to; the asker learns the holder from the reply. */
+  private forward(session: Session, shard: number, msg: ConsumeMessage, envelope: Envelope): void {
+    const forwarded = this.publishConfirmed(session, this.names.shardExchange, String(shard), encodeEnvelope(envelope), {
+      persistent: true, messageId: envelope.id, type: 'ask', replyTo: msg.properties.replyTo as string, correlationId: envelope.id,
+    }).then(
+      () => this.metrics?.forwardedAsks.inc(),
+      (err: unknown) => this.sendReply(session.consumer, msg, envelope, errorReply(asTroupeError(err))),
+    );
+    this.forwarding.add(forwarded);
+    void forwarded.finally(() => this.forwarding.delete(forwarded));
+  }
+
   /** Resolves false only when a crashed ask could not be republished alone: then the whole batch goes back. */
   private async handleBatchedAsk(channel: Channel, shard: number, msg: ConsumeMessage, envelope: Envelope): Promise<boolean> {
     const outcome = await this.runDelivery(channel, msg, envelope);
@@ -933,7 +1140,12 @@ export class AmqpTransport implements Transport {
   }
 }
 
-/** Quorum queues count returns in `x-delivery-count`; absent on a first delivery. */
+/** The node that answered a reply and its inbox, when it named one (owner-routes.ts). */
+function holderOf(msg: ConsumeMessage, reply: Envelope): ShardHolder | undefined {
+  const inbox: unknown = msg.properties.headers?.[INBOX_HEADER];
+  return typeof inbox === 'string' && inbox.length > 0 && inbox.length <= 255 ? { nodeId: reply.from, inbox } : undefined;
+}
+
 /** What an asker gets for a reply it cannot read; a peer on another envelope version is named as such. */
 function unreadableReply(err: unknown): TroupeError {
   return err instanceof EnvelopeVersionError
@@ -941,6 +1153,7 @@ function unreadableReply(err: unknown): TroupeError {
     : new TroupeError('INTERNAL', 'the reply was malformed');
 }
 
+/** Quorum queues count returns in `x-delivery-count`; absent on a first delivery. */
 function deliveryCount(msg: ConsumeMessage): number {
   const count: unknown = msg.properties.headers?.['x-delivery-count'];
   return typeof count === 'number' ? count : 0;
@@ -951,6 +1164,9 @@ const ackBatchers = new WeakMap<Channel, AckBatcher>();
 
 const replyOutboxes = new WeakMap<Channel, TurnOutbox<string>>();
 
+/** The inbox a consumer channel's replies name: this node holds the shards of the asks it answers there. */
+const replyInboxes = new WeakMap<Channel, string>();
+
 /** One turn's replies per asker on this channel, flushed before the channel's acks (reply first, then ack). */
 function repliesOf(channel: Channel, log: Logger): TurnOutbox<string> {
   let outbox = replyOutboxes.get(channel);
@@ -958,8 +1174,10 @@ function repliesOf(channel: Channel, log: Logger): TurnOutbox<string> {
     outbox = new TurnOutbox<string>((replyTo, replies) => {
       const single = replies.length === 1 ? replies[0]! : undefined;
       try {
-        if (single) channel.publish('', replyTo, single.body, { correlationId: single.id, contentType: 'application/json', type: 'reply' });
-        else channel.publish('', replyTo, encodeBatch(replies.map((r) => r.body)), { contentType: 'application/json', type: REPLY_BATCH_TYPE });
+        const inbox = replyInboxes.get(channel);
+        const headers = inbox === undefined ? undefined : { [INBOX_HEADER]: inbox };
+        if (single) channel.publish('', replyTo, single.body, { correlationId: single.id, contentType: 'application/json', type: 'reply', headers });
+        else channel.publish('', replyTo, encodeBatch(replies.map((r) => r.body)), { contentType: 'application/json', type: REPLY_BATCH_TYPE, headers });
       } catch (err) {
         log.warn({ err: (err as Error).message, replies: replies.length }, 'replies lost with their channel; the askers will time out');
       }
