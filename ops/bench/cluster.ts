@@ -20,6 +20,7 @@
  *     [--concurrency 256] [--window 1000] [--shards 16] [--cpu-prof <dir>]   (--cpu-prof profiles nodes A and B)
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync, readdirSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
@@ -67,40 +68,66 @@ function percentile(sorted: Float64Array, p: number): number {
 /** `messagesSent` reads the transport's count of broker messages that carried asks (batching factor). */
 async function askLoad(transport: Transport, run: RunRequest, messagesSent?: () => Promise<number>): Promise<LoadResult> {
   const messagesBefore = await messagesSent?.();
-  const latencies: number[] = [];
+  // Latencies in a typed array and no promise kept per ask: the load generator's own garbage would otherwise show
+  // in the tail it measures.
+  let latencies = new Float64Array(1 << 16);
+  let answered = 0;
   let failures = 0;
   let n = 0;
+  let outstanding = 0;
+  let drained: (() => void) | undefined;
   const began = performance.now();
   const endAt = began + run.seconds * 1000;
   const one = async () => {
     const i = n++;
     const startedAt = performance.now();
+    outstanding += 1;
     try {
       await transport.ask(`daemon-host/${i % ADDRESSES}`, { ...heartbeat, seq: i }, { timeoutMs: 10_000 });
-      latencies.push(performance.now() - startedAt);
+      if (answered === latencies.length) {
+        const grown = new Float64Array(latencies.length * 2);
+        grown.set(latencies);
+        latencies = grown;
+      }
+      latencies[answered++] = performance.now() - startedAt;
     } catch {
       failures += 1;
     }
+    if (--outstanding === 0) drained?.();
   };
   if (run.perSecond === undefined) {
     await Promise.all(Array.from({ length: run.concurrency ?? 1 }, async () => { while (performance.now() < endAt) await one(); }));
   } else {
-    const pending: Promise<void>[] = [];
     let sent = 0;
     while (performance.now() < endAt) {
       const due = Math.floor(((performance.now() - began) / 1000) * run.perSecond);
-      while (sent < due) { sent += 1; pending.push(one()); }
+      while (sent < due) { sent += 1; void one(); }
       await new Promise((resolve) => setTimeout(resolve, 1));
     }
-    await Promise.all(pending);
+    if (outstanding > 0) await new Promise<void>((resolve) => (drained = resolve));
   }
   const elapsed = (performance.now() - began) / 1000;
-  const sorted = Float64Array.from(latencies).sort();
+  const sorted = latencies.subarray(0, answered).sort();
   const messages = messagesSent && messagesBefore !== undefined ? (await messagesSent()) - messagesBefore : undefined;
   return {
-    rate: latencies.length / elapsed, p50: percentile(sorted, 50), p99: percentile(sorted, 99), failures,
-    ...(messages ? { asksPerMessage: (latencies.length + failures) / messages } : {}),
+    rate: answered / elapsed, p50: percentile(sorted, 50), p99: percentile(sorted, 99), failures,
+    ...(messages ? { asksPerMessage: (answered + failures) / messages } : {}),
   };
+}
+
+/** Whether a local RabbitMQ runs with scheduler busy-waiting off (rabbitmq-env.conf), read from its command line. */
+function brokerBusyWait(): string {
+  for (const pid of readdirSync('/proc').filter((entry) => /^\d+$/.test(entry))) {
+    let command: string;
+    try {
+      command = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ');
+    } catch {
+      continue;
+    }
+    if (!command.includes('beam') || !command.includes('rabbit')) continue;
+    return /[-+]sbwt none/.test(command) ? 'off (rabbitmq-env.conf)' : 'on (Erlang default; see rabbitmq-env.conf)';
+  }
+  return 'unknown (no local broker process)';
 }
 
 /** A node process: B holds every shard and answers; A holds none and runs the loads it is sent over IPC. */
@@ -242,6 +269,7 @@ async function bench(): Promise<void> {
       'paced asks/s': '', 'paced p50 ms': '', 'paced p99 ms': '', 'ceiling paced p99 ms': '', 'ceiling deliver p99 ms': '',
       [`deliver p99 ms, ${SHARDS} queues`]: '', failures: local.failures,
     });
+    console.log(`broker scheduler busy-wait: ${brokerBusyWait()}`);
     console.log(`G4 broker path: ${askBytes}-byte asks over ${SHARDS} shards, ${concurrency} in flight vs confirmed publish (quorum, window ${window}); ${rounds} rounds of ${seconds} s; paced at a quarter of each round's ceiling`);
     printTable(rows);
     const met = ratio >= GOAL_RATIO && p99 <= GOAL_P99_MS;
