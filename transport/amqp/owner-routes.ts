@@ -25,6 +25,8 @@ export interface ShardHolder {
 
 export class OwnerRoutes {
   private readonly holders = new Map<number, ShardHolder>();
+  /** Inbox → its node, for every inbox an outstanding ask may still be pinned to (not only current holders). */
+  private readonly inboxNodes = new Map<string, string>();
   /** Shard → tells of ours sent to it so far. */
   private readonly tellsSent = new Map<number, number>();
   /** Shard → tells of ours known to have reached the holder (a later queue ask was answered). */
@@ -96,7 +98,15 @@ export class OwnerRoutes {
     if (tellMark !== undefined && tellMark > (this.tellsReached.get(shard) ?? 0)) this.tellsReached.set(shard, tellMark);
     if (holder === undefined) return;
     if (holder.nodeId === this.selfNodeId) this.holders.delete(shard);
-    else this.holders.set(shard, holder);
+    else {
+      this.holders.set(shard, holder);
+      this.inboxNodes.set(holder.inbox, holder.nodeId);
+    }
+  }
+
+  /** The node an inbox belongs to, as its replies said. */
+  nodeOf(inbox: string): string | undefined {
+    return this.inboxNodes.get(inbox);
   }
 
   /** Addresses whose outstanding asks moved from `inbox` to the shard queue (their holder went away). */
@@ -108,9 +118,14 @@ export class OwnerRoutes {
     }
   }
 
-  /** Forgets every shard held by a node for which `gone` is true; answers the inboxes forgotten. */
+  /** Forgets every inbox (and the shards it held) for which `gone` is true; answers the inboxes forgotten. */
   forget(gone: (holder: ShardHolder) => boolean): Set<string> {
     const inboxes = new Set<string>();
+    for (const [inbox, nodeId] of this.inboxNodes) {
+      if (!gone({ nodeId, inbox })) continue;
+      this.inboxNodes.delete(inbox);
+      inboxes.add(inbox);
+    }
     for (const [shard, holder] of this.holders) {
       if (!gone(holder)) continue;
       this.holders.delete(shard);

@@ -19,6 +19,7 @@ import { coalesceSocketWrites } from './coalesce-writes.js';
 import { AckBatcher, type Settlement } from './ack-batcher.js';
 import { ASK_BATCH_TYPE, REPLY_BATCH_TYPE, TurnOutbox, decodeBatch, encodeBatch, type Outgoing } from './ask-batch.js';
 import { OwnerRoutes, QUEUE_ROUTE, type ShardHolder } from './owner-routes.js';
+import { ForwardedAsks } from './forwarded-asks.js';
 
 /** RabbitMQ's pseudo-queue for direct reply-to: replies skip queues entirely and go to the asking channel. */
 const DIRECT_REPLY_TO = 'amq.rabbitmq.reply-to';
@@ -174,6 +175,8 @@ export class AmqpTransport implements Transport {
   private readonly tellTurns = new Map<string, Promise<void>>();
   /** Routed asks being forwarded to their shard queue; shutdown waits for them. */
   private readonly forwarding = new Set<Promise<void>>();
+  /** Routed asks forwarded and not yet back from their queue: later routed asks to their addresses follow them. */
+  private readonly forwarded = new ForwardedAsks();
   /** Wanted event patterns → this node's handlers. The broker binding follows this map (`syncBinding`). */
   private readonly subscriptions = new Map<string, Set<EventHandler>>();
   private readonly bound = new Set<string>();
@@ -248,6 +251,7 @@ export class AmqpTransport implements Transport {
       this.wantedShards.delete(shard);
       // From here on asks to this shard take the broker, behind the in-process ones the drain below waits for.
       this.gate.drop(shard);
+      this.forwarded.dropShard(shard);
       const session = this.session;
       const tag = this.shardConsumers.get(shard);
       if (!session || tag === undefined) {
@@ -289,6 +293,7 @@ export class AmqpTransport implements Transport {
         if (provenAt !== undefined && now - provenAt > staleMs) {
           this.activeShards.delete(shard);
           this.gate.drop(shard);
+          this.forwarded.dropShard(shard);
         }
       }
     }
@@ -361,6 +366,7 @@ export class AmqpTransport implements Transport {
     const lost = [...this.activeShards.keys()].sort((a, b) => a - b);
     this.activeShards.clear();
     this.gate.dropAll();
+    this.forwarded.dropAll();
     this.shardConsumers.clear();
     this.handingOver.clear();
     if (lost.length === 0 || this.state !== 'running') return;
@@ -445,7 +451,8 @@ export class AmqpTransport implements Transport {
       this.routes.sent(address, route);
       this.pending.set(envelope.id, {
         resolve: resolve as (value: unknown) => void, reject, timer, startedAt: performance.now(), address, shard, body, gated, route,
-        routeNode: direct ? this.routes.holderOf(shard)?.nodeId : undefined,
+        // The inbox's own node: a pinned address may still be going to a holder the shard has since left.
+        routeNode: direct ? this.routes.nodeOf(route) : undefined,
         tellMark: direct ? undefined : this.routes.tellMark(shard),
       });
       if (direct) this.inboxOutbox.add(route, { id: envelope.id, body });
@@ -931,6 +938,8 @@ export class AmqpTransport implements Transport {
     if (envelope === undefined) return;
     // Our own tell is now in its address's turn: an in-process ask to that address can no longer overtake it.
     if (envelope.type === 'tell' && envelope.from === this.options.nodeId) this.gate.tellDone(envelope.id);
+    // Likewise an ask we forwarded: routed asks to its address may run here again once it is in its turn.
+    if (envelope.type === 'ask') this.forwarded.done(envelope.id);
     this.inFlight.set(shard, (this.inFlight.get(shard) ?? 0) + 1);
     this.gate.deliveryTaken(shard);
     void this.mailboxes.run(envelope.to, () => this.handleDelivery(channel, msg, envelope)).finally(() => {
@@ -1009,7 +1018,7 @@ export class AmqpTransport implements Transport {
     }
     for (const envelope of asks) {
       const shard = shardOf(envelope.to, this.options.shardCount);
-      if (!this.mayServeRouted(shard)) {
+      if (!this.mayServeRouted(shard, envelope.to)) {
         this.forward(session, shard, msg, envelope);
         continue;
       }
@@ -1025,20 +1034,25 @@ export class AmqpTransport implements Transport {
     }
   }
 
-  private mayServeRouted(shard: number): boolean {
+  /** Also false while an ask to `address` that we forwarded is still on its way through the queue. */
+  private mayServeRouted(shard: number, address: string): boolean {
     return (
       this.state === 'running' && this.session !== undefined && this.activeShards.has(shard) && this.shardConsumers.has(shard) &&
-      !this.handingOver.has(shard) && this.gate.hasCredit(shard)
+      !this.handingOver.has(shard) && this.gate.hasCredit(shard) && !this.forwarded.waitingFor(address)
     );
   }
 
   /** Passes a routed ask to its shard queue with the asker's reply-to; the asker learns the holder from the reply. */
   private forward(session: Session, shard: number, msg: ConsumeMessage, envelope: Envelope): void {
+    this.forwarded.add(envelope.id, envelope.to, shard);
     const forwarded = this.publishConfirmed(session, this.names.shardExchange, String(shard), encodeEnvelope(envelope), {
       persistent: true, messageId: envelope.id, type: 'ask', replyTo: msg.properties.replyTo as string, correlationId: envelope.id,
     }).then(
       () => this.metrics?.forwardedAsks.inc(),
-      (err: unknown) => this.sendReply(session.consumer, msg, envelope, errorReply(asTroupeError(err))),
+      (err: unknown) => {
+        this.forwarded.done(envelope.id);
+        this.sendReply(session.consumer, msg, envelope, errorReply(asTroupeError(err)));
+      },
     );
     this.forwarding.add(forwarded);
     void forwarded.finally(() => this.forwarding.delete(forwarded));
