@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 
 /** Recently placed addresses; a hash per ask showed in the broker path's allocation profile (ops/bench/cluster.ts). */
 const recent = new Map<string, number>();
-const RECENT_LIMIT = 50_000;
+const RECENT_LIMIT = 10_000;
 
 /** Address → shard. Stable across nodes and restarts: a cluster's shard count never changes while it runs. */
 export function shardOf(address: string, shardCount: number): number {

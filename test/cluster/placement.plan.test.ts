@@ -43,7 +43,7 @@ describe('cluster placement', () => {
   it('consumes its primary and backup shards and leaves standby subscriptions on the others', () => {
     const all = Array.from({ length: S }, (_, s) => s);
     const roles = shardRoles(S, ['a', 'b', 'c']);
-    const actions = planShards('a', S, [member('a'), member('b'), member('c')], { consuming: all, active: [] });
+    const actions = planShards('a', S, [member('a'), member('b'), member('c')], { consuming: all, active: [], proven: [] });
     const released = new Set(actions.filter((a) => a.kind === 'release').map((a) => a.shard));
     roles.forEach((role, shard) => expect(released.has(shard), `shard ${shard}`).to.equal(role.primary !== 'a' && role.backup !== 'a'));
   });
@@ -51,14 +51,14 @@ describe('cluster placement', () => {
   it('keeps a shard it holds until the shard primary consumes it, then hands it over', () => {
     const roles = shardRoles(S, ['a', 'b']);
     const shard = roles.findIndex((r) => r.primary === 'b');
-    const status = { consuming: [shard], active: [shard] };
+    const status = { consuming: [shard], active: [shard], proven: [] };
     const forShard = (members: Member[]) => planShards('a', S, members, status).filter((a) => a.shard === shard);
     expect(forShard([member('a'), member('b')])).to.deep.equal([]);
     expect(forShard([member('a'), member('b', [shard])])).to.deep.equal([{ kind: 'handover', shard }]);
   });
 
   it('holds everything alone', () => {
-    const actions = planShards('a', S, [member('a')], { consuming: [], active: [] });
+    const actions = planShards('a', S, [member('a')], { consuming: [], active: [], proven: [] });
     expect(actions).to.have.length(S);
     expect(actions.every((a) => a.kind === 'consume')).to.equal(true);
   });

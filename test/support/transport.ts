@@ -9,6 +9,7 @@ import { LocalTransport } from '../../transport/local.js';
 import { AmqpTransport, type AmqpTransportOptions } from '../../transport/amqp/transport.js';
 import { deleteTopology } from '../../transport/amqp/topology.js';
 import { silentLogger } from '../../ops/logger.js';
+import { managementUrlFor, vhostOf } from '../../transport/cluster/broker-view.js';
 import { engines, skipEngine } from './engines.js';
 
 export interface StartedTransport<T extends Transport = Transport> {
@@ -76,4 +77,23 @@ export async function eventually(condition: () => boolean | Promise<boolean>, wh
     if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
+}
+
+/**
+ * Closes the broker connection whose client-provided name is `name` through the management API, as an operator or
+ * a network partition would. The API lists a connection only after its statistics interval, so this can take seconds.
+ */
+export async function cutOff(name: string): Promise<void> {
+  const base = new URL(managementUrlFor(engines.amqp));
+  const authorization = `Basic ${Buffer.from(`${decodeURIComponent(base.username)}:${decodeURIComponent(base.password)}`).toString('base64')}`;
+  const origin = `${base.protocol}//${base.host}`;
+  let brokerName: string | undefined;
+  await eventually(async () => {
+    const res = await fetch(`${origin}/api/vhosts/${encodeURIComponent(vhostOf(engines.amqp))}/connections`, { headers: { authorization } });
+    const rows = (await res.json()) as Array<{ name: string; user_provided_name?: string; client_properties?: { connection_name?: string } }>;
+    brokerName = rows.find((row) => row.user_provided_name === name || row.client_properties?.connection_name === name)?.name;
+    return brokerName !== undefined;
+  }, `connection ${name} in the management API`, 20_000);
+  const res = await fetch(`${origin}/api/connections/${encodeURIComponent(brokerName!)}`, { method: 'DELETE', headers: { authorization, 'x-reason': 'test: cut off' } });
+  if (res.status !== 200 && res.status !== 204) throw new Error(`closing connection ${name} answered ${res.status}`);
 }

@@ -23,6 +23,12 @@ export interface ShardHolder {
   readonly inbox: string;
 }
 
+/** The node that answered an ask, and the inbox its reply named (none when that node routes nothing). */
+export interface Replier {
+  readonly nodeId: string;
+  readonly inbox?: string;
+}
+
 export class OwnerRoutes {
   private readonly holders = new Map<number, ShardHolder>();
   /** Inbox → its node, for every inbox an outstanding ask may still be pinned to (not only current holders). */
@@ -38,18 +44,27 @@ export class OwnerRoutes {
 
   constructor(private readonly selfNodeId: string) {}
 
-  /** The inbox to send an ask to, or QUEUE_ROUTE. Call `sent` with the answer when the ask leaves. */
-  route(shard: number, address: string): string {
+  /**
+   * The inbox to send an ask to, or QUEUE_ROUTE. Call `sent` with the answer when the ask leaves. `heldHere`: this
+   * node holds the shard itself, so any holder we knew is stale (the ask goes through the queue, to us).
+   */
+  route(shard: number, address: string, heldHere = false): string {
     const pin = this.pins.get(address);
     if (pin) return pin.route;
-    if ((this.tellsSent.get(shard) ?? 0) !== (this.tellsReached.get(shard) ?? 0)) return QUEUE_ROUTE;
+    if (heldHere || (this.tellsSent.get(shard) ?? 0) !== (this.tellsReached.get(shard) ?? 0)) return QUEUE_ROUTE;
     return this.holders.get(shard)?.inbox ?? QUEUE_ROUTE;
+  }
+
+  /** True while any ask to `address` is outstanding through the broker, on whatever route. */
+  hasOutstanding(address: string): boolean {
+    return this.pins.has(address);
   }
 
   sent(address: string, route: string): void {
     const pin = this.pins.get(address);
-    if (pin && pin.route === route) pin.count += 1;
-    else this.pins.set(address, { route, count: (pin?.count ?? 0) + 1 });
+    if (pin === undefined) this.pins.set(address, { route, count: 1 });
+    else if (pin.route === route) pin.count += 1;
+    else throw new Error(`an ask to ${address} took ${route} while its earlier asks are on ${pin.route}`);
   }
 
   /** An ask left its route: answered, failed or timed out. */
@@ -91,17 +106,18 @@ export class OwnerRoutes {
   }
 
   /**
-   * An ask to `shard` was answered by `holder`. `tellMark` is the count it carried if it went through the queue:
-   * every tell sent before it has then reached the holder.
+   * An ask to `shard` was answered by `replier`. `tellMark` is the count it carried if it went through the queue:
+   * every tell sent before it has then reached the holder. A reply from another node than the holder we knew, naming
+   * no inbox (a node with routing off), ends what we knew: routing on to the old holder would only be forwarded.
    */
-  answered(shard: number, holder: ShardHolder | undefined, tellMark?: number): void {
+  answered(shard: number, replier: Replier | undefined, tellMark?: number): void {
     if (tellMark !== undefined && tellMark > (this.tellsReached.get(shard) ?? 0)) this.tellsReached.set(shard, tellMark);
-    if (holder === undefined) return;
-    if (holder.nodeId === this.selfNodeId) this.holders.delete(shard);
-    else {
-      this.holders.set(shard, holder);
-      this.inboxNodes.set(holder.inbox, holder.nodeId);
-    }
+    if (replier === undefined) return;
+    if (replier.nodeId === this.selfNodeId) this.holders.delete(shard);
+    else if (replier.inbox !== undefined) {
+      this.holders.set(shard, { nodeId: replier.nodeId, inbox: replier.inbox });
+      this.inboxNodes.set(replier.inbox, replier.nodeId);
+    } else if (this.holders.get(shard)?.nodeId !== replier.nodeId) this.holders.delete(shard);
   }
 
   /** The node an inbox belongs to, as its replies said. */

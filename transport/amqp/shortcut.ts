@@ -72,6 +72,11 @@ export class ShortcutGate {
     return (this.seals.get(shard)?.open ?? false) && !this.outstanding.has(address) && (this.unacked.get(shard) ?? 0) < this.prefetch;
   }
 
+  /** Rule 1 alone: our own marker came back through the shard's queue, so we really are its active consumer. */
+  sealed(shard: number): boolean {
+    return this.seals.get(shard)?.open ?? false;
+  }
+
   /** Rule 3 alone: no message of this shard waits in its queue for our consumer's credit. */
   hasCredit(shard: number): boolean {
     return (this.unacked.get(shard) ?? 0) < this.prefetch;

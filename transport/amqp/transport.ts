@@ -18,7 +18,7 @@ import { ShortcutGate } from './shortcut.js';
 import { coalesceSocketWrites } from './coalesce-writes.js';
 import { AckBatcher, type Settlement } from './ack-batcher.js';
 import { ASK_BATCH_TYPE, REPLY_BATCH_TYPE, TurnOutbox, decodeBatch, encodeBatch, type Outgoing } from './ask-batch.js';
-import { OwnerRoutes, QUEUE_ROUTE, type ShardHolder } from './owner-routes.js';
+import { OwnerRoutes, QUEUE_ROUTE, type Replier } from './owner-routes.js';
 import { ForwardedAsks } from './forwarded-asks.js';
 
 /** RabbitMQ's pseudo-queue for direct reply-to: replies skip queues entirely and go to the asking channel. */
@@ -29,6 +29,14 @@ const PROBE_TYPE = 'probe';
 const SEAL_TYPE = 'seal';
 /** Reply header naming the answering node's inbox: askers route later asks of that shard there (owner-routes.ts). */
 const INBOX_HEADER = 'x-troupe-inbox';
+/**
+ * Routed asks of one shard running at once on its holder, in shard-consumer windows (`prefetch`). Routed asks carry
+ * no window: past this a holder forwards them, and the queue's window holds them back. Several windows, because a
+ * routed ask is an ask that would otherwise have been batched up to 64 to a message through the same window.
+ */
+const ROUTED_PER_PREFETCH = 4;
+/** What follows `<prefix>.inbox.<nodeId>.` in an inbox name: the connection's random suffix. */
+const INBOX_SUFFIX = /^[0-9a-f]{1,16}$/;
 
 export interface AmqpTransportOptions {
   /** amqp://user:pass@host:port/vhost */
@@ -77,6 +85,8 @@ export interface ShardStatus {
   readonly consuming: readonly number[];
   /** Shards whose single active consumer is ours, learnt from a delivery or from the broker's consumer list. */
   readonly active: readonly number[];
+  /** Active shards whose seal marker came back to us: proven ours, so routed and in-process asks run here. */
+  readonly proven: readonly number[];
 }
 
 /** Everything that belongs to one broker connection; replaced wholesale on reconnect. */
@@ -177,6 +187,8 @@ export class AmqpTransport implements Transport {
   private readonly forwarding = new Set<Promise<void>>();
   /** Routed asks forwarded and not yet back from their queue: later routed asks to their addresses follow them. */
   private readonly forwarded = new ForwardedAsks();
+  /** Shard → routed asks running here. */
+  private readonly routedInFlight = new Map<number, number>();
   /** Wanted event patterns → this node's handlers. The broker binding follows this map (`syncBinding`). */
   private readonly subscriptions = new Map<string, Set<EventHandler>>();
   private readonly bound = new Set<string>();
@@ -217,7 +229,7 @@ export class AmqpTransport implements Transport {
   shardStatus(): ShardStatus {
     const consuming = [...this.shardConsumers.keys()].filter((shard) => this.wantedShards.has(shard)).sort((a, b) => a - b);
     const active = [...this.activeShards.keys()].filter((shard) => this.shardConsumers.has(shard)).sort((a, b) => a - b);
-    return { consuming, active };
+    return { consuming, active, proven: active.filter((shard) => this.gate.sealed(shard)) };
   }
 
   /** Our consumer tag per shard on the current connection, to match against the broker's consumer list. */
@@ -317,7 +329,9 @@ export class AmqpTransport implements Transport {
   private markActive(shard: number): void {
     if (!this.activeShards.has(shard)) this.log.info({ shard }, 'now holding a shard');
     this.activeShards.set(shard, Date.now());
-    if (this.shortcut && !this.handingOver.has(shard)) this.sendSeal(shard);
+    // The seal is the proof both the shortcut and routed asks run on: a belief from the broker's lagging consumer
+    // list alone could name a shard we have just handed over.
+    if ((this.shortcut || this.ownerRouting) && !this.handingOver.has(shard)) this.sendSeal(shard);
   }
 
   /** Sends a seal marker through the shard's queue unless one is open or on its way (shortcut.ts, rule 1). */
@@ -430,23 +444,27 @@ export class AmqpTransport implements Transport {
     this.liveSession();
     assertAddress(address);
     assertTimeout(options.timeoutMs);
-    // A tell to this address made before this ask is waiting for routed asks to settle: this ask goes after it.
+    // A tell to this address made before this ask is waiting for routed asks to settle: this ask goes after it,
+    // and the wait counts against its own timeout.
+    let timeoutMs = options.timeoutMs;
     const tellTurn = this.tellTurns.get(address);
     if (tellTurn !== undefined) {
-      await tellTurn;
+      const waitFrom = performance.now();
+      if (!(await settlesWithin(tellTurn, timeoutMs))) throw new TroupeError('TRANSPORT_TIMEOUT', undefined, { address, timeoutMs });
       this.liveSession();
+      timeoutMs = Math.max(1, Math.round(timeoutMs - (performance.now() - waitFrom)));
     }
-    const envelope = createEnvelope({ type: 'ask', to: address, from: this.options.nodeId, deadline: Date.now() + options.timeoutMs, payload: message });
+    const envelope = createEnvelope({ type: 'ask', to: address, from: this.options.nodeId, deadline: Date.now() + timeoutMs, payload: message });
     const body = encodeEnvelope(envelope);
     const shard = shardOf(address, this.options.shardCount);
-    if (this.mayShortcut(shard, address)) return this.askInProcess<R>(shard, body, options.timeoutMs);
+    if (this.mayShortcut(shard, address)) return this.askInProcess<R>(shard, body, timeoutMs);
     return new Promise<R>((resolve, reject) => {
       const timer = setTimeout(
         () => this.settleAsk(envelope.id, { error: new TroupeError('TRANSPORT_TIMEOUT', undefined, { address, timeoutMs: options.timeoutMs }) }),
-        options.timeoutMs,
+        timeoutMs,
       );
       const gated = this.gate.askSent(shard, address);
-      const route = this.ownerRouting ? this.routes.route(shard, address) : QUEUE_ROUTE;
+      const route = this.ownerRouting ? this.routes.route(shard, address, this.activeShards.has(shard)) : QUEUE_ROUTE;
       const direct = route !== QUEUE_ROUTE;
       this.routes.sent(address, route);
       this.pending.set(envelope.id, {
@@ -462,7 +480,7 @@ export class AmqpTransport implements Transport {
 
   /** Publishes one turn's asks to a shard: alone as an `ask`, or together as an `ask-batch` (ask-batch.ts). */
   private sendAsks(shard: number, asks: readonly Outgoing[]): void {
-    this.publishAsks(this.names.shardExchange, String(shard), asks, true, (live, error) => {
+    this.publishAsks(this.names.shardExchange, String(shard), asks, { persistent: true, mandatory: false }, (live, error) => {
       for (const a of live) this.settleAsk(a.id, { error });
     });
   }
@@ -472,13 +490,15 @@ export class AmqpTransport implements Transport {
    * reconnected) returns the message, and its asks go again through their shard queues (`onReturned`).
    */
   private sendToInbox(inbox: string, asks: readonly Outgoing[]): void {
-    const sent = this.publishAsks('', inbox, asks, false, () => this.rerouteAsks((ask) => ask.route === inbox));
+    // An ask re-sent through the queue while it waited for this turn to end has left this route.
+    const still = asks.filter((a) => this.pending.get(a.id)?.route === inbox);
+    const sent = this.publishAsks('', inbox, still, { persistent: false, mandatory: true }, () => this.rerouteAsks((ask) => ask.route === inbox));
     if (sent > 0) this.metrics?.routedAsks.inc(sent);
   }
 
   /** One `ask` or `ask-batch` message; answers how many asks it carried. `failed` gets them if the broker refuses. */
   private publishAsks(
-    exchange: string, routingKey: string, asks: readonly Outgoing[], persistent: boolean,
+    exchange: string, routingKey: string, asks: readonly Outgoing[], delivery: { persistent: boolean; mandatory: boolean },
     failed: (asks: readonly Outgoing[], error: TroupeError) => void,
   ): number {
     // An ask that timed out or was failed by a disconnect while it waited for the turn to end is not sent.
@@ -498,7 +518,7 @@ export class AmqpTransport implements Transport {
         routingKey,
         body,
         {
-          persistent, mandatory: !persistent, replyTo: DIRECT_REPLY_TO, messageId: id, contentType: 'application/json',
+          ...delivery, replyTo: DIRECT_REPLY_TO, messageId: id, contentType: 'application/json',
           ...(single ? { correlationId: id, type: 'ask' } : { type: ASK_BATCH_TYPE }),
         },
         (err: unknown) => {
@@ -520,7 +540,8 @@ export class AmqpTransport implements Transport {
       this.routes.rerouted(ask.address, ask.route);
       ask.route = QUEUE_ROUTE;
       ask.routeNode = undefined;
-      ask.tellMark = this.routes.tellMark(ask.shard);
+      // No tell mark: the copy on the inbox may still answer first, which would prove nothing about the queue.
+      ask.tellMark = undefined;
       this.outbox.add(ask.shard, { id, body: ask.body });
       this.metrics?.reroutedAsks.inc();
     }
@@ -535,13 +556,15 @@ export class AmqpTransport implements Transport {
   }
 
   /**
-   * The cluster's live membership changed: holders no longer in it are forgotten, and asks waiting on their inboxes
-   * go again through the shard queues, where the new holders answer them (an ask may so run twice, as a queue
-   * redelivery after a crash can; handlers are idempotent, DESIGN rule 6).
+   * A node died: the cluster heard nothing from it for its presence expiry (decision 0010). What it was holding and
+   * the asks waiting on its inbox are lost with it, so those asks go again through their shard queues, where the new
+   * holders answer them (an ask may so run twice, as a queue redelivery after a crash can; handlers are idempotent,
+   * DESIGN rule 6). A node that leaves in good order is not reported: it forwards what reaches it until its inbox is
+   * deleted, and after that asks to its inbox come back as unroutable.
    */
-  keepHoldersAmong(liveNodes: ReadonlySet<string>): void {
-    this.routes.forget((holder) => !liveNodes.has(holder.nodeId));
-    this.rerouteAsks((ask) => ask.routeNode === undefined || !liveNodes.has(ask.routeNode));
+  holderGone(nodeId: string): void {
+    this.routes.forget((holder) => holder.nodeId === nodeId);
+    this.rerouteAsks((ask) => ask.routeNode === nodeId);
   }
 
   async tell(address: string, message: unknown): Promise<void> {
@@ -597,9 +620,15 @@ export class AmqpTransport implements Transport {
 
   /** True when an ask may run here without the broker (transport/amqp/shortcut.ts states the rule). */
   private mayShortcut(shard: number, address: string): boolean {
+    // An ask to this address still out on another node's inbox (sent before we held the shard) must not be overtaken.
+    return this.shortcut && this.holdsForLocalRun(shard) && this.gate.canShortcut(shard, address) && !this.routes.hasOutstanding(address);
+  }
+
+  /** We hold the shard as far as we can tell and are not handing it over: its messages may run here. */
+  private holdsForLocalRun(shard: number): boolean {
     return (
-      this.shortcut && this.state === 'running' && this.session !== undefined && this.activeShards.has(shard) &&
-      this.shardConsumers.has(shard) && !this.handingOver.has(shard) && this.gate.canShortcut(shard, address)
+      this.state === 'running' && this.session !== undefined && this.activeShards.has(shard) && this.shardConsumers.has(shard) &&
+      !this.handingOver.has(shard)
     );
   }
 
@@ -706,7 +735,10 @@ export class AmqpTransport implements Transport {
       // Deleting the inbox (rather than cancelling its consumer) leaves no moment in which a routed ask is taken
       // by the broker and dropped: until the delete it reaches us and is forwarded (we are draining), after it
       // it returns to its asker, who sends it through the queue.
-      if (session.inbox !== undefined) await session.consumer.deleteQueue(session.inbox).catch(() => undefined);
+      if (session.inbox !== undefined) {
+        replyInboxes.delete(session.consumer);
+        await session.consumer.deleteQueue(session.inbox).catch(() => undefined);
+      }
     }
     await this.mailboxes.idle();
     await Promise.allSettled([...this.forwarding]);
@@ -846,14 +878,14 @@ export class AmqpTransport implements Transport {
       if (correlationId) this.settleAsk(correlationId, { error: unreadableReply(err) });
       return;
     }
-    this.settleFromReply(envelope.correlationId, envelope, holderOf(msg, envelope));
+    this.settleFromReply(envelope.correlationId, envelope, this.replierOf(msg, envelope));
   }
 
   /**
    * A reply for an ask that already timed out (or belongs to no one) finds nothing pending and is dropped. A
-   * readable one also tells where the ask's shard is held (`holder`, from the reply's inbox header).
+   * readable one also tells where the ask's shard is held (`replier`, with the reply's inbox header).
    */
-  private settleFromReply(askId: string, envelope: Envelope, holder: ShardHolder | undefined): void {
+  private settleFromReply(askId: string, envelope: Envelope, replier: Replier): void {
     let reply: Reply;
     try {
       reply = readReply(envelope);
@@ -863,8 +895,20 @@ export class AmqpTransport implements Transport {
       return;
     }
     const pending = this.pending.get(askId);
-    if (pending !== undefined && this.ownerRouting) this.routes.answered(pending.shard, holder, pending.tellMark);
+    if (pending !== undefined && this.ownerRouting) this.routes.answered(pending.shard, replier, pending.tellMark);
     this.settleAsk(askId, reply.ok ? { value: reply.value } : { error: fromWire(reply.error) });
+  }
+
+  /**
+   * Who answered, and the inbox its reply named. Only an inbox of the replying node's own name (as `names.inbox`
+   * makes it) counts: a header naming anything else (a shard queue, an asker's reply-to) would send asks there.
+   */
+  private replierOf(msg: ConsumeMessage, reply: Envelope): Replier {
+    const inbox: unknown = msg.properties.headers?.[INBOX_HEADER];
+    const own = `${this.prefix}.inbox.${reply.from}.`;
+    return typeof inbox === 'string' && inbox.startsWith(own) && INBOX_SUFFIX.test(inbox.slice(own.length))
+      ? { nodeId: reply.from, inbox }
+      : { nodeId: reply.from };
   }
 
   private onReplyBatch(msg: ConsumeMessage): void {
@@ -876,7 +920,7 @@ export class AmqpTransport implements Transport {
       this.log.warn({ err: (err as Error).message }, 'unreadable reply batch');
       return;
     }
-    for (const envelope of replies) this.settleFromReply(envelope.correlationId!, envelope, holderOf(msg, envelope));
+    for (const envelope of replies) this.settleFromReply(envelope.correlationId!, envelope, this.replierOf(msg, envelope));
   }
 
   private onEvent(channel: Channel, msg: ConsumeMessage | null): void {
@@ -933,6 +977,7 @@ export class AmqpTransport implements Transport {
     const envelope = this.takeShardMessage(channel, shard, msg, () => {
       const decoded = decodeEnvelope(msg.content);
       if (decoded.type !== 'ask' && decoded.type !== 'tell') throw new MalformedEnvelopeError(`a shard queue carries asks and tells, not ${decoded.type}`);
+      this.assertOnShard(decoded, shard);
       return decoded;
     });
     if (envelope === undefined) return;
@@ -972,6 +1017,11 @@ export class AmqpTransport implements Transport {
     return content;
   }
 
+  /** A message on the wrong shard's queue would run its actor on a node that does not own it: never handled. */
+  private assertOnShard(envelope: Envelope, shard: number): void {
+    if (shardOf(envelope.to, this.options.shardCount) !== shard) throw new MalformedEnvelopeError(`${envelope.to} does not belong to shard ${shard}`);
+  }
+
   /**
    * Several asks in one message: each runs in its address's turn like a single ask, and the message is acked once
    * all of them have. A batch never goes back to the queue for one ask's crash: that ask is republished alone
@@ -980,7 +1030,11 @@ export class AmqpTransport implements Transport {
    * are idempotent, DESIGN rule 6).
    */
   private onAskBatch(channel: Channel, shard: number, msg: ConsumeMessage): void {
-    const asks = this.takeShardMessage(channel, shard, msg, () => decodeBatch(msg.content, 'ask'));
+    const asks = this.takeShardMessage(channel, shard, msg, () => {
+      const decoded = decodeBatch(msg.content, 'ask');
+      for (const envelope of decoded) this.assertOnShard(envelope, shard);
+      return decoded;
+    });
     if (asks === undefined) return;
     let outstanding = asks.length;
     let requeue = false;
@@ -1005,7 +1059,11 @@ export class AmqpTransport implements Transport {
    * one is forwarded too, so the queue's delivery limit and dead-lettering apply to it as to any ask.
    */
   private onRouted(session: Session, msg: ConsumeMessage | null): void {
-    if (msg === null) return; // the inbox went with its connection; askers re-send through the queues
+    if (msg === null) {
+      // The inbox is gone (deleted on shutdown, or with its connection): replies stop naming it.
+      if (replyInboxes.get(session.consumer) === session.inbox) replyInboxes.delete(session.consumer);
+      return;
+    }
     let asks: Envelope[];
     try {
       asks = msg.properties.type === ASK_BATCH_TYPE ? decodeBatch(msg.content, 'ask') : [decodeEnvelope(msg.content)];
@@ -1013,7 +1071,7 @@ export class AmqpTransport implements Transport {
     } catch (err) {
       // Nothing in it can be trusted to name an asker: those asks time out, as with a lost message.
       this.log.warn({ err: (err as Error).message, messageId: msg.properties.messageId }, 'dropping an unreadable routed ask');
-      this.metrics?.countDelivery('malformed');
+      this.metrics?.countDelivery('unreadable-routed');
       return;
     }
     for (const envelope of asks) {
@@ -1023,6 +1081,7 @@ export class AmqpTransport implements Transport {
         continue;
       }
       this.inFlight.set(shard, (this.inFlight.get(shard) ?? 0) + 1);
+      this.routedInFlight.set(shard, (this.routedInFlight.get(shard) ?? 0) + 1);
       void this.mailboxes
         .run(envelope.to, async () => {
           const outcome = await this.runDelivery(session.consumer, msg, envelope);
@@ -1030,24 +1089,32 @@ export class AmqpTransport implements Transport {
           this.log.error({ err: outcome.crashed, address: envelope.to, messageId: envelope.id }, 'delivery handler crashed on a routed ask; forwarding it to its shard queue');
           this.forward(session, shard, msg, envelope);
         })
-        .finally(() => this.settledOne(shard));
+        .finally(() => {
+          const left = (this.routedInFlight.get(shard) ?? 1) - 1;
+          if (left > 0) this.routedInFlight.set(shard, left);
+          else this.routedInFlight.delete(shard);
+          this.settledOne(shard);
+        });
     }
   }
 
-  /** Also false while an ask to `address` that we forwarded is still on its way through the queue. */
+  /**
+   * We hold the shard, proven by our own seal marker; no message of it waits in its queue; fewer routed asks of it
+   * run than ROUTED_PER_PREFETCH consumer windows (the inbox has no window of its own); and no ask to `address` that
+   * we forwarded is still on its way through the queue.
+   */
   private mayServeRouted(shard: number, address: string): boolean {
     return (
-      this.state === 'running' && this.session !== undefined && this.activeShards.has(shard) && this.shardConsumers.has(shard) &&
-      !this.handingOver.has(shard) && this.gate.hasCredit(shard) && !this.forwarded.waitingFor(address)
+      this.holdsForLocalRun(shard) && this.gate.sealed(shard) && this.gate.hasCredit(shard) &&
+      (this.routedInFlight.get(shard) ?? 0) < this.prefetch * ROUTED_PER_PREFETCH && !this.forwarded.waitingFor(address)
     );
   }
 
   /** Passes a routed ask to its shard queue with the asker's reply-to; the asker learns the holder from the reply. */
   private forward(session: Session, shard: number, msg: ConsumeMessage, envelope: Envelope): void {
-    this.forwarded.add(envelope.id, envelope.to, shard);
-    const forwarded = this.publishConfirmed(session, this.names.shardExchange, String(shard), encodeEnvelope(envelope), {
-      persistent: true, messageId: envelope.id, type: 'ask', replyTo: msg.properties.replyTo as string, correlationId: envelope.id,
-    }).then(
+    // Only while we hold the shard can the ask come back to us; otherwise every routed ask of it is forwarded anyway.
+    if (this.holdsForLocalRun(shard)) this.forwarded.add(envelope.id, envelope.to, shard, envelope.deadline);
+    const forwarded = this.republishAsk(session, shard, envelope, msg.properties.replyTo).then(
       () => this.metrics?.forwardedAsks.inc(),
       (err: unknown) => {
         this.forwarded.done(envelope.id);
@@ -1066,14 +1133,19 @@ export class AmqpTransport implements Transport {
     const session = this.session;
     if (session === undefined) return false;
     try {
-      await this.publishConfirmed(session, this.names.shardExchange, String(shard), encodeEnvelope(envelope), {
-        persistent: true, messageId: envelope.id, type: 'ask', replyTo: msg.properties.replyTo as string, correlationId: envelope.id,
-      });
+      await this.republishAsk(session, shard, envelope, msg.properties.replyTo);
       return true;
     } catch (err) {
       this.log.warn({ err: (err as Error).message, address: envelope.to }, 'could not republish a crashed batched ask; the batch is requeued');
       return false;
     }
+  }
+
+  /** One ask alone on its shard queue, confirmed, answering to the asker's reply-to: a crash retry or a forward. */
+  private republishAsk(session: Session, shard: number, envelope: Envelope, replyTo: unknown): Promise<void> {
+    return this.publishConfirmed(session, this.names.shardExchange, String(shard), encodeEnvelope(envelope), {
+      persistent: true, messageId: envelope.id, type: 'ask', replyTo: replyTo as string, correlationId: envelope.id,
+    });
   }
 
   private async handleDelivery(channel: Channel, msg: ConsumeMessage, envelope: Envelope): Promise<void> {
@@ -1154,10 +1226,16 @@ export class AmqpTransport implements Transport {
   }
 }
 
-/** The node that answered a reply and its inbox, when it named one (owner-routes.ts). */
-function holderOf(msg: ConsumeMessage, reply: Envelope): ShardHolder | undefined {
-  const inbox: unknown = msg.properties.headers?.[INBOX_HEADER];
-  return typeof inbox === 'string' && inbox.length > 0 && inbox.length <= 255 ? { nodeId: reply.from, inbox } : undefined;
+/** Resolves true when `promise` settles within `ms`, false otherwise. */
+function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(false), ms);
+    const done = () => {
+      clearTimeout(timer);
+      resolve(true);
+    };
+    promise.then(done, done);
+  });
 }
 
 /** What an asker gets for a reply it cannot read; a peer on another envelope version is named as such. */

@@ -93,12 +93,13 @@ export class Cluster {
 
   async start(): Promise<void> {
     await this.presence.start();
-    this.unsubscribe = this.presence.onChange(() => {
-      this.balancer.tick();
-      // Asks routed straight to a node that has gone go again through the shard queues (owner-routes.ts). Not
-      // while this node hears nobody: its own presence connection being down says nothing about the others.
-      if (this.presence.connected()) this.options.transport.keepHoldersAmong(new Set(this.presence.members().map((member) => member.nodeId)));
-    });
+    const unsubscribeChange = this.presence.onChange(() => this.balancer.tick());
+    // Asks routed straight to a node that died go again through the shard queues (owner-routes.ts).
+    const unsubscribeExpired = this.presence.onExpired((nodeId) => this.options.transport.holderGone(nodeId));
+    this.unsubscribe = () => {
+      unsubscribeChange();
+      unsubscribeExpired();
+    };
     this.balancer.start();
     if (this.options.management) {
       this.pollTimer = setInterval(() => void this.pollBroker(), this.options.brokerPollMs ?? 2_000);

@@ -52,6 +52,7 @@ export class Presence {
   private readonly expireAfterMs: number;
   private readonly peers = new Map<string, Member>();
   private readonly listeners = new Set<() => void>();
+  private readonly expiredListeners = new Set<(nodeId: string) => void>();
   private connection: RecoveringChannelModel | undefined;
   private channel: Channel | undefined;
   private timer: NodeJS.Timeout | undefined;
@@ -107,6 +108,15 @@ export class Presence {
   onChange(listener: () => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  /**
+   * Called with a member heard while we were connected and then unheard for the expiry: it died or was cut off.
+   * Not for a member that said it was leaving, nor for the members forgotten when our own connection drops.
+   */
+  onExpired(listener: (nodeId: string) => void): () => void {
+    this.expiredListeners.add(listener);
+    return () => this.expiredListeners.delete(listener);
   }
 
   async close(): Promise<void> {
@@ -174,14 +184,24 @@ export class Presence {
 
   private expire(): void {
     const cutoff = Date.now() - this.expireAfterMs;
-    let changed = false;
+    const expired: string[] = [];
     for (const [nodeId, member] of this.peers) {
       if (member.lastSeenAt >= cutoff) continue;
       this.peers.delete(nodeId);
       this.log.warn({ member: nodeId, unseenMs: Date.now() - member.lastSeenAt }, 'cluster member unseen; considered gone');
-      changed = true;
+      expired.push(nodeId);
     }
-    if (changed) this.notify();
+    if (expired.length === 0) return;
+    this.notify();
+    for (const nodeId of expired) {
+      for (const listener of this.expiredListeners) {
+        try {
+          listener(nodeId);
+        } catch (err) {
+          this.log.error({ err }, 'presence listener threw');
+        }
+      }
+    }
   }
 
   private notify(): void {

@@ -10,10 +10,9 @@ import { TroupeError } from '../../../ops/errors.js';
 import { KnexSnapshotStore } from '../../../storage/knex-snapshot-store.js';
 import { shardOf } from '../../../transport/shards.js';
 import type { AmqpTransport } from '../../../transport/amqp/transport.js';
-import { managementUrlFor, vhostOf } from '../../../transport/cluster/broker-view.js';
 import { engines, skipEngine } from '../../support/engines.js';
 import { withPgliteDb, type TestDb } from '../../support/db.js';
-import { eventually, startAmqpTransport, testPrefix, type StartedTransport } from '../../support/transport.js';
+import { cutOff, eventually, startAmqpTransport, testPrefix, type StartedTransport } from '../../support/transport.js';
 
 const SHARDS = 2;
 const ADDRESS = 'counter/c1';
@@ -35,23 +34,6 @@ class Counters {
     actor.count = count;
     return count;
   };
-}
-
-/** Closes the broker connection whose client-provided name is `name`, through the management API. */
-async function cutOff(name: string): Promise<void> {
-  const base = new URL(managementUrlFor(engines.amqp));
-  const authorization = `Basic ${Buffer.from(`${decodeURIComponent(base.username)}:${decodeURIComponent(base.password)}`).toString('base64')}`;
-  const origin = `${base.protocol}//${base.host}`;
-  let brokerName: string | undefined;
-  // The management API lists a connection after its statistics interval.
-  await eventually(async () => {
-    const res = await fetch(`${origin}/api/vhosts/${encodeURIComponent(vhostOf(engines.amqp))}/connections`, { headers: { authorization } });
-    const rows = (await res.json()) as Array<{ name: string; user_provided_name?: string; client_properties?: { connection_name?: string } }>;
-    brokerName = rows.find((row) => row.user_provided_name === name || row.client_properties?.connection_name === name)?.name;
-    return brokerName !== undefined;
-  }, `connection ${name} in the management API`, 20_000);
-  const res = await fetch(`${origin}/api/connections/${encodeURIComponent(brokerName!)}`, { method: 'DELETE', headers: { authorization, 'x-reason': 'test: cut off' } });
-  expect(res.status).to.be.oneOf([200, 204]);
 }
 
 (skipEngine.amqp ? describe.skip : describe)('AMQP transport: a node cut off from the broker', function () {

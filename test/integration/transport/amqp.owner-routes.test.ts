@@ -17,7 +17,7 @@ import { createEnvelope, encodeEnvelope } from '../../../transport/envelope.js';
 import { ASK_BATCH_TYPE, encodeBatch } from '../../../transport/amqp/ask-batch.js';
 import type { AmqpTransport, AmqpTransportOptions } from '../../../transport/amqp/transport.js';
 import { engines, skipEngine } from '../../support/engines.js';
-import { eventually, startAmqpTransport, testPrefix, type StartedTransport } from '../../support/transport.js';
+import { cutOff, eventually, startAmqpTransport, testPrefix, type StartedTransport } from '../../support/transport.js';
 
 const SHARDS = 4;
 const DELIVERY_LIMIT = 2;
@@ -57,6 +57,8 @@ const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 interface Node {
   readonly id: string;
+  /** What its handler answers as `node`. */
+  readonly name: string;
   readonly started: StartedTransport<AmqpTransport>;
   readonly transport: AmqpTransport;
   readonly registry: Registry;
@@ -80,6 +82,7 @@ interface Answer {
   let holding: Set<string>;
   let gate: Promise<void>;
   let openGate: () => void;
+  let forwardedBase: Map<string, number>;
 
   const handlerFor = (node: string) => async (address: string, message: unknown) => {
     const { n, hold } = (message ?? {}) as { n?: number; hold?: boolean };
@@ -103,7 +106,7 @@ interface Answer {
     const started = await startAmqpTransport(handlerFor(name), {
       prefix, shardCount: SHARDS, deliveryLimit: DELIVERY_LIMIT, nodeId: id, metrics: registry, ...options,
     });
-    const node = { id, started, transport: started.transport, registry };
+    const node = { id, name, started, transport: started.transport, registry };
     nodes.push(node);
     return node;
   }
@@ -115,16 +118,30 @@ interface Answer {
     return { a: asker, b: holder };
   }
 
-  /** Makes `a` learn `b` as the holder of `shard`: an ask through the queue, then one that must take b's inbox. */
+  /**
+   * Makes `a` learn `b` as the holder of `shard`: an ask through the queue, b's proof that it holds the shard (its
+   * seal marker back; until then it forwards routed asks), then one that must take b's inbox and run there. The
+   * forwards counted so far become every node's baseline for `forwardedBy`.
+   */
   async function learnHolder(a: Node, shard: number): Promise<void> {
     const address = on(shard, 'warmup');
     const first = await a.transport.ask<Answer>(address, { n: 0 }, ASK);
     expect(first.node).to.equal('b');
+    await provenHolder('b', shard);
     const routed = await counter(a.registry, ROUTED);
     const second = await a.transport.ask<Answer>(address, { n: 1 }, ASK);
     expect(second.node).to.equal('b');
     expect(await counter(a.registry, ROUTED), `asks to shard ${shard} routed to b`).to.equal(routed + 1);
+    for (const node of nodes) forwardedBase.set(node.id, await counter(node.registry, FORWARDED));
   }
+
+  async function provenHolder(name: string, shard: number): Promise<void> {
+    const node = nodes.find((n) => n.name === name)!;
+    await eventually(() => node.transport.shardStatus().proven.includes(shard), `${name} proven holder of shard ${shard}`, 5_000);
+  }
+
+  /** Routed asks `node` forwarded since the last `learnHolder`. */
+  const forwardedBy = async (node: Node) => (await counter(node.registry, FORWARDED)) - (forwardedBase.get(node.id) ?? 0);
 
   const order = (address: string) => seen.filter((s) => s.address === address).map((s) => s.n);
 
@@ -134,6 +151,7 @@ interface Answer {
     seen = [];
     attempts = new Map();
     holding = new Set();
+    forwardedBase = new Map();
     gate = new Promise((resolve) => (openGate = resolve));
   });
 
@@ -153,6 +171,8 @@ interface Answer {
     expect(await counter(a.registry, ROUTED), 'the first ask to a shard takes its queue').to.equal(0);
     await a.transport.ask(addresses[2]!, { n: -1 }, ASK);
     expect(await counter(a.registry, ROUTED)).to.equal(0);
+    await provenHolder('b', 1);
+    await provenHolder('b', 2);
     seen = [];
 
     const messagesBefore = await counter(a.registry, ASK_MESSAGES);
@@ -164,7 +184,7 @@ interface Answer {
     expect(await counter(a.registry, ROUTED)).to.equal(200);
     // One turn's asks to one inbox share messages, at most 64 each, whatever their shards.
     expect((await counter(a.registry, ASK_MESSAGES)) - messagesBefore).to.equal(4);
-    expect(await counter(b.registry, FORWARDED)).to.equal(0);
+    expect(await forwardedBy(b)).to.equal(0);
     for (const address of addresses) {
       const handled = order(address);
       expect(handled, address).to.have.length(50);
@@ -236,7 +256,7 @@ interface Answer {
     await b.transport.tell(address!, { n: 0 });
     const routed = await counter(a.registry, ROUTED);
     const asked = a.transport.ask<Answer>(address!, { n: 1 }, ASK);
-    await eventually(async () => (await counter(b.registry, FORWARDED)) === 1, 'the routed ask forwarded to the queue', 5_000);
+    await eventually(async () => (await forwardedBy(b)) === 1, 'the routed ask forwarded to the queue', 5_000);
     expect(await counter(a.registry, ROUTED)).to.equal(routed + 1);
     expect(order(address!), 'nothing ran ahead of the queued tell').to.deep.equal([]);
 
@@ -252,7 +272,7 @@ interface Answer {
     await b.transport.tell(blocker!, { n: 0, hold: true });
     await eventually(() => holding.has(blocker!), 'the blocking delivery in its handler', 5_000);
     const first = a.transport.ask<Answer>(address!, { n: 1 }, ASK);
-    await eventually(async () => (await counter(b.registry, FORWARDED)) === 1, 'the first ask forwarded to the queue', 5_000);
+    await eventually(async () => (await forwardedBy(b)) === 1, 'the first ask forwarded to the queue', 5_000);
     // The holder's credit comes back while the first ask still waits in the queue; the second goes to the same
     // inbox and must follow the first through the queue rather than run at once.
     openGate();
@@ -272,12 +292,13 @@ interface Answer {
     const routed = await counter(a.registry, ROUTED);
     expect(await a.transport.ask<Answer>(first!, { n: 1 }, ASK)).to.deep.equal({ node: 'c', address: first, n: 1 });
     expect(await counter(a.registry, ROUTED), 'sent to b, which it still took for the holder').to.equal(routed + 1);
-    await eventually(async () => (await counter(b.registry, FORWARDED)) === 1, 'b forwarding the ask it no longer holds the shard of', 5_000);
+    await eventually(async () => (await forwardedBy(b)) === 1, 'b forwarding the ask it no longer holds the shard of', 5_000);
 
+    await provenHolder('c', shard);
     expect(await a.transport.ask<Answer>(second!, { n: 2 }, ASK)).to.deep.equal({ node: 'c', address: second, n: 2 });
     expect(await counter(a.registry, ROUTED), 'routed, now to c').to.equal(routed + 2);
-    expect(await counter(b.registry, FORWARDED)).to.equal(1);
-    expect(await counter(c.registry, FORWARDED)).to.equal(0);
+    expect(await forwardedBy(b)).to.equal(1);
+    expect(await forwardedBy(c)).to.equal(0);
     expect(seen.filter((s) => s.node === 'b' && s.address.startsWith('handover/'))).to.deep.equal([]);
   });
 
@@ -296,12 +317,13 @@ interface Answer {
     expect(await counter(a.registry, REROUTED), 'returned by the broker and sent through the queue').to.equal(1);
 
     // c's reply named c's inbox.
+    await provenHolder('c', shard);
     expect(await a.transport.ask<Answer>(second!, { n: 2 }, ASK)).to.deep.equal({ node: 'c', address: second, n: 2 });
     expect(await counter(a.registry, ROUTED)).to.equal(routed + 2);
     expect(await counter(a.registry, REROUTED)).to.equal(1);
   });
 
-  it('sends asks waiting on a holder that left the cluster again through the queue', async () => {
+  it('sends asks waiting on a holder that died again through the queue', async () => {
     const { a, b } = await askerAndHolder();
     const shard = 3;
     await learnHolder(a, shard);
@@ -309,10 +331,10 @@ interface Answer {
 
     const asked = a.transport.ask<Answer>(address, { n: 1, hold: true }, ASK);
     await eventually(() => holding.has(address), 'the routed ask in its handler', 5_000);
-    a.transport.keepHoldersAmong(new Set([a.id, b.id]));
-    expect(await counter(a.registry, REROUTED), 'b is still a member').to.equal(0);
+    a.transport.holderGone('some-other-node');
+    expect(await counter(a.registry, REROUTED), 'another node died, not b').to.equal(0);
 
-    a.transport.keepHoldersAmong(new Set([a.id]));
+    a.transport.holderGone(b.id);
     expect(await counter(a.registry, REROUTED)).to.equal(1);
     openGate();
     expect(await asked).to.deep.equal({ node: 'b', address, n: 1 });
@@ -321,7 +343,7 @@ interface Answer {
     expect(await counter(a.registry, REROUTED)).to.equal(1);
   });
 
-  it('re-sends an ask pinned to a former holder when that holder leaves, though the shard has a new holder', async () => {
+  it('re-sends an ask pinned to a former holder when that holder dies, though the shard has a new holder', async () => {
     const shard = 1;
     const a = await startNode('a', { ownedShards: [] });
     // F: a bare node that holds the shard first. It answers asks from the queue naming its inbox, and takes routed
@@ -329,7 +351,8 @@ interface Answer {
     const connection: ChannelModel = await amqp.connect(engines.amqp);
     try {
       const channel = await connection.createChannel();
-      const fInbox = a.transport.names.inbox(`f${randomBytes(3).toString('hex')}`);
+      // Named as a node names its own inbox (`<prefix>.inbox.<nodeId>.<hex>`): askers accept no other name.
+      const fInbox = `${prefix}.inbox.routes-f.${randomBytes(4).toString('hex')}`;
       await channel.assertQueue(fInbox, { exclusive: true, durable: false, autoDelete: true });
       await channel.consume(fInbox, () => undefined, { noAck: true });
       const { consumerTag } = await channel.consume(a.transport.names.shardQueue(shard), (msg: ConsumeMessage | null) => {
@@ -353,13 +376,36 @@ interface Answer {
       const second = a.transport.ask<Answer>(address, { n: 2 }, ASK);
       await eventually(async () => (await counter(a.registry, ROUTED)) === 2, 'the second ask routed to f', 5_000);
 
-      a.transport.keepHoldersAmong(new Set([a.id, g.id]));
+      a.transport.holderGone('routes-f');
       expect(await counter(a.registry, REROUTED), 'both asks waiting on f').to.equal(2);
       expect(await Promise.all([first, second])).to.deep.equal([{ node: 'g', address, n: 1 }, { node: 'g', address, n: 2 }]);
       expect(order(address)).to.deep.equal([1, 2]);
     } finally {
       await connection.close();
     }
+  });
+
+  it('does not run an ask in-process ahead of one still out on the former holder when the asker takes the shard over', async () => {
+    this.timeout(45_000);
+    // B holds every shard; A consumes them all as a standby, so it takes over when B is cut off from the broker.
+    const b = await startNode('b');
+    const a = await startNode('a');
+    const shard = 2;
+    await learnHolder(a, shard);
+    const address = on(shard, 'takeover');
+    const first = a.transport.ask<Answer>(address, { n: 1, hold: true }, { timeoutMs: 30_000 });
+    await eventually(() => holding.has(address), 'the routed ask held in b', 5_000);
+
+    await cutOff(b.transport.connectionName);
+    // B's handler may finish now: its answer cannot leave over the connection it came on.
+    openGate();
+    // A learns it holds the shard from a delivery, and proves it with its seal.
+    await a.transport.tell(on(shard, 'wake'), { n: 0 });
+    await provenHolder('a', shard);
+    const second = a.transport.ask<Answer>(address, { n: 2 }, { timeoutMs: 30_000 });
+    // The first ask's inbox went with b's connection: sending the second there brings both back, through the queue.
+    expect(await Promise.all([first, second])).to.deep.equal([{ node: 'a', address, n: 1 }, { node: 'a', address, n: 2 }]);
+    expect(seen.filter((s) => s.node === 'a' && s.address === address).map((s) => s.n)).to.deep.equal([1, 2]);
   });
 
   it('forwards a routed ask whose handler crashes, so the delivery limit dead-letters it, and the shard keeps answering', async () => {
@@ -378,7 +424,7 @@ interface Answer {
     expect(err).to.be.instanceOf(TroupeError);
     expect((err as TroupeError).code).to.equal('INTERNAL');
     expect(await counter(a.registry, ROUTED)).to.equal(routed + 1 + mates.length);
-    expect(await counter(b.registry, FORWARDED)).to.equal(1);
+    expect(await forwardedBy(b)).to.equal(1);
     // Once routed, then from the queue: the first delivery and DELIVERY_LIMIT redeliveries.
     expect(attempts.get(crash)).to.equal(1 + 1 + DELIVERY_LIMIT);
     for (const address of mates) expect(attempts.get(address), address).to.equal(1);
@@ -434,13 +480,13 @@ interface Answer {
 
       const tell = (to: string) => encodeEnvelope(createEnvelope({ type: 'tell', to, from: 'intruder', deadline: Date.now() + 60_000, payload: { n: 1 } }));
       const ask = (to: string) => encodeEnvelope(createEnvelope({ type: 'ask', to, from: 'intruder', deadline: Date.now() + 60_000, payload: { n: 1 } }));
-      const malformedBefore = await deliveries(b.registry, 'malformed');
+      const malformedBefore = await deliveries(b.registry, 'unreadable-routed');
       const options = { replyTo: 'amq.rabbitmq.reply-to', contentType: 'application/json' };
       channel.publish('', inbox as string, Buffer.from('not json \u0000\u00ff'), { ...options, type: 'ask' });
       channel.publish('', inbox as string, tell(on(shard, 'intruder-tell')), { ...options, type: 'ask' });
       // A batch is read whole: one tell in it drops the ask beside it too.
       channel.publish('', inbox as string, encodeBatch([ask(on(shard, 'intruder-ask')), tell(on(shard, 'intruder-batch'))]), { ...options, type: ASK_BATCH_TYPE });
-      await eventually(async () => (await deliveries(b.registry, 'malformed')) === malformedBefore + 3, 'three unreadable routed messages dropped', 5_000);
+      await eventually(async () => (await deliveries(b.registry, 'unreadable-routed')) === malformedBefore + 3, 'three unreadable routed messages dropped', 5_000);
 
       const address = on(shard, 'after');
       const routed = await counter(a.registry, ROUTED);
@@ -457,7 +503,7 @@ interface Answer {
     for (let n = 0; n < 5; n += 1) expect(await a.transport.ask(address, { n }, ASK)).to.deep.equal({ node: 'b', address, n });
     expect(await counter(a.registry, ROUTED)).to.equal(0);
     expect((await counter(a.registry, ASK_MESSAGES)) - messagesBefore).to.equal(5);
-    expect(await counter(b.registry, FORWARDED)).to.equal(0);
+    expect(await forwardedBy(b)).to.equal(0);
     expect(order(address)).to.deep.equal([0, 1, 2, 3, 4]);
   });
 
