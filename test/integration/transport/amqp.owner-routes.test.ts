@@ -494,6 +494,37 @@ interface Answer {
       expect(await counter(a.registry, ROUTED)).to.equal(routed + 1);
       expect([...attempts.keys()].filter((key) => key.startsWith('intruder'))).to.deep.equal([]);
     });
+
+    it("routes nowhere on a reply header that is not the replying node's own inbox", async () => {
+      const a = await startNode('a', { ownedShards: [] });
+      const shard = 0;
+      // A bare holder answering with headers naming a shard queue, another node's inbox, and a name with a junk suffix.
+      const names = [a.transport.names.shardQueue(1), `${prefix}.inbox.someone-else.abcdef01`, `${prefix}.inbox.bare-holder.not-hex`];
+      let replies = 0;
+      await channel.consume(a.transport.names.shardQueue(shard), (msg: ConsumeMessage | null) => {
+        if (!msg) return;
+        const ask = JSON.parse(msg.content.toString()) as { id: string; from: string; deadline: number };
+        const reply = createEnvelope({ type: 'reply', to: ask.from, from: 'bare-holder', deadline: ask.deadline, correlationId: ask.id, payload: { v: 1, ok: true, value: 'bare' } });
+        const inbox = names[replies++ % names.length]!;
+        channel.publish('', msg.properties.replyTo as string, encodeEnvelope(reply), { correlationId: ask.id, type: 'reply', headers: { 'x-troupe-inbox': inbox } });
+        channel.ack(msg);
+      }, { noAck: false });
+      for (let n = 0; n < 6; n += 1) expect(await a.transport.ask(on(shard, `header-${n}`), { n }, ASK)).to.equal('bare');
+      expect(await counter(a.registry, ROUTED), 'every ask through the queue').to.equal(0);
+      expect(replies).to.equal(6);
+    });
+
+    it('dead-letters a message on the wrong shard queue instead of running its actor there', async () => {
+      const b = await startNode('b');
+      const wrong = on(1, 'misplaced');
+      const envelope = createEnvelope({ type: 'tell', to: wrong, from: 'intruder', deadline: Date.now() + 60_000, payload: { n: 1 } });
+      channel.publish(b.transport.names.shardExchange, '0', encodeEnvelope(envelope), { type: 'tell', messageId: envelope.id, persistent: true });
+      await eventually(async () => (await channel.checkQueue(b.transport.names.deadLetterQueue)).messageCount === 1, 'the misplaced tell dead-lettered');
+      expect(attempts.has(wrong)).to.equal(false);
+      const address = on(0, 'placed');
+      await b.transport.tell(address, { n: 2 });
+      await eventually(() => attempts.get(address) === 1, 'the shard still flowing');
+    });
   });
 
   it('keeps every ask on the queue when the asker has owner routing off', async () => {
