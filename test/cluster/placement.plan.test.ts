@@ -64,12 +64,16 @@ describe('cluster placement', () => {
   });
 
   it('ignores heartbeats that are not exactly what a node sends', () => {
-    const ok = { v: 1, nodeId: 'n1', leaving: false, url: 'http://x', consuming: [3, 1], owned: [1] };
+    const ok = { v: 1, nodeId: 'n1', leaving: false, url: 'http://x', consuming: [3, 1], owned: [1], inbox: 'troupe.inbox.n1.0a1b2c3d' };
     expect(parseHeartbeat(Buffer.from(JSON.stringify(ok)))?.consuming).to.deep.equal([1, 3]);
+    expect(parseHeartbeat(Buffer.from(JSON.stringify(ok)))?.inbox).to.equal(ok.inbox);
+    const { inbox: _, ...withoutInbox } = ok;
+    expect(parseHeartbeat(Buffer.from(JSON.stringify(withoutInbox)))?.inbox).to.equal(undefined);
     for (const bad of [
       'not json', '[]', JSON.stringify({ ...ok, v: 2 }), JSON.stringify({ ...ok, nodeId: '../x' }),
       JSON.stringify({ ...ok, consuming: [-1] }), JSON.stringify({ ...ok, owned: ['1'] }),
       JSON.stringify({ ...ok, consuming: Array.from({ length: 5000 }, () => 1) }),
+      JSON.stringify({ ...ok, inbox: 7 }), JSON.stringify({ ...ok, inbox: 'x'.repeat(256) }),
     ]) {
       expect(parseHeartbeat(Buffer.from(bad)), bad.slice(0, 40)).to.equal(undefined);
     }

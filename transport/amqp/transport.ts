@@ -547,12 +547,24 @@ export class AmqpTransport implements Transport {
     }
   }
 
-  /** A routed ask came back unroutable: that inbox is gone, and so is what we knew of its holder. */
+  /** A routed ask came back unroutable: that inbox is gone. */
   private onReturned(msg: Message): void {
-    const inbox = msg.fields.routingKey;
-    if (msg.fields.exchange !== '') return;
+    if (msg.fields.exchange === '') this.inboxGone(msg.fields.routingKey);
+  }
+
+  /**
+   * An inbox is gone (its node's connection went, and with it what the inbox held): what we knew of its holder is
+   * forgotten and the asks sent to it go again through their shard queues. The cluster calls this when a member's
+   * heartbeat names a new inbox.
+   */
+  inboxGone(inbox: string): void {
     this.routes.forget((holder) => holder.inbox === inbox);
     this.rerouteAsks((ask) => ask.route === inbox);
+  }
+
+  /** This connection's inbox, advertised in the cluster's presence heartbeats; undefined while disconnected or off. */
+  get inbox(): string | undefined {
+    return this.session?.inbox;
   }
 
   /**

@@ -78,7 +78,7 @@ export class Cluster {
       intervalMs: options.heartbeatMs ?? 1_000, expireAfterMs: options.expireAfterMs ?? 3_000,
       advertise: () => {
         const { consuming, active } = transport.shardStatus();
-        return { url: this.url, consuming, owned: active };
+        return { url: this.url, consuming, owned: active, inbox: transport.inbox };
       },
     });
     this.balancer = new ShardBalancer({
@@ -96,9 +96,11 @@ export class Cluster {
     const unsubscribeChange = this.presence.onChange(() => this.balancer.tick());
     // Asks routed straight to a node that died go again through the shard queues (owner-routes.ts).
     const unsubscribeExpired = this.presence.onExpired((nodeId) => this.options.transport.holderGone(nodeId));
+    const unsubscribeInbox = this.presence.onInboxReplaced((_, inbox) => this.options.transport.inboxGone(inbox));
     this.unsubscribe = () => {
       unsubscribeChange();
       unsubscribeExpired();
+      unsubscribeInbox();
     };
     this.balancer.start();
     if (this.options.management) {

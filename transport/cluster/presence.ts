@@ -12,6 +12,8 @@ export interface Advertisement {
   readonly url: string | undefined;
   readonly consuming: readonly number[];
   readonly owned: readonly number[];
+  /** The node's current inbox for owner-routed asks (transport/amqp/owner-routes.ts); new on every connection. */
+  readonly inbox?: string | undefined;
 }
 
 export interface Member extends Advertisement {
@@ -53,6 +55,7 @@ export class Presence {
   private readonly peers = new Map<string, Member>();
   private readonly listeners = new Set<() => void>();
   private readonly expiredListeners = new Set<(nodeId: string) => void>();
+  private readonly inboxListeners = new Set<(nodeId: string, inbox: string) => void>();
   private connection: RecoveringChannelModel | undefined;
   private channel: Channel | undefined;
   private timer: NodeJS.Timeout | undefined;
@@ -108,6 +111,15 @@ export class Presence {
   onChange(listener: () => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  /**
+   * Called with a member's previous inbox when its heartbeat names a new one: its transport reconnected, or it
+   * restarted under the same id faster than the expiry. What was in the previous inbox is lost either way.
+   */
+  onInboxReplaced(listener: (nodeId: string, inbox: string) => void): () => void {
+    this.inboxListeners.add(listener);
+    return () => this.inboxListeners.delete(listener);
   }
 
   /**
@@ -176,8 +188,10 @@ export class Presence {
     const previous = this.peers.get(heartbeat.nodeId);
     this.peers.set(heartbeat.nodeId, {
       nodeId: heartbeat.nodeId, url: heartbeat.url, consuming: heartbeat.consuming, owned: heartbeat.owned,
-      lastSeenAt: Date.now(), self: false,
+      lastSeenAt: Date.now(), self: false, ...(heartbeat.inbox !== undefined ? { inbox: heartbeat.inbox } : {}),
     });
+    const replaced = previous?.inbox;
+    if (replaced !== undefined && replaced !== heartbeat.inbox) this.tellListeners(this.inboxListeners, (listener) => listener(heartbeat.nodeId, replaced));
     if (!known) this.log.info({ member: heartbeat.nodeId }, 'cluster member joined');
     if (!known || !sameShards(previous?.consuming, heartbeat.consuming) || !sameShards(previous?.owned, heartbeat.owned)) this.notify();
   }
@@ -193,25 +207,21 @@ export class Presence {
     }
     if (expired.length === 0) return;
     this.notify();
-    for (const nodeId of expired) {
-      for (const listener of this.expiredListeners) {
-        try {
-          listener(nodeId);
-        } catch (err) {
-          this.log.error({ err }, 'presence listener threw');
-        }
+    for (const nodeId of expired) this.tellListeners(this.expiredListeners, (listener) => listener(nodeId));
+  }
+
+  private tellListeners<L>(listeners: ReadonlySet<L>, call: (listener: L) => void): void {
+    for (const listener of listeners) {
+      try {
+        call(listener);
+      } catch (err) {
+        this.log.error({ err }, 'presence listener threw');
       }
     }
   }
 
   private notify(): void {
-    for (const listener of this.listeners) {
-      try {
-        listener();
-      } catch (err) {
-        this.log.error({ err }, 'presence listener threw');
-      }
-    }
+    this.tellListeners(this.listeners, (listener) => listener());
   }
 }
 
@@ -232,10 +242,14 @@ export function parseHeartbeat(body: Buffer): Heartbeat | undefined {
   const v = value as Record<string, unknown>;
   if (v.v !== 1 || typeof v.nodeId !== 'string' || !NODE_ID.test(v.nodeId) || typeof v.leaving !== 'boolean') return undefined;
   if (v.url !== undefined && (typeof v.url !== 'string' || v.url.length > 2048)) return undefined;
+  if (v.inbox !== undefined && (typeof v.inbox !== 'string' || v.inbox.length > 255)) return undefined;
   const consuming = shardList(v.consuming);
   const owned = shardList(v.owned);
   if (consuming === undefined || owned === undefined) return undefined;
-  return { v: 1, nodeId: v.nodeId, leaving: v.leaving, url: v.url as string | undefined, consuming, owned };
+  return {
+    v: 1, nodeId: v.nodeId, leaving: v.leaving, url: v.url as string | undefined, consuming, owned,
+    ...(v.inbox !== undefined ? { inbox: v.inbox as string } : {}),
+  };
 }
 
 function shardList(value: unknown): number[] | undefined {

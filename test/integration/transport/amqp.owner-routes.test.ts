@@ -343,6 +343,24 @@ interface Answer {
     expect(await counter(a.registry, REROUTED)).to.equal(1);
   });
 
+  it("sends asks waiting on an inbox its node replaced (a reconnect) again through the queue", async () => {
+    const { a, b } = await askerAndHolder();
+    const shard = 3;
+    await learnHolder(a, shard);
+    const address = on(shard, 'replaced');
+    const asked = a.transport.ask<Answer>(address, { n: 1, hold: true }, ASK);
+    await eventually(() => holding.has(address), 'the routed ask in its handler', 5_000);
+
+    a.transport.inboxGone(`${prefix}.inbox.${b.id}.00000000`);
+    expect(await counter(a.registry, REROUTED), 'another inbox').to.equal(0);
+    expect(b.transport.inbox).to.be.a('string');
+    a.transport.inboxGone(b.transport.inbox!);
+    expect(await counter(a.registry, REROUTED)).to.equal(1);
+    openGate();
+    expect(await asked).to.deep.equal({ node: 'b', address, n: 1 });
+    await eventually(() => attempts.get(address) === 2, 'the re-sent copy handled', 5_000);
+  });
+
   it('re-sends an ask pinned to a former holder when that holder dies, though the shard has a new holder', async () => {
     const shard = 1;
     const a = await startNode('a', { ownedShards: [] });
