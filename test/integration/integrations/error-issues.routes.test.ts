@@ -11,6 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
 import { provision, type Org } from '../agents/fixtures.js';
+import { dispatchSession } from './delivery-fixtures.js';
 import { connectionSealContext } from '../../../actors/integrations/oauth/index.js';
 import { errorIssuesForSession } from '../../../actors/integrations/error-tracker/index.js';
 import { upsertOAuthConnection } from '../../../storage/integrations/oauth.js';
@@ -150,12 +151,7 @@ for (const { set, skip } of engineSets) describe(`integrations: session error-tr
   let other: Org;
   let sentry: ReturnType<typeof fakeSentry>;
 
-  async function dispatch(o: Org): Promise<string> {
-    const projects = await t.node.deps.db('projects').where({ org_id: o.orgId }).select('id');
-    const r = await t.call('POST', '/api/agent-dispatch', { token: o.apiKey, body: { projectId: projects[0].id, prompt: 'fix it' } });
-    expect(r.status, r.text).to.equal(201);
-    return r.json.sessionId as string;
-  }
+  const dispatch = (o: Org) => dispatchSession(t, o, 'fix it');
   async function connectSentry(o: Org, accessToken: string, grant: { refreshToken?: string; expiresAt?: Date } = {}): Promise<void> {
     const orgId = o.orgId;
     const deps = t.node.deps;
