@@ -11,7 +11,7 @@ import { tags } from '../../actors/identity/revocation.js';
 import { announceRevocation } from './announce-revocation.js';
 import { orgAddress, type ApiKeyIssued, type CredentialRevoked, type OrgMsg, type RegistrationTokenIssued } from '../../actors/org/index.js';
 import {
-  ensureUser, findOrg, insertOrg, insertProject, listMemberships, listProjectAccess, projectsInOrg, setOrgRole,
+  deleteProvisionedOrg, ensureUser, findOrg, insertOrg, insertProject, listMemberships, listProjectAccess, projectsInOrg, setOrgRole,
   setProjectRole, slugTaken,
 } from '../../storage/identity/orgs.js';
 import { findLoginByEmail, findOrgMember } from '../../storage/identity/users.js';
@@ -126,16 +126,28 @@ export async function createOrg(req: HttpRequest<CreateOrgBody>, deps: Deps): Pr
   if (req.body.slug === undefined && (await slugTaken(deps.db, slug))) slug = `${slug.slice(0, 40)}-${randomBytes(3).toString('hex')}`;
   const created = await deps.db.transaction(async (trx) => {
     const org = await insertOrg(trx, { id: randomUUID(), name: name.trim(), slug, plan: req.body.plan ?? 'free' });
-    const { user } = await ensureUser(trx, { id: randomUUID(), email: owner.email, firstName: owner.firstName, lastName: owner.lastName, passwordHash });
+    const { user, created: userCreated } = await ensureUser(trx, { id: randomUUID(), email: owner.email, firstName: owner.firstName, lastName: owner.lastName, passwordHash });
     await setOrgRole(trx, org.id, user.id, 'owner');
     const project = await insertProject(trx, { id: randomUUID(), orgId: org.id, name: 'default', slug: 'default' });
-    return { org, user, project };
+    return { org, user, userCreated, project };
   });
   const { org, user, project } = created;
-  // Credentials are issued by the org actor, after the org exists (its read models reference the org row).
-  const apiKey = await issueApiKey(deps, org.id, { name: 'provisioning', scopes: PROVISIONING_KEY_SCOPES, requesterId: null, createdBy: user.id });
-  const registration = await issueRegistrationToken(deps, org.id, 'default', []);
-  const token = await userToken(deps, user.id, org.id);
+  // Credentials are issued by the org actor, after the org exists (its read models reference the org row). If that
+  // fails (the broker or the database is out), nothing has been handed out yet: the org is taken back, so the admin
+  // can send the same request again instead of finding its slug taken by an org without credentials.
+  let apiKey: Awaited<ReturnType<typeof issueApiKey>>;
+  let registration: Awaited<ReturnType<typeof issueRegistrationToken>>;
+  let token: Awaited<ReturnType<typeof userToken>>;
+  try {
+    apiKey = await issueApiKey(deps, org.id, { name: 'provisioning', scopes: PROVISIONING_KEY_SCOPES, requesterId: null, createdBy: user.id });
+    registration = await issueRegistrationToken(deps, org.id, 'default', []);
+    token = await userToken(deps, user.id, org.id);
+  } catch (err) {
+    await deleteProvisionedOrg(deps.db, org.id, created.userCreated ? user.id : undefined).catch((undoErr: unknown) =>
+      deps.log.error({ err: undoErr, orgId: org.id }, 'could not take back a half-provisioned org; delete it by hand'),
+    );
+    throw err;
+  }
   return {
     status: 201,
     body: {

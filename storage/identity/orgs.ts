@@ -50,6 +50,20 @@ export async function ensureUser(db: Knex, user: NewUser): Promise<{ user: UserR
   return { user: toUser(existing), created: false };
 }
 
+/**
+ * Takes back an org whose provisioning failed before any credential was handed out: the org goes, and with it (by
+ * cascade) its memberships, projects and any credential its actor had already stored; the owner goes too when this
+ * provisioning created them and they belong to no other org. The same request can then simply be sent again.
+ */
+export async function deleteProvisionedOrg(db: Knex, orgId: string, createdUserId: string | undefined): Promise<void> {
+  await db.transaction(async (trx) => {
+    await trx('orgs').where({ id: orgId }).delete();
+    if (createdUserId === undefined) return;
+    const elsewhere = await trx('org_memberships').where({ user_id: createdUserId }).first();
+    if (!elsewhere) await trx('users').where({ id: createdUserId }).delete();
+  });
+}
+
 export async function insertOrg(db: Knex, org: { id: string; name: string; slug: string; plan: string }): Promise<OrgRecord> {
   try {
     const [row] = await db('orgs').insert(org).returning('*');

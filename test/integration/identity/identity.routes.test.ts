@@ -4,6 +4,8 @@
  * other orgs, stop a revoked key at once, and answer malformed bodies with 400 naming the field.
  */
 import { expect } from 'chai';
+import { TroupeError } from '../../../ops/errors.js';
+import sinon from 'sinon';
 import { startTestNode, type EngineSet, type TestNode } from '../../support/node.js';
 import { skipEngine } from '../../support/engines.js';
 import { verifyRegistrationToken } from '../../../actors/identity/registration.js';
@@ -70,6 +72,41 @@ for (const { set, skip } of engineSets) describe(`identity routes (${set} engine
     it('refuses a taken explicit slug with 409', async () => {
       const r = await node.call('POST', '/api/admin/orgs', { ...admin(), body: { name: 'x', slug: 'acme-corp', owner: { email: 'x@x.test' } } });
       expect(r.status).to.equal(409);
+    });
+    it('takes back an org whose credentials could not be issued, so the same request succeeds when sent again', async () => {
+      const deps = node.node.deps;
+      const ask = deps.ask.bind(deps);
+      // The broker fails after the org actor has stored the provisioning key, before the registration token.
+      const outage = sinon.stub(deps, 'ask').callsFake(async (address: string, message: unknown, timeoutMs?: number) => {
+        if ((message as { type?: string }).type === 'org.issueRegistrationToken') throw new TroupeError('TRANSPORT_UNAVAILABLE', 'broker down (test)');
+        return ask(address, message, timeoutMs);
+      });
+      const body = { name: 'Half Ltd', slug: 'half-ltd', owner: { email: 'half@half.test' } };
+      try {
+        expect((await node.call('POST', '/api/admin/orgs', { ...admin(), body })).status).to.equal(503);
+      } finally {
+        outage.restore();
+      }
+      expect(await deps.db('orgs').where({ slug: 'half-ltd' }).first()).to.equal(undefined);
+      expect(await deps.db('users').where({ email: 'half@half.test' }).first(), 'the owner it created').to.equal(undefined);
+      const orphanKeys = await deps.db('api_keys').leftJoin('orgs', 'orgs.id', 'api_keys.org_id').whereNull('orgs.id').count({ n: '*' });
+      expect(Number(orphanKeys[0]!.n)).to.equal(0);
+
+      const again = await node.call('POST', '/api/admin/orgs', { ...admin(), body });
+      expect(again.status, again.text).to.equal(201);
+      expect((await node.call('GET', '/api/cli/whoami', json(again.json.apiKey.fullKey))).status).to.equal(200);
+    });
+    it('keeps an owner who already existed when taking back a failed org', async () => {
+      const deps = node.node.deps;
+      const outage = sinon.stub(deps, 'ask').rejects(new TroupeError('TRANSPORT_UNAVAILABLE', 'broker down (test)'));
+      try {
+        const r = await node.call('POST', '/api/admin/orgs', { ...admin(), body: { name: 'Owner Again', owner: { email: 'owner@acme.test' } } });
+        expect(r.status).to.equal(503);
+      } finally {
+        outage.restore();
+      }
+      expect(await deps.db('users').where({ id: acme.owner.id }).first()).to.not.equal(undefined);
+      expect((await node.call('GET', '/api/cli/whoami', json(acme.userToken))).status).to.equal(200);
     });
     it('refuses org credentials (403), missing (401) and invalid (401) credentials', async () => {
       const body = { name: 'x', owner: { email: 'x@x.test' } };
