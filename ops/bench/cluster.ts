@@ -1,14 +1,16 @@
 /**
  * G4 (shared/PERFORMANCE.md): the broker path between nodes against the confirmed-publish ceiling on the same broker.
  *
- * Four processes, each side of the broker on its own core (PERFORMANCE.md "Method"): node B (`--role holder`, holds
+ * Six processes, each side of the broker on its own core (PERFORMANCE.md "Method"): node B (`--role holder`, holds
  * every shard) and the ceiling's drain consumer on core 0; node A (`--role asker`, holds no shard) and the ceiling's
  * publisher (ceilings/amqp-confirmed-publish.ts) on core 1. Same broker, same queue type (quorum, durable,
  * persistent messages), same body size (the ceiling publishes bodies as long as A's encoded ask envelope).
  * After a warm-up, `--rounds` interleaved rounds of `--seconds` each:
  *   1. ceiling: confirmed publishes with `--window` in flight on one connection, drained with manual acks;
  *   2. broker path: A asks B heartbeat-sized messages with `--concurrency` asks in flight (one connection each);
- *   3. paced: A asks B at a quarter of that round's ceiling (half the rate the goal asks for) for the e2e p99;
+ *   3. paced: A asks B at a quarter of that round's ceiling (half the rate the goal asks for) for the e2e p99, and
+ *      the same round trip in plain amqplib at that rate (ceilings/amqp-inbox-round-trip.ts, a pair of processes
+ *      on the same cores): the floor this broker and these cores set for routed asks (decision 0019);
  *   4. the ceiling publisher paced at that same rate: its publish → confirm p99, and the drain's publish → delivery
  *      p99 (monotonic timestamps in a header), are what the broker alone costs there, the floor under an ask's
  *      round trip (which adds B's work and the reply's trip back).
@@ -196,6 +198,8 @@ async function bench(): Promise<void> {
   const ceilingQueue = `${prefix}.ceiling`;
   const self = fileURLToPath(import.meta.url);
   const ceilingScript = path.join(path.dirname(self), 'ceilings', 'amqp-confirmed-publish.ts');
+  const floorScript = path.join(path.dirname(self), 'ceilings', 'amqp-inbox-round-trip.ts');
+  const floorArgs = ['--url', values.url, '--queue', `${prefix}.floor`];
   const askBytes = encodeEnvelope(createEnvelope({
     type: 'ask', to: `daemon-host/${ADDRESSES - 1}`, from: 'bench-asker', deadline: Date.now() + 10_000, payload: { ...heartbeat, seq: 99_999 },
   })).byteLength;
@@ -213,6 +217,10 @@ async function bench(): Promise<void> {
     workers.push(holder);
     const asker = await startWorker(self, ['--role', 'asker', ...common], '1', profile);
     workers.push(asker);
+    const floorAnswerer = await startWorker(floorScript, ['--role', 'answerer', ...floorArgs], '0');
+    workers.push(floorAnswerer);
+    const floorAsker = await startWorker(floorScript, ['--role', 'asker', ...floorArgs], '1');
+    workers.push(floorAsker);
     const bound = (s: number) => (s + 60) * 1000;
     const ceilingRun = (run: RunRequest) => publisher.request<LoadResult>({ run }, bound(run.seconds));
     const askRun = (run: RunRequest) => asker.request<LoadResult>({ run }, bound(run.seconds));
@@ -228,12 +236,16 @@ async function bench(): Promise<void> {
     const ceilingPacedP99s: number[] = [];
     const ceilingDeliverP99s: number[] = [];
     const spreadDeliverP99s: number[] = [];
+    const floorP99s: number[] = [];
     const paths: number[] = [];
     for (let round = 1; round <= rounds; round += 1) {
       const ceiling = (await ceilingRun({ seconds })).rate;
       const brokerPath = await askRun({ seconds, concurrency });
       const pacedRate = Math.max(1, Math.floor(ceiling * GOAL_RATIO / 2));
       const paced = await askRun({ seconds, perSecond: pacedRate });
+      // The same round trip in plain amqplib at the same rate: the floor the broker and these cores set (decision 0019).
+      const floor = await floorAsker.request<LoadResult>({ run: { seconds, perSecond: pacedRate } }, bound(seconds));
+      floorP99s.push(floor.p99);
       await drain.request({ collect: true }, 10_000);
       const ceilingPaced = await ceilingRun({ seconds, perSecond: pacedRate });
       const ceilingDelivery = await drain.request<{ p99: number }>({ collect: true }, 10_000);
@@ -250,7 +262,7 @@ async function bench(): Promise<void> {
       rows.push({
         round, 'ceiling msg/s': Math.round(ceiling), 'A→B asks/s': Math.round(brokerPath.rate), ratio: Number((brokerPath.rate / ceiling).toFixed(2)),
         'p50 ms': brokerPath.p50, 'p99 ms': brokerPath.p99, 'asks/msg': Number((brokerPath.asksPerMessage ?? 1).toFixed(2)), 'paced asks/s': Math.round(paced.rate), 'paced p50 ms': paced.p50,
-        'paced p99 ms': paced.p99, 'ceiling paced p99 ms': ceilingPaced.p99,
+        'paced p99 ms': paced.p99, 'amqplib inbox p99 ms': Number(floor.p99.toFixed(2)), 'ceiling paced p99 ms': ceilingPaced.p99,
         'ceiling deliver p99 ms': Number(ceilingDelivery.p99.toFixed(2)),
         [`deliver p99 ms, ${SHARDS} queues`]: Number(spreadDelivery.p99.toFixed(2)), failures: brokerPath.failures + paced.failures,
       });
@@ -260,13 +272,14 @@ async function bench(): Promise<void> {
     const p99 = median(pacedP99s);
     rows.push({
       round: 'median', 'ceiling msg/s': Math.round(median(ceilings)), 'A→B asks/s': Math.round(median(paths)), ratio: Number(ratio.toFixed(2)),
-      'p50 ms': '', 'p99 ms': '', 'asks/msg': '', 'paced asks/s': '', 'paced p50 ms': '', 'paced p99 ms': p99, 'ceiling paced p99 ms': median(ceilingPacedP99s),
+      'p50 ms': '', 'p99 ms': '', 'asks/msg': '', 'paced asks/s': '', 'paced p50 ms': '', 'paced p99 ms': p99,
+      'amqplib inbox p99 ms': Number(median(floorP99s).toFixed(2)), 'ceiling paced p99 ms': median(ceilingPacedP99s),
       'ceiling deliver p99 ms': Number(median(ceilingDeliverP99s).toFixed(2)),
       [`deliver p99 ms, ${SHARDS} queues`]: Number(median(spreadDeliverP99s).toFixed(2)), failures: '',
     });
     rows.push({
       round: 'one node in-process', 'ceiling msg/s': '', 'A→B asks/s': Math.round(local.rate), ratio: '', 'p50 ms': local.p50, 'p99 ms': local.p99, 'asks/msg': '',
-      'paced asks/s': '', 'paced p50 ms': '', 'paced p99 ms': '', 'ceiling paced p99 ms': '', 'ceiling deliver p99 ms': '',
+      'paced asks/s': '', 'paced p50 ms': '', 'paced p99 ms': '', 'amqplib inbox p99 ms': '', 'ceiling paced p99 ms': '', 'ceiling deliver p99 ms': '',
       [`deliver p99 ms, ${SHARDS} queues`]: '', failures: local.failures,
     });
     console.log(`broker scheduler busy-wait: ${brokerBusyWait()}`);
