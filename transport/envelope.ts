@@ -153,17 +153,13 @@ export interface NewEnvelope {
 }
 
 export function createEnvelope(fields: NewEnvelope): Envelope {
-  const envelope: Envelope = {
-    v: ENVELOPE_VERSION,
-    id: randomUUID(),
-    type: fields.type,
-    to: fields.to,
-    from: fields.from,
-    deadline: fields.deadline,
-    // JSON has no `undefined`: a message of `undefined` arrives as `null`.
-    payload: fields.payload === undefined ? null : fields.payload,
-  };
-  return fields.correlationId === undefined ? envelope : { ...envelope, correlationId: fields.correlationId };
+  // JSON has no `undefined`: a message of `undefined` arrives as `null`.
+  const payload = fields.payload === undefined ? null : fields.payload;
+  const id = randomUUID();
+  // Two literals rather than a spread: a spread copy cost a second, slower object on every reply (G4 profile).
+  return fields.correlationId === undefined
+    ? { v: ENVELOPE_VERSION, id, type: fields.type, to: fields.to, from: fields.from, deadline: fields.deadline, payload }
+    : { v: ENVELOPE_VERSION, id, type: fields.type, to: fields.to, from: fields.from, deadline: fields.deadline, payload, correlationId: fields.correlationId };
 }
 
 /** Serialises and checks the size; an envelope too large to send is our bug (the edge caps bodies far lower). */
