@@ -18,7 +18,7 @@ export interface TransportMetrics {
   readonly forwardedAsks: Counter;
   /** Routed asks sent again through their shard queue because the holder's inbox went away. */
   readonly reroutedAsks: Counter;
-  /** `asks.inc({outcome})` through a child bound once per outcome: no label lookup per ask. */
+  /** `asks.inc({outcome})` through a child bound once per outcome: no labels object per ask (prom-client still hashes them). */
   readonly countAsk: (outcome: string) => void;
   /** Same for `deliveries`. */
   readonly countDelivery: (outcome: string) => void;
@@ -41,10 +41,11 @@ function existing<T>(registry: Registry, name: string): T | undefined {
 /** Reuses metrics already in the registry so two transports in one process (tests) can share it. */
 export function transportMetrics(registry: Registry): TransportMetrics {
   const registers = [registry];
+  const counter = (name: string, help: string) => existing<Counter>(registry, name) ?? new Counter({ name, help, registers });
+  const byOutcome = (name: string, help: string) =>
+    existing<Counter<'outcome'>>(registry, name) ?? new Counter({ name, help, labelNames: ['outcome'], registers });
   const metrics = {
-    asks:
-      existing<Counter<'outcome'>>(registry, 'troupe_transport_asks_total') ??
-      new Counter({ name: 'troupe_transport_asks_total', help: 'Asks sent, by outcome', labelNames: ['outcome'], registers }),
+    asks: byOutcome('troupe_transport_asks_total', 'Asks sent, by outcome'),
     askSeconds: (
       existing<LabelledHistogram<never>>(registry, 'troupe_transport_ask_seconds') ??
       new LabelledHistogram<never>({
@@ -55,27 +56,17 @@ export function transportMetrics(registry: Registry): TransportMetrics {
         registers,
       })
     ).labels({}),
-    deliveries:
-      existing<Counter<'outcome'>>(registry, 'troupe_transport_deliveries_total') ??
-      new Counter({ name: 'troupe_transport_deliveries_total', help: 'Shard deliveries handled, by outcome', labelNames: ['outcome'], registers }),
+    deliveries: byOutcome('troupe_transport_deliveries_total', 'Shard deliveries handled, by outcome'),
     connected:
       existing<Gauge>(registry, 'troupe_transport_connected') ??
       new Gauge({ name: 'troupe_transport_connected', help: '1 while the broker connection is up', registers }),
-    inProcessAsks:
-      existing<Counter>(registry, 'troupe_transport_in_process_asks_total') ??
-      new Counter({ name: 'troupe_transport_in_process_asks_total', help: 'Asks answered in-process because this node held the shard', registers }),
-    askMessages:
-      existing<Counter>(registry, 'troupe_transport_ask_messages_total') ??
-      new Counter({ name: 'troupe_transport_ask_messages_total', help: 'Broker messages that carried asks (several asks to one shard share one)', registers }),
-    routedAsks:
-      existing<Counter>(registry, 'troupe_transport_routed_asks_total') ??
-      new Counter({ name: 'troupe_transport_routed_asks_total', help: "Asks sent straight to the inbox of the node holding their shard", registers }),
-    forwardedAsks:
-      existing<Counter>(registry, 'troupe_transport_forwarded_asks_total') ??
-      new Counter({ name: 'troupe_transport_forwarded_asks_total', help: 'Routed asks passed on to their shard queue (shard no longer held here, or the handler crashed)', registers }),
-    reroutedAsks:
-      existing<Counter>(registry, 'troupe_transport_rerouted_asks_total') ??
-      new Counter({ name: 'troupe_transport_rerouted_asks_total', help: "Routed asks sent again through their shard queue because the holder's inbox went away", registers }),
+    inProcessAsks: counter('troupe_transport_in_process_asks_total', 'Asks answered in-process because this node held the shard'),
+    askMessages: counter('troupe_transport_ask_messages_total', 'Broker messages that carried asks (several asks to one shard or holder share one)'),
+    routedAsks: counter('troupe_transport_routed_asks_total', 'Asks sent straight to the inbox of the node holding their shard'),
+    forwardedAsks: counter(
+      'troupe_transport_forwarded_asks_total', 'Routed asks passed on to their shard queue (shard no longer held here, or the handler crashed)',
+    ),
+    reroutedAsks: counter('troupe_transport_rerouted_asks_total', "Routed asks sent again through their shard queue because the holder's inbox went away"),
   };
   return { ...metrics, countAsk: boundByOutcome(metrics.asks), countDelivery: boundByOutcome(metrics.deliveries) };
 }

@@ -120,10 +120,6 @@ export class OwnerRoutes {
     } else if (this.holders.get(shard)?.nodeId !== replier.nodeId) this.holders.delete(shard);
   }
 
-  /** The node an inbox belongs to, as its replies said. */
-  nodeOf(inbox: string): string | undefined {
-    return this.inboxNodes.get(inbox);
-  }
 
   /** Addresses whose outstanding asks moved from `inbox` to the shard queue (their holder went away). */
   rerouted(address: string, inbox: string): void {

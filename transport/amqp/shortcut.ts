@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { Tally } from '../tally.js';
 
 /** A seal whose marker has not come back within this long is sent again (the marker died with a channel). */
 const RESEAL_AFTER_MS = 5_000;
@@ -17,8 +18,9 @@ interface Seal {
  * 1. S is sealed: after this node learnt it holds S, it sent a marker through S's queue and that marker came back
  *    to it. The queue is FIFO and every delivery enters its address's turn the moment it arrives, so everything this
  *    node had sent to S through the broker before the marker is already queued in-process ahead of anything new.
- * 2. Nothing this node sent to A through the broker since the seal is still outstanding: no ask unanswered, no tell
- *    not yet delivered back to this node (tells always take the broker: they must be durable when they resolve).
+ * 2. Nothing this node sent to A through the broker is still outstanding: no tell not yet delivered back to this
+ *    node (tells always take the broker: they must be durable when they resolve), kept here, and no ask unanswered,
+ *    which the transport checks with OwnerRoutes (it counts every ask until it settles, whatever its route).
  * 3. S's consumer has credit left (unacknowledged broker deliveries below the prefetch window): RabbitMQ only keeps
  *    a ready message from a consumer that has no credit, so with credit left no message of another node is waiting
  *    in S's queue, only possibly on the wire. That keeps a causal chain across nodes (a tell confirmed on node B,
@@ -29,12 +31,12 @@ interface Seal {
  */
 export class ShortcutGate {
   private readonly seals = new Map<number, Seal>();
-  /** Address → messages this node sent through the broker to it while its shard had a seal, not yet settled. */
-  private readonly outstanding = new Map<string, number>();
+  /** Address → tells this node sent through the broker to it while its shard had a seal, not yet delivered back. */
+  private readonly outstanding = new Tally<string>();
   /** Tells sent through the broker while their shard had a seal: id → where, until they are delivered back. */
   private readonly tells = new Map<string, { readonly address: string; readonly shard: number }>();
   /** Shard → broker deliveries handed to the handler and not yet settled (the consumer's used credit). */
-  private readonly unacked = new Map<number, number>();
+  private readonly unacked = new Tally<number>();
 
   constructor(private readonly prefetch: number) {}
 
@@ -59,7 +61,7 @@ export class ShortcutGate {
     for (const [id, tell] of this.tells) {
       if (tell.shard !== shard) continue;
       this.tells.delete(id);
-      this.release(tell.address);
+      this.outstanding.remove(tell.address);
     }
   }
 
@@ -68,8 +70,9 @@ export class ShortcutGate {
     for (const shard of [...this.seals.keys()]) this.drop(shard);
   }
 
+  /** Rules 1 and 3, and rule 2 for tells. */
   canShortcut(shard: number, address: string): boolean {
-    return (this.seals.get(shard)?.open ?? false) && !this.outstanding.has(address) && (this.unacked.get(shard) ?? 0) < this.prefetch;
+    return this.sealed(shard) && !this.outstanding.has(address) && this.hasCredit(shard);
   }
 
   /** Rule 1 alone: our own marker came back through the shard's queue, so we really are its active consumer. */
@@ -79,24 +82,13 @@ export class ShortcutGate {
 
   /** Rule 3 alone: no message of this shard waits in its queue for our consumer's credit. */
   hasCredit(shard: number): boolean {
-    return (this.unacked.get(shard) ?? 0) < this.prefetch;
-  }
-
-  /** An ask is going through the broker; true when it is tracked and `askSettled` must follow. */
-  askSent(shard: number, address: string): boolean {
-    if (!this.seals.has(shard)) return false;
-    this.hold(address);
-    return true;
-  }
-
-  askSettled(address: string): void {
-    this.release(address);
+    return this.unacked.get(shard) < this.prefetch;
   }
 
   tellSent(shard: number, address: string, id: string): void {
     if (!this.seals.has(shard)) return;
     this.tells.set(id, { address, shard });
-    this.hold(address);
+    this.outstanding.add(address);
   }
 
   /** A tell of ours came back as a delivery (its turn is taken), or its publish failed. */
@@ -104,26 +96,14 @@ export class ShortcutGate {
     const tell = this.tells.get(id);
     if (!tell) return;
     this.tells.delete(id);
-    this.release(tell.address);
+    this.outstanding.remove(tell.address);
   }
 
   deliveryTaken(shard: number): void {
-    this.unacked.set(shard, (this.unacked.get(shard) ?? 0) + 1);
+    this.unacked.add(shard);
   }
 
   deliverySettled(shard: number): void {
-    const left = (this.unacked.get(shard) ?? 1) - 1;
-    if (left > 0) this.unacked.set(shard, left);
-    else this.unacked.delete(shard);
-  }
-
-  private hold(address: string): void {
-    this.outstanding.set(address, (this.outstanding.get(address) ?? 0) + 1);
-  }
-
-  private release(address: string): void {
-    const left = (this.outstanding.get(address) ?? 1) - 1;
-    if (left > 0) this.outstanding.set(address, left);
-    else this.outstanding.delete(address);
+    this.unacked.remove(shard);
   }
 }

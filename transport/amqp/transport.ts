@@ -6,6 +6,7 @@ import { TroupeError, asTroupeError, fromWire } from '../../ops/errors.js';
 import type { AskOptions, DeliveryHandler, EventHandler, Transport, Unsubscribe } from '../port.js';
 import { shardOf } from '../shards.js';
 import { KeyedSerial } from '../keyed-serial.js';
+import { Tally } from '../tally.js';
 import { assertPattern, assertTopic, matchesTopic } from '../topic-pattern.js';
 import { DEFAULT_TELL_TTL_MS, EVENT_TTL_MS, assertTimeout } from '../deadlines.js';
 import {
@@ -111,13 +112,10 @@ interface PendingAsk {
   readonly shard: number;
   /** The encoded ask, kept to send it again through the queue if the inbox it went to goes away. */
   readonly body: Buffer;
-  /** QUEUE_ROUTE, or the holder's inbox it was sent to, and that holder's node id. */
+  /** QUEUE_ROUTE, or the holder's inbox it was sent to. */
   route: string;
-  routeNode: string | undefined;
   /** For an ask through the queue: the tells to its shard sent before it (OwnerRoutes.tellMark). */
   tellMark: number | undefined;
-  /** True when the shortcut gate counts this ask as outstanding until it settles. */
-  readonly gated: boolean;
 }
 
 type State = 'idle' | 'running' | 'draining' | 'closed';
@@ -161,7 +159,7 @@ export class AmqpTransport implements Transport {
   /** Shards we know we hold → when we last had proof (a delivery or the broker's consumer list), epoch ms. */
   private readonly activeShards = new Map<number, number>();
   /** Deliveries of a shard handed to the handler and not yet settled; a handover waits for zero. */
-  private readonly inFlight = new Map<number, number>();
+  private readonly inFlight = new Tally<number>();
   private readonly drainWaiters = new Map<number, Array<() => void>>();
   /** Shards being handed over → deliveries that arrived meanwhile, held unacked and returned after the cancel. */
   private readonly handingOver = new Map<number, ConsumeMessage[]>();
@@ -188,7 +186,7 @@ export class AmqpTransport implements Transport {
   /** Routed asks forwarded and not yet back from their queue: later routed asks to their addresses follow them. */
   private readonly forwarded = new ForwardedAsks();
   /** Shard → routed asks running here. */
-  private readonly routedInFlight = new Map<number, number>();
+  private readonly routedInFlight = new Tally<number>();
   /** Wanted event patterns → this node's handlers. The broker binding follows this map (`syncBinding`). */
   private readonly subscriptions = new Map<string, Set<EventHandler>>();
   private readonly bound = new Set<string>();
@@ -357,17 +355,12 @@ export class AmqpTransport implements Transport {
   }
 
   private settledOne(shard: number): void {
-    const left = (this.inFlight.get(shard) ?? 1) - 1;
-    if (left > 0) {
-      this.inFlight.set(shard, left);
-      return;
-    }
-    this.inFlight.delete(shard);
+    if (this.inFlight.remove(shard) > 0) return;
     for (const wake of this.drainWaiters.get(shard)?.splice(0) ?? []) wake();
   }
 
   private drained(shard: number): Promise<void> {
-    if (!this.inFlight.get(shard)) return Promise.resolve();
+    if (!this.inFlight.has(shard)) return Promise.resolve();
     return new Promise((resolve) => {
       const waiters = this.drainWaiters.get(shard) ?? [];
       waiters.push(resolve);
@@ -463,14 +456,11 @@ export class AmqpTransport implements Transport {
         () => this.settleAsk(envelope.id, { error: new TroupeError('TRANSPORT_TIMEOUT', undefined, { address, timeoutMs: options.timeoutMs }) }),
         timeoutMs,
       );
-      const gated = this.gate.askSent(shard, address);
       const route = this.ownerRouting ? this.routes.route(shard, address, this.activeShards.has(shard)) : QUEUE_ROUTE;
       const direct = route !== QUEUE_ROUTE;
       this.routes.sent(address, route);
       this.pending.set(envelope.id, {
-        resolve: resolve as (value: unknown) => void, reject, timer, startedAt: performance.now(), address, shard, body, gated, route,
-        // The inbox's own node: a pinned address may still be going to a holder the shard has since left.
-        routeNode: direct ? this.routes.nodeOf(route) : undefined,
+        resolve: resolve as (value: unknown) => void, reject, timer, startedAt: performance.now(), address, shard, body, route,
         tellMark: direct ? undefined : this.routes.tellMark(shard),
       });
       if (direct) this.inboxOutbox.add(route, { id: envelope.id, body });
@@ -539,7 +529,6 @@ export class AmqpTransport implements Transport {
       if (ask.route === QUEUE_ROUTE || !matches(ask)) continue;
       this.routes.rerouted(ask.address, ask.route);
       ask.route = QUEUE_ROUTE;
-      ask.routeNode = undefined;
       // No tell mark: the copy on the inbox may still answer first, which would prove nothing about the queue.
       ask.tellMark = undefined;
       this.outbox.add(ask.shard, { id, body: ask.body });
@@ -558,8 +547,8 @@ export class AmqpTransport implements Transport {
    * heartbeat names a new inbox.
    */
   inboxGone(inbox: string): void {
-    this.routes.forget((holder) => holder.inbox === inbox);
-    this.rerouteAsks((ask) => ask.route === inbox);
+    const gone = this.routes.forget((holder) => holder.inbox === inbox).add(inbox);
+    this.rerouteAsks((ask) => gone.has(ask.route));
   }
 
   /** This connection's inbox, advertised in the cluster's presence heartbeats; undefined while disconnected or off. */
@@ -575,8 +564,9 @@ export class AmqpTransport implements Transport {
    * deleted, and after that asks to its inbox come back as unroutable.
    */
   holderGone(nodeId: string): void {
-    this.routes.forget((holder) => holder.nodeId === nodeId);
-    this.rerouteAsks((ask) => ask.routeNode === nodeId);
+    // Every inbox of the node, including one an address is still pinned to after its shard moved on.
+    const gone = this.routes.forget((holder) => holder.nodeId === nodeId);
+    this.rerouteAsks((ask) => gone.has(ask.route));
   }
 
   async tell(address: string, message: unknown): Promise<void> {
@@ -632,7 +622,8 @@ export class AmqpTransport implements Transport {
 
   /** True when an ask may run here without the broker (transport/amqp/shortcut.ts states the rule). */
   private mayShortcut(shard: number, address: string): boolean {
-    // An ask to this address still out on another node's inbox (sent before we held the shard) must not be overtaken.
+    // Rule 2 for asks: none to this address outstanding through the broker, on the queue or on another node's inbox
+    // (one sent there before we held the shard must not be overtaken). The gate keeps the rest of the rule.
     return this.shortcut && this.holdsForLocalRun(shard) && this.gate.canShortcut(shard, address) && !this.routes.hasOutstanding(address);
   }
 
@@ -652,7 +643,7 @@ export class AmqpTransport implements Transport {
   private askInProcess<R>(shard: number, body: Buffer, timeoutMs: number): Promise<R> {
     const envelope = decodeEnvelope(body);
     const startedAt = performance.now();
-    this.inFlight.set(shard, (this.inFlight.get(shard) ?? 0) + 1);
+    this.inFlight.add(shard);
     return new Promise<R>((resolve, reject) => {
       let settled = false;
       const finish = (outcome: { value: unknown } | { error: TroupeError }) => {
@@ -863,7 +854,6 @@ export class AmqpTransport implements Transport {
     if (!pending) return;
     this.pending.delete(id);
     clearTimeout(pending.timer);
-    if (pending.gated) this.gate.askSettled(pending.address);
     this.routes.settled(pending.address);
     if (this.metrics) {
       this.metrics.countAsk('error' in outcome ? outcome.error.code : 'ok');
@@ -997,7 +987,7 @@ export class AmqpTransport implements Transport {
     if (envelope.type === 'tell' && envelope.from === this.options.nodeId) this.gate.tellDone(envelope.id);
     // Likewise an ask we forwarded: routed asks to its address may run here again once it is in its turn.
     if (envelope.type === 'ask') this.forwarded.done(envelope.id);
-    this.inFlight.set(shard, (this.inFlight.get(shard) ?? 0) + 1);
+    this.inFlight.add(shard);
     this.gate.deliveryTaken(shard);
     void this.mailboxes.run(envelope.to, () => this.handleDelivery(channel, msg, envelope)).finally(() => {
       this.gate.deliverySettled(shard);
@@ -1055,7 +1045,7 @@ export class AmqpTransport implements Transport {
       if (--outstanding === 0) settle(channel, msg, requeue ? 'requeue' : 'ack');
     };
     for (const envelope of asks) {
-      this.inFlight.set(shard, (this.inFlight.get(shard) ?? 0) + 1);
+      this.inFlight.add(shard);
       this.gate.deliveryTaken(shard);
       void this.mailboxes.run(envelope.to, () => this.handleBatchedAsk(channel, shard, msg, envelope)).then(oneDone, () => oneDone(false)).finally(() => {
         this.gate.deliverySettled(shard);
@@ -1092,8 +1082,8 @@ export class AmqpTransport implements Transport {
         this.forward(session, shard, msg, envelope);
         continue;
       }
-      this.inFlight.set(shard, (this.inFlight.get(shard) ?? 0) + 1);
-      this.routedInFlight.set(shard, (this.routedInFlight.get(shard) ?? 0) + 1);
+      this.inFlight.add(shard);
+      this.routedInFlight.add(shard);
       void this.mailboxes
         .run(envelope.to, async () => {
           const outcome = await this.runDelivery(session.consumer, msg, envelope);
@@ -1102,9 +1092,7 @@ export class AmqpTransport implements Transport {
           this.forward(session, shard, msg, envelope);
         })
         .finally(() => {
-          const left = (this.routedInFlight.get(shard) ?? 1) - 1;
-          if (left > 0) this.routedInFlight.set(shard, left);
-          else this.routedInFlight.delete(shard);
+          this.routedInFlight.remove(shard);
           this.settledOne(shard);
         });
     }
@@ -1118,7 +1106,7 @@ export class AmqpTransport implements Transport {
   private mayServeRouted(shard: number, address: string): boolean {
     return (
       this.holdsForLocalRun(shard) && this.gate.sealed(shard) && this.gate.hasCredit(shard) &&
-      (this.routedInFlight.get(shard) ?? 0) < this.prefetch * ROUTED_PER_PREFETCH && !this.forwarded.waitingFor(address)
+      this.routedInFlight.get(shard) < this.prefetch * ROUTED_PER_PREFETCH && !this.forwarded.waitingFor(address)
     );
   }
 

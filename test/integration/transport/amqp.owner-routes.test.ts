@@ -323,43 +323,30 @@ interface Answer {
     expect(await counter(a.registry, REROUTED)).to.equal(1);
   });
 
-  it('sends asks waiting on a holder that died again through the queue', async () => {
-    const { a, b } = await askerAndHolder();
-    const shard = 3;
-    await learnHolder(a, shard);
-    const address = on(shard, 'left');
+  // How a holder's loss reaches an asker: presence expiry (it died), or a heartbeat naming a new inbox (it reconnected).
+  for (const { what, gone } of [
+    { what: 'a holder that died', gone: (a: Node, b: Node | string) => a.transport.holderGone(typeof b === 'string' ? b : b.id) },
+    { what: 'an inbox its node replaced (a reconnect)', gone: (a: Node, b: Node | string) => a.transport.inboxGone(typeof b === 'string' ? `${prefix}.inbox.${b}.00000000` : b.transport.inbox!) },
+  ]) {
+    it(`sends asks waiting on ${what} again through the queue`, async () => {
+      const { a, b } = await askerAndHolder();
+      const shard = 3;
+      await learnHolder(a, shard);
+      const address = on(shard, 'lost');
+      const asked = a.transport.ask<Answer>(address, { n: 1, hold: true }, ASK);
+      await eventually(() => holding.has(address), 'the routed ask in its handler', 5_000);
 
-    const asked = a.transport.ask<Answer>(address, { n: 1, hold: true }, ASK);
-    await eventually(() => holding.has(address), 'the routed ask in its handler', 5_000);
-    a.transport.holderGone('some-other-node');
-    expect(await counter(a.registry, REROUTED), 'another node died, not b').to.equal(0);
-
-    a.transport.holderGone(b.id);
-    expect(await counter(a.registry, REROUTED)).to.equal(1);
-    openGate();
-    expect(await asked).to.deep.equal({ node: 'b', address, n: 1 });
-    // The copy sent through the queue ran as well (handlers are idempotent): the ask really was sent again.
-    await eventually(() => attempts.get(address) === 2, 'the re-sent copy handled', 5_000);
-    expect(await counter(a.registry, REROUTED)).to.equal(1);
-  });
-
-  it("sends asks waiting on an inbox its node replaced (a reconnect) again through the queue", async () => {
-    const { a, b } = await askerAndHolder();
-    const shard = 3;
-    await learnHolder(a, shard);
-    const address = on(shard, 'replaced');
-    const asked = a.transport.ask<Answer>(address, { n: 1, hold: true }, ASK);
-    await eventually(() => holding.has(address), 'the routed ask in its handler', 5_000);
-
-    a.transport.inboxGone(`${prefix}.inbox.${b.id}.00000000`);
-    expect(await counter(a.registry, REROUTED), 'another inbox').to.equal(0);
-    expect(b.transport.inbox).to.be.a('string');
-    a.transport.inboxGone(b.transport.inbox!);
-    expect(await counter(a.registry, REROUTED)).to.equal(1);
-    openGate();
-    expect(await asked).to.deep.equal({ node: 'b', address, n: 1 });
-    await eventually(() => attempts.get(address) === 2, 'the re-sent copy handled', 5_000);
-  });
+      gone(a, 'some-other-node');
+      expect(await counter(a.registry, REROUTED), 'another node or inbox').to.equal(0);
+      gone(a, b);
+      expect(await counter(a.registry, REROUTED)).to.equal(1);
+      openGate();
+      expect(await asked).to.deep.equal({ node: 'b', address, n: 1 });
+      // The copy sent through the queue ran as well (handlers are idempotent): the ask really was sent again.
+      await eventually(() => attempts.get(address) === 2, 'the re-sent copy handled', 5_000);
+      expect(await counter(a.registry, REROUTED)).to.equal(1);
+    });
+  }
 
   it('re-sends an ask pinned to a former holder when that holder dies, though the shard has a new holder', async () => {
     const shard = 1;
