@@ -131,23 +131,21 @@ export async function createOrg(req: HttpRequest<CreateOrgBody>, deps: Deps): Pr
     const project = await insertProject(trx, { id: randomUUID(), orgId: org.id, name: 'default', slug: 'default' });
     return { org, user, userCreated, project };
   });
-  const { org, user, project } = created;
+  const { org, user, userCreated, project } = created;
   // Credentials are issued by the org actor, after the org exists (its read models reference the org row). If that
   // fails (the broker or the database is out), nothing has been handed out yet: the org is taken back, so the admin
   // can send the same request again instead of finding its slug taken by an org without credentials.
-  let apiKey: Awaited<ReturnType<typeof issueApiKey>>;
-  let registration: Awaited<ReturnType<typeof issueRegistrationToken>>;
-  let token: Awaited<ReturnType<typeof userToken>>;
-  try {
-    apiKey = await issueApiKey(deps, org.id, { name: 'provisioning', scopes: PROVISIONING_KEY_SCOPES, requesterId: null, createdBy: user.id });
-    registration = await issueRegistrationToken(deps, org.id, 'default', []);
-    token = await userToken(deps, user.id, org.id);
-  } catch (err) {
-    await deleteProvisionedOrg(deps.db, org.id, created.userCreated ? user.id : undefined).catch((undoErr: unknown) =>
+  const issueAll = async () => ({
+    apiKey: await issueApiKey(deps, org.id, { name: 'provisioning', scopes: PROVISIONING_KEY_SCOPES, requesterId: null, createdBy: user.id }),
+    registration: await issueRegistrationToken(deps, org.id, 'default', []),
+    token: await userToken(deps, user.id, org.id),
+  });
+  const { apiKey, registration, token } = await issueAll().catch(async (err: unknown) => {
+    await deleteProvisionedOrg(deps.db, org.id, userCreated ? user.id : undefined).catch((undoErr: unknown) =>
       deps.log.error({ err: undoErr, orgId: org.id }, 'could not take back a half-provisioned org; delete it by hand'),
     );
     throw err;
-  }
+  });
   return {
     status: 201,
     body: {
