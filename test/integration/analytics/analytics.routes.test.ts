@@ -213,15 +213,19 @@ for (const { set, skip } of engineSets) describe(`analytics routes (${set} engin
     });
 
     it('publishes a cell built from exactly the floor of orgs, withholds one below it, and never changes a published cell', async () => {
-      const lastWeek = weekStart(Date.now()) - 7 * DAY + DAY;
+      // Cells are platform-wide, so this test needs a complete week no other test writes to: the router suite seeds
+      // outcomes a few days back, which is last week on some weekdays. Six weeks back is inside the 12 published.
+      const checkedWeek = weekStart(Date.now()) - 6 * 7 * DAY + DAY;
+      expect(await db()('session_outcomes').where('created_at', '>=', new Date(checkedWeek - DAY)).where('created_at', '<', new Date(checkedWeek + 6 * DAY)).count('* as n').first())
+        .to.deep.equal({ n: 0 }, 'another test wrote outcomes into the week this one checks');
       const orgs = Array.from({ length: FLOOR }, () => randomUUID());
-      const atFloor = orgs.map((o, i) => outcome(o, lastWeek + i * 1000, 'completed', 1 + i, 1000 * (i + 1)));
-      const belowFloor = orgs.slice(0, FLOOR - 1).map((o, i) => outcome(o, lastWeek + i, 'failed', 9, 5));
-      await db()('session_outcomes').insert([...atFloor, ...belowFloor, outcome(orgs[0]!, lastWeek + 5000, 'completed', 4, null)]);
+      const atFloor = orgs.map((o, i) => outcome(o, checkedWeek + i * 1000, 'completed', 1 + i, 1000 * (i + 1)));
+      const belowFloor = orgs.slice(0, FLOOR - 1).map((o, i) => outcome(o, checkedWeek + i, 'failed', 9, 5));
+      await db()('session_outcomes').insert([...atFloor, ...belowFloor, outcome(orgs[0]!, checkedWeek + 5000, 'completed', 4, null)]);
 
       const first = await t.call('GET', '/api/platform/aggregates', { token: globex.apiKey });
       expect(first.status, first.text).to.equal(200);
-      const week = new Date(weekStart(lastWeek)).toISOString().slice(0, 10);
+      const week = new Date(weekStart(checkedWeek)).toISOString().slice(0, 10);
       const completed = first.json.rows.find((r: { weekStart: string; outcome: string }) => r.weekStart === week && r.outcome === 'completed');
       const costs = [...atFloor.map((o) => o.cost_usd), 4];
       expect(completed).to.deep.equal({
