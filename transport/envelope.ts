@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { Ajv, type ValidateFunction } from 'ajv';
 import { TroupeError, type WireError } from '../ops/errors.js';
 
@@ -152,10 +152,23 @@ export interface NewEnvelope {
   correlationId?: string;
 }
 
+/**
+ * Message ids only need to be unique among the messages of every node, and are never shown outside the transport.
+ * A random prefix per process (72 bits, so two processes share one with negligible odds) and a counter give that
+ * for a tenth of a UUID's garbage: `randomUUID` builds its string from twenty pieces on every call, and every ask,
+ * reply and batch takes one (G4 allocation profile, decision 0019).
+ */
+const ID_PREFIX = randomBytes(9).toString('base64url');
+let idCounter = 0;
+
+export function newMessageId(): string {
+  return ID_PREFIX + (idCounter++).toString(36);
+}
+
 export function createEnvelope(fields: NewEnvelope): Envelope {
   // JSON has no `undefined`: a message of `undefined` arrives as `null`.
   const payload = fields.payload === undefined ? null : fields.payload;
-  const id = randomUUID();
+  const id = newMessageId();
   // Two literals rather than a spread: a spread copy cost a second, slower object on every reply (G4 profile).
   return fields.correlationId === undefined
     ? { v: ENVELOPE_VERSION, id, type: fields.type, to: fields.to, from: fields.from, deadline: fields.deadline, payload }

@@ -1,3 +1,5 @@
+import { ChurnMap, ChurnSet } from './churn-map.js';
+
 /**
  * Runs tasks one at a time per key and concurrently across keys. The transports deliver through it so that messages
  * to one actor address are handled in the order they arrived (an actor's mailbox order), while different actors on
@@ -5,8 +7,8 @@
  * actors must not ask themselves.
  */
 export class KeyedSerial {
-  private readonly tails = new Map<string, Promise<unknown>>();
-  private readonly running = new Set<Promise<unknown>>();
+  private readonly tails = new ChurnMap<string, Promise<unknown>>();
+  private readonly running = new ChurnSet<Promise<unknown>>();
 
   run<T>(key: string, task: () => Promise<T>): Promise<T> {
     const previous = this.tails.get(key) ?? Promise.resolve();

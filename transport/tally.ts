@@ -1,6 +1,8 @@
+import { ChurnMap } from './churn-map.js';
+
 /** Counts per key; a key is present only while its count is above zero. */
 export class Tally<K> {
-  private readonly counts = new Map<K, number>();
+  private readonly counts = new ChurnMap<K, number>();
 
   add(key: K): void {
     this.counts.set(key, (this.counts.get(key) ?? 0) + 1);

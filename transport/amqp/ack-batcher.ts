@@ -1,4 +1,5 @@
 import type { Channel, ConsumeMessage, Message } from 'amqplib';
+import { ChurnSet } from '../churn-map.js';
 
 export type Settlement = 'ack' | 'requeue' | 'dead-letter';
 
@@ -19,9 +20,9 @@ export class AckBatcher {
   private readonly outstanding: number[] = [];
   private head = 0;
   /** Acked here, not yet sent to the broker. */
-  private readonly toAck = new Set<number>();
+  private readonly toAck = new ChurnSet<number>();
   /** Settled on the broker already (nacked, or acked one by one); skipped when the prefix advances. */
-  private readonly sent = new Set<number>();
+  private readonly sent = new ChurnSet<number>();
   private scheduled = false;
 
   /** `beforeFlush` sends whatever must reach the broker before these acks (the replies of the acked asks). */

@@ -55,7 +55,7 @@ export interface Outgoing {
  * nothing waits for a timer).
  */
 export class TurnOutbox<K> {
-  private readonly byKey = new Map<K, Outgoing[]>();
+  private byKey = new Map<K, Outgoing[]>();
   private scheduled = false;
 
   constructor(private readonly send: (key: K, messages: readonly Outgoing[]) => void) {}
@@ -73,9 +73,10 @@ export class TurnOutbox<K> {
   flush(): void {
     this.scheduled = false;
     if (this.byKey.size === 0) return;
-    const keys = [...this.byKey];
-    this.byKey.clear();
-    for (const [key, messages] of keys) this.sendInChunks(key, messages);
+    // A fresh Map per turn, not `clear` (churn-map.ts).
+    const batches = this.byKey;
+    this.byKey = new Map();
+    for (const [key, messages] of batches) this.sendInChunks(key, messages);
   }
 
   /** Sends one key's waiting messages now (a tell must not overtake asks made before it in the same turn). */

@@ -1,3 +1,5 @@
+import { ChurnMap } from '../churn-map.js';
+
 /**
  * Where may an ask to a shard held by another node go straight to that node's inbox instead of through the shard's
  * quorum queue (ops/decisions/0019-owner-routed-asks.md)? Pure bookkeeping; the AMQP transport feeds it.
@@ -38,7 +40,7 @@ export class OwnerRoutes {
   /** Shard → tells of ours known to have reached the holder (a later queue ask was answered). */
   private readonly tellsReached = new Map<number, number>();
   /** Address → the route of its outstanding asks, and how many there are. */
-  private readonly pins = new Map<string, { route: string; count: number }>();
+  private readonly pins = new ChurnMap<string, { route: string; count: number }>();
   /** Address → callers waiting until none of its asks is outstanding on an inbox. */
   private readonly offInboxWaiters = new Map<string, Array<() => void>>();
 

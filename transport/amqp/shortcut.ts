@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Tally } from '../tally.js';
+import { ChurnMap } from '../churn-map.js';
 
 /** A seal whose marker has not come back within this long is sent again (the marker died with a channel). */
 const RESEAL_AFTER_MS = 5_000;
@@ -34,7 +35,7 @@ export class ShortcutGate {
   /** Address → tells this node sent through the broker to it while its shard had a seal, not yet delivered back. */
   private readonly outstanding = new Tally<string>();
   /** Tells sent through the broker while their shard had a seal: id → where, until they are delivered back. */
-  private readonly tells = new Map<string, { readonly address: string; readonly shard: number }>();
+  private readonly tells = new ChurnMap<string, { readonly address: string; readonly shard: number }>();
   /** Shard → broker deliveries handed to the handler and not yet settled (the consumer's used credit). */
   private readonly unacked = new Tally<number>();
 

@@ -1,4 +1,4 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import amqp, { type Channel, type ChannelModel, type ConfirmChannel, type ConsumeMessage, type Message, type RecoveringChannelModel } from 'amqplib';
 import type { Registry } from 'prom-client';
 import type { Logger } from '../../ops/logger.js';
@@ -10,7 +10,7 @@ import { Tally } from '../tally.js';
 import { assertPattern, assertTopic, matchesTopic } from '../topic-pattern.js';
 import { DEFAULT_TELL_TTL_MS, EVENT_TTL_MS, assertTimeout } from '../deadlines.js';
 import {
-  EnvelopeVersionError, MalformedEnvelopeError, assertAddress, createEnvelope, decodeEnvelope, encodeEnvelope, errorReply,
+  EnvelopeVersionError, MalformedEnvelopeError, assertAddress, createEnvelope, decodeEnvelope, encodeEnvelope, errorReply, newMessageId,
   okReply, readReply, type Envelope, type Reply,
 } from '../envelope.js';
 import { declareTopology, shardTopology, topologyNames, type Topology, type TopologyNames } from './topology.js';
@@ -21,6 +21,7 @@ import { AckBatcher, type Settlement } from './ack-batcher.js';
 import { ASK_BATCH_TYPE, REPLY_BATCH_TYPE, TurnOutbox, decodeBatch, encodeBatch, type Outgoing } from './ask-batch.js';
 import { OwnerRoutes, QUEUE_ROUTE, type Replier } from './owner-routes.js';
 import { ForwardedAsks } from './forwarded-asks.js';
+import { ChurnMap } from '../churn-map.js';
 
 /** RabbitMQ's pseudo-queue for direct reply-to: replies skip queues entirely and go to the asking channel. */
 const DIRECT_REPLY_TO = 'amq.rabbitmq.reply-to';
@@ -173,7 +174,7 @@ export class AmqpTransport implements Transport {
   private readonly mailboxes = new KeyedSerial();
   private readonly gate: ShortcutGate;
   private readonly shortcut: boolean;
-  private readonly pending = new Map<string, PendingAsk>();
+  private readonly pending = new ChurnMap<string, PendingAsk>();
   private readonly outbox = new TurnOutbox<number>((shard, asks) => this.sendAsks(shard, asks));
   private readonly ownerRouting: boolean;
   private readonly routes: OwnerRoutes;
@@ -501,7 +502,7 @@ export class AmqpTransport implements Transport {
     }
     const single = live.length === 1 ? live[0]! : undefined;
     const body = single ? single.body : encodeBatch(live.map((a) => a.body));
-    const id = single ? single.id : randomUUID();
+    const id = single ? single.id : newMessageId();
     try {
       session.publisher.publish(
         exchange,
