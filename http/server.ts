@@ -11,6 +11,7 @@ import { defaultSseOptions, parseLastEventId, UwsSseStream, type SseOptions } fr
 import type { BodyKind, HttpRequest, Reply, Route } from './types.js';
 import { loadUws, type TemplatedApp, type UwsRequest, type UwsResponse, type us_listen_socket } from './uws.js';
 import { compileRouteValidators, validateBody, validateQuery, type RouteValidators } from './validation.js';
+import { ChurnSet } from '../ops/churn-map.js';
 
 export interface HttpServerOptions<D extends AuthDeps> {
   readonly routes: readonly Route<D>[];
@@ -55,8 +56,8 @@ export async function startHttpServer<D extends AuthDeps>(options: HttpServerOpt
   const metrics = httpMetrics(options.metrics);
   const sseOptions: SseOptions = { ...defaultSseOptions, ...options.sse };
   const compiled = options.routes.map(compileRoute);
-  const inFlight = new Set<Exchange>();
-  const streams = new Set<UwsSseStream>();
+  const inFlight = new ChurnSet<Exchange>();
+  const streams = new ChurnSet<UwsSseStream>();
   const idleWaiters: Array<() => void> = [];
   let draining = false;
 

@@ -1,3 +1,5 @@
+import { ChurnMap } from '../../ops/churn-map.js';
+
 /**
  * Routed asks a holder passed on to their shard queue and has not yet seen come back from it (owner-routes.ts). A
  * later routed ask to the same address must follow them through the queue: run at once, it would overtake them.
@@ -7,9 +9,9 @@
  * shard drops the marks of its asks.
  */
 export class ForwardedAsks {
-  private readonly byId = new Map<string, { readonly address: string; readonly shard: number }>();
+  private readonly byId = new ChurnMap<string, { readonly address: string; readonly shard: number }>();
   /** Address → ids of its forwarded asks, and the latest of their deadlines (epoch ms). */
-  private readonly perAddress = new Map<string, { readonly ids: Set<string>; until: number }>();
+  private readonly perAddress = new ChurnMap<string, { readonly ids: Set<string>; until: number }>();
 
   add(id: string, address: string, shard: number, deadline: number): void {
     if (this.byId.has(id)) return;

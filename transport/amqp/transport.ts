@@ -21,7 +21,7 @@ import { AckBatcher, type Settlement } from './ack-batcher.js';
 import { ASK_BATCH_TYPE, REPLY_BATCH_TYPE, TurnOutbox, decodeBatch, encodeBatch, type Outgoing } from './ask-batch.js';
 import { OwnerRoutes, QUEUE_ROUTE, type Replier } from './owner-routes.js';
 import { ForwardedAsks } from './forwarded-asks.js';
-import { ChurnMap } from '../churn-map.js';
+import { ChurnMap, ChurnSet } from '../../ops/churn-map.js';
 
 /** RabbitMQ's pseudo-queue for direct reply-to: replies skip queues entirely and go to the asking channel. */
 const DIRECT_REPLY_TO = 'amq.rabbitmq.reply-to';
@@ -181,9 +181,9 @@ export class AmqpTransport implements Transport {
   /** One turn's owner-routed asks per holder inbox. */
   private readonly inboxOutbox = new TurnOutbox<string>((inbox, asks) => this.sendToInbox(inbox, asks));
   /** Address → resolves once a tell to it, waiting for earlier routed asks, has been published (`tell`). */
-  private readonly tellTurns = new Map<string, Promise<void>>();
+  private readonly tellTurns = new ChurnMap<string, Promise<void>>();
   /** Routed asks being forwarded to their shard queue; shutdown waits for them. */
-  private readonly forwarding = new Set<Promise<void>>();
+  private readonly forwarding = new ChurnSet<Promise<void>>();
   /** Routed asks forwarded and not yet back from their queue: later routed asks to their addresses follow them. */
   private readonly forwarded = new ForwardedAsks();
   /** Shard → routed asks running here. */
