@@ -10,15 +10,19 @@
  * took 5 ms instead of 1, and the Map stays that way for good (decision 0019, "Garbage kept alive by hash tables").
  * A fresh Map starts with a young table, so moving the live entries into one from time to time ends it.
  *
- * Renewal happens once per RENEW_EVERY insertions of new keys, or twice the live size if larger, so its cost per
- * insertion stays constant when a backlog builds up. It happens only in `set`/`add`: an iteration whose body deletes
- * entries sees every change; one whose body adds keys, or clears, may go on walking the table it started on.
+ * Renewal happens once per `renewEvery` (1,024) insertions of new keys, or twice the live size if larger, so its
+ * cost per insertion stays constant when a backlog builds up. It happens only in `set`/`add`: an iteration whose
+ * body deletes entries sees every change; one whose body adds keys, or clears, may go on walking the table it
+ * started on.
  */
 const RENEW_EVERY = 1024;
 
 export class ChurnMap<K, V> implements Iterable<[K, V]> {
   private map = new Map<K, V>();
   private inserted = 0;
+
+  /** `renewEvery` other than the default is for tests, which need renewals within a few operations. */
+  constructor(private readonly renewEvery = RENEW_EVERY) {}
 
   get size(): number {
     return this.map.size;
@@ -33,11 +37,13 @@ export class ChurnMap<K, V> implements Iterable<[K, V]> {
   }
 
   set(key: K, value: V): this {
-    if (!this.map.has(key) && ++this.inserted >= Math.max(RENEW_EVERY, 2 * this.map.size)) {
+    // The size tells a new key from an overwritten one without a second lookup.
+    const before = this.map.size;
+    this.map.set(key, value);
+    if (this.map.size > before && ++this.inserted >= Math.max(this.renewEvery, 2 * this.map.size)) {
       this.inserted = 0;
       this.map = new Map(this.map);
     }
-    this.map.set(key, value);
     return this;
   }
 
@@ -65,7 +71,11 @@ export class ChurnMap<K, V> implements Iterable<[K, V]> {
 }
 
 export class ChurnSet<K> implements Iterable<K> {
-  private readonly entries = new ChurnMap<K, true>();
+  private readonly entries: ChurnMap<K, true>;
+
+  constructor(renewEvery = RENEW_EVERY) {
+    this.entries = new ChurnMap(renewEvery);
+  }
 
   get size(): number {
     return this.entries.size;
