@@ -46,6 +46,8 @@ export interface AuthorizerOptions {
   readonly transport?: Transport;
   readonly clock?: Clock;
   readonly log?: Logger;
+  /** Distinct per-org policy sets kept pre-parsed at once (tests use a few to reach slot reuse). @default 256 */
+  readonly policySetSlots?: number;
   /** How long a project-role lookup is reused. @default 30000 */
   readonly projectRoleTtlMs?: number;
   /**
@@ -72,7 +74,10 @@ export function createAuthorizer(options: AuthorizerOptions): CedarAuthorizer {
 }
 
 interface PolicyVerdict {
+  /** Where the set is pre-parsed inside the WASM module: a slot, reused once all are taken. */
   readonly setId: string;
+  /** What the set is: its text's SHA-256. Decisions are memoised under this, never under the reused slot. */
+  readonly digest: string;
   readonly errors: readonly string[];
   /** True when no policy names an entity by id, so a decision depends on attributes only and can be memoised. */
   readonly idFree: boolean;
@@ -81,7 +86,8 @@ interface PolicyVerdict {
 /**
  * A Cedar evaluation through the WASM boundary costs tens to hundreds of µs, mostly entity conversion. When no
  * policy names an entity by id (the defaults never do), the decision is a pure function of the request's types
- * and attributes, so it is memoised under exactly those; a policy set change uses a new set id and so new keys.
+ * and attributes, so it is memoised under exactly those and the digest of the policy set's text. Never under the set's
+ * slot: a slot is reused for another set once all are taken, and an org's earlier set must not answer for its current one.
  */
 const DECISION_MEMO_ENTRIES = 10_000;
 const entityLiteral = /(?<!Action)::"/;
@@ -92,6 +98,7 @@ class PolicyAuthorizer implements CedarAuthorizer {
   private readonly extraSets = new Map<string, PolicyVerdict>();
   private readonly decisions = new Map<string, AuthorizationResult>();
   private nextSlot = 0;
+  private readonly slots: number;
   private readonly roles: RevocableMemo<ProjectRole | null>;
   private readonly clock: Clock;
   private readonly log: Logger;
@@ -102,6 +109,7 @@ class PolicyAuthorizer implements CedarAuthorizer {
     this.clock = options.clock ?? systemClock;
     this.log = options.log ?? silentLogger();
     this.projectRoleTtlMs = options.projectRoleTtlMs ?? 30_000;
+    this.slots = options.policySetSlots ?? EXTRA_SET_SLOTS;
     this.roles = new RevocableMemo(10_000, 10_000);
     const boot = loadDefaultPolicySet();
     this.defaultPolicies = boot.policies;
@@ -133,12 +141,17 @@ class PolicyAuthorizer implements CedarAuthorizer {
     const resourceAttrs = resourceAttributes(resource);
     if (typeof resourceAttrs === 'string') return deny(resourceAttrs);
 
-    const policySet = await this.policySetFor(resource.orgId, resource.projectId);
+    const [extra, principalEntity] = await Promise.all([
+      this.extraPolicyText(resource.orgId, resource.projectId),
+      this.principalEntity(principal, resource),
+    ]);
+    if (extra === undefined) return deny('org policies could not be loaded');
+    // Nothing below awaits: the slot resolved here is the one evaluated, whatever other checks do to the slots.
+    const policySet = this.policySetOf(extra);
     if (policySet.errors.length > 0) return deny(...policySet.errors);
 
-    const principalEntity = await this.principalEntity(principal, resource);
     const memoKey = policySet.idFree
-      ? JSON.stringify([policySet.setId, principalEntity.uid.type, principalEntity.attrs, action, resource.type, resourceAttrs])
+      ? JSON.stringify([policySet.digest, principalEntity.uid.type, principalEntity.attrs, action, resource.type, resourceAttrs])
       : undefined;
     const memoised = memoKey === undefined ? undefined : this.decisions.get(memoKey);
     if (memoised) return memoised;
@@ -219,40 +232,43 @@ class PolicyAuthorizer implements CedarAuthorizer {
     return role;
   }
 
-  private async policySetFor(orgId: string, projectId: string | undefined): Promise<PolicyVerdict> {
-    if (!this.options.extraPolicies) return defaultVerdict;
-    let extra: string;
+  /** The org's stored policy text, '' for none; undefined when it could not be loaded (the caller denies). */
+  private async extraPolicyText(orgId: string, projectId: string | undefined): Promise<string | undefined> {
+    if (!this.options.extraPolicies) return '';
     try {
-      extra = await this.options.extraPolicies(orgId, projectId);
+      return await this.options.extraPolicies(orgId, projectId);
     } catch (err) {
       this.log.error({ err, orgId }, 'could not load org policies; denying');
-      return { ...defaultVerdict, errors: ['org policies could not be loaded'] };
+      return undefined;
     }
+  }
+
+  private policySetOf(extra: string): PolicyVerdict {
     if (extra.trim() === '') return defaultVerdict;
     const digest = createHash('sha256').update(extra).digest('hex');
     const cached = this.extraSets.get(digest);
     if (cached) return cached;
-    const verdict = this.preparseExtra(extra);
+    const verdict = this.preparseExtra(extra, digest);
     this.extraSets.set(digest, verdict);
     return verdict;
   }
 
   /** Joins an org's policies to the defaults under ids prefixed `org.`, so they can never replace a default. */
-  private preparseExtra(extra: string): PolicyVerdict {
+  private preparseExtra(extra: string, digest: string): PolicyVerdict {
     const parts = splitPolicies(extra, 'org.');
-    if (typeof parts === 'string') return { ...defaultVerdict, errors: [`org policies do not parse: ${parts}`] };
+    if (typeof parts === 'string') return { ...defaultVerdict, digest, errors: [`org policies do not parse: ${parts}`] };
     const slot = this.nextSlot;
-    this.nextSlot = (this.nextSlot + 1) % EXTRA_SET_SLOTS;
+    this.nextSlot = (this.nextSlot + 1) % this.slots;
     const setId = `troupe-authz-extra-${slot}`;
     // The slot is being reused: forget whichever digest pointed at it.
     for (const [digest, verdict] of this.extraSets) if (verdict.setId === setId) this.extraSets.delete(digest);
     const answer = cedar.preparsePolicySet(setId, { staticPolicies: { ...this.defaultPolicies, ...parts } });
-    if (answer.type === 'failure') return { ...defaultVerdict, errors: answer.errors.map((e) => e.message) };
-    return { setId, errors: [], idFree: !entityLiteral.test(extra) };
+    if (answer.type === 'failure') return { ...defaultVerdict, digest, errors: answer.errors.map((e) => e.message) };
+    return { setId, digest, errors: [], idFree: !entityLiteral.test(extra) };
   }
 }
 
-const defaultVerdict: PolicyVerdict = { setId: DEFAULT_SET_ID, errors: [], idFree: true };
+const defaultVerdict: PolicyVerdict = { setId: DEFAULT_SET_ID, digest: 'default', errors: [], idFree: true };
 
 const deny = (...errors: string[]): AuthorizationResult => ({ allowed: false, determiningPolicies: [], errors });
 
