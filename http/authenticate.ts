@@ -1,5 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { TroupeError } from '../ops/errors.js';
+import { TroupeError } from '../ops/kernel/errors.js';
 import type { Authenticator } from '../actors/identity/ports.js';
 import type { Principal } from '../actors/identity/principal.js';
 import type { AuthMode } from './types.js';

@@ -1,6 +1,6 @@
-import { TroupeError } from '../ops/errors.js';
+import { TroupeError } from '../ops/kernel/errors.js';
 import { toStorageError } from '../storage/storage-errors.js';
-import type { Logger } from '../ops/logger.js';
+import type { Logger } from '../ops/kernel/logger.js';
 
 /** The body every error reply carries; `schemas/openapi.ts` documents the same shape. */
 export interface ErrorBody {

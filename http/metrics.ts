@@ -1,5 +1,5 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
-import { LabelledHistogram } from '../ops/labelled-histogram.js';
+import { LabelledHistogram } from '../ops/kernel/labelled-histogram.js';
 
 export interface HttpMetrics {
   readonly duration: LabelledHistogram<'method' | 'route' | 'status'>;

@@ -1,4 +1,4 @@
-import type { Deps } from '../ops/deps.js';
+import type { Deps } from '../actors/deps.js';
 import { healthRoutes } from './routes/health.js';
 import { identityRoutes } from './routes/identity.js';
 import { workflowRoutes } from './routes/workflows.js';

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import type { Registry } from 'prom-client';
-import { TroupeError } from '../ops/errors.js';
-import type { Logger } from '../ops/logger.js';
+import { TroupeError } from '../ops/kernel/errors.js';
+import type { Logger } from '../ops/kernel/logger.js';
 import { authenticate, type AuthDeps } from './authenticate.js';
 import { ClientAborted, collectBody, decodeBody, DEFAULT_BODY_LIMIT, EMPTY_BODY } from './body.js';
 import { toErrorReply } from './errors.js';
@@ -11,7 +11,7 @@ import { defaultSseOptions, parseLastEventId, UwsSseStream, type SseOptions } fr
 import type { BodyKind, HttpRequest, Reply, Route } from './types.js';
 import { loadUws, type TemplatedApp, type UwsRequest, type UwsResponse, type us_listen_socket } from './uws.js';
 import { compileRouteValidators, validateBody, validateQuery, type RouteValidators } from './validation.js';
-import { ChurnSet } from '../ops/churn-map.js';
+import { ChurnSet } from '../ops/kernel/churn-map.js';
 
 export interface HttpServerOptions<D extends AuthDeps> {
   readonly routes: readonly Route<D>[];

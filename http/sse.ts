@@ -1,7 +1,7 @@
 import type { SseStream } from './types.js';
 import type { UwsResponse } from './uws.js';
 import { heartbeatWheel, type HeartbeatWheel } from './sse-heartbeats.js';
-import type { Logger } from '../ops/logger.js';
+import type { Logger } from '../ops/kernel/logger.js';
 
 export interface SseOptions {
   /** A comment line is sent this often so proxies and clients see the stream is alive. @default 15000 */

@@ -1,5 +1,5 @@
 import type { Principal } from '../actors/identity/principal.js';
-import type { ErrorCode } from '../ops/errors.js';
+import type { ErrorCode } from '../ops/kernel/errors.js';
 
 /**
  * A request as handlers see it: copied out of uWebSockets.js before the first await (uWS request objects are

@@ -1,6 +1,6 @@
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import { ajv, compileSchema, fieldOf, queryAjv } from '../schemas/ajv.js';
-import { TroupeError, type ErrorCode } from '../ops/errors.js';
+import { TroupeError, type ErrorCode } from '../ops/kernel/errors.js';
 import type { Route } from './types.js';
 
 export interface RouteValidators {

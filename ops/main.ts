@@ -1,5 +1,6 @@
-import { ConfigError, loadConfig, type Config } from './config.js';
-import { createLogger } from './logger.js';
+import { ConfigError, loadConfig } from './config.js';
+import type { Config } from './kernel/config.js';
+import { createLogger } from './kernel/logger.js';
 import { generateAdminToken, generateMasterKey, loadOrCreateSecretFile } from './secrets.js';
 import { startNode } from './node.js';
 

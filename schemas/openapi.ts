@@ -23,7 +23,7 @@ export interface DocumentedRoute {
 export interface OpenApiOptions {
   readonly title?: string;
   readonly version?: string;
-  /** The codes an error body may carry (the keys of `ops/errors.ts` errorRegistry). */
+  /** The codes an error body may carry (the keys of `ops/kernel/errors.ts` errorRegistry). */
   readonly errorCodes?: readonly string[];
 }
 

@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
-import { TroupeError } from '../ops/errors.js';
-import { canonicalJson } from './canonical-json.js';
+import { TroupeError } from '../ops/kernel/errors.js';
+import { canonicalJson } from '../ops/kernel/canonical-json.js';
 import { withStorageErrors } from './storage-errors.js';
 
 /**

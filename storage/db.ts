@@ -1,11 +1,11 @@
-import '../ops/wasm-inlining-off.js';
+import '../ops/kernel/wasm-inlining-off.js';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import knexModule, { type Knex } from 'knex';
 import ClientPgLite from 'knex-pglite';
 import type { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
-import { TroupeError } from '../ops/errors.js';
+import { TroupeError } from '../ops/kernel/errors.js';
 
 /**
  * One knex instance per node, on Postgres (`pg`) when a URL is configured, otherwise on PGlite (Postgres compiled

@@ -1,5 +1,5 @@
-import { systemClock, type Clock } from '../ops/clock.js';
-import { TroupeError } from '../ops/errors.js';
+import { systemClock, type Clock } from '../ops/kernel/clock.js';
+import { TroupeError } from '../ops/kernel/errors.js';
 import type { Cache } from './cache.js';
 
 /**

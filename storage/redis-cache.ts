@@ -1,5 +1,5 @@
 import { Redis, type RedisOptions } from 'ioredis';
-import { TroupeError } from '../ops/errors.js';
+import { TroupeError } from '../ops/kernel/errors.js';
 import type { Cache } from './cache.js';
 
 /**

@@ -1,4 +1,4 @@
-import { TroupeError } from '../ops/errors.js';
+import { TroupeError } from '../ops/kernel/errors.js';
 
 /**
  * Classifies what a database driver throws. A lost or refused connection becomes

@@ -1,4 +1,4 @@
-import { TroupeError } from '../ops/errors.js';
+import { TroupeError } from '../ops/kernel/errors.js';
 
 /**
  * A told message has no waiting caller, but it still carries a deadline so a message stuck behind an outage for

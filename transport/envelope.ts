@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Ajv, type ValidateFunction } from 'ajv';
-import { TroupeError, type WireError } from '../ops/errors.js';
+import { TroupeError, type WireError } from '../ops/kernel/errors.js';
 
 /**
  * The wire envelope every message between nodes travels in, versioned so a rolling upgrade can tell an old
@@ -9,7 +9,7 @@ import { TroupeError, type WireError } from '../ops/errors.js';
  * typed `EnvelopeVersionError` so the mismatch is visible rather than mistaken for garbage.
  *
  * An ask's reply travels in an envelope of type `reply` whose `correlationId` is the ask's `id` and whose
- * payload is a `Reply`: the handler's value, or its TroupeError in wire form (`ops/errors.ts` toWire/fromWire).
+ * payload is a `Reply`: the handler's value, or its TroupeError in wire form (`ops/kernel/errors.ts` toWire/fromWire).
  * See ops/decisions/0003-transport-over-rabbitmq.md.
  */
 export const ENVELOPE_VERSION = 1;

@@ -1,4 +1,4 @@
-import { ChurnMap, ChurnSet } from '../ops/churn-map.js';
+import { ChurnMap, ChurnSet } from '../ops/kernel/churn-map.js';
 
 /**
  * Runs tasks one at a time per key and concurrently across keys. The transports deliver through it so that messages

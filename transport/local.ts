@@ -1,6 +1,6 @@
-import type { Logger } from '../ops/logger.js';
-import { silentLogger } from '../ops/logger.js';
-import { TroupeError, asTroupeError, fromWire } from '../ops/errors.js';
+import type { Logger } from '../ops/kernel/logger.js';
+import { silentLogger } from '../ops/kernel/logger.js';
+import { TroupeError, asTroupeError, fromWire } from '../ops/kernel/errors.js';
 import type { DeliveryHandler, EventHandler, Transport, Unsubscribe, AskOptions } from './port.js';
 import { KeyedSerial } from './keyed-serial.js';
 import { assertPattern, assertTopic, matchesTopic } from './topic-pattern.js';

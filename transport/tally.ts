@@ -1,4 +1,4 @@
-import { ChurnMap } from '../ops/churn-map.js';
+import { ChurnMap } from '../ops/kernel/churn-map.js';
 
 /** Counts per key; a key is present only while its count is above zero. */
 export class Tally<K> {

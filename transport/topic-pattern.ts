@@ -1,4 +1,4 @@
-import { TroupeError } from '../ops/errors.js';
+import { TroupeError } from '../ops/kernel/errors.js';
 
 /**
  * AMQP topic semantics, shared by the in-process transport and by the AMQP transport's local dispatch (the broker

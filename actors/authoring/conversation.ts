@@ -1,6 +1,6 @@
 import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
-import { TroupeError } from '../../ops/errors.js';
-import { canonicalJson } from '../../storage/canonical-json.js';
+import { TroupeError } from '../../ops/kernel/errors.js';
+import { canonicalJson } from '../../ops/kernel/canonical-json.js';
 import { ajv, compileSchema, fieldOf } from '../../schemas/ajv.js';
 import { COMPLETE, MAX_ROUNDS, roundAfter, rounds, roundSpecs, type NextRound, type Round } from './rounds.js';
 

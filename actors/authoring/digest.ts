@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { canonicalJson } from '../../storage/canonical-json.js';
+import { canonicalJson } from '../../ops/kernel/canonical-json.js';
 
 /**
  * Every authoring digest is `sha256:` + the hex SHA-256 of a value's canonical JSON, so two nodes (or a client that

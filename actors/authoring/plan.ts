@@ -1,5 +1,5 @@
-import { TroupeError } from '../../ops/errors.js';
-import { canonicalJson } from '../../storage/canonical-json.js';
+import { TroupeError } from '../../ops/kernel/errors.js';
+import { canonicalJson } from '../../ops/kernel/canonical-json.js';
 import { analyseDefinition, type AnalysedDefinition } from '../workflow/definition.js';
 import { digestOf } from './digest.js';
 import { nodeKindOf, pluginVerbOf, type Vocabulary } from './vocabulary.js';

@@ -1,5 +1,5 @@
 import * as cedar from '../cedar/engine.js';
-import { TroupeError } from '../../ops/errors.js';
+import { TroupeError } from '../../ops/kernel/errors.js';
 import { CEDAR_NAMESPACE, cedarSchemaText } from '../../schemas/cedar/index.js';
 import { MAX_NODES } from '../../schemas/workflows/definition.js';
 import { loadDefaultPolicySet, splitPolicies } from '../identity/authorizer.js';

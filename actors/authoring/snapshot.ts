@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { TroupeError } from '../../ops/errors.js';
+import { TroupeError } from '../../ops/kernel/errors.js';
 import { activePolicies } from '../../storage/governance/policies.js';
 import { storedVocabularySource } from '../../storage/authoring/vocabulary-source.js';
 import { findWorkflow } from '../../storage/workflows/workflows.js';

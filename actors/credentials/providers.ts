@@ -1,5 +1,5 @@
-import { TroupeError } from '../../ops/errors.js';
-import type { Secrets } from '../../ops/secrets.js';
+import { TroupeError } from '../../ops/kernel/errors.js';
+import type { Secrets } from '../../ops/kernel/secrets.js';
 import type { StoredCredential } from '../../storage/credentials/credentials.js';
 
 /**

@@ -1,5 +1,5 @@
-import type { Deps } from '../../ops/deps.js';
-import { TroupeError } from '../../ops/errors.js';
+import type { Deps } from '../deps.js';
+import { TroupeError } from '../../ops/kernel/errors.js';
 import { countPresence, findCredential, markRotated, refreshPresence, writePresence } from '../../storage/credentials/credentials.js';
 import { nodeStreams, rotationSealContext, streamTopics, type SealedRotation } from '../fleet/node-streams.js';
 import { defaultCredentialProviders, type CredentialProviderRegistry } from './providers.js';

@@ -1,6 +1,6 @@
 import { Counter, Histogram, type Registry } from 'prom-client';
-import type { Deps } from '../../ops/deps.js';
-import type { Logger } from '../../ops/logger.js';
+import type { Deps } from '../deps.js';
+import type { Logger } from '../../ops/kernel/logger.js';
 import { deriveSigningKeys, type SigningKeys } from '../identity/tokens.js';
 import { dbKind } from '../../storage/db.js';
 import { pendingMutationCounts, writeLiveness } from '../../storage/sessions/daemon.js';

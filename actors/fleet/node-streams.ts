@@ -1,4 +1,4 @@
-import type { Deps } from '../../ops/deps.js';
+import type { Deps } from '../deps.js';
 import { ChannelFanout, type StampedEvent } from './channel-fanout.js';
 
 /**

@@ -1,4 +1,4 @@
-import { TroupeError } from '../../ops/errors.js';
+import { TroupeError } from '../../ops/kernel/errors.js';
 import { INCIDENT_TEXT_MAX, INCIDENT_TITLE_MAX, type IncidentChange } from '../../schemas/governance/incident.js';
 import type { IncidentFields } from '../incident/machine.js';
 

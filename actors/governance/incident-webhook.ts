@@ -1,6 +1,6 @@
-import type { Deps } from '../../ops/deps.js';
-import { TroupeError } from '../../ops/errors.js';
-import { decodeUtf8 } from '../../http/body.js';
+import type { Deps } from '../deps.js';
+import { TroupeError } from '../../ops/kernel/errors.js';
+import { decodeUtf8 } from '../../ops/kernel/utf8.js';
 import { appendAudit } from '../../storage/audit-log.js';
 import { connectedIncidentIo, recordDelivery } from '../../storage/governance/incidents.js';
 import { incidentAddress, incidentIdFor } from '../incident/actor.js';

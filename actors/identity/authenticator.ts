@@ -1,8 +1,8 @@
 import type { Knex } from 'knex';
-import type { Clock } from '../../ops/clock.js';
-import type { Logger } from '../../ops/logger.js';
-import { silentLogger } from '../../ops/logger.js';
-import { TroupeError } from '../../ops/errors.js';
+import type { Clock } from '../../ops/kernel/clock.js';
+import type { Logger } from '../../ops/kernel/logger.js';
+import { silentLogger } from '../../ops/kernel/logger.js';
+import { TroupeError } from '../../ops/kernel/errors.js';
 import type { Transport, Unsubscribe } from '../../transport/port.js';
 import { apiKeysByPrefix, registrationIsLive } from '../../storage/identity/credentials.js';
 import { orgRoleOf } from '../../storage/identity/orgs.js';

@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
 import * as cedar from '../cedar/engine.js';
-import type { Clock } from '../../ops/clock.js';
-import { systemClock } from '../../ops/clock.js';
-import type { Logger } from '../../ops/logger.js';
-import { silentLogger } from '../../ops/logger.js';
-import { TroupeError } from '../../ops/errors.js';
+import type { Clock } from '../../ops/kernel/clock.js';
+import { systemClock } from '../../ops/kernel/clock.js';
+import type { Logger } from '../../ops/kernel/logger.js';
+import { silentLogger } from '../../ops/kernel/logger.js';
+import { TroupeError } from '../../ops/kernel/errors.js';
 import type { Transport, Unsubscribe } from '../../transport/port.js';
 import { CEDAR_NAMESPACE, cedarSchemaText, defaultPolicyText } from '../../schemas/cedar/index.js';
 import type { AuthorizationResult, Authorizer, ResourceRef } from './ports.js';

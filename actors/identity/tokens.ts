@@ -1,8 +1,8 @@
 import { createHash, createPrivateKey, createPublicKey, randomBytes, verify as verifySignature, type KeyObject } from 'node:crypto';
 import { SignJWT, type JWTPayload } from 'jose';
-import type { Clock } from '../../ops/clock.js';
-import type { Secrets } from '../../ops/secrets.js';
-import { TroupeError } from '../../ops/errors.js';
+import type { Clock } from '../../ops/kernel/clock.js';
+import type { Secrets } from '../../ops/kernel/secrets.js';
+import { TroupeError } from '../../ops/kernel/errors.js';
 
 /**
  * Every JWT Troupe issues is EdDSA (Ed25519) with one key pair derived from the master key, so every node of a

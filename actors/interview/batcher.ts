@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Deps } from '../../ops/deps.js';
+import type { Deps } from '../deps.js';
 import { streamTopics, type InterviewFrame } from '../fleet/node-streams.js';
 
 /**

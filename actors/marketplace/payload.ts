@@ -1,4 +1,4 @@
-import { canonicalJson } from '../../storage/canonical-json.js';
+import { canonicalJson } from '../../ops/kernel/canonical-json.js';
 
 /**
  * Agent-card payloads in normal form, and the overlay an installing org lays over a marketplace card (decision

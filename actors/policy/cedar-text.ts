@@ -1,5 +1,5 @@
 import * as cedar from '../cedar/engine.js';
-import { TroupeError } from '../../ops/errors.js';
+import { TroupeError } from '../../ops/kernel/errors.js';
 import { cedarSchemaText } from '../../schemas/cedar/index.js';
 
 /**

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { Transport, Unsubscribe } from '../../transport/port.js';
-import type { Clock } from '../../ops/clock.js';
+import type { Clock } from '../../ops/kernel/clock.js';
 import { activePolicies } from '../../storage/governance/policies.js';
 import { enforcementText } from './cedar-text.js';
 

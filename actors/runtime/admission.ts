@@ -1,4 +1,4 @@
-import { TroupeError } from '../../ops/errors.js';
+import { TroupeError } from '../../ops/kernel/errors.js';
 import type { ActorBehavior } from './machine.js';
 
 /**

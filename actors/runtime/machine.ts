@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
-import type { ErrorCode } from '../../ops/errors.js';
-import type { Logger } from '../../ops/logger.js';
+import type { ErrorCode } from '../../ops/kernel/errors.js';
+import type { Logger } from '../../ops/kernel/logger.js';
 import type { SupervisionPolicy } from './supervision.js';
 
 /**

@@ -1,5 +1,5 @@
-import { TroupeError } from '../../ops/errors.js';
-import type { Logger } from '../../ops/logger.js';
+import { TroupeError } from '../../ops/kernel/errors.js';
+import type { Logger } from '../../ops/kernel/logger.js';
 import type { Projection, SnapshotStore } from '../../storage/snapshot-store.js';
 
 /**

@@ -1,9 +1,9 @@
 import { performance } from 'node:perf_hooks';
 import { dispatch, spawn, start, stop as stopNact, type Ref } from 'nact';
 import type { Registry } from 'prom-client';
-import { TroupeError } from '../../ops/errors.js';
-import type { Clock } from '../../ops/clock.js';
-import type { Logger } from '../../ops/logger.js';
+import { TroupeError } from '../../ops/kernel/errors.js';
+import type { Clock } from '../../ops/kernel/clock.js';
+import type { Logger } from '../../ops/kernel/logger.js';
 import type { SnapshotStore } from '../../storage/snapshot-store.js';
 import type { DeliveryHandler } from '../../transport/port.js';
 import { addressOf, parseAddress } from '../../transport/shards.js';

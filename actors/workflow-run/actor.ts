@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { ActorBehavior } from '../runtime/machine.js';
-import { TroupeError } from '../../ops/errors.js';
+import { TroupeError } from '../../ops/kernel/errors.js';
 import { ajv, compileSchema } from '../../schemas/ajv.js';
 import { runMessageSchema } from '../../schemas/workflows/messages.js';
 import { writeRun } from '../../storage/workflows/runs.js';

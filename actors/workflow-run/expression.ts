@@ -1,4 +1,4 @@
-import { TroupeError } from '../../ops/errors.js';
+import { TroupeError } from '../../ops/kernel/errors.js';
 
 /**
  * The `when` language of condition nodes, deliberately tiny so a definition cannot run code: a literal

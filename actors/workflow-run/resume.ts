@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { Logger } from '../../ops/logger.js';
+import type { Logger } from '../../ops/kernel/logger.js';
 import { activeRunIds } from '../../storage/workflows/runs.js';
 import { workflowRunAddress } from './actor.js';
 

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { Ajv, type ErrorObject } from 'ajv';
 import { parseDocument } from 'yaml';
-import { TroupeError } from '../../ops/errors.js';
-import { canonicalJson } from '../../storage/canonical-json.js';
+import { TroupeError } from '../../ops/kernel/errors.js';
+import { canonicalJson } from '../../ops/kernel/canonical-json.js';
 import { parseExpression } from '../workflow-run/expression.js';
 import {
   definitionV11Schema, definitionV2Schema, MAX_NODES, type DefinitionVersion,

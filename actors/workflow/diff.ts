@@ -1,4 +1,4 @@
-import { canonicalJson } from '../../storage/canonical-json.js';
+import { canonicalJson } from '../../ops/kernel/canonical-json.js';
 
 /**
  * VersionDiff (spec 2.1) between two snapshots' canvases. Nodes are matched by `id` and compared by content

@@ -1,5 +1,5 @@
 import { accept, allows, reject, type DecideContext, type Decision, type TransitionTable } from '../runtime/machine.js';
-import { TroupeError } from '../../ops/errors.js';
+import { TroupeError } from '../../ops/kernel/errors.js';
 import { analyseDefinition, emptyDefinitionYaml } from './definition.js';
 
 /**

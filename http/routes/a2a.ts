@@ -1,5 +1,5 @@
-import type { Deps } from '../../ops/deps.js';
-import { TroupeError } from '../../ops/errors.js';
+import type { Deps } from '../../actors/deps.js';
+import { TroupeError } from '../../ops/kernel/errors.js';
 import {
   externalAgentAddress, externalAgentId, fetchAgentCard, type ExternalAgentMsg, type ExternalAgentReply, type TrustLevel,
 } from '../../actors/integrations/a2a/index.js';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { Deps } from '../../ops/deps.js';
-import { TroupeError } from '../../ops/errors.js';
+import type { Deps } from '../../actors/deps.js';
+import { TroupeError } from '../../ops/kernel/errors.js';
 import type { OrgPrincipal, Principal } from '../../actors/identity/principal.js';
 import { agentCardAddress, type AgentCardMsg, type AgentCardReply } from '../../actors/agent-card/index.js';
 import { applyOverlay, missingTargets, type Overlay } from '../../actors/marketplace/payload.js';

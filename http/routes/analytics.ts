@@ -1,5 +1,5 @@
-import { TroupeError } from '../../ops/errors.js';
-import type { Deps } from '../../ops/deps.js';
+import { TroupeError } from '../../ops/kernel/errors.js';
+import type { Deps } from '../../actors/deps.js';
 import type { OrgPrincipal } from '../../actors/identity/principal.js';
 import { projectsInOrg } from '../../storage/identity/orgs.js';
 import { sessionScope } from '../../storage/sessions/queries.js';

@@ -1,5 +1,5 @@
-import type { Deps } from '../../ops/deps.js';
-import { TroupeError } from '../../ops/errors.js';
+import type { Deps } from '../../actors/deps.js';
+import { TroupeError } from '../../ops/kernel/errors.js';
 import type { Route } from '../types.js';
 import { listAudit, verifyAudit } from '../../storage/audit-log.js';
 import { auditQuery, auditVerifyReply } from '../../schemas/workflows/http.js';

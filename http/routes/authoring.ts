@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { Deps } from '../../ops/deps.js';
-import { TroupeError } from '../../ops/errors.js';
+import type { Deps } from '../../actors/deps.js';
+import { TroupeError } from '../../ops/kernel/errors.js';
 import type { OrgPrincipal } from '../../actors/identity/principal.js';
 import { changeActorOf } from '../../actors/workflow/change-actor.js';
 import { answerConversation, startConversation, type BuilderState, type ConversationPorts, type ConversationToken, type SynthesisRequest } from '../../actors/authoring/conversation.js';

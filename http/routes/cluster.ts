@@ -1,4 +1,4 @@
-import type { Deps } from '../../ops/deps.js';
+import type { Deps } from '../../actors/deps.js';
 import { clusterOf, type ClusterStatus } from '../../transport/cluster/index.js';
 import type { Route } from '../types.js';
 

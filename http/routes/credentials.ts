@@ -1,5 +1,5 @@
-import { TroupeError } from '../../ops/errors.js';
-import type { Deps } from '../../ops/deps.js';
+import { TroupeError } from '../../ops/kernel/errors.js';
+import type { Deps } from '../../actors/deps.js';
 import { roleAtLeast, type OrgPrincipal } from '../../actors/identity/principal.js';
 import { credentialServices } from '../../actors/credentials/rotation.js';
 import { appendAudit } from '../../storage/audit-log.js';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { TroupeError } from '../../ops/errors.js';
-import type { Deps } from '../../ops/deps.js';
+import { TroupeError } from '../../ops/kernel/errors.js';
+import type { Deps } from '../../actors/deps.js';
 import type { Principal } from '../../actors/identity/principal.js';
 import { signToken } from '../../actors/identity/tokens.js';
 import { hashesEqual, parseSecret, registrationTokenPrefix } from '../../actors/identity/secrets-format.js';

@@ -1,4 +1,4 @@
-import type { Deps } from '../../ops/deps.js';
+import type { Deps } from '../../actors/deps.js';
 import { daemonServices } from '../../actors/daemon-host/services.js';
 import { fleetStats } from '../../actors/fleet/stats.js';
 import { fleetStatsReply } from '../../schemas/daemon-extras/bodies.js';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { Deps } from '../../ops/deps.js';
-import { TroupeError } from '../../ops/errors.js';
+import type { Deps } from '../../actors/deps.js';
+import { TroupeError } from '../../ops/kernel/errors.js';
 import type { Principal } from '../../actors/identity/principal.js';
 import { assertValidCedar } from '../../actors/policy/cedar-text.js';
 import { policyAddress } from '../../actors/policy/actor.js';

@@ -1,5 +1,5 @@
 import type { Registry } from 'prom-client';
-import type { ErrorCode } from '../../ops/errors.js';
+import type { ErrorCode } from '../../ops/kernel/errors.js';
 import type { Route } from '../types.js';
 
 /** The dependencies /readyz checks; each maps to the error code a caller would see while it is down. */

@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import type { Deps } from '../../ops/deps.js';
-import { TroupeError } from '../../ops/errors.js';
+import type { Deps } from '../../actors/deps.js';
+import { TroupeError } from '../../ops/kernel/errors.js';
 import type { Route, HttpRequest, Reply } from '../types.js';
 import type { OrgPrincipal, OrgRole } from '../../actors/identity/principal.js';
 import { hashPassword, verifyPassword, decoyPasswordHash } from '../../actors/identity/passwords.js';

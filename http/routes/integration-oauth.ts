@@ -1,5 +1,5 @@
-import type { Deps } from '../../ops/deps.js';
-import { TroupeError } from '../../ops/errors.js';
+import type { Deps } from '../../actors/deps.js';
+import { TroupeError } from '../../ops/kernel/errors.js';
 import type { Principal } from '../../actors/identity/principal.js';
 import { beginAuthorization, completeAuthorization, isOAuthProvider, type OAuthProvider } from '../../actors/integrations/oauth/index.js';
 import type { HttpRequest, Route } from '../types.js';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { Deps } from '../../ops/deps.js';
-import { TroupeError } from '../../ops/errors.js';
+import type { Deps } from '../../actors/deps.js';
+import { TroupeError } from '../../ops/kernel/errors.js';
 import { clientSecretPrefix } from '../../actors/integrations/m2m/client-credentials.js';
 import { tags } from '../../actors/identity/revocation.js';
 import { announceRevocation } from './announce-revocation.js';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { Deps } from '../../ops/deps.js';
-import { TroupeError } from '../../ops/errors.js';
+import type { Deps } from '../../actors/deps.js';
+import { TroupeError } from '../../ops/kernel/errors.js';
 import { clientSecretPrefix, issueMachineToken, OAuthError } from '../../actors/integrations/m2m/client-credentials.js';
 import { mintSecret } from '../../actors/identity/secrets-format.js';
 import { deriveSigningKeys, type SigningKeys } from '../../actors/identity/tokens.js';

@@ -1,4 +1,4 @@
-import { errorRegistry } from '../../ops/errors.js';
+import { errorRegistry } from '../../ops/kernel/errors.js';
 import { buildOpenApi } from '../../schemas/openapi.js';
 import type { Route } from '../types.js';
 

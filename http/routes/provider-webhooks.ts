@@ -1,5 +1,5 @@
-import type { Deps } from '../../ops/deps.js';
-import { TroupeError } from '../../ops/errors.js';
+import type { Deps } from '../../actors/deps.js';
+import { TroupeError } from '../../ops/kernel/errors.js';
 import type { OrgPrincipal } from '../../actors/identity/principal.js';
 import { PROVIDER_WEBHOOK_MAX_BYTES, receiveProviderWebhook, webhookSealContext } from '../../actors/integrations/webhooks/ingest.js';
 import { isWebhookProvider } from '../../actors/integrations/webhooks/providers.js';

@@ -1,4 +1,4 @@
-import type { Deps } from '../../ops/deps.js';
+import type { Deps } from '../../actors/deps.js';
 import type { ReadinessProbes } from './health.js';
 
 /** The node's real readiness: a round trip to the database, the transport's connection state, a cache ping. */

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { Deps } from '../../ops/deps.js';
-import { TroupeError } from '../../ops/errors.js';
+import type { Deps } from '../../actors/deps.js';
+import { TroupeError } from '../../ops/kernel/errors.js';
 import type { OrgPrincipal } from '../../actors/identity/principal.js';
 import { decodeStrictBase64, ed25519PublicKey } from '../../actors/integrations/requesters/signed-dispatch.js';
 import { requesterOf } from './sessions.js';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { TroupeError } from '../../ops/errors.js';
-import type { Deps } from '../../ops/deps.js';
+import { TroupeError } from '../../ops/kernel/errors.js';
+import type { Deps } from '../../actors/deps.js';
 import type { OrgPrincipal, Principal } from '../../actors/identity/principal.js';
 import { publicIdPattern, publicSessionId, sessionAddress, type SessionReply } from '../../actors/session/index.js';
 import { daemonServices } from '../../actors/daemon-host/services.js';

@@ -1,5 +1,5 @@
-import { TroupeError } from '../../ops/errors.js';
-import type { Deps } from '../../ops/deps.js';
+import { TroupeError } from '../../ops/kernel/errors.js';
+import type { Deps } from '../../actors/deps.js';
 import { interviewBatcher, interviewIdPattern, MAX_FRAME_DELAY_MS, MAX_TOKENS_PER_FRAME } from '../../actors/interview/batcher.js';
 import { interviewChannel, nodeStreams, type SessionEvent, type StampedEvent } from '../../actors/fleet/node-streams.js';
 import { interviewDeltasBody, interviewDeltasReply } from '../../schemas/daemon-extras/bodies.js';

@@ -1,5 +1,5 @@
-import type { Deps } from '../../ops/deps.js';
-import { TroupeError } from '../../ops/errors.js';
+import type { Deps } from '../../actors/deps.js';
+import { TroupeError } from '../../ops/kernel/errors.js';
 import type { Principal } from '../../actors/identity/principal.js';
 import { templateAddress, type TemplateMsg, type TemplateView } from '../../actors/template/index.js';
 import { analyseDefinition } from '../../actors/workflow/definition.js';

@@ -1,5 +1,5 @@
-import type { Deps } from '../../ops/deps.js';
-import { TroupeError } from '../../ops/errors.js';
+import type { Deps } from '../../actors/deps.js';
+import { TroupeError } from '../../ops/kernel/errors.js';
 import { notifyUser, vapidKeys } from '../../actors/integrations/web-push/index.js';
 import { outboundGuardFor } from '../../actors/integrations/outbound/for-deps.js';
 import { OutboundRefused } from '../../actors/integrations/outbound/index.js';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { Deps } from '../../ops/deps.js';
-import { TroupeError } from '../../ops/errors.js';
+import type { Deps } from '../../actors/deps.js';
+import { TroupeError } from '../../ops/kernel/errors.js';
 import type { OrgPrincipal } from '../../actors/identity/principal.js';
 import type { ResourceRef } from '../../actors/identity/ports.js';
 import type { HttpRequest, Route } from '../types.js';

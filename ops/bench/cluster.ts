@@ -34,7 +34,7 @@ import { deleteTopology, shardTopology } from '../../transport/amqp/topology.js'
 import { LocalTransport } from '../../transport/local.js';
 import { createEnvelope, encodeEnvelope } from '../../transport/envelope.js';
 import type { Transport } from '../../transport/port.js';
-import { silentLogger } from '../logger.js';
+import { silentLogger } from '../kernel/logger.js';
 import { median, printTable } from './harness.js';
 
 const { values } = parseArgs({

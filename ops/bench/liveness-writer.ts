@@ -16,7 +16,7 @@ import { migrate } from '../../storage/migrations/runner.js';
 import { insertOrg } from '../../storage/identity/orgs.js';
 import { writeLiveness } from '../../storage/sessions/daemon.js';
 import { CoalescingWriter } from '../../actors/daemon-host/services.js';
-import { silentLogger } from '../logger.js';
+import { silentLogger } from '../kernel/logger.js';
 import { median, printTable } from './harness.js';
 
 const { values } = parseArgs({

@@ -13,7 +13,8 @@ import { markRegistrationTokenRevoked, writeRegistrationToken } from '../../stor
 import { createAuthenticator } from '../../actors/identity/authenticator.js';
 import { deriveSigningKeys, signToken } from '../../actors/identity/tokens.js';
 import { tags } from '../../actors/identity/revocation.js';
-import { generateMasterKey, Secrets } from '../secrets.js';
+import { generateMasterKey } from '../secrets.js';
+import { Secrets } from '../kernel/secrets.js';
 import { printTable } from './harness.js';
 
 const { values } = parseArgs({

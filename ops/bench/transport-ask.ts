@@ -10,7 +10,7 @@ import { parseArgs } from 'node:util';
 import amqp from 'amqplib';
 import { AmqpTransport } from '../../transport/amqp/transport.js';
 import { deleteTopology } from '../../transport/amqp/topology.js';
-import { silentLogger } from '../logger.js';
+import { silentLogger } from '../kernel/logger.js';
 
 const { values } = parseArgs({
   options: {

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { TroupeError } from '../../ops/errors.js';
+import { TroupeError } from '../../ops/kernel/errors.js';
 import { chooseArm, PRIOR_ALPHA, PRIOR_BETA, posteriorMean, type ArmChoice } from '../../actors/analytics/router.js';
 
 /**

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { Clock } from '../../ops/clock.js';
+import type { Clock } from '../../ops/kernel/clock.js';
 import type { AuthorizationResult, ResourceRef } from '../../actors/identity/ports.js';
 import type { Principal } from '../../actors/identity/principal.js';
 

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { TroupeError } from '../../ops/errors.js';
+import { TroupeError } from '../../ops/kernel/errors.js';
 import type { OrgRole, ProjectRole } from '../../actors/identity/principal.js';
 import {
   isUuid, toOrg, toProject, toUser,

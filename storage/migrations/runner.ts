@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { TroupeError } from '../../ops/errors.js';
+import { TroupeError } from '../../ops/kernel/errors.js';
 import { withStorageErrors } from '../storage-errors.js';
 import { migrations, type Migration } from './index.js';
 

@@ -6,7 +6,7 @@
  */
 import { expect } from 'chai';
 import { Redis } from 'ioredis';
-import { TroupeError } from '../../ops/errors.js';
+import { TroupeError } from '../../ops/kernel/errors.js';
 import type { Cache } from '../../storage/cache.js';
 import { MemoryCache } from '../../storage/memory-cache.js';
 import { RedisCache } from '../../storage/redis-cache.js';

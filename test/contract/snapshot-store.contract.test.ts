@@ -7,7 +7,7 @@
  */
 import { expect } from 'chai';
 import type { Knex } from 'knex';
-import { TroupeError } from '../../ops/errors.js';
+import { TroupeError } from '../../ops/kernel/errors.js';
 import { createDb } from '../../storage/db.js';
 import { KnexSnapshotStore, MAX_ADDRESS_BYTES } from '../../storage/knex-snapshot-store.js';
 import type { SnapshotStore } from '../../storage/snapshot-store.js';

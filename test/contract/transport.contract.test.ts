@@ -7,7 +7,7 @@
  * Runs against LocalTransport and against AmqpTransport on the real broker (unique name prefix per run).
  */
 import { expect } from 'chai';
-import { TroupeError } from '../../ops/errors.js';
+import { TroupeError } from '../../ops/kernel/errors.js';
 import type { DeliveryHandler, Transport } from '../../transport/port.js';
 import { eventually, transportFactories, type StartedTransport, type TransportFactory } from '../support/transport.js';
 

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
-import type { Clock } from '../../ops/clock.js';
+import type { Clock } from '../../ops/kernel/clock.js';
 import type { Cache } from '../../storage/cache.js';
 import { MemoryCache } from '../../storage/memory-cache.js';
 import { RedisCache } from '../../storage/redis-cache.js';

@@ -1,5 +1,5 @@
 import { deepStrictEqual } from 'node:assert/strict';
-import { TroupeError, type ErrorCode } from '../../ops/errors.js';
+import { TroupeError, type ErrorCode } from '../../ops/kernel/errors.js';
 import { admitMessage } from '../../actors/runtime/admission.js';
 import type { ActorBehavior, DecideContext } from '../../actors/runtime/machine.js';
 

@@ -1,7 +1,7 @@
 import { Registry } from 'prom-client';
 import { pino, type Logger } from 'pino';
 import { Writable } from 'node:stream';
-import { TroupeError } from '../../ops/errors.js';
+import { TroupeError } from '../../ops/kernel/errors.js';
 import type { Authenticator } from '../../actors/identity/ports.js';
 import type { Principal } from '../../actors/identity/principal.js';
 import { startHttpServer, type HttpServer } from '../../http/server.js';

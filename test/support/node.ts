@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import amqp from 'amqplib';
-import { loadConfig, type Config } from '../../ops/config.js';
-import { silentLogger } from '../../ops/logger.js';
+import { loadConfig } from '../../ops/config.js';
+import type { Config } from '../../ops/kernel/config.js';
+import { silentLogger } from '../../ops/kernel/logger.js';
 import { generateAdminToken, generateMasterKey } from '../../ops/secrets.js';
 import { startNode, type TroupeNode } from '../../ops/node.js';
 import { deleteTopology } from '../../transport/amqp/index.js';

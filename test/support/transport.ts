@@ -8,7 +8,7 @@ import type { DeliveryHandler, Transport } from '../../transport/port.js';
 import { LocalTransport } from '../../transport/local.js';
 import { AmqpTransport, type AmqpTransportOptions } from '../../transport/amqp/transport.js';
 import { deleteTopology } from '../../transport/amqp/topology.js';
-import { silentLogger } from '../../ops/logger.js';
+import { silentLogger } from '../../ops/kernel/logger.js';
 import { managementUrlFor, vhostOf } from '../../transport/cluster/broker-view.js';
 import { engines, skipEngine } from './engines.js';
 

@@ -1,5 +1,5 @@
 import type { Channel, ConsumeMessage, Message } from 'amqplib';
-import { ChurnSet } from '../../ops/churn-map.js';
+import { ChurnSet } from '../../ops/kernel/churn-map.js';
 
 export type Settlement = 'ack' | 'requeue' | 'dead-letter';
 

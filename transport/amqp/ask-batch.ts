@@ -73,7 +73,7 @@ export class TurnOutbox<K> {
   flush(): void {
     this.scheduled = false;
     if (this.byKey.size === 0) return;
-    // A fresh Map per turn, not `clear` (ops/churn-map.ts).
+    // A fresh Map per turn, not `clear` (ops/kernel/churn-map.ts).
     const batches = this.byKey;
     this.byKey = new Map();
     for (const [key, messages] of batches) this.sendInChunks(key, messages);

@@ -1,4 +1,4 @@
-import { ChurnMap } from '../../ops/churn-map.js';
+import { ChurnMap } from '../../ops/kernel/churn-map.js';
 
 /**
  * Routed asks a holder passed on to their shard queue and has not yet seen come back from it (owner-routes.ts). A

@@ -1,10 +1,10 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
-import { LabelledHistogram, type HistogramSeries } from '../../ops/labelled-histogram.js';
+import { LabelledHistogram, type HistogramSeries } from '../../ops/kernel/labelled-histogram.js';
 
 /** Transport metrics for `/metrics`; absent when the caller passes no registry (tests, tools). */
 export interface TransportMetrics {
   readonly asks: Counter<'outcome'>;
-  /** Observed on every ask: a LabelledHistogram series, not prom-client's Histogram (ops/labelled-histogram.ts). */
+  /** Observed on every ask: a LabelledHistogram series, not prom-client's Histogram (ops/kernel/labelled-histogram.ts). */
   readonly askSeconds: HistogramSeries;
   readonly deliveries: Counter<'outcome'>;
   readonly connected: Gauge;

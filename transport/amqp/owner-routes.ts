@@ -1,4 +1,4 @@
-import { ChurnMap } from '../../ops/churn-map.js';
+import { ChurnMap } from '../../ops/kernel/churn-map.js';
 
 /**
  * Where may an ask to a shard held by another node go straight to that node's inbox instead of through the shard's

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Tally } from '../tally.js';
-import { ChurnMap } from '../../ops/churn-map.js';
+import { ChurnMap } from '../../ops/kernel/churn-map.js';
 
 /** A seal whose marker has not come back within this long is sent again (the marker died with a channel). */
 const RESEAL_AFTER_MS = 5_000;

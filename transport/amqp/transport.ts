@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import amqp, { type Channel, type ChannelModel, type ConfirmChannel, type ConsumeMessage, type Message, type RecoveringChannelModel } from 'amqplib';
 import type { Registry } from 'prom-client';
-import type { Logger } from '../../ops/logger.js';
-import { TroupeError, asTroupeError, fromWire } from '../../ops/errors.js';
+import type { Logger } from '../../ops/kernel/logger.js';
+import { TroupeError, asTroupeError, fromWire } from '../../ops/kernel/errors.js';
 import type { AskOptions, DeliveryHandler, EventHandler, Transport, Unsubscribe } from '../port.js';
 import { shardOf } from '../shards.js';
 import { KeyedSerial } from '../keyed-serial.js';
@@ -21,7 +21,7 @@ import { AckBatcher, type Settlement } from './ack-batcher.js';
 import { ASK_BATCH_TYPE, REPLY_BATCH_TYPE, TurnOutbox, decodeBatch, encodeBatch, type Outgoing } from './ask-batch.js';
 import { OwnerRoutes, QUEUE_ROUTE, type Replier } from './owner-routes.js';
 import { ForwardedAsks } from './forwarded-asks.js';
-import { ChurnMap, ChurnSet } from '../../ops/churn-map.js';
+import { ChurnMap, ChurnSet } from '../../ops/kernel/churn-map.js';
 
 /** RabbitMQ's pseudo-queue for direct reply-to: replies skip queues entirely and go to the asking channel. */
 const DIRECT_REPLY_TO = 'amq.rabbitmq.reply-to';

@@ -1,4 +1,4 @@
-import type { Logger } from '../../ops/logger.js';
+import type { Logger } from '../../ops/kernel/logger.js';
 import type { ShardStatus } from '../amqp/transport.js';
 import type { Member } from './presence.js';
 import { shardRoles } from './rendezvous.js';

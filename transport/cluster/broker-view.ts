@@ -1,4 +1,4 @@
-import type { Logger } from '../../ops/logger.js';
+import type { Logger } from '../../ops/kernel/logger.js';
 
 /**
  * What the broker itself says about the shard queues, read from the RabbitMQ management API: which consumer is

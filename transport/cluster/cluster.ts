@@ -1,5 +1,5 @@
 import { Gauge, type Registry } from 'prom-client';
-import type { Logger } from '../../ops/logger.js';
+import type { Logger } from '../../ops/kernel/logger.js';
 import type { AmqpTransport } from '../amqp/transport.js';
 import { ShardBalancer } from './balancer.js';
 import { readBrokerView, type BrokerView } from './broker-view.js';

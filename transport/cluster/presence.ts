@@ -1,5 +1,5 @@
 import amqp, { type Channel, type ChannelModel, type ConsumeMessage, type RecoveringChannelModel } from 'amqplib';
-import type { Logger } from '../../ops/logger.js';
+import type { Logger } from '../../ops/kernel/logger.js';
 
 /**
  * Cluster membership by presence: every node publishes a heartbeat on the fanout exchange `<prefix>.presence`

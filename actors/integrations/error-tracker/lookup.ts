@@ -1,4 +1,4 @@
-import type { Deps } from '../../../ops/deps.js';
+import type { Deps } from '../../deps.js';
 import { AccessTokenRejected, ConnectionUnusable, withConnectionToken } from '../oauth/connection-token.js';
 import { outboundGuardFor } from '../outbound/for-deps.js';
 import { ErrorTrackerUnavailable, sentryIssuesForSession, type ErrorTrackerIssue } from './sentry.js';

@@ -1,4 +1,4 @@
-import type { Deps } from '../../../ops/deps.js';
+import type { Deps } from '../../deps.js';
 import { hashesEqual, sha256Hex } from '../../identity/secrets-format.js';
 import { MACHINE_TOKEN_TTL_SECONDS, signToken, type SigningKeys } from '../../identity/tokens.js';
 import { clientForAuthentication } from '../../../storage/integrations/m2m-clients.js';

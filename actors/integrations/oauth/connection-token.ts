@@ -1,5 +1,5 @@
-import type { Deps } from '../../../ops/deps.js';
-import { TroupeError } from '../../../ops/errors.js';
+import type { Deps } from '../../deps.js';
+import { TroupeError } from '../../../ops/kernel/errors.js';
 import { appendAudit } from '../../../storage/audit-log.js';
 import {
   findOAuthConnection, markReauthorizationRequired, storeRefreshedTokens, type OAuthConnection,

@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { Deps } from '../../../ops/deps.js';
-import { TroupeError } from '../../../ops/errors.js';
+import type { Deps } from '../../deps.js';
+import { TroupeError } from '../../../ops/kernel/errors.js';
 import { appendAudit } from '../../../storage/audit-log.js';
 import { consumeAuthorizationState, insertAuthorizationState, upsertOAuthConnection } from '../../../storage/integrations/oauth.js';
 import { outboundGuardFor } from '../outbound/for-deps.js';

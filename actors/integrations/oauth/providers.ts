@@ -1,4 +1,4 @@
-import type { Config } from '../../../ops/config.js';
+import type { Config } from '../../../ops/kernel/config.js';
 
 /**
  * The providers an org can connect through OAuth (authorization code + PKCE S256), and where their endpoints are.

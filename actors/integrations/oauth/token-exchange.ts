@@ -1,4 +1,4 @@
-import { TroupeError } from '../../../ops/errors.js';
+import { TroupeError } from '../../../ops/kernel/errors.js';
 import type { OutboundGuard } from '../outbound/index.js';
 import { OutboundRefused } from '../outbound/index.js';
 import type { OAuthApp } from './providers.js';

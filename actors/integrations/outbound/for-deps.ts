@@ -1,4 +1,4 @@
-import type { Config } from '../../../ops/config.js';
+import type { Config } from '../../../ops/kernel/config.js';
 import { OutboundGuard } from './guarded-request.js';
 
 /** One guard per node configuration (`TROUPE_OUTBOUND_ALLOW` is read once). */

@@ -1,6 +1,6 @@
 import { createHash, createPublicKey, verify as verifySignature, type KeyObject } from 'node:crypto';
-import type { Deps } from '../../../ops/deps.js';
-import { TroupeError } from '../../../ops/errors.js';
+import type { Deps } from '../../deps.js';
+import { TroupeError } from '../../../ops/kernel/errors.js';
 import type { OrgPrincipal } from '../../identity/principal.js';
 import { findRequester, type RequesterRecord } from '../../../storage/integrations/requesters.js';
 

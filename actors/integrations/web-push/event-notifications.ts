@@ -1,4 +1,4 @@
-import type { Deps } from '../../../ops/deps.js';
+import type { Deps } from '../../deps.js';
 import type { Transport } from '../../../transport/port.js';
 import type { Principal } from '../../identity/principal.js';
 import { withAnnouncement } from '../../runtime/announce.js';

@@ -1,5 +1,5 @@
 import webpush from 'web-push';
-import type { Deps } from '../../../ops/deps.js';
+import type { Deps } from '../../deps.js';
 import { outboundGuardFor } from '../outbound/for-deps.js';
 import { OutboundRefused } from '../outbound/index.js';
 import { deleteSubscriptionById, subscriptionsOf, type PushSubscriptionRow } from '../../../storage/integrations/web-push.js';

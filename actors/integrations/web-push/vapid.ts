@@ -1,5 +1,5 @@
 import webpush from 'web-push';
-import type { Deps } from '../../../ops/deps.js';
+import type { Deps } from '../../deps.js';
 import { insertVapidRowOnce, readVapidRow } from '../../../storage/integrations/web-push.js';
 
 /**

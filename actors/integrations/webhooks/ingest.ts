@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import type { Deps } from '../../../ops/deps.js';
-import { TroupeError } from '../../../ops/errors.js';
-import { decodeUtf8 } from '../../../http/body.js';
+import type { Deps } from '../../deps.js';
+import { TroupeError } from '../../../ops/kernel/errors.js';
+import { decodeUtf8 } from '../../../ops/kernel/utf8.js';
 import { listProjects } from '../../../storage/identity/orgs.js';
 import { candidateIntegrations, type ProviderIntegration } from '../../../storage/integrations/provider-integrations.js';
 import { forgetWebhookEvent, recordWebhookEvent } from '../../../storage/integrations/webhook-events.js';

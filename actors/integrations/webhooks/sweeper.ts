@@ -1,4 +1,4 @@
-import type { Deps } from '../../../ops/deps.js';
+import type { Deps } from '../../deps.js';
 import { claimResend, giveUpDelivery, stuckDeliveries, type StuckDelivery } from '../../../storage/integrations/webhook-resend.js';
 import { publicSessionId, sessionAddress } from '../../session/index.js';
 import { providerEventAddress, sessionDispatchFor } from './actor.js';

@@ -3,7 +3,7 @@
 // only on a miss), `jose` (EdDSA verify with jose on every request). Prints `listening <port>`.
 import { jwtVerify } from 'jose';
 import { loadUws } from '../../../http/uws.js';
-import { Secrets } from '../../secrets.js';
+import { Secrets } from '../../kernel/secrets.js';
 import { deriveSigningKeys } from '../../../actors/identity/tokens.js';
 
 const mode = process.env.CEILING_MODE ?? 'parse';

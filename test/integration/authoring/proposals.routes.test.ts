@@ -165,7 +165,7 @@ for (const { set, skip } of engineSets) describe(`authoring: synthesis, proposal
         const r = await post('synthesize', { synthesisRequest: request() });
         const digests = { ...r.json.digests };
         const { createHash } = await import('node:crypto');
-        const { canonicalJson } = await import('../../../storage/canonical-json.js');
+        const { canonicalJson } = await import('../../../ops/kernel/canonical-json.js');
         digests.candidateDigest = `sha256:${createHash('sha256').update(canonicalJson({ target: 'workflow', plan })).digest('hex')}`;
         const applied = await post('apply', { target: 'workflow', ...digests, plan });
         expect(applied.status, applied.text).to.equal(400);

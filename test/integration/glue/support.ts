@@ -1,5 +1,6 @@
-import { loadConfig, type Config } from '../../../ops/config.js';
-import { silentLogger } from '../../../ops/logger.js';
+import { loadConfig } from '../../../ops/config.js';
+import type { Config } from '../../../ops/kernel/config.js';
+import { silentLogger } from '../../../ops/kernel/logger.js';
 import { generateAdminToken, generateMasterKey } from '../../../ops/secrets.js';
 import { startNode, type TroupeNode } from '../../../ops/node.js';
 import { call, type TestNode } from '../../support/node.js';

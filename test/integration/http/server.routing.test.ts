@@ -2,7 +2,7 @@
 // and query, an unknown path is 404 ROUTE_NOT_FOUND, a known path with another method is 405 — and every reply is
 // JSON with a request id, while errors map to {error, code} and never carry a stack trace.
 import { expect } from 'chai';
-import { TroupeError } from '../../../ops/errors.js';
+import { TroupeError } from '../../../ops/kernel/errors.js';
 import type { Route } from '../../../http/types.js';
 import { startTestServer, type TestDeps, type TestServer } from '../../support/http.js';
 

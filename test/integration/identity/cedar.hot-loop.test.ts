@@ -1,6 +1,6 @@
 /**
  * Regression: Node 20 aborted the process ("Fatal error … unreachable code") in about half of the runs of a hot
- * Cedar authorisation loop, when a deoptimisation landed in an inlined JS→Wasm call (see ops/wasm-inlining-off.ts).
+ * Cedar authorisation loop, when a deoptimisation landed in an inlined JS→Wasm call (see ops/kernel/wasm-inlining-off.ts).
  * Two such loops in child processes must both finish; without the fix at least one crashes three times in four.
  */
 import { spawn } from 'node:child_process';

@@ -4,7 +4,7 @@
  * other orgs, stop a revoked key at once, and answer malformed bodies with 400 naming the field.
  */
 import { expect } from 'chai';
-import { TroupeError } from '../../../ops/errors.js';
+import { TroupeError } from '../../../ops/kernel/errors.js';
 import sinon from 'sinon';
 import { startTestNode, type EngineSet, type TestNode } from '../../support/node.js';
 import { skipEngine } from '../../support/engines.js';

@@ -3,7 +3,7 @@
 // that never saw the token refuses it from storage — while another client's token keeps working everywhere.
 import { expect } from 'chai';
 import { loadConfig } from '../../../ops/config.js';
-import { silentLogger } from '../../../ops/logger.js';
+import { silentLogger } from '../../../ops/kernel/logger.js';
 import { generateAdminToken, generateMasterKey } from '../../../ops/secrets.js';
 import { startNode, type TroupeNode } from '../../../ops/node.js';
 import { AmqpTransport } from '../../../transport/amqp/index.js';

@@ -7,7 +7,7 @@
 import { expect } from 'chai';
 import amqp, { type Channel, type ChannelModel } from 'amqplib';
 import { Registry } from 'prom-client';
-import { TroupeError } from '../../../ops/errors.js';
+import { TroupeError } from '../../../ops/kernel/errors.js';
 import { shardOf } from '../../../transport/shards.js';
 import { ASK_BATCH_TYPE } from '../../../transport/amqp/ask-batch.js';
 import type { AmqpTransport } from '../../../transport/amqp/transport.js';

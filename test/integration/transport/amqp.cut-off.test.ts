@@ -6,7 +6,7 @@
  * actor still attempts is refused by the snapshot version (STORAGE_STALE_VERSION).
  */
 import { expect } from 'chai';
-import { TroupeError } from '../../../ops/errors.js';
+import { TroupeError } from '../../../ops/kernel/errors.js';
 import { KnexSnapshotStore } from '../../../storage/knex-snapshot-store.js';
 import { shardOf } from '../../../transport/shards.js';
 import type { AmqpTransport } from '../../../transport/amqp/transport.js';

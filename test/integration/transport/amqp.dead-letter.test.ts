@@ -6,7 +6,7 @@
  */
 import { expect } from 'chai';
 import amqp, { type Channel, type ChannelModel } from 'amqplib';
-import { TroupeError } from '../../../ops/errors.js';
+import { TroupeError } from '../../../ops/kernel/errors.js';
 import { shardOf } from '../../../transport/shards.js';
 import type { AmqpTransport } from '../../../transport/amqp/transport.js';
 import { engines, skipEngine } from '../../support/engines.js';

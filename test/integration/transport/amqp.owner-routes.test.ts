@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import amqp, { type Channel, type ChannelModel, type ConsumeMessage } from 'amqplib';
 import { Registry } from 'prom-client';
-import { TroupeError } from '../../../ops/errors.js';
+import { TroupeError } from '../../../ops/kernel/errors.js';
 import { shardOf } from '../../../transport/shards.js';
 import { createEnvelope, encodeEnvelope } from '../../../transport/envelope.js';
 import { ASK_BATCH_TYPE, encodeBatch } from '../../../transport/amqp/ask-batch.js';

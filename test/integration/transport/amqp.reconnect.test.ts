@@ -7,7 +7,7 @@
 import { expect } from 'chai';
 import type { Socket } from 'node:net';
 import amqp from 'amqplib';
-import { TroupeError } from '../../../ops/errors.js';
+import { TroupeError } from '../../../ops/kernel/errors.js';
 import type { AmqpTransport } from '../../../transport/amqp/transport.js';
 import { engines, skipEngine } from '../../support/engines.js';
 import { eventually, startAmqpTransport, type StartedTransport } from '../../support/transport.js';

@@ -7,7 +7,7 @@
  */
 import { expect } from 'chai';
 import { Registry } from 'prom-client';
-import { TroupeError } from '../../../ops/errors.js';
+import { TroupeError } from '../../../ops/kernel/errors.js';
 import { shardOf } from '../../../transport/shards.js';
 import type { AmqpTransport } from '../../../transport/amqp/transport.js';
 import { skipEngine } from '../../support/engines.js';

@@ -6,7 +6,7 @@
 import { expect } from 'chai';
 import amqp, { type Channel, type ChannelModel } from 'amqplib';
 import { Presence } from '../../../transport/cluster/presence.js';
-import { silentLogger } from '../../../ops/logger.js';
+import { silentLogger } from '../../../ops/kernel/logger.js';
 import { engines, skipEngine } from '../../support/engines.js';
 import { eventually, testPrefix } from '../../support/transport.js';
 

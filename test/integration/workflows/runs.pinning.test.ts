@@ -3,7 +3,7 @@
 // finish on it, while new runs use the new version. Gates are decided once, by humans, in their own role.
 import { expect } from 'chai';
 import { loadConfig } from '../../../ops/config.js';
-import { silentLogger } from '../../../ops/logger.js';
+import { silentLogger } from '../../../ops/kernel/logger.js';
 import { generateAdminToken, generateMasterKey } from '../../../ops/secrets.js';
 import { startNode, type TroupeNode } from '../../../ops/node.js';
 import { call } from '../../support/node.js';

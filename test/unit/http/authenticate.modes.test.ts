@@ -3,7 +3,7 @@
 // 401 for a missing or invalid credential and 403 for a valid one of the wrong kind.
 import { expect } from 'chai';
 import { authenticate, bearerMatches } from '../../../http/authenticate.js';
-import { TroupeError } from '../../../ops/errors.js';
+import { TroupeError } from '../../../ops/kernel/errors.js';
 import type { AuthMode } from '../../../http/types.js';
 import { testDeps, testTokens } from '../../support/http.js';
 

@@ -3,7 +3,7 @@
 // repairs: wrong content type 415, invalid UTF-8 400, malformed JSON 400.
 import { expect } from 'chai';
 import { collectBody, decodeBody, type BodySource } from '../../../http/body.js';
-import { TroupeError } from '../../../ops/errors.js';
+import { TroupeError } from '../../../ops/kernel/errors.js';
 
 class ScriptedSource implements BodySource {
   handler: ((chunk: ArrayBuffer, isLast: boolean) => void) | undefined;

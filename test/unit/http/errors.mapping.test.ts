@@ -2,8 +2,8 @@
 // theirs, a raw database error is classified (down → 503, unstorable text → 400), and anything else is a bare 500
 // that reveals nothing about our insides.
 import { expect } from 'chai';
-import { silentLogger } from '../../../ops/logger.js';
-import { TroupeError } from '../../../ops/errors.js';
+import { silentLogger } from '../../../ops/kernel/logger.js';
+import { TroupeError } from '../../../ops/kernel/errors.js';
 import { toErrorReply } from '../../../http/errors.js';
 
 const driverError = (message: string, code: string) => Object.assign(new Error(message), { code });

@@ -6,7 +6,8 @@
 import { expect } from 'chai';
 import { createHash, createHmac } from 'node:crypto';
 import { SignJWT, UnsecuredJWT } from 'jose';
-import { Secrets, generateMasterKey } from '../../../ops/secrets.js';
+import { generateMasterKey } from '../../../ops/secrets.js';
+import { Secrets } from '../../../ops/kernel/secrets.js';
 import {
   apiKeyPrefix, hashesEqual, mintSecret, parseSecret, randomBase62, registrationTokenPrefix,
 } from '../../../actors/identity/secrets-format.js';

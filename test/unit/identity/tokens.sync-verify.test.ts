@@ -6,8 +6,9 @@
  */
 import { expect } from 'chai';
 import { createHmac, generateKeyPairSync, sign } from 'node:crypto';
-import { Secrets, generateMasterKey } from '../../../ops/secrets.js';
-import { TroupeError } from '../../../ops/errors.js';
+import { generateMasterKey } from '../../../ops/secrets.js';
+import { Secrets } from '../../../ops/kernel/secrets.js';
+import { TroupeError } from '../../../ops/kernel/errors.js';
 import { deriveSigningKeys, signToken, userTokenId, verifyTokenSync, RUNTIME_TOKEN_TTL_SECONDS, type SigningKeys } from '../../../actors/identity/tokens.js';
 
 const ORG = '11111111-1111-4111-8111-111111111111';

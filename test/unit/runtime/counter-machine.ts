@@ -2,7 +2,7 @@ import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { accept, allows, reject, type ActorBehavior, type TransitionTable } from '../../../actors/runtime/machine.js';
 import { createActorSystem, type ActorSystemOptions } from '../../../actors/runtime/system.js';
-import { systemClock } from '../../../ops/clock.js';
+import { systemClock } from '../../../ops/kernel/clock.js';
 import { MemorySnapshotStore } from '../../support/memory-snapshot-store.js';
 
 /**

@@ -4,7 +4,7 @@
 // TRANSPORT_TIMEOUT; metrics show live actors, handled messages and decide time per kind.
 import { expect } from 'chai';
 import { Registry } from 'prom-client';
-import { TroupeError } from '../../../ops/errors.js';
+import { TroupeError } from '../../../ops/kernel/errors.js';
 import { counterSystem, eventually, rejectionOf } from './counter-machine.js';
 
 describe('actor runtime: delivery', () => {

@@ -5,8 +5,8 @@
 import { expect } from 'chai';
 import { pino } from 'pino';
 import { createActorSystem, type ActorSystem } from '../../../actors/runtime/system.js';
-import { systemClock } from '../../../ops/clock.js';
-import { TroupeError } from '../../../ops/errors.js';
+import { systemClock } from '../../../ops/kernel/clock.js';
+import { TroupeError } from '../../../ops/kernel/errors.js';
 import { KnexSnapshotStore } from '../../../storage/knex-snapshot-store.js';
 import { withPgliteDb, type TestDb } from '../../support/db.js';
 import { counterBehavior, rejectionOf, type CounterMsg, type CounterReply } from './counter-machine.js';

@@ -3,7 +3,7 @@
 // STORAGE_STALE_VERSION, the actor stops, messages queued behind it hear ACTOR_STOPPED, and the next message
 // rehydrates from the store, seeing the other owner's state.
 import { expect } from 'chai';
-import { TroupeError } from '../../../ops/errors.js';
+import { TroupeError } from '../../../ops/kernel/errors.js';
 import { counterSystem, rejectionOf } from './counter-machine.js';
 
 describe('actor runtime: storage failures', () => {

@@ -6,7 +6,7 @@
  */
 import { expect } from 'chai';
 import type { Knex } from 'knex';
-import { TroupeError } from '../../../ops/errors.js';
+import { TroupeError } from '../../../ops/kernel/errors.js';
 import { appendAudit, GENESIS_HASH, listAudit, verifyAudit } from '../../../storage/audit-log.js';
 import { dbEngines, type TestDb } from '../../support/db.js';
 

@@ -3,7 +3,7 @@
  * the same value; the audit chain's hashes depend on it.
  */
 import { expect } from 'chai';
-import { canonicalJson } from '../../../storage/canonical-json.js';
+import { canonicalJson } from '../../../ops/kernel/canonical-json.js';
 
 describe('canonicalJson', function () {
   it('sorts keys at every depth and adds no whitespace', function () {

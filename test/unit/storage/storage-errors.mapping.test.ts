@@ -4,7 +4,7 @@
  * violation still means something to its caller).
  */
 import { expect } from 'chai';
-import { TroupeError } from '../../../ops/errors.js';
+import { TroupeError } from '../../../ops/kernel/errors.js';
 import { toStorageError } from '../../../storage/storage-errors.js';
 
 const withCode = (message: string, code: string) => Object.assign(new Error(message), { code });

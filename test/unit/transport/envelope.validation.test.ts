@@ -4,7 +4,7 @@
  * TroupeErrors in their wire form, and oversized messages are refused before they reach the broker.
  */
 import { expect } from 'chai';
-import { TroupeError } from '../../../ops/errors.js';
+import { TroupeError } from '../../../ops/kernel/errors.js';
 import {
   EnvelopeVersionError, MAX_ENVELOPE_BYTES, MalformedEnvelopeError, assertAddress, createEnvelope, decodeEnvelope,
   encodeEnvelope, errorReply, okReply, readReply,

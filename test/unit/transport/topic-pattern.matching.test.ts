@@ -4,7 +4,7 @@
  * the broker; and hostile patterns stay cheap to match.
  */
 import { expect } from 'chai';
-import { TroupeError } from '../../../ops/errors.js';
+import { TroupeError } from '../../../ops/kernel/errors.js';
 import { assertPattern, assertTopic, matchesTopic } from '../../../transport/topic-pattern.js';
 
 // [pattern, topic, matches] — cases from the AMQP 0-9-1 topic exchange semantics and RabbitMQ's topic tests.

@@ -1,7 +1,7 @@
 /**
  * The one registry of error codes. Every error that reaches a client, or crosses the broker between nodes,
  * carries one of these codes; the HTTP status and whether a retry can help come from here and nowhere else.
- * `test/unit/ops/errors.test.ts` keeps this table, the OpenAPI error schema and the HTTP mapping in step.
+ * `test/unit/kernel/errors.test.ts` keeps this table, the OpenAPI error schema and the HTTP mapping in step.
  */
 export const errorRegistry = {
   // 400: the client's request is malformed; retrying the same request cannot help.

@@ -1,14 +1,14 @@
 import type { Knex } from 'knex';
 import type { Registry } from 'prom-client';
-import type { Config } from './config.js';
-import type { Logger } from './logger.js';
-import type { Clock } from './clock.js';
-import type { Secrets } from './secrets.js';
+import type { Config } from '../ops/kernel/config.js';
+import type { Logger } from '../ops/kernel/logger.js';
+import type { Clock } from '../ops/kernel/clock.js';
+import type { Secrets } from '../ops/kernel/secrets.js';
 import type { SnapshotStore } from '../storage/snapshot-store.js';
 import type { Cache } from '../storage/cache.js';
 import type { Transport } from '../transport/port.js';
-import type { Authorizer } from '../actors/identity/ports.js';
-import type { IdentityAuthenticator } from '../actors/identity/authenticator.js';
+import type { Authorizer } from './identity/ports.js';
+import type { IdentityAuthenticator } from './identity/authenticator.js';
 
 /**
  * Everything a handler or an actor effect may use, built once in `ops/main.ts` and passed explicitly.

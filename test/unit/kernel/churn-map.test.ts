@@ -4,7 +4,7 @@
  */
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { ChurnMap, ChurnSet } from '../../../ops/churn-map.js';
+import { ChurnMap, ChurnSet } from '../../../ops/kernel/churn-map.js';
 
 type Op = { kind: 'set'; key: number; value: number } | { kind: 'delete'; key: number } | { kind: 'clear' };
 

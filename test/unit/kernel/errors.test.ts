@@ -1,7 +1,7 @@
 // Invariant: every error code maps to one HTTP status and retryability, 5xx only for dependency failures and our own
 // bugs, and an error survives the trip across the broker with its code intact while an unknown code is not trusted.
 import { expect } from 'chai';
-import { errorRegistry, fromWire, TroupeError, type ErrorCode } from '../../../ops/errors.js';
+import { errorRegistry, fromWire, TroupeError, type ErrorCode } from '../../../ops/kernel/errors.js';
 
 describe('error registry', () => {
   const codes = Object.keys(errorRegistry) as ErrorCode[];

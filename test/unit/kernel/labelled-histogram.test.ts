@@ -1,7 +1,7 @@
 /** The request-duration histogram must scrape exactly as prom-client's own would for the same observations. */
 import { expect } from 'chai';
 import { Histogram, Registry } from 'prom-client';
-import { LabelledHistogram } from '../../../ops/labelled-histogram.js';
+import { LabelledHistogram } from '../../../ops/kernel/labelled-histogram.js';
 
 const buckets = [0.001, 0.01, 0.1, 1];
 const observations: Array<[Record<'method' | 'route', string>, number]> = [

@@ -1,0 +1,73 @@
+/**
+ * Configuration comes from the environment only, is checked once at boot against one schema and then frozen.
+ * A bad value stops start-up with one line naming the variable (see `ConfigError`).
+ */
+export interface Config {
+  /** @default 8080 */
+  readonly port: number;
+  /** @default '0.0.0.0' */
+  readonly host: string;
+  /** Where PGlite, the master key and the admin token live on embedded defaults. @default './data' */
+  readonly dataDir: string;
+  /** postgres://… selects Postgres; unset selects PGlite under dataDir. */
+  readonly databaseUrl: string | undefined;
+  /** amqp://… selects the RabbitMQ transport; unset selects the in-process transport. */
+  readonly amqpUrl: string | undefined;
+  /** redis://… selects Redis; unset selects the in-memory cache. */
+  readonly redisUrl: string | undefined;
+  /** @default hostname-pid */
+  readonly nodeId: string;
+  /** 32 bytes, base64. Unset: generated once into `<dataDir>/master-key`. */
+  readonly masterKey: string | undefined;
+  /** Unset: generated once into `<dataDir>/admin-token`. */
+  readonly adminToken: string | undefined;
+  /** @default 'info' */
+  readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** Shards per cluster; fixed for the life of a cluster. @default 64 */
+  readonly shardCount: number;
+  /** How long a shutdown may drain in-flight requests before closing. @default 10000 */
+  readonly shutdownGraceMs: number;
+  /** Actors idle this long are passivated (state is already durable). @default 300000 */
+  readonly passivateAfterMs: number;
+  /** Default deadline for an ask from the HTTP edge to an actor. @default 5000 */
+  readonly askTimeoutMs: number;
+  /** Hosts or CIDRs outbound requests may reach although private or loopback. */
+  readonly outboundAllow: readonly string[];
+  /** @default 5 */
+  readonly kAnonymityFloor: number;
+  /** Legacy environment secret for the incident webhook. */
+  readonly incidentIoSecret: string | undefined;
+  /** True when TLS terminates in front of us; the session cookie is then Secure. @default false */
+  readonly behindTls: boolean;
+  /** Prefix of every RabbitMQ exchange and queue name; the nodes of one cluster share it. @default 'troupe' */
+  readonly amqpPrefix: string;
+  /** RabbitMQ management API, read for the cluster's ownership view. Unset: AMQP_URL's host, port 15672. */
+  readonly amqpManagementUrl: string | undefined;
+  /** Postgres schema the node works in (created when missing). Unset: the connection's default search path. */
+  readonly databaseSchema: string | undefined;
+  /** A held session whose worker has been silent this long is reclaimed (decision 0007, leases). @default 90000 */
+  readonly sessionLeaseMs: number;
+  /** VAPID subject (`mailto:` or `https:` contact) for web push; unset disables web push. */
+  readonly webPushSubject: string | undefined;
+  /**
+   * The address browsers reach this deployment at (`https://troupe.example.com`); integration OAuth redirect URIs
+   * are built from it. Unset: taken from the request's Host header, which suits only single-host setups.
+   */
+  readonly publicUrl: string | undefined;
+  /**
+   * Integration OAuth apps, one per provider (`TROUPE_<PROVIDER>_OAUTH_CLIENT_ID`, `…_CLIENT_SECRET`, optional
+   * `…_BASE_URL` replacing the provider's own authorize and token host, e.g. a fake provider in tests).
+   * A provider without client id and secret cannot be connected.
+   */
+  readonly linearOAuthBaseUrl: string | undefined;
+  readonly linearOAuthClientId: string | undefined;
+  readonly linearOAuthClientSecret: string | undefined;
+  readonly githubOAuthBaseUrl: string | undefined;
+  readonly githubOAuthClientId: string | undefined;
+  readonly githubOAuthClientSecret: string | undefined;
+  readonly sentryOAuthBaseUrl: string | undefined;
+  readonly sentryOAuthClientId: string | undefined;
+  readonly sentryOAuthClientSecret: string | undefined;
+  /** A provider delivery recorded but not finished this long is handed on again (the webhook sweeper). @default 60000 */
+  readonly webhookResendAfterMs: number;
+}
