@@ -111,7 +111,9 @@ describe('Cedar authorizer under policy churn', () => {
     expect((await authz.check(viewer(ORG_X), 'read', resourceOf('Workflow', ORG_X))).allowed).to.equal(true);
   });
 
-  it('every decision equals a fresh Cedar evaluation of the org\'s active set (random create, update, archive across orgs)', async () => {
+  it('every decision equals a fresh Cedar evaluation of the org\'s active set (random create, update, archive across orgs)', async function () {
+    // Each reference decision parses the whole policy set afresh: seconds of CPU on a quiet machine, more on a busy one.
+    this.timeout(120_000);
     const principalArb = fc.oneof(
       fc.constantFrom<OrgRole>('admin', 'member', 'viewer').map((role) => ({ role })),
       fc.constantFrom('read', 'write').map((scope) => ({ scopes: [scope] })),
