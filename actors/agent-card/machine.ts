@@ -1,6 +1,8 @@
 import { accept, allows, reject, type Decision, type DecideContext, type TransitionTable } from '../runtime/machine.js';
 import { applyOverlay, missingTargets, normalizePayload, type AgentCardPayload, type Overlay } from '../marketplace/payload.js';
 import type { SourceVersion } from '../marketplace/update-preview.js';
+import type { InstallRecord, AgentCardRecord } from '../../schemas/agents/agent-card.js';
+export { type InstallRecord, type AgentCardRecord } from '../../schemas/agents/agent-card.js';
 
 /**
  * The agent-card actor (`agent-card/<id>`) owns one agent card of one org (decision 0015).
@@ -15,25 +17,6 @@ import type { SourceVersion } from '../marketplace/update-preview.js';
  *
  * Source versions are read by the caller and carried in the message, so `decide` stays pure.
  */
-
-export interface InstallRecord {
-  readonly listingId: string;
-  readonly sourceCardId: string;
-  readonly pinnedVersion: number;
-  readonly overlay: Overlay;
-}
-
-export interface AgentCardRecord {
-  readonly id: string;
-  readonly orgId: string;
-  readonly version: number;
-  /** Authored: the card as written. Installed: the materialized projection (source payload + overlay). */
-  readonly payload: AgentCardPayload;
-  readonly install: InstallRecord | null;
-  readonly createdBy: string;
-  readonly createdAt: number;
-  readonly updatedAt: number;
-}
 
 export interface AgentCardState {
   readonly card: AgentCardRecord | null;

@@ -1,4 +1,8 @@
+import type { Knex } from 'knex';
 import { betaSample, seededRandom } from './random.js';
+import { orgArms } from '../../storage/analytics/router.js';
+import { PRIOR_ALPHA, PRIOR_BETA, type ArmPosterior, type ArmChoice } from '../../schemas/analytics/router.js';
+export { PRIOR_ALPHA, PRIOR_BETA, DEFAULT_WORK_TYPE, posteriorMean, type ArmPosterior, type ArmChoice } from '../../schemas/analytics/router.js';
 
 /**
  * Provider routing as a Beta–Bernoulli bandit (decision 0013). Each (provider, workType) arm has a Beta
@@ -7,28 +11,6 @@ import { betaSample, seededRandom } from './random.js';
  * per candidate arm and takes the largest (Thompson sampling), seeded by the request id so a decision can be
  * replayed exactly from what was recorded.
  */
-
-export const PRIOR_ALPHA = 1;
-export const PRIOR_BETA = 1;
-/** The workType arms are keyed under when a dispatch names none. */
-export const DEFAULT_WORK_TYPE = 'general';
-
-export interface ArmPosterior {
-  readonly provider: string;
-  readonly workType: string;
-  readonly alpha: number;
-  readonly beta: number;
-}
-
-export interface ArmChoice {
-  readonly provider: string;
-  readonly workType: string;
-  readonly seed: string;
-  /** Every candidate's draw, in provider order, so the decision can be audited and replayed. */
-  readonly draws: readonly { provider: string; alpha: number; beta: number; sample: number }[];
-}
-
-export const posteriorMean = (alpha: number, beta: number): number => alpha / (alpha + beta);
 
 /**
  * Picks the provider for `workType` among `candidates` (posteriors of that work type; a provider the org has used
@@ -44,4 +26,17 @@ export function chooseArm(workType: string, candidates: readonly ArmPosterior[],
   let best = draws[0]!;
   for (const d of draws) if (d.sample > best.sample) best = d;
   return { provider: best.provider, workType, seed, draws };
+}
+
+/**
+ * The arm for a dispatch that names no provider: every provider the org has outcomes for competes, with its
+ * posterior for this work type (the prior if it has none yet). Undefined while the org has no arms at all.
+ */
+export async function chooseProvider(db: Knex, orgId: string, workType: string, seed: string): Promise<ArmChoice | undefined> {
+  const byProvider = new Map<string, { alpha: number; beta: number }>();
+  for (const arm of await orgArms(db, orgId)) {
+    if (arm.workType === workType) byProvider.set(arm.provider, { alpha: arm.alpha, beta: arm.beta });
+    else if (!byProvider.has(arm.provider)) byProvider.set(arm.provider, { alpha: PRIOR_ALPHA, beta: PRIOR_BETA });
+  }
+  return chooseArm(workType, [...byProvider].map(([provider, p]) => ({ provider, workType, ...p })), seed);
 }

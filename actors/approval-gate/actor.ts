@@ -28,11 +28,7 @@ export function createApprovalGateBehavior(ports: { ask: AskFn }): ActorBehavior
     },
     async project(trx: Knex.Transaction, id: string, next: GateState) {
       if (next.status === 'absent') return;
-      await writeGate(trx, {
-        id, orgId: next.orgId, projectId: next.projectId, title: next.title, issue: next.issue, sessionId: next.sessionId,
-        runId: next.runId, nodeId: next.nodeId, escalation: next.escalation, requiredRole: next.requiredRole,
-        status: next.status, decidedBy: next.decidedBy, driver: next.driver, createdAt: next.createdAt, decidedAt: next.decidedAt,
-      });
+      await writeGate(trx, id, next);
     },
     async afterPersist(effects, ctx) {
       for (const effect of effects) {

@@ -1,5 +1,5 @@
 import { accept, allows, reject, type DecideContext, type Decision, type TransitionTable } from '../runtime/machine.js';
-import type { OrgRole } from '../identity/principal.js';
+import type { Decider, GateDecision, GateFields, GateRecord, GateStatus } from '../../schemas/workflows/approval-gate.js';
 
 /**
  * One approval gate (`approval-gate/<id>`), opened by a workflow run reaching an approval node or by
@@ -11,33 +11,11 @@ import type { OrgRole } from '../identity/principal.js';
  * `escalation: live-session` resumes its run with the approver as the live session's driver.
  * `gate.open` is idempotent (a run re-opens its gate after a restart and learns a decision it missed).
  */
-export const gateStatuses = ['absent', 'pending', 'approved', 'rejected', 'escalated'] as const;
-export type GateStatus = (typeof gateStatuses)[number];
-export type GateDecision = 'approved' | 'rejected' | 'escalated';
+export {
+  gateStatuses, type Decider, type GateDecision, type GateFields, type GateRecord, type GateStatus,
+} from '../../schemas/workflows/approval-gate.js';
 
-export interface GateFields {
-  readonly orgId: string;
-  readonly projectId: string | null;
-  readonly title: string;
-  readonly issue: string | null;
-  readonly sessionId: string | null;
-  readonly runId: string | null;
-  readonly nodeId: string | null;
-  readonly escalation: 'live-session' | null;
-  readonly requiredRole: 'owner' | 'admin' | 'member' | null;
-}
-
-export interface Decider { readonly userId: string; readonly role: OrgRole }
-
-export type GateState =
-  | { readonly status: 'absent' }
-  | (GateFields & {
-      readonly status: Exclude<GateStatus, 'absent'>;
-      readonly createdAt: string;
-      readonly decidedAt: string | null;
-      readonly decidedBy: Decider | null;
-      readonly driver: string | null;
-    });
+export type GateState = { readonly status: 'absent' } | GateRecord;
 export type LiveGate = Extract<GateState, { orgId: string }>;
 
 export type GateMsg =

@@ -3,31 +3,8 @@ import { canonicalJson } from '../../ops/kernel/canonical-json.js';
 import { analyseDefinition, type AnalysedDefinition } from '../workflow/definition.js';
 import { digestOf } from './digest.js';
 import { nodeKindOf, pluginVerbOf, type Vocabulary } from './vocabulary.js';
-
-/**
- * A candidate plan (spec 4.1): the canvas an authoring helper proposes. It is a workflow definition seen from the
- * canvas: each node names its kind by `nodeKey` (from the vocabulary) and carries that kind's members in `config`.
- * A plan is valid when every node kind is in the vocabulary and the v2 definition it stands for passes the same
- * checks a publish runs (`analyseDefinition`).
- */
-export interface PlanNode {
-  readonly id: string;
-  readonly nodeKey: string;
-  readonly config: Readonly<Record<string, unknown>>;
-}
-
-export interface PlanEdge {
-  readonly source: string;
-  readonly target: string;
-  readonly when?: boolean;
-}
-
-export interface CandidatePlan {
-  readonly name: string;
-  readonly description: string;
-  readonly nodes: readonly PlanNode[];
-  readonly edges: readonly PlanEdge[];
-}
+import type { CandidatePlan } from '../../schemas/authoring/proposal.js';
+export { type PlanNode, type PlanEdge, type CandidatePlan } from '../../schemas/authoring/proposal.js';
 
 export const candidateDigest = (target: string, plan: CandidatePlan): string => digestOf({ target, plan });
 

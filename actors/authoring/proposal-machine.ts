@@ -1,5 +1,7 @@
 import { accept, allows, reject, type Decision, type DecideContext, type TransitionTable } from '../runtime/machine.js';
 import type { CandidatePlan } from './plan.js';
+import type { ProposalDigests, ProposalRecord, ProposalVersionRecord } from '../../schemas/authoring/proposal.js';
+export { type ProposalDigests, type ProposalRecord, type ProposalVersionRecord } from '../../schemas/authoring/proposal.js';
 
 /**
  * The proposal actor (`proposal/<proposalId>`) owns one isolated proposal: a reviewed synthesis candidate stored
@@ -14,36 +16,6 @@ import type { CandidatePlan } from './plan.js';
  * the room that owns them. The digests were revalidated by the caller before the message was sent; the actor's own
  * check is the proposal version, which its mailbox serialises, so two appends racing on version n cannot both win.
  */
-
-export interface ProposalDigests {
-  readonly candidateDigest: string;
-  readonly baseDigest: string;
-  readonly vocabularyDigest: string;
-  readonly policyDigest: string;
-}
-
-export interface ProposalRecord {
-  readonly id: string;
-  readonly orgId: string;
-  readonly projectId: string;
-  readonly target: 'workflow';
-  /** The workflow the candidate was drafted against; '' for a new workflow. */
-  readonly workflowId: string;
-  readonly status: 'draft';
-  readonly version: number;
-  readonly createdBy: string;
-  readonly createdAt: number;
-  readonly updatedAt: number;
-}
-
-export interface ProposalVersionRecord {
-  readonly proposalId: string;
-  readonly version: number;
-  readonly plan: CandidatePlan;
-  readonly digests: ProposalDigests;
-  readonly createdBy: string;
-  readonly createdAt: number;
-}
 
 export interface ProposalState {
   /** Only the head: versions live in the `authoring_proposal_versions` read model, so the snapshot stays small. */

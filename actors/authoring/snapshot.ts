@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { TroupeError } from '../../ops/kernel/errors.js';
 import { activePolicies } from '../../storage/governance/policies.js';
-import { storedVocabularySource } from '../../storage/authoring/vocabulary-source.js';
+import { storedVocabularySource } from './stored-vocabulary.js';
 import { findWorkflow } from '../../storage/workflows/workflows.js';
 import { digestOf } from './digest.js';
 import { loadVocabulary, vocabularyDigest, type Vocabulary, type VocabularySource } from './vocabulary.js';

@@ -8,7 +8,7 @@ import { digestOf } from './digest.js';
  * simulation resolves every node and tool through it. Its digest changes whenever any entry changes.
  *
  * Plugin verbs (daemon option snapshots) and palette tools belong to rooms that keep their own tables; they join
- * through `VocabularySource` (the stored one is `storage/authoring/vocabulary-source.ts`). Entries carry only what
+ * through `VocabularySource` (the stored one is `./stored-vocabulary.ts`). Entries carry only what
  * names the vocabulary, never volatile state (worker liveness, option choices, timestamps), so the digest moves
  * when a verb or tool is added or removed and not when a worker heartbeats.
  */

@@ -1,4 +1,6 @@
 import { canonicalJson } from '../../ops/kernel/canonical-json.js';
+import type { AgentCardPayload, Overlay } from '../../schemas/agents/agent-card.js';
+export { type AgentCardPayload, type Overlay } from '../../schemas/agents/agent-card.js';
 
 /**
  * Agent-card payloads in normal form, and the overlay an installing org lays over a marketplace card (decision
@@ -6,17 +8,6 @@ import { canonicalJson } from '../../ops/kernel/canonical-json.js';
  * equal and deltas show only real changes. An overlay maps dotted paths into the payload (`config.temperature`) to
  * the org's own values; it may only target paths the source payload has.
  */
-
-export interface AgentCardPayload {
-  readonly name: string;
-  readonly description: string;
-  readonly prompt: string;
-  readonly capabilities: readonly string[];
-  readonly model?: string;
-  readonly config: Readonly<Record<string, unknown>>;
-}
-
-export type Overlay = Readonly<Record<string, unknown>>;
 
 export function normalizePayload(raw: {
   name: string; description?: string; prompt: string; capabilities?: readonly string[]; model?: string; config?: Record<string, unknown>;

@@ -1,4 +1,6 @@
 import { leaves, sameValue, valueAt, pathExists, type AgentCardPayload, type Overlay } from './payload.js';
+import type { SourceVersion } from '../../schemas/agents/agent-card.js';
+export { type SourceVersion } from '../../schemas/agents/agent-card.js';
 
 /**
  * What accepting a marketplace update would change for one installed card (spec 4.6): the source versions, the
@@ -7,13 +9,6 @@ import { leaves, sameValue, valueAt, pathExists, type AgentCardPayload, type Ove
  * value the org overrides (the org's value still wins on accept), and `dropped` when its target vanished (accept
  * removes it and records each drop in the audit chain).
  */
-
-export interface SourceVersion {
-  readonly version: number;
-  readonly payload: AgentCardPayload;
-  readonly createdAt: string;
-  readonly changedBy: string;
-}
 
 export interface UpdatePreview {
   readonly available: boolean;

@@ -42,13 +42,13 @@ export function createOrgBehavior(ports: OrgBehaviorPorts = {}): ActorBehavior<O
       for (const effect of effects) {
         switch (effect.type) {
           case 'apiKeyIssued':
-            await writeApiKey(trx, { ...effect.key, orgId });
+            await writeApiKey(trx, orgId, effect.key);
             break;
           case 'apiKeyRevoked':
             await markApiKeyRevoked(trx, orgId, effect.keyId, effect.revokedAt);
             break;
           case 'registrationTokenIssued':
-            await writeRegistrationToken(trx, { ...effect.token, orgId });
+            await writeRegistrationToken(trx, orgId, effect.token);
             break;
           case 'registrationTokenRevoked':
             await markRegistrationTokenRevoked(trx, orgId, effect.tokenId, effect.revokedAt);

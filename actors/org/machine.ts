@@ -1,4 +1,6 @@
 import { accept, allows, reject, type Decision, type DecideContext, type TransitionTable } from '../runtime/machine.js';
+import type { ApiKeyMeta, RegistrationTokenMeta } from '../../schemas/identity/org-actor.js';
+export { type ApiKeyMeta, type RegistrationTokenMeta } from '../../schemas/identity/org-actor.js';
 
 /**
  * The org actor (`org/<orgId>`) owns the credentials an org hands out: API keys and daemon registration tokens.
@@ -13,28 +15,6 @@ import { accept, allows, reject, type Decision, type DecideContext, type Transit
  * Secrets are minted by the caller before the message is sent (the message carries only the lookup prefix and
  * the SHA-256), so `decide` stays pure and a replayed message is recognised by its identical hash.
  */
-
-export interface ApiKeyMeta {
-  readonly id: string;
-  readonly name: string;
-  readonly prefix: string;
-  readonly hash: string;
-  readonly scopes: readonly string[];
-  readonly requesterId: string | null;
-  readonly createdBy: string | null;
-  readonly createdAt: number;
-  readonly revokedAt: number | null;
-}
-
-export interface RegistrationTokenMeta {
-  readonly id: string;
-  readonly name: string;
-  readonly prefix: string;
-  readonly hash: string;
-  readonly projects: readonly string[];
-  readonly createdAt: number;
-  readonly revokedAt: number | null;
-}
 
 export interface OrgState {
   readonly orgId: string;

@@ -1,5 +1,6 @@
 import { accept, allows, reject, type Decision, type DecideContext, type TransitionTable } from '../runtime/machine.js';
-import type { PolicyScope, PolicyStatus } from '../../schemas/governance/policy.js';
+import type { PolicyRecord, PolicyScope, PolicyStatus, PolicyVersionRecord } from '../../schemas/governance/policy.js';
+export { type PolicyRecord, type PolicyVersionRecord } from '../../schemas/governance/policy.js';
 
 /**
  * The policy actor (`policy/<policyId>`) owns one stored Cedar policy and its version history.
@@ -14,34 +15,6 @@ import type { PolicyScope, PolicyStatus } from '../../schemas/governance/policy.
  * (name, tags, status …) change the policy row but not its version history. The Cedar text has been parsed and
  * validated by the caller before the message is sent, and the version id minted there, so `decide` stays pure.
  */
-
-export interface PolicyRecord {
-  readonly id: string;
-  readonly orgId: string;
-  readonly name: string;
-  readonly description: string;
-  readonly cedarPolicy: string;
-  readonly scope: PolicyScope;
-  readonly scopeId: string;
-  readonly status: Exclude<PolicyStatus, never>;
-  readonly version: number;
-  readonly regulatoryTags: readonly string[];
-  readonly metadata: Readonly<Record<string, unknown>>;
-  readonly createdBy: string;
-  readonly createdAt: number;
-  readonly updatedAt: number;
-  readonly archivedAt: number | null;
-}
-
-export interface PolicyVersionRecord {
-  readonly id: string;
-  readonly policyId: string;
-  readonly version: number;
-  readonly cedarPolicy: string;
-  readonly changedBy: string;
-  readonly changeReason: string;
-  readonly createdAt: number;
-}
 
 export interface PolicyState {
   readonly policy: PolicyRecord | null;

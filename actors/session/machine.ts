@@ -1,5 +1,11 @@
 import { createHash } from 'node:crypto';
 import { accept, allows, reject, type Decision, type DecideContext, type TransitionTable } from '../runtime/machine.js';
+import {
+  terminalStatuses, type SessionEffect, type SessionSpec, type SessionState, type SessionStatus, type TerminalStatus,
+} from '../../schemas/sessions/session-state.js';
+export {
+  sessionStatuses, terminalStatuses, type SessionEffect, type SessionSpec, type SessionState, type SessionStatus, type TerminalStatus,
+} from '../../schemas/sessions/session-state.js';
 
 /**
  * The agent session (`session/<publicId>`), spec 3.1. What each status means:
@@ -16,10 +22,7 @@ import { accept, allows, reject, type Decision, type DecideContext, type Transit
  * `epoch` counts dispatches: it keys the terminal effects, so a replayed transition does nothing twice while a
  * re-dispatched session that ends again does account for its second run.
  */
-export const sessionStatuses = ['absent', 'pending', 'claimed', 'running', 'paused', 'finalizing', 'completed', 'failed', 'stopped'] as const;
-export type SessionStatus = (typeof sessionStatuses)[number];
-export const terminalStatuses = ['completed', 'failed', 'stopped'] as const satisfies readonly SessionStatus[];
-export type TerminalStatus = (typeof terminalStatuses)[number];
+
 export const liveStatuses = ['pending', 'claimed', 'running', 'paused', 'finalizing'] as const satisfies readonly SessionStatus[];
 /** Statuses in which a worker holds the session; a worker that stops heartbeating loses it (leases). */
 export const heldStatuses = ['claimed', 'running', 'paused', 'finalizing'] as const satisfies readonly SessionStatus[];
@@ -38,36 +41,6 @@ export const publicIdPattern = /^[0-9a-f]{16}$/;
 
 /** A session keeps being re-offered after lost leases this many times; the next lost lease fails it. */
 export const MAX_LEASE_RECLAIMS = 3;
-
-export interface SessionSpec {
-  readonly orgId: string;
-  readonly projectId: string;
-  readonly trackerSessionId: string;
-  readonly prompt: string;
-  readonly agentCardId: string | null;
-  readonly trackerIssue: string | null;
-  readonly workType: string | null;
-  readonly provider: string | null;
-  readonly requestedBy: string;
-}
-
-export interface SessionState {
-  readonly status: SessionStatus;
-  /** Absent only while status is 'absent'. */
-  readonly spec: SessionSpec | null;
-  readonly prompt: string;
-  readonly workerId: string | null;
-  readonly epoch: number;
-  readonly costUsd: number;
-  readonly error: string | null;
-  readonly phase: string | null;
-  readonly leaseReclaims: number;
-  readonly createdAt: number;
-  readonly updatedAt: number;
-  readonly claimedAt: number | null;
-  readonly startedAt: number | null;
-  readonly finishedAt: number | null;
-}
 
 export const initialSessionState = (): SessionState => ({
   status: 'absent', spec: null, prompt: '', workerId: null, epoch: 0, costUsd: 0, error: null, phase: null,
@@ -100,29 +73,6 @@ export type SessionReply =
   | { readonly kind: 'stopped'; readonly stopped: boolean; readonly sessionId: string; readonly previousStatus: SessionStatus; readonly newStatus: SessionStatus }
   | { readonly kind: 'prompted'; readonly delivered: boolean; readonly promptId: string; readonly sessionId: string; readonly status: SessionStatus }
   | { readonly kind: 'leaseChecked'; readonly sessionId: string; readonly status: SessionStatus };
-
-/**
- * What the actor does once a state is decided. Read-model writes run in the snapshot transaction (`project`);
- * each carries the idempotency key it is recorded under, so a replayed projection does nothing twice.
- */
-export type SessionEffect =
-  | { readonly type: 'sessionWritten' }
-  | { readonly type: 'promptRecorded'; readonly promptId: string; readonly text: string; readonly queued: boolean }
-  | { readonly type: 'activity'; readonly key: string; readonly kind: string; readonly body: string }
-  | {
-      readonly type: 'terminal';
-      /** `<sessionId>:<epoch>:terminal`: the one key every terminal effect of this run is recorded under. */
-      readonly key: string;
-      readonly status: TerminalStatus;
-      readonly costUsd: number;
-      readonly workerId: string | null;
-    }
-  /**
-   * The session was started by a workflow run's agent step (`requestedBy: workflow-run:<runId>`): its terminal
-   * status goes back to that run as `run.agentFinished` after the state is durable. Re-sending is harmless, as the
-   * run takes only the session it waits for, once.
-   */
-  | { readonly type: 'notifyRun'; readonly runId: string; readonly status: TerminalStatus; readonly error: string | null };
 
 /**
  * The status graph. For `session.transition` the listed statuses are the targets a worker may report from each

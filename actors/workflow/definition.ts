@@ -5,7 +5,7 @@ import { TroupeError } from '../../ops/kernel/errors.js';
 import { canonicalJson } from '../../ops/kernel/canonical-json.js';
 import { parseExpression } from '../workflow-run/expression.js';
 import {
-  definitionV11Schema, definitionV2Schema, MAX_NODES, type DefinitionVersion,
+  definitionV11Schema, definitionV2Schema, MAX_DEFINITION_BYTES, MAX_NODES, type DefinitionVersion,
 } from '../../schemas/workflows/definition.js';
 
 /**
@@ -49,8 +49,7 @@ export interface AnalysedDefinition {
   readonly plan: Plan;
 }
 
-/** YAML text beyond this is refused before parsing (a definition of MAX_NODES long prompts fits well within). */
-export const MAX_DEFINITION_BYTES = 512 * 1024;
+export { MAX_DEFINITION_BYTES } from '../../schemas/workflows/definition.js';
 
 const ajv = new Ajv({ allErrors: false, strict: true, strictRequired: false, strictTypes: false, discriminator: true });
 const validators = {

@@ -6,7 +6,8 @@ import { sessionScope } from '../../storage/sessions/queries.js';
 import { phaseMetrics, type PhaseMetricRange } from '../../storage/analytics/phase-metrics.js';
 import { armPosteriors, observationsPage, routingHealth } from '../../storage/analytics/router.js';
 import { platformAggregates } from '../../storage/analytics/aggregates.js';
-import { DEFAULT_WINDOW_DAYS, graphProjection, recordGraph, type EntityInput, type RelationshipInput } from '../../storage/analytics/graph.js';
+import { DEFAULT_WINDOW_DAYS, recordGraph, type EntityInput, type RelationshipInput } from '../../storage/analytics/graph.js';
+import { graphProjection } from '../../actors/analytics/graph.js';
 import { paletteKinds, projectPalette, type PaletteKind } from '../../storage/analytics/palette.js';
 import { sessionsByStatus } from '../../storage/analytics/operator.js';
 import {

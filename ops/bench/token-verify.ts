@@ -36,7 +36,7 @@ const db = await createDb({ inMemory: true });
 await migrate(db);
 const org = await insertOrg(db, { id: randomUUID(), name: 'Bench', slug: `bench-${randomUUID().slice(0, 8)}`, plan: 'free' });
 const registrationId = randomUUID();
-await writeRegistrationToken(db, { id: registrationId, orgId: org.id, name: 'fleet', prefix: 'bench', hash: 'x'.repeat(64), projects: [], createdAt: now });
+await writeRegistrationToken(db, org.id, { id: registrationId, name: 'fleet', prefix: 'bench', hash: 'x'.repeat(64), projects: [], createdAt: now, revokedAt: null });
 const auth = createAuthenticator({ db, keys, clock });
 
 const tokens: string[] = [];

@@ -78,3 +78,42 @@ export const listingView = {
 export const listingReply = { type: 'object', required: ['listing'], properties: { listing: listingView } } as const;
 export const listingListReply = { type: 'object', required: ['listings'], properties: { listings: { type: 'array', items: listingView } } } as const;
 export const updatePreviewReply = { type: 'object', required: ['update'], properties: { update: { type: 'object' } } } as const;
+
+// Records: a card as the agent-card actor holds it and the read models store it (actors/agent-card, storage/agent-cards).
+
+export interface AgentCardPayload {
+  readonly name: string;
+  readonly description: string;
+  readonly prompt: string;
+  readonly capabilities: readonly string[];
+  readonly model?: string;
+  readonly config: Readonly<Record<string, unknown>>;
+}
+
+export type Overlay = Readonly<Record<string, unknown>>;
+
+export interface SourceVersion {
+  readonly version: number;
+  readonly payload: AgentCardPayload;
+  readonly createdAt: string;
+  readonly changedBy: string;
+}
+
+export interface InstallRecord {
+  readonly listingId: string;
+  readonly sourceCardId: string;
+  readonly pinnedVersion: number;
+  readonly overlay: Overlay;
+}
+
+export interface AgentCardRecord {
+  readonly id: string;
+  readonly orgId: string;
+  readonly version: number;
+  /** Authored: the card as written. Installed: the materialized projection (source payload + overlay). */
+  readonly payload: AgentCardPayload;
+  readonly install: InstallRecord | null;
+  readonly createdBy: string;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+}

@@ -1,5 +1,7 @@
 /** Wire shapes of external (A2A) agents: spec 2.7 and 4.5. */
-import { trustLevels } from '../../actors/integrations/a2a/machine.js';
+
+export const trustLevels = ['untrusted', 'verified', 'internal'] as const;
+export type TrustLevel = (typeof trustLevels)[number];
 
 export const registerExternalAgentBody = {
   type: 'object', additionalProperties: false, required: ['url'],
@@ -31,3 +33,31 @@ export const externalAgentView = {
 
 export const externalAgentReply = { type: 'object', required: ['agent'], properties: { agent: externalAgentView } } as const;
 export const externalAgentListReply = { type: 'object', required: ['agents'], properties: { agents: { type: 'array', items: externalAgentView } } } as const;
+
+export interface AgentSkill {
+  readonly id: string;
+  readonly name: string;
+  readonly description: string;
+  readonly tags: readonly string[];
+}
+
+export interface ExternalAgentCard {
+  readonly name: string;
+  readonly url: string;
+  readonly version: string;
+  readonly description: string;
+  readonly skills: readonly AgentSkill[];
+}
+
+
+export interface ExternalAgentRecord {
+  readonly id: string;
+  readonly orgId: string;
+  readonly url: string;
+  readonly trustLevel: TrustLevel;
+  readonly card: ExternalAgentCard;
+  readonly reachable: boolean;
+  readonly lastFetchedAt: number | null;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+}

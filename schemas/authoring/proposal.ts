@@ -23,3 +23,58 @@ export const proposalMessageSchema = {
     by: { type: 'string', minLength: 1, maxLength: 200 },
   },
 } as const;
+
+/**
+ * A candidate plan (spec 4.1): the canvas an authoring helper proposes. It is a workflow definition seen from the
+ * canvas: each node names its kind by `nodeKey` (from the vocabulary) and carries that kind's members in `config`.
+ * A plan is valid when every node kind is in the vocabulary and the v2 definition it stands for passes the same
+ * checks a publish runs (`analyseDefinition`).
+ */
+export interface PlanNode {
+  readonly id: string;
+  readonly nodeKey: string;
+  readonly config: Readonly<Record<string, unknown>>;
+}
+
+export interface PlanEdge {
+  readonly source: string;
+  readonly target: string;
+  readonly when?: boolean;
+}
+
+export interface CandidatePlan {
+  readonly name: string;
+  readonly description: string;
+  readonly nodes: readonly PlanNode[];
+  readonly edges: readonly PlanEdge[];
+}
+
+export interface ProposalDigests {
+  readonly candidateDigest: string;
+  readonly baseDigest: string;
+  readonly vocabularyDigest: string;
+  readonly policyDigest: string;
+}
+
+export interface ProposalRecord {
+  readonly id: string;
+  readonly orgId: string;
+  readonly projectId: string;
+  readonly target: 'workflow';
+  /** The workflow the candidate was drafted against; '' for a new workflow. */
+  readonly workflowId: string;
+  readonly status: 'draft';
+  readonly version: number;
+  readonly createdBy: string;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+}
+
+export interface ProposalVersionRecord {
+  readonly proposalId: string;
+  readonly version: number;
+  readonly plan: CandidatePlan;
+  readonly digests: ProposalDigests;
+  readonly createdBy: string;
+  readonly createdAt: number;
+}

@@ -124,3 +124,33 @@ export const policyMessageSchema = {
     },
   ],
 } as const;
+
+// Records: a policy as the policy actor holds it and the read models store it (actors/policy, storage/governance).
+
+export interface PolicyRecord {
+  readonly id: string;
+  readonly orgId: string;
+  readonly name: string;
+  readonly description: string;
+  readonly cedarPolicy: string;
+  readonly scope: PolicyScope;
+  readonly scopeId: string;
+  readonly status: PolicyStatus;
+  readonly version: number;
+  readonly regulatoryTags: readonly string[];
+  readonly metadata: Readonly<Record<string, unknown>>;
+  readonly createdBy: string;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+  readonly archivedAt: number | null;
+}
+
+export interface PolicyVersionRecord {
+  readonly id: string;
+  readonly policyId: string;
+  readonly version: number;
+  readonly cedarPolicy: string;
+  readonly changedBy: string;
+  readonly changeReason: string;
+  readonly createdAt: number;
+}

@@ -1,4 +1,5 @@
 import { scopeSchema } from './org-actor.js';
+import { orgRoles, projectRoles } from './principal.js';
 
 /**
  * Request and reply schemas of the identity routes (http/routes/identity.ts). Bodies are closed
@@ -9,8 +10,8 @@ const email = { type: 'string', format: 'email', maxLength: 254 } as const;
 const personName = { type: 'string', minLength: 1, maxLength: 100 } as const;
 const password = { type: 'string', minLength: 8, maxLength: 256 } as const;
 const name = { type: 'string', minLength: 1, maxLength: 200, pattern: '\\S' } as const;
-const orgRole = { enum: ['owner', 'admin', 'member', 'viewer'] } as const;
-const projectRole = { enum: ['admin', 'editor', 'viewer'] } as const;
+const orgRole = { enum: orgRoles } as const;
+const projectRole = { enum: projectRoles } as const;
 const timestamp = { type: 'string', format: 'date-time' } as const;
 const nullableString = { type: ['string', 'null'] } as const;
 

@@ -117,3 +117,25 @@ export const orgReplySchema = {
     },
   ],
 } as const;
+
+export interface ApiKeyMeta {
+  readonly id: string;
+  readonly name: string;
+  readonly prefix: string;
+  readonly hash: string;
+  readonly scopes: readonly string[];
+  readonly requesterId: string | null;
+  readonly createdBy: string | null;
+  readonly createdAt: number;
+  readonly revokedAt: number | null;
+}
+
+export interface RegistrationTokenMeta {
+  readonly id: string;
+  readonly name: string;
+  readonly prefix: string;
+  readonly hash: string;
+  readonly projects: readonly string[];
+  readonly createdAt: number;
+  readonly revokedAt: number | null;
+}

@@ -1,4 +1,4 @@
-import { MAX_DEFINITION_BYTES } from '../../actors/workflow/definition.js';
+import { MAX_DEFINITION_BYTES } from '../workflows/definition.js';
 
 /**
  * Wire and message schemas of workflow templates (actors/template). A slug is lower-case letters, digits and

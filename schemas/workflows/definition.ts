@@ -4,6 +4,8 @@
  * Node ids are short identifiers so they can be quoted in errors, diffs and step records without escaping.
  * Bounds keep a hostile definition from making a run or a diff walk an unbounded structure.
  */
+/** YAML text beyond this is refused before parsing (a definition of MAX_NODES long prompts fits well within). */
+export const MAX_DEFINITION_BYTES = 512 * 1024;
 export const MAX_NODES = 200;
 export const MAX_EDGES = 400;
 export const MAX_LOOP_ITERATIONS = 100;

@@ -1,7 +1,5 @@
 import type { Knex } from 'knex';
-import type { AgentCardRecord } from '../../actors/agent-card/machine.js';
-import type { AgentCardPayload, Overlay } from '../../actors/marketplace/payload.js';
-import type { SourceVersion } from '../../actors/marketplace/update-preview.js';
+import type { AgentCardPayload, AgentCardRecord, Overlay, SourceVersion } from '../../schemas/agents/agent-card.js';
 
 /**
  * Read models of agent cards, their versions and marketplace listings (migration 0012). Written only by the

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { TroupeError } from '../../ops/kernel/errors.js';
-import { layoutGraph } from '../../actors/analytics/layout.js';
 
 /**
  * The project knowledge graph (spec 2.5; decision 0013). Sessions record what they learnt through
@@ -35,7 +34,8 @@ export interface RelationshipInput {
   readonly relationshipName: string;
 }
 
-const entityKey = (e: { type: string; name: string }): string => `${e.type}\u0000${e.name}`;
+/** An entity is known within its project by (type, name): that identity as one string. */
+export const entityKey = (e: { type: string; name: string }): string => `${e.type}\u0000${e.name}`;
 const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 export async function recordGraph(
@@ -104,14 +104,17 @@ export interface GraphNode {
   recall: { sessions: number; lastRecalled: string };
   position: { x: number; y: number };
 }
+/** A node as stored, before the canvas layout places it (actors/analytics/graph.ts). */
+export type StoredGraphNode = Omit<GraphNode, 'position'>;
 export interface GraphEdge { id: string; source: string; target: string; relationshipName: string }
 export interface GraphProjection { nodes: GraphNode[]; edges: GraphEdge[]; truncated: boolean; edgesTruncated: boolean; window: { days: number } }
+export type StoredGraph = Omit<GraphProjection, 'nodes'> & { nodes: StoredGraphNode[] };
 
 /**
  * `windowDays` null is `window=all`: no freshness bound, and `window.days` reports the span the projection
  * actually covers (days back to the project's oldest entity, at least 1), since the spec makes it an integer.
  */
-export async function graphProjection(db: Knex, orgId: string, projectId: string, windowDays: number | null, now: number): Promise<GraphProjection> {
+export async function storedGraph(db: Knex, orgId: string, projectId: string, windowDays: number | null, now: number): Promise<StoredGraph> {
   const cutoff = windowDays === null ? null : new Date(now - windowDays * DAY_MS);
   const fresh = (q: Knex.QueryBuilder, column: string): Knex.QueryBuilder => (cutoff === null ? q : q.where(column, '>=', cutoff));
   const base = () => {
@@ -136,11 +139,8 @@ export async function graphProjection(db: Knex, orgId: string, projectId: string
     edgeCount = Number(c[0]?.n ?? 0);
     edgeRows = e as Record<string, unknown>[];
   }
-  const keyOf = new Map((rows as Record<string, unknown>[]).map((r) => [r.id as string, entityKey({ type: r.type as string, name: r.name as string })]));
-  const positions = layoutGraph([...keyOf.values()].map((key) => ({ key })),
-    edgeRows.map((e) => ({ source: keyOf.get(e.source_id as string)!, target: keyOf.get(e.target_id as string)! })));
   const iso = (v: unknown): string => new Date(v as string).toISOString();
-  const nodes = (rows as Record<string, unknown>[]).map((r): GraphNode => ({
+  const nodes = (rows as Record<string, unknown>[]).map((r): StoredGraphNode => ({
     id: r.id as string,
     name: r.name as string,
     type: r.type as string,
@@ -151,7 +151,6 @@ export async function graphProjection(db: Knex, orgId: string, projectId: string
     properties: (typeof r.properties === 'string' ? JSON.parse(r.properties) : r.properties) as Record<string, unknown>,
     // Never recalled: sessions 0 and the entity's creation time, since the spec makes lastRecalled a string.
     recall: { sessions: Number(r.recall_sessions), lastRecalled: iso(r.last_recalled_at ?? r.created_at) },
-    position: positions.get(keyOf.get(r.id as string)!)!,
   }));
   const edges = edgeRows.map((e): GraphEdge => ({
     id: e.id as string, source: e.source_id as string, target: e.target_id as string, relationshipName: e.relationship_name as string,

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { TroupeError } from '../../ops/kernel/errors.js';
-import { chooseArm, PRIOR_ALPHA, PRIOR_BETA, posteriorMean, type ArmChoice } from '../../actors/analytics/router.js';
+import { posteriorMean, type ArmChoice, type ArmPosterior } from '../../schemas/analytics/router.js';
 
 /**
  * Router read models (decision 0013): arm posteriors in `router_arms`, observations in `session_outcomes` (one
@@ -121,19 +121,12 @@ export async function routingHealth(db: Knex, orgId: string, arms: readonly ArmV
   };
 }
 
-/**
- * The arm for a dispatch that names no provider: every provider the org has outcomes for competes, with its
- * posterior for this work type (the prior if it has none yet). Undefined while the org has no arms at all.
- */
-export async function chooseProvider(db: Knex, orgId: string, workType: string, seed: string): Promise<ArmChoice | undefined> {
+/** The org's arm posteriors, every work type. */
+export async function orgArms(db: Knex, orgId: string): Promise<ArmPosterior[]> {
   const rows = await db('router_arms').where({ org_id: orgId }).select('provider', 'work_type', 'alpha', 'beta');
-  const byProvider = new Map<string, { alpha: number; beta: number }>();
-  for (const r of rows as Record<string, unknown>[]) {
-    const provider = r.provider as string;
-    if (r.work_type === workType) byProvider.set(provider, { alpha: Number(r.alpha), beta: Number(r.beta) });
-    else if (!byProvider.has(provider)) byProvider.set(provider, { alpha: PRIOR_ALPHA, beta: PRIOR_BETA });
-  }
-  return chooseArm(workType, [...byProvider].map(([provider, p]) => ({ provider, workType, ...p })), seed);
+  return (rows as Record<string, unknown>[]).map((r) => ({
+    provider: r.provider as string, workType: r.work_type as string, alpha: Number(r.alpha), beta: Number(r.beta),
+  }));
 }
 
 /** Records which arm a dispatch was given; a replayed dispatch of the same session keeps the first record. */

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
-import type { SessionEffect, SessionState } from '../../actors/session/machine.js';
-import { DEFAULT_WORK_TYPE, PRIOR_ALPHA, PRIOR_BETA } from '../../actors/analytics/router.js';
+import type { SessionEffect, SessionState } from '../../schemas/sessions/session-state.js';
+import { DEFAULT_WORK_TYPE, PRIOR_ALPHA, PRIOR_BETA } from '../../schemas/analytics/router.js';
 
 /**
  * The analytics facts a session transition leaves behind, written by the session actor's `project` inside its

@@ -1,7 +1,6 @@
 import type { Knex } from 'knex';
 import { withStorageErrors } from '../storage-errors.js';
-import type { CandidatePlan } from '../../actors/authoring/plan.js';
-import type { ProposalDigests, ProposalRecord, ProposalVersionRecord } from '../../actors/authoring/proposal-machine.js';
+import type { CandidatePlan, ProposalDigests, ProposalRecord, ProposalVersionRecord } from '../../schemas/authoring/proposal.js';
 
 /**
  * Read models of isolated proposals. Written only by the proposal actor's projection (in its snapshot

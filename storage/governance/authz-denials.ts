@@ -1,7 +1,5 @@
 import type { Knex } from 'knex';
 import type { Clock } from '../../ops/kernel/clock.js';
-import type { AuthorizationResult, ResourceRef } from '../../actors/identity/ports.js';
-import type { Principal } from '../../actors/identity/principal.js';
 
 /**
  * Recorded authorization denials (decision 0009 "Recorded denials"; table `authz_denials`, migration 0014).
@@ -157,16 +155,4 @@ export async function denialTimeline(db: Knex, orgId: string, sinceMs: number, l
     determiningPolicies: (typeof r.determining_policies === 'string' ? JSON.parse(r.determining_policies) : r.determining_policies) as string[],
     evaluationError: Boolean(r.evaluation_error),
   }));
-}
-
-/** The denial `authorize` refused, as recorded; undefined for the platform admin, which belongs to no org. */
-export function denialOf(principal: Principal, action: string, resource: ResourceRef, result: AuthorizationResult, at: number): Denial | undefined {
-  if (principal.kind === 'admin') return undefined;
-  const principalId = principal.kind === 'user' ? principal.userId
-    : principal.kind === 'apiKey' ? principal.keyId
-      : principal.kind === 'machine' ? principal.clientId : principal.workerId;
-  return {
-    orgId: principal.orgId, principalKind: principal.kind, principalId, action, resourceType: resource.type,
-    determiningPolicies: result.determiningPolicies, evaluationError: result.errors.length > 0, at,
-  };
 }

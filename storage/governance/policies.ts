@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { PolicyScope, PolicyStatus } from '../../schemas/governance/policy.js';
+import type { PolicyRecord, PolicyScope, PolicyStatus, PolicyVersionRecord } from '../../schemas/governance/policy.js';
 
 /**
  * The `policies` and `policy_versions` read models. Written only by the policy actor's projection (inside its
@@ -35,36 +35,8 @@ export interface PolicyVersionView {
   readonly createdAt: string;
 }
 
-export interface PolicyRow {
-  readonly id: string;
-  readonly orgId: string;
-  readonly name: string;
-  readonly description: string;
-  readonly cedarPolicy: string;
-  readonly scope: PolicyScope;
-  readonly scopeId: string;
-  readonly status: PolicyStatus;
-  readonly version: number;
-  readonly regulatoryTags: readonly string[];
-  readonly metadata: Readonly<Record<string, unknown>>;
-  readonly createdBy: string;
-  readonly createdAt: number;
-  readonly updatedAt: number;
-  readonly archivedAt: number | null;
-}
-
-export interface PolicyVersionRow {
-  readonly id: string;
-  readonly policyId: string;
-  readonly version: number;
-  readonly cedarPolicy: string;
-  readonly changedBy: string;
-  readonly changeReason: string;
-  readonly createdAt: number;
-}
-
 /** Idempotent upsert: replaying the same projection leaves the same row. */
-export async function writePolicy(trx: Knex, p: PolicyRow): Promise<void> {
+export async function writePolicy(trx: Knex, p: PolicyRecord): Promise<void> {
   const row = {
     id: p.id, org_id: p.orgId, name: p.name, description: p.description, cedar_policy: p.cedarPolicy, scope: p.scope,
     scope_id: p.scopeId, status: p.status, version: p.version, regulatory_tags: JSON.stringify(p.regulatoryTags),
@@ -75,7 +47,7 @@ export async function writePolicy(trx: Knex, p: PolicyRow): Promise<void> {
 }
 
 /** Versions are immutable; a replayed projection of the same version is ignored. */
-export async function appendPolicyVersion(trx: Knex, orgId: string, v: PolicyVersionRow): Promise<void> {
+export async function appendPolicyVersion(trx: Knex, orgId: string, v: PolicyVersionRecord): Promise<void> {
   await trx('policy_versions').insert({
     id: v.id, org_id: orgId, policy_id: v.policyId, version: v.version, cedar_policy: v.cedarPolicy,
     changed_by: v.changedBy, change_reason: v.changeReason, created_at: new Date(v.createdAt),
@@ -151,7 +123,7 @@ function toVersionView(r: Record<string, unknown>): PolicyVersionView {
 }
 
 /** The view of a record the actor just wrote, without reading it back. */
-export function policyViewOf(p: PolicyRow): PolicyView {
+export function policyViewOf(p: PolicyRecord): PolicyView {
   return {
     id: p.id, workspaceId: p.orgId, name: p.name, description: p.description, cedarPolicy: p.cedarPolicy, scope: p.scope,
     scopeId: p.scopeId, status: p.status, version: p.version, regulatoryTags: [...p.regulatoryTags], metadata: { ...p.metadata },

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { toApiKey, toRegistrationToken, type ApiKeyRecord, type RegistrationTokenRecord } from './rows.js';
+import type { ApiKeyMeta, RegistrationTokenMeta } from '../../schemas/identity/org-actor.js';
 
 /**
  * Read models of the org actor's API keys and registration tokens. The actor writes them through `project`
@@ -35,24 +36,12 @@ export async function registrationTokensByPrefix(db: Knex, prefix: string): Prom
   return rows.map(toRegistrationToken);
 }
 
-export interface ApiKeyRow {
-  readonly id: string;
-  readonly orgId: string;
-  readonly name: string;
-  readonly prefix: string;
-  readonly hash: string;
-  readonly scopes: readonly string[];
-  readonly requesterId: string | null;
-  readonly createdBy: string | null;
-  readonly createdAt: number;
-}
-
 /** Idempotent: replaying the projection of the same issue writes nothing new. */
-export async function writeApiKey(trx: Knex, key: ApiKeyRow): Promise<void> {
+export async function writeApiKey(trx: Knex, orgId: string, key: ApiKeyMeta): Promise<void> {
   await trx('api_keys')
     .insert({
       id: key.id,
-      org_id: key.orgId,
+      org_id: orgId,
       name: key.name,
       prefix: key.prefix,
       hash: key.hash,
@@ -68,21 +57,11 @@ export async function markApiKeyRevoked(trx: Knex, orgId: string, keyId: string,
   await trx('api_keys').where({ org_id: orgId, id: keyId }).whereNull('revoked_at').update({ revoked_at: new Date(revokedAt) });
 }
 
-export interface RegistrationTokenRow {
-  readonly id: string;
-  readonly orgId: string;
-  readonly name: string;
-  readonly prefix: string;
-  readonly hash: string;
-  readonly projects: readonly string[];
-  readonly createdAt: number;
-}
-
-export async function writeRegistrationToken(trx: Knex, token: RegistrationTokenRow): Promise<void> {
+export async function writeRegistrationToken(trx: Knex, orgId: string, token: RegistrationTokenMeta): Promise<void> {
   await trx('registration_tokens')
     .insert({
       id: token.id,
-      org_id: token.orgId,
+      org_id: orgId,
       name: token.name,
       prefix: token.prefix,
       hash: token.hash,

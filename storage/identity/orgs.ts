@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { TroupeError } from '../../ops/kernel/errors.js';
-import type { OrgRole, ProjectRole } from '../../actors/identity/principal.js';
+import type { OrgRole, ProjectRole } from '../../schemas/identity/principal.js';
 import {
   isUuid, toOrg, toProject, toUser,
   type MembershipRecord, type OrgRecord, type ProjectAccess, type ProjectRecord, type UserRecord,

@@ -1,4 +1,5 @@
-import type { OrgRole, ProjectRole } from '../../actors/identity/principal.js';
+import type { OrgRole, ProjectRole } from '../../schemas/identity/principal.js';
+import type { ApiKeyMeta, RegistrationTokenMeta } from '../../schemas/identity/org-actor.js';
 
 /** Identity records as the rest of the code sees them: camelCase, timestamps as ISO strings, never a secret. */
 export interface OrgRecord {
@@ -52,29 +53,12 @@ export interface TeamMemberRecord {
   readonly user: UserRecord;
 }
 
-export interface ApiKeyRecord {
-  readonly id: string;
-  readonly orgId: string;
-  readonly name: string;
-  readonly prefix: string;
-  readonly hash: string;
-  readonly scopes: readonly string[];
-  readonly requesterId: string | null;
-  readonly createdBy: string | null;
-  readonly createdAt: string;
-  readonly revokedAt: string | null;
-}
+/** A credential as read back from its table: the org actor's record of it, with its org and times as ISO strings. */
+type StoredCredential<M extends { createdAt: number; revokedAt: number | null }> =
+  Omit<M, 'createdAt' | 'revokedAt'> & { readonly orgId: string; readonly createdAt: string; readonly revokedAt: string | null };
 
-export interface RegistrationTokenRecord {
-  readonly id: string;
-  readonly orgId: string;
-  readonly name: string;
-  readonly prefix: string;
-  readonly hash: string;
-  readonly projects: readonly string[];
-  readonly createdAt: string;
-  readonly revokedAt: string | null;
-}
+export type ApiKeyRecord = StoredCredential<ApiKeyMeta>;
+export type RegistrationTokenRecord = StoredCredential<RegistrationTokenMeta>;
 
 type Row = Record<string, unknown>;
 

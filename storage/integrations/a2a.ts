@@ -1,6 +1,5 @@
 import type { Knex } from 'knex';
-import type { ExternalAgentRecord, TrustLevel } from '../../actors/integrations/a2a/machine.js';
-import type { ExternalAgentCard } from '../../actors/integrations/a2a/agent-card-fetch.js';
+import type { ExternalAgentCard, ExternalAgentRecord, TrustLevel } from '../../schemas/agents/external-agent.js';
 
 /** The `external_agents` read model (migration 0012): written by the external-agent actor's projection, read by org. */
 

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { SessionEffect, SessionState } from '../../actors/session/machine.js';
+import type { SessionEffect, SessionState } from '../../schemas/sessions/session-state.js';
 
 const isTerminal = (status: string): boolean => status === 'completed' || status === 'failed' || status === 'stopped';
 

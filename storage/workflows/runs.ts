@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { withStorageErrors } from '../storage-errors.js';
 import { isUuid } from './workflows.js';
+import type { GateRecord } from '../../schemas/workflows/approval-gate.js';
 
 /** Read models of workflow runs and approval gates, projected by their actors; every query is scoped by org. */
 export interface RunRow {
@@ -42,32 +43,19 @@ export async function activeRunIds(db: Knex, limit: number): Promise<string[]> {
   return rows.map((r: { id: string }) => r.id);
 }
 
-export interface GateRow {
+/** A gate as read back: its record and its id. */
+export interface GateRow extends GateRecord {
   readonly id: string;
-  readonly orgId: string;
-  readonly projectId: string | null;
-  readonly title: string;
-  readonly issue: string | null;
-  readonly sessionId: string | null;
-  readonly runId: string | null;
-  readonly nodeId: string | null;
-  readonly escalation: string | null;
-  readonly requiredRole: string | null;
-  readonly status: string;
-  readonly decidedBy: unknown;
-  readonly driver: string | null;
-  readonly createdAt: string;
-  readonly decidedAt: string | null;
 }
 
-export async function writeGate(trx: Knex.Transaction, g: GateRow): Promise<void> {
+export async function writeGate(trx: Knex.Transaction, id: string, g: GateRecord): Promise<void> {
   const row = {
     org_id: g.orgId, project_id: g.projectId, title: g.title, issue: g.issue, session_id: g.sessionId, run_id: g.runId,
     node_id: g.nodeId, escalation: g.escalation, required_role: g.requiredRole, status: g.status,
     decision: g.status === 'pending' ? null : g.status, decided_by: g.decidedBy === null ? null : JSON.stringify(g.decidedBy),
     driver: g.driver, created_at: g.createdAt, decided_at: g.decidedAt,
   };
-  await trx('approval_gates').insert({ id: g.id, ...row }).onConflict('id').merge(row);
+  await trx('approval_gates').insert({ id, ...row }).onConflict('id').merge(row);
 }
 
 export async function findGate(db: Knex, orgId: string, id: string): Promise<GateRow | undefined> {

@@ -1,4 +1,6 @@
 import { OutboundGuard, OutboundRefused } from '../outbound/index.js';
+import type { ExternalAgentCard } from '../../../schemas/agents/external-agent.js';
+export { type AgentSkill, type ExternalAgentCard } from '../../../schemas/agents/external-agent.js';
 
 /**
  * Fetches an external agent's A2A Agent Card through the outbound guard (decision 0015). The card is looked up at
@@ -13,21 +15,6 @@ export const CARD_PATHS = ['/.well-known/agent-card.json', '/.well-known/agent.j
 export const MAX_CARD_BYTES = 256 * 1024;
 export const CARD_FETCH_TIMEOUT_MS = 5_000;
 const MAX_SKILLS = 100;
-
-export interface AgentSkill {
-  readonly id: string;
-  readonly name: string;
-  readonly description: string;
-  readonly tags: readonly string[];
-}
-
-export interface ExternalAgentCard {
-  readonly name: string;
-  readonly url: string;
-  readonly version: string;
-  readonly description: string;
-  readonly skills: readonly AgentSkill[];
-}
 
 export type CardFetch =
   | { readonly reachable: true; readonly card: ExternalAgentCard }

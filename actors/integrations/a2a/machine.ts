@@ -1,5 +1,7 @@
 import { accept, allows, reject, type Decision, type DecideContext, type TransitionTable } from '../../runtime/machine.js';
 import type { ExternalAgentCard } from './agent-card-fetch.js';
+import type { TrustLevel, ExternalAgentRecord } from '../../../schemas/agents/external-agent.js';
+export { trustLevels, type TrustLevel, type ExternalAgentRecord } from '../../../schemas/agents/external-agent.js';
 
 /**
  * The external-agent actor (`external-agent/<id>`) owns one registered A2A agent of one org (decision 0015). Its id
@@ -13,21 +15,6 @@ import type { ExternalAgentCard } from './agent-card-fetch.js';
  *
  * Cards are fetched by the caller (I/O) and carried in the message, so `decide` stays pure.
  */
-
-export const trustLevels = ['untrusted', 'verified', 'internal'] as const;
-export type TrustLevel = (typeof trustLevels)[number];
-
-export interface ExternalAgentRecord {
-  readonly id: string;
-  readonly orgId: string;
-  readonly url: string;
-  readonly trustLevel: TrustLevel;
-  readonly card: ExternalAgentCard;
-  readonly reachable: boolean;
-  readonly lastFetchedAt: number | null;
-  readonly createdAt: number;
-  readonly updatedAt: number;
-}
 
 export interface ExternalAgentState { readonly agent: ExternalAgentRecord | null }
 

@@ -28,7 +28,7 @@ async function seed(db: Knex) {
   await setOrgRole(db, org.id, user.id, 'admin');
   const secret = mintSecret(apiKeyPrefix);
   const keyId = randomUUID();
-  await writeApiKey(db, { id: keyId, orgId: org.id, name: 'ci', prefix: secret.lookupPrefix, hash: secret.hash, scopes: ['write'], requesterId: null, createdBy: user.id, createdAt: Date.now() });
+  await writeApiKey(db, org.id, { id: keyId, name: 'ci', prefix: secret.lookupPrefix, hash: secret.hash, scopes: ['write'], requesterId: null, createdBy: user.id, createdAt: Date.now(), revokedAt: null });
   return { orgId: org.id, userId: user.id, keyId, fullKey: secret.full };
 }
 

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
-import { pluginNodeKey, pluginNodeKind, type NodeKindEntry, type ToolEntry, type VocabularySource } from '../../actors/authoring/vocabulary.js';
-import { projectPalette } from '../analytics/palette.js';
-import { pluginVerbs } from '../plugins/option-snapshots.js';
+import { pluginNodeKey, pluginNodeKind, type NodeKindEntry, type ToolEntry, type VocabularySource } from './vocabulary.js';
+import { projectPalette } from '../../storage/analytics/palette.js';
+import { pluginVerbs } from '../../storage/plugins/option-snapshots.js';
 
 /**
  * The vocabulary entries the stored rooms contribute (decision 0011): every plugin verb a daemon snapshotted for the

@@ -1,0 +1,65 @@
+/**
+ * The session actor's snapshot and the effects its turns leave, as the actor decides them (actors/session) and
+ * its projection writes them to the read models (storage/sessions, storage/analytics).
+ */
+
+/** What each status means: actors/session/machine.ts. */
+export const sessionStatuses = ['absent', 'pending', 'claimed', 'running', 'paused', 'finalizing', 'completed', 'failed', 'stopped'] as const;
+
+export type SessionStatus = (typeof sessionStatuses)[number];
+export const terminalStatuses = ['completed', 'failed', 'stopped'] as const satisfies readonly SessionStatus[];
+
+export type TerminalStatus = (typeof terminalStatuses)[number];
+
+export interface SessionSpec {
+  readonly orgId: string;
+  readonly projectId: string;
+  readonly trackerSessionId: string;
+  readonly prompt: string;
+  readonly agentCardId: string | null;
+  readonly trackerIssue: string | null;
+  readonly workType: string | null;
+  readonly provider: string | null;
+  readonly requestedBy: string;
+}
+
+export interface SessionState {
+  readonly status: SessionStatus;
+  /** Absent only while status is 'absent'. */
+  readonly spec: SessionSpec | null;
+  readonly prompt: string;
+  readonly workerId: string | null;
+  readonly epoch: number;
+  readonly costUsd: number;
+  readonly error: string | null;
+  readonly phase: string | null;
+  readonly leaseReclaims: number;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+  readonly claimedAt: number | null;
+  readonly startedAt: number | null;
+  readonly finishedAt: number | null;
+}
+
+/**
+ * What the actor does once a state is decided. Read-model writes run in the snapshot transaction (`project`);
+ * each carries the idempotency key it is recorded under, so a replayed projection does nothing twice.
+ */
+export type SessionEffect =
+  | { readonly type: 'sessionWritten' }
+  | { readonly type: 'promptRecorded'; readonly promptId: string; readonly text: string; readonly queued: boolean }
+  | { readonly type: 'activity'; readonly key: string; readonly kind: string; readonly body: string }
+  | {
+      readonly type: 'terminal';
+      /** `<sessionId>:<epoch>:terminal`: the one key every terminal effect of this run is recorded under. */
+      readonly key: string;
+      readonly status: TerminalStatus;
+      readonly costUsd: number;
+      readonly workerId: string | null;
+    }
+  /**
+   * The session was started by a workflow run's agent step (`requestedBy: workflow-run:<runId>`): its terminal
+   * status goes back to that run as `run.agentFinished` after the state is durable. Re-sending is harmless, as the
+   * run takes only the session it waits for, once.
+   */
+  | { readonly type: 'notifyRun'; readonly runId: string; readonly status: TerminalStatus; readonly error: string | null };

@@ -1,0 +1,32 @@
+import type { OrgRole } from '../identity/principal.js';
+
+/**
+ * An approval gate as its actor holds it (actors/approval-gate) and the `approval_gates` read model stores it
+ * (storage/workflows/runs.ts). What each status means: actors/approval-gate/machine.ts.
+ */
+export const gateStatuses = ['absent', 'pending', 'approved', 'rejected', 'escalated'] as const;
+export type GateStatus = (typeof gateStatuses)[number];
+export type GateDecision = 'approved' | 'rejected' | 'escalated';
+
+export interface GateFields {
+  readonly orgId: string;
+  readonly projectId: string | null;
+  readonly title: string;
+  readonly issue: string | null;
+  readonly sessionId: string | null;
+  readonly runId: string | null;
+  readonly nodeId: string | null;
+  readonly escalation: 'live-session' | null;
+  readonly requiredRole: 'owner' | 'admin' | 'member' | null;
+}
+
+export interface Decider { readonly userId: string; readonly role: OrgRole }
+
+/** An opened gate (every status but `absent`). */
+export interface GateRecord extends GateFields {
+  readonly status: Exclude<GateStatus, 'absent'>;
+  readonly createdAt: string;
+  readonly decidedAt: string | null;
+  readonly decidedBy: Decider | null;
+  readonly driver: string | null;
+}
