@@ -9,6 +9,7 @@ import type { Cache } from '../storage/cache.js';
 import type { Transport } from '../transport/port.js';
 import type { Authorizer } from './identity/ports.js';
 import type { IdentityAuthenticator } from './identity/authenticator.js';
+import type { NodeServices } from './node-services.js';
 
 /**
  * Everything a handler or an actor effect may use, built once in `ops/main.ts` and passed explicitly.
@@ -26,6 +27,8 @@ export interface Deps {
   readonly metrics: Registry;
   readonly auth: IdentityAuthenticator;
   readonly authz: Authorizer;
+  /** The node's long-lived machinery (writers, indexes, fan-outs, sweepers): one of each per node. */
+  readonly services: NodeServices;
   /** Asks the owner of `address` (an actor) through the transport, with the configured default deadline. */
   ask<R = unknown>(address: string, message: unknown, timeoutMs?: number): Promise<R>;
 }

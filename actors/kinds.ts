@@ -16,7 +16,7 @@ import { createProposalBehavior } from './authoring/proposal-actor.js';
 import { createProviderEventBehavior } from './integrations/webhooks/actor.js';
 import { createAgentCardBehavior } from './agent-card/index.js';
 import { createExternalAgentBehavior } from './integrations/a2a/index.js';
-import { withGatePush, withSessionPush } from './integrations/web-push/event-notifications.js';
+import { withGatePush, withSessionPush, type PushOnEvents } from './integrations/web-push/event-notifications.js';
 
 /** Deadline of asks between actors (run → gate, gate → run, run → session) when the node gives none. */
 const ACTOR_ASK_TIMEOUT_MS = 10_000;
@@ -24,15 +24,17 @@ const ACTOR_ASK_TIMEOUT_MS = 10_000;
 /**
  * Every actor kind this node hosts. The composition root registers each with the actor system; a message for a kind
  * not listed here is refused. Each room appends its behaviour (one line per kind). Kinds whose effects publish
- * events take the transport from `ports`.
+ * events take the transport from `ports`, and web push its node service.
  */
 export interface ActorKindPorts {
   readonly transport?: Transport;
+  /** The node's web push on events; kinds are not wrapped without it. */
+  readonly pushOnEvents?: PushOnEvents;
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export function actorKinds(ports: ActorKindPorts = {}): ActorBehavior<any, any, any, any>[] {
-  const { transport } = ports;
+  const { transport, pushOnEvents } = ports;
   const ask: AskFn = <R>(address: string, message: unknown, timeoutMs?: number) => {
     if (!transport) return Promise.reject(new Error(`no transport to reach ${address}`));
     return transport.ask<R>(address, message, { timeoutMs: timeoutMs ?? ACTOR_ASK_TIMEOUT_MS });
@@ -42,13 +44,13 @@ export function actorKinds(ports: ActorKindPorts = {}): ActorBehavior<any, any, 
     // Sessions started by a workflow run report their terminal status back to it (decision 0007, run seam).
     // Status changes also go to live session streams once durable (decision 0012).
     // Its dispatcher is told by web push when a session ends (issue 8 §5), once the end is durable.
-    withSessionPush(withSessionEvents(createSessionBehavior(transport ? { tell: (address, message) => transport.tell(address, message) } : {}), transport), transport),
+    withSessionPush(withSessionEvents(createSessionBehavior(transport ? { tell: (address, message) => transport.tell(address, message) } : {}), transport), pushOnEvents),
     // Announces pending-mutation counts on `daemon.pending`, keeping every node's heartbeat index exact (decision 0007).
     createDaemonHostBehavior(transport ? { transport } : {}),
     createWorkflowBehavior(),
     createWorkflowRunBehavior({ ask }),
     // An opened gate is pushed to the subscribed users who may decide it (issue 8 §5).
-    withGatePush(createApprovalGateBehavior({ ask }), transport),
+    withGatePush(createApprovalGateBehavior({ ask }), pushOnEvents),
     createPolicyBehavior(),
     createIncidentBehavior(),
     createTemplateBehavior(),

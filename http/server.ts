@@ -8,6 +8,7 @@ import { toErrorReply } from './errors.js';
 import { assertSafeHeaders, copyRequest, Exchange, HeaderBag, type CopiedRequest } from './exchange.js';
 import { httpMetrics, type HttpMetrics } from './metrics.js';
 import { defaultSseOptions, parseLastEventId, UwsSseStream, type SseOptions } from './sse.js';
+import { HeartbeatWheel } from './sse-heartbeats.js';
 import type { BodyKind, HttpRequest, Reply, Route } from './types.js';
 import { loadUws, type TemplatedApp, type UwsRequest, type UwsResponse, type us_listen_socket } from './uws.js';
 import { compileRouteValidators, validateBody, validateQuery, type RouteValidators } from './validation.js';
@@ -55,6 +56,7 @@ export async function startHttpServer<D extends AuthDeps>(options: HttpServerOpt
   const { deps, log } = options;
   const metrics = httpMetrics(options.metrics);
   const sseOptions: SseOptions = { ...defaultSseOptions, ...options.sse };
+  const heartbeats = new HeartbeatWheel(sseOptions.heartbeatMs);
   const compiled = options.routes.map(compileRoute);
   const inFlight = new ChurnSet<Exchange>();
   const streams = new ChurnSet<UwsSseStream>();
@@ -211,7 +213,7 @@ export async function startHttpServer<D extends AuthDeps>(options: HttpServerOpt
     };
     if (!exchange.startStream(200, headers, ':ok\n\n')) return accessLog(copied, pattern, 499, started);
     accessLog(copied, pattern, 200, started);
-    const stream = new UwsSseStream(exchange.res, parseLastEventId(copied.headers['last-event-id']), sseOptions, exchange.onAbort, log);
+    const stream = new UwsSseStream(exchange.res, parseLastEventId(copied.headers['last-event-id']), sseOptions, exchange.onAbort, log, heartbeats);
     if (draining) {
       stream.close();
       return;

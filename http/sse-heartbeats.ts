@@ -46,12 +46,3 @@ export class HeartbeatWheel {
     for (const stream of slot) stream.beat();
   }
 }
-
-const wheels = new Map<number, HeartbeatWheel>();
-
-/** The process's wheel for one heartbeat period (servers in one process usually share one period). */
-export function heartbeatWheel(periodMs: number): HeartbeatWheel {
-  let wheel = wheels.get(periodMs);
-  if (wheel === undefined) wheels.set(periodMs, (wheel = new HeartbeatWheel(periodMs)));
-  return wheel;
-}

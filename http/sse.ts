@@ -1,6 +1,6 @@
 import type { SseStream } from './types.js';
 import type { UwsResponse } from './uws.js';
-import { heartbeatWheel, type HeartbeatWheel } from './sse-heartbeats.js';
+import type { HeartbeatWheel } from './sse-heartbeats.js';
 import type { Logger } from '../ops/kernel/logger.js';
 
 export interface SseOptions {
@@ -74,7 +74,6 @@ export class UwsSseStream implements SseStream {
   private ended = false;
   private cut = false;
   private readonly closeCallbacks: Array<() => void> = [];
-  private readonly heartbeats: HeartbeatWheel;
   heartbeatSlot = 0;
   // One corked write per frame without a closure per frame: the frame goes through these two fields.
   private outgoing: Buffer | undefined;
@@ -87,10 +86,11 @@ export class UwsSseStream implements SseStream {
     private readonly options: SseOptions,
     onAbort: (fn: () => void) => void,
     private readonly log: Logger,
+    /** The server's wheel, which sends every stream's keep-alive comment. */
+    private readonly heartbeats: HeartbeatWheel,
   ) {
     onAbort(() => this.finish());
     res.onWritable(() => this.drain());
-    this.heartbeats = heartbeatWheel(options.heartbeatMs);
     this.heartbeats.add(this);
   }
 

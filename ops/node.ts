@@ -29,10 +29,10 @@ import { deriveSigningKeys } from '../actors/identity/tokens.js';
 import { projectRoleOf } from '../storage/identity/orgs.js';
 import { StoredPolicySource } from '../actors/policy/enforcement.js';
 import { startHttpServer, type HttpServer } from '../http/server.js';
-import { daemonNodeService } from '../actors/daemon-host/services.js';
 import { allRoutes } from '../http/routes.js';
-import { pushOnEventsNodeService } from '../actors/integrations/web-push/event-notifications.js';
-import { webhookSweeperNodeService } from '../actors/integrations/webhooks/sweeper.js';
+import { PushOnEvents } from '../actors/integrations/web-push/event-notifications.js';
+import { lifecycleOf } from '../actors/node-services.js';
+import { buildNodeServices } from './node-services.js';
 
 /**
  * The composition root: one node = storage + transport + actor system + HTTP edge, wired from a validated config.
@@ -46,23 +46,6 @@ export interface TroupeNode {
   readonly url: string;
   /** Graceful: stop accepting, drain HTTP, stop consuming, drain actors, close connections. Idempotent. */
   close(): Promise<void>;
-}
-
-/**
- * A room's per-node, in-memory machinery (batch writers, indexes, sweepers). Each is started once the transport
- * runs and before HTTP accepts requests, and stopped after HTTP has drained and before the transport and the
- * actor system stop, so `stop` can still flush to storage and reach actors.
- */
-export interface NodeService {
-  readonly name: string;
-  start(deps: Deps): void | Promise<void>;
-  /** Flushes what is buffered, then releases timers and subscriptions. */
-  stop(): Promise<void>;
-}
-
-/** The node's services, in start order (stopped in reverse). Each room adds its entry here. */
-function nodeServices(): NodeService[] {
-  return [daemonNodeService(), pushOnEventsNodeService(), webhookSweeperNodeService()];
 }
 
 export interface NodeOptions {
@@ -113,7 +96,8 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       passivateAfterMs: config.passivateAfterMs,
       defaultAskTimeoutMs: config.askTimeoutMs,
     });
-    for (const kind of actorKinds({ transport })) actors.register(kind);
+    const pushOnEvents = new PushOnEvents();
+    for (const kind of actorKinds({ transport, pushOnEvents })) actors.register(kind);
 
     const keys = deriveSigningKeys(secrets);
     const auth = createAuthenticator({ db, keys, clock, transport, log });
@@ -132,7 +116,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       transport, clock, log,
     });
 
-    const deps: Deps = {
+    const base: Omit<Deps, 'services'> = {
       config, log, clock, secrets, db, snapshots, cache, transport, metrics, auth, authz,
       ask: <R>(address: string, message: unknown, timeoutMs?: number) =>
         transport.ask<R>(address, message, { timeoutMs: timeoutMs ?? config.askTimeoutMs }),
@@ -154,16 +138,16 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       await cluster.start();
       closers.push(() => cluster.close());
     }
-    // Room services stop after HTTP drained (pushed later, closed earlier) and before the transport and actors.
-    for (const service of nodeServices()) {
+    const services = buildNodeServices(base, { keys, policies: storedPolicies, pushOnEvents, cluster });
+    const deps: Deps = { ...base, services };
+    // Node services stop after HTTP drained (pushed later, closed earlier) and before the transport and actors.
+    for (const service of lifecycleOf(services)) {
       await service.start(deps);
       closers.push(() => service.stop());
     }
     closers.push(() => auth.close());
     closers.push(() => authz.close());
     closers.push(() => denials.close());
-    await storedPolicies.listen(transport);
-    closers.push(() => storedPolicies.close());
     await Promise.all([auth.ready, authz.ready]);
 
     const http = await startHttpServer({ routes: allRoutes(), deps, host: config.host, port: config.port, log, metrics });

@@ -1,7 +1,8 @@
 import type { Deps } from '../deps.js';
 import { TroupeError } from '../../ops/kernel/errors.js';
 import { countPresence, findCredential, markRotated, refreshPresence, writePresence } from '../../storage/credentials/credentials.js';
-import { nodeStreams, rotationSealContext, streamTopics, type SealedRotation } from '../fleet/node-streams.js';
+import { rotationSealContext, streamTopics, type NodeStreams, type SealedRotation } from '../fleet/node-streams.js';
+import type { NodeService } from '../node-services.js';
 import { defaultCredentialProviders, type CredentialProviderRegistry } from './providers.js';
 
 /**
@@ -33,21 +34,15 @@ export interface CredentialServices {
   rotate(orgId: string, kind: string): Promise<RotationResult>;
 }
 
-const perDeps = new WeakMap<Deps, CredentialServices>();
+/** The node's credential services (`deps.services.credentials`). */
+export const credentialServices = (deps: Pick<Deps, 'services'>): CredentialServices => deps.services.credentials;
 
-export function credentialServices(deps: Deps): CredentialServices {
-  let s = perDeps.get(deps);
-  if (!s) {
-    s = createCredentialServices(deps);
-    perDeps.set(deps, s);
-  }
-  return s;
-}
+type CredentialDeps = Pick<Deps, 'config' | 'log' | 'clock' | 'db' | 'secrets' | 'transport'>;
 
-function createCredentialServices(deps: Deps): CredentialServices {
+/** Builds the node's credential services; the presence refresher runs from `start` to `stop`. */
+export function createCredentialServices(deps: CredentialDeps, streams: NodeStreams): CredentialServices & NodeService {
   const log = deps.log.child({ component: 'credential-rotation' });
   const providers = defaultCredentialProviders();
-  const streams = nodeStreams(deps);
   const nodeId = deps.config.nodeId;
   const localCounts = new Map<string, number>();
   // Presence writes per org run one after another, so the row always ends at the latest count.
@@ -79,17 +74,26 @@ function createCredentialServices(deps: Deps): CredentialServices {
     return r;
   };
 
-  const refresher = setInterval(() => {
-    const now = deps.clock.now();
-    // Rewrites absolute counts too, so a write lost earlier is repaired within one period.
-    Promise.all([...localCounts.keys()].map((orgId) => recordPresence(orgId)))
-      .then(() => refreshPresence(deps.db, nodeId, now))
-      .catch((err: unknown) => log.warn({ err }, 'could not refresh rotate-stream presence'));
-  }, PRESENCE_REFRESH_MS);
-  refresher.unref();
+  let refresher: NodeJS.Timeout | undefined;
 
   return {
+    name: 'credential-rotation',
     providers,
+    start() {
+      refresher = setInterval(() => {
+        const now = deps.clock.now();
+        // Rewrites absolute counts too, so a write lost earlier is repaired within one period.
+        Promise.all([...localCounts.keys()].map((orgId) => recordPresence(orgId)))
+          .then(() => refreshPresence(deps.db, nodeId, now))
+          .catch((err: unknown) => log.warn({ err }, 'could not refresh rotate-stream presence'));
+      }, PRESENCE_REFRESH_MS);
+      refresher.unref();
+    },
+    async stop() {
+      clearInterval(refresher);
+      refresher = undefined;
+      await Promise.all([...writes.values()]);
+    },
     async subscribe(orgId, listener) {
       await streams.ready();
       const { unsubscribe } = streams.credentials.subscribe(orgId, ({ data }) => {

@@ -1,7 +1,9 @@
-import { Counter, Histogram, type Registry } from 'prom-client';
+import { Counter, Histogram } from 'prom-client';
+import { registeredMetric } from '../../ops/kernel/registered-metric.js';
 import type { Deps } from '../deps.js';
 import type { Logger } from '../../ops/kernel/logger.js';
-import { deriveSigningKeys, type SigningKeys } from '../identity/tokens.js';
+import type { SigningKeys } from '../identity/tokens.js';
+import type { NodeService } from '../node-services.js';
 import { dbKind } from '../../storage/db.js';
 import { pendingMutationCounts, writeLiveness } from '../../storage/sessions/daemon.js';
 import { parsePendingEvent, PendingIndex, PENDING_TOPIC } from './pending-index.js';
@@ -52,7 +54,7 @@ export class CoalescingWriter<V> {
   /** Per key, the time of the last value taken (only with a resolution). */
   private readonly taken = new Map<string, number>();
   private flushing: Promise<void> | undefined;
-  private readonly timer: NodeJS.Timeout;
+  private timer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly write: (batch: ReadonlyMap<string, V>) => Promise<void>,
@@ -60,8 +62,12 @@ export class CoalescingWriter<V> {
       flushMs: number; maxBuffered: number; log: Logger; what: string; batchSize: Histogram<string>; failures: Counter<string>;
       resolution?: WriteResolution<V>;
     },
-  ) {
-    this.timer = setInterval(() => { void this.flush(); }, opts.flushMs);
+  ) {}
+
+  /** Flushes every `flushMs` from now on. */
+  start(): void {
+    if (this.timer !== undefined) return;
+    this.timer = setInterval(() => { void this.flush(); }, this.opts.flushMs);
     this.timer.unref();
   }
 
@@ -106,6 +112,7 @@ export class CoalescingWriter<V> {
 
   stop(): void {
     clearInterval(this.timer);
+    this.timer = undefined;
   }
 }
 
@@ -123,44 +130,32 @@ export interface DaemonServices {
   notePending(workerId: string, pending: number): void;
   /** One sweep: reclaims sessions whose worker is silent for longer than the lease. Returns how many were told. */
   sweepLeases(): Promise<number>;
-  stop(): void;
-  /** Stops the timers and writes what is still buffered (liveness, step heartbeats): the node's shutdown path. */
-  close(): Promise<void>;
 }
 
-const perDeps = new WeakMap<Deps, DaemonServices>();
+/** The node's daemon services (`deps.services.daemon`). */
+export const daemonServices = (deps: Pick<Deps, 'services'>): DaemonServices => deps.services.daemon;
+
+type DaemonDeps = Pick<Deps, 'config' | 'log' | 'clock' | 'db' | 'transport' | 'metrics' | 'ask'>;
 
 /**
- * The node's daemon services: one instance per node (per `deps`). The composition root starts them at boot and
- * closes them at shutdown (`daemonNodeService`, ops/node.ts); routes reach the same instance through this.
+ * Builds the node's daemon services; nothing runs until the node starts them (the writers' flushes, the
+ * `daemon.pending` subscription and the index's reconciliation, the lease sweeper) and `stop` writes what is still
+ * buffered.
  */
-export function daemonServices(deps: Deps, options: DaemonServicesOptions = {}): DaemonServices {
-  let services = perDeps.get(deps);
-  if (!services) {
-    services = createDaemonServices(deps, options);
-    perDeps.set(deps, services);
-  }
-  return services;
-}
-
-function metric<T>(registry: Registry, name: string, make: () => T): T {
-  return (registry.getSingleMetric(name) as T | undefined) ?? make();
-}
-
-function createDaemonServices(deps: Deps, options: DaemonServicesOptions): DaemonServices {
+export function createDaemonServices(deps: DaemonDeps, keys: SigningKeys, options: DaemonServicesOptions = {}): DaemonServices & NodeService {
   const log = deps.log.child({ component: 'daemon-services' });
   const flushMs = options.flushMs ?? 1000;
   const leaseMs = options.leaseMs ?? deps.config.sessionLeaseMs;
   const registry = deps.metrics;
-  const batchSize = metric(registry, 'troupe_liveness_flush_batch_size', () => new Histogram({
+  const batchSize = registeredMetric(registry, 'troupe_liveness_flush_batch_size', () => new Histogram({
     name: 'troupe_liveness_flush_batch_size', help: 'Keys written per batched liveness flush',
     labelNames: ['what'], buckets: [1, 10, 100, 1000, 10_000, 100_000], registers: [registry],
   }));
-  const failures = metric(registry, 'troupe_liveness_flush_failures_total', () => new Counter({
+  const failures = registeredMetric(registry, 'troupe_liveness_flush_failures_total', () => new Counter({
     name: 'troupe_liveness_flush_failures_total', help: 'Batched liveness flushes that failed (retried with the next batch)',
     labelNames: ['what'], registers: [registry],
   }));
-  const stepHeartbeatsSwallowed = metric(registry, 'troupe_step_heartbeats_swallowed_total', () => new Counter({
+  const stepHeartbeatsSwallowed = registeredMetric(registry, 'troupe_step_heartbeats_swallowed_total', () => new Counter({
     name: 'troupe_step_heartbeats_swallowed_total', help: 'Step heartbeats answered ok without being recorded, by reason',
     labelNames: ['reason'], registers: [registry],
   }));
@@ -197,14 +192,7 @@ function createDaemonServices(deps: Deps, options: DaemonServicesOptions): Daemo
         reconcileTimer.unref();
       });
   };
-  // Subscribed before the seed query starts, so no announcement falls between the two.
   let unsubscribe: (() => Promise<void>) | undefined;
-  deps.transport.subscribe(PENDING_TOPIC, (_topic, event) => {
-    const e = parsePendingEvent(event);
-    if (e) pending.set(e.workerId, e.pending);
-    else log.warn({ event }, 'ignored a malformed daemon.pending event');
-  }).then((u) => { unsubscribe = u; }, (err: unknown) => log.warn({ err }, 'could not subscribe to daemon.pending'))
-    .finally(reconcile);
 
   let sweeping = false;
   const sweepLeases = async (): Promise<number> => {
@@ -225,27 +213,34 @@ function createDaemonServices(deps: Deps, options: DaemonServicesOptions): Daemo
       sweeping = false;
     }
   };
-  const sweeper = setInterval(() => {
-    sweepLeases().catch((err: unknown) => log.warn({ err }, 'lease sweep failed'));
-  }, Math.max(1000, Math.floor(leaseMs / 3)));
-  sweeper.unref();
+  let sweeper: NodeJS.Timeout | undefined;
 
   return {
-    keys: deriveSigningKeys(deps.secrets),
-    liveness, steps, pending, stepHeartbeatsSwallowed, leaseMs,
+    name: 'daemon',
+    keys, liveness, steps, pending, stepHeartbeatsSwallowed, leaseMs,
     notePending(workerId, count) {
       pending.set(workerId, count);
     },
     sweepLeases,
-    stop() {
-      stopped = true;
-      clearTimeout(reconcileTimer);
-      liveness.stop();
-      steps.stop();
-      clearInterval(sweeper);
-      void unsubscribe?.();
+    // Started once the transport runs, so the first heartbeat finds the writers, the pending index and the lease
+    // sweeper ready.
+    start() {
+      liveness.start();
+      steps.start();
+      // Subscribed before the seed query starts, so no announcement falls between the two.
+      deps.transport.subscribe(PENDING_TOPIC, (_topic, event) => {
+        const e = parsePendingEvent(event);
+        if (e) pending.set(e.workerId, e.pending);
+        else log.warn({ event }, 'ignored a malformed daemon.pending event');
+      }).then((u) => { unsubscribe = u; }, (err: unknown) => log.warn({ err }, 'could not subscribe to daemon.pending'))
+        .finally(reconcile);
+      sweeper = setInterval(() => {
+        sweepLeases().catch((err: unknown) => log.warn({ err }, 'lease sweep failed'));
+      }, Math.max(1000, Math.floor(leaseMs / 3)));
+      sweeper.unref();
     },
-    async close() {
+    // Stopped before the actor system, so liveness recorded by the last requests reaches the database.
+    async stop() {
       stopped = true;
       clearTimeout(reconcileTimer);
       liveness.stop();
@@ -259,19 +254,5 @@ function createDaemonServices(deps: Deps, options: DaemonServicesOptions): Daemo
       if (steps.size() > 0) await steps.flush();
       await unsubscribe?.().catch((err: unknown) => log.warn({ err }, 'could not unsubscribe from daemon.pending'));
     },
-  };
-}
-
-/**
- * The daemon room's entry in the node's service list (ops/node.ts): started once the transport runs, so the
- * first heartbeat finds the writers, the pending index and the lease sweeper ready; closed before the actor
- * system stops, so liveness recorded by the last requests reaches the database.
- */
-export function daemonNodeService(): { readonly name: string; start(deps: Deps): void; stop(): Promise<void> } {
-  let started: DaemonServices | undefined;
-  return {
-    name: 'daemon',
-    start(deps) { started = daemonServices(deps); },
-    async stop() { await started?.close(); },
   };
 }

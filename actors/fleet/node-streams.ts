@@ -1,3 +1,5 @@
+import type { Unsubscribe } from '../../transport/port.js';
+import type { NodeService } from '../node-services.js';
 import type { Deps } from '../deps.js';
 import { ChannelFanout, type StampedEvent } from './channel-fanout.js';
 
@@ -61,21 +63,17 @@ export interface NodeStreams {
 
 export const interviewChannel = (orgId: string, interviewId: string): string => `${orgId}/${interviewId}`;
 
-const perDeps = new WeakMap<Deps, NodeStreams>();
-
-export function nodeStreams(deps: Deps): NodeStreams {
-  let streams = perDeps.get(deps);
-  if (!streams) {
-    streams = createNodeStreams(deps);
-    perDeps.set(deps, streams);
-  }
-  return streams;
-}
+/** The node's stream fan-out (`deps.services.streams`). */
+export const nodeStreams = (deps: Pick<Deps, 'services'>): NodeStreams => deps.services.streams;
 
 const isString = (v: unknown): v is string => typeof v === 'string';
 const orgOfTopic = (topic: string): string | undefined => topic.split('.')[1];
 
-function createNodeStreams(deps: Deps): NodeStreams {
+/**
+ * Builds the node's fan-out. It subscribes to the stream topics when the first SSE client needs them (`ready`) and
+ * lets go of those subscriptions when the node stops it.
+ */
+export function createNodeStreams(deps: Pick<Deps, 'log' | 'transport'>): NodeStreams & NodeService {
   const log = deps.log.child({ component: 'node-streams' });
   const onListenerError = (err: unknown) => log.warn({ err }, 'stream listener failed');
   // Sizes: 500 session changes per org cover a reconnect after minutes of a busy org; 200 frames per interview
@@ -111,13 +109,14 @@ function createNodeStreams(deps: Deps): NodeStreams {
   // Each pattern is subscribed once; a failed one is retried by the next client, the others are kept.
   const done = new Set<keyof typeof patterns>();
   let subscribing: Promise<void> | undefined;
+  const unsubscribers: Unsubscribe[] = [];
   const ready = (): Promise<void> => {
     if (done.size === Object.keys(patterns).length) return Promise.resolve();
     subscribing ??= (async () => {
       try {
         for (const k of Object.keys(patterns) as (keyof typeof patterns)[]) {
           if (done.has(k)) continue;
-          await deps.transport.subscribe(patterns[k], handlers[k]);
+          unsubscribers.push(await deps.transport.subscribe(patterns[k], handlers[k]));
           done.add(k);
         }
       } finally {
@@ -126,7 +125,14 @@ function createNodeStreams(deps: Deps): NodeStreams {
     })();
     return subscribing;
   };
-  return { sessions, interviews, credentials, ready };
+  return {
+    name: 'node-streams', sessions, interviews, credentials, ready,
+    start() {},
+    async stop() {
+      await subscribing?.catch(() => undefined);
+      await Promise.all(unsubscribers.splice(0).map((u) => u().catch((err: unknown) => log.warn({ err }, 'could not unsubscribe a stream topic'))));
+    },
+  };
 }
 
 export type { StampedEvent };

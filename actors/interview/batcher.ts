@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Deps } from '../deps.js';
+import type { NodeService } from '../node-services.js';
 import { streamTopics, type InterviewFrame } from '../fleet/node-streams.js';
 
 /**
@@ -23,7 +24,8 @@ interface Pending {
   timer: NodeJS.Timeout | undefined;
 }
 
-export class InterviewBatcher {
+export class InterviewBatcher implements NodeService {
+  readonly name = 'interview-deltas';
   private readonly pending = new Map<string, Pending>();
   private readonly seqs = new Map<string, number>();
   private readonly tag = randomBytes(4).toString('hex');
@@ -59,6 +61,14 @@ export class InterviewBatcher {
     }
   }
 
+  /** Nothing to start: timers exist only while tokens wait. */
+  start(): void {}
+
+  /** The node's shutdown: what is buffered goes out now. */
+  async stop(): Promise<void> {
+    this.flushAll();
+  }
+
   /** Publishes whatever is buffered now (shutdown). */
   flushAll(): void {
     for (const [key, p] of [...this.pending]) {
@@ -83,20 +93,17 @@ export class InterviewBatcher {
   }
 }
 
-const perDeps = new WeakMap<Deps, InterviewBatcher>();
+/** The node's interview batcher (`deps.services.interviews`). */
+export const interviewBatcher = (deps: Pick<Deps, 'services'>): InterviewBatcher => deps.services.interviews;
 
-export function interviewBatcher(deps: Deps): InterviewBatcher {
-  let b = perDeps.get(deps);
-  if (!b) {
-    const log = deps.log.child({ component: 'interview-deltas' });
-    b = new InterviewBatcher(
-      (topic, frame) => deps.transport.publish(topic, frame),
-      () => deps.clock.now(),
-      (err) => log.warn({ err }, 'an interview frame could not be published; its tokens are lost to live viewers'),
-    );
-    perDeps.set(deps, b);
-  }
-  return b;
+/** Builds the node's batcher, publishing through the transport. */
+export function createInterviewBatcher(deps: Pick<Deps, 'log' | 'clock' | 'transport'>): InterviewBatcher {
+  const log = deps.log.child({ component: 'interview-deltas' });
+  return new InterviewBatcher(
+    (topic, frame) => deps.transport.publish(topic, frame),
+    () => deps.clock.now(),
+    (err) => log.warn({ err }, 'an interview frame could not be published; its tokens are lost to live viewers'),
+  );
 }
 
 /** Interview ids are one topic word: no dots or wildcards, bounded length. */

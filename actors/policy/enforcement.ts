@@ -1,5 +1,7 @@
 import type { Knex } from 'knex';
-import type { Transport, Unsubscribe } from '../../transport/port.js';
+import type { Unsubscribe } from '../../transport/port.js';
+import type { Deps } from '../deps.js';
+import type { NodeService } from '../node-services.js';
 import type { Clock } from '../../ops/kernel/clock.js';
 import { activePolicies } from '../../storage/governance/policies.js';
 import { enforcementText } from './cedar-text.js';
@@ -18,13 +20,8 @@ const MEMO_TTL_MS = 5_000;
 const MEMO_ENTRIES = 10_000;
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/**
- * The sources listening in this process. The node that served a write drops its memo synchronously, before it
- * answers, so its own next decision already sees the change (event fan-out is asynchronous even locally).
- */
-const listeningSources = new Set<StoredPolicySource>();
-
-export class StoredPolicySource {
+export class StoredPolicySource implements NodeService {
+  readonly name = 'stored-policies';
   private readonly memo = new Map<string, { text: string; expiresAt: number; generation: number }>();
   private readonly generations = new Map<string, number>();
   private unsubscribe: Unsubscribe | undefined;
@@ -32,9 +29,8 @@ export class StoredPolicySource {
   constructor(private readonly db: Knex, private readonly clock: Clock) {}
 
   /** Listens for policy changes made on any node. */
-  async listen(transport: Transport): Promise<void> {
-    listeningSources.add(this);
-    this.unsubscribe = await transport.subscribe(POLICY_CHANGED_TOPIC, (_topic, event) => {
+  async start(deps: Pick<Deps, 'transport'>): Promise<void> {
+    this.unsubscribe = await deps.transport.subscribe(POLICY_CHANGED_TOPIC, (_topic, event) => {
       const orgId = (event as { orgId?: unknown } | null)?.orgId;
       if (typeof orgId === 'string') this.invalidate(orgId);
     });
@@ -63,14 +59,18 @@ export class StoredPolicySource {
     this.generations.set(orgId, (this.generations.get(orgId) ?? 0) + 1);
   }
 
-  async close(): Promise<void> {
-    listeningSources.delete(this);
+  async stop(): Promise<void> {
     await this.unsubscribe?.();
+    this.unsubscribe = undefined;
   }
 }
 
-/** Tells every node that an org's stored policies changed: this process at once, the others through the transport. */
-export async function announcePolicyChange(transport: Transport, orgId: string): Promise<void> {
-  for (const source of listeningSources) source.invalidate(orgId);
-  await transport.publish(POLICY_CHANGED_TOPIC, { orgId });
+/**
+ * Tells every node that an org's stored policies changed. The node that served the write drops its memo at once,
+ * before it answers, so its own next decision already sees the change (event fan-out is asynchronous even locally);
+ * the others hear it through the transport.
+ */
+export async function announcePolicyChange(deps: Pick<Deps, 'transport' | 'services'>, orgId: string): Promise<void> {
+  deps.services.policies.invalidate(orgId);
+  await deps.transport.publish(POLICY_CHANGED_TOPIC, { orgId });
 }

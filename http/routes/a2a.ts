@@ -4,7 +4,6 @@ import {
   externalAgentAddress, externalAgentId, fetchAgentCard, type ExternalAgentMsg, type ExternalAgentReply, type TrustLevel,
 } from '../../actors/integrations/a2a/index.js';
 import { OutboundRefused } from '../../actors/integrations/outbound/index.js';
-import { outboundGuardFor } from '../../actors/integrations/outbound/for-deps.js';
 import { externalAgentListReply, externalAgentReply, registerExternalAgentBody, updateExternalAgentBody } from '../../schemas/agents/external-agent.js';
 import { externalAgentView, findExternalAgent, listExternalAgents, type ExternalAgentView } from '../../storage/integrations/a2a.js';
 import { isUuid } from '../../storage/identity/rows.js';
@@ -44,7 +43,7 @@ async function refresh(deps: Deps, agent: ExternalAgentView): Promise<void> {
   const fetchedAt = deps.clock.now();
   let card = null;
   try {
-    const result = await fetchAgentCard(outboundGuardFor(deps.config), agent.url);
+    const result = await fetchAgentCard(deps.services.outbound, agent.url);
     card = result.reachable ? result.card : null;
   } catch { /* refused by policy now (the allow list changed): unreachable */ }
   const msg: ExternalAgentMsg = { type: 'externalAgent.refreshed', orgId: agent.orgId, card, fetchedAt };
@@ -66,7 +65,7 @@ export function a2aRoutes(): Route<Deps>[] {
         const fetchedAt = deps.clock.now();
         let fetched;
         try {
-          fetched = await fetchAgentCard(outboundGuardFor(deps.config), url);
+          fetched = await fetchAgentCard(deps.services.outbound, url);
         } catch (err) {
           if (err instanceof OutboundRefused) throw new TroupeError('VALIDATION_FAILED', `url: ${err.message}`, { field: 'url', reason: err.reason });
           throw err;

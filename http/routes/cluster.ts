@@ -1,5 +1,5 @@
 import type { Deps } from '../../actors/deps.js';
-import { clusterOf, type ClusterStatus } from '../../transport/cluster/index.js';
+import type { ClusterStatus } from '../../transport/cluster/index.js';
 import type { Route } from '../types.js';
 
 const shardList = { type: 'array', items: { type: 'integer', minimum: 0 } };
@@ -50,7 +50,7 @@ export function clusterRoutes(): Route<Deps>[] {
       method: 'get', path: '/api/admin/cluster', auth: 'admin', tags: ['operations'],
       summary: 'Live cluster members as this node hears them, the shards each holds, consumes and should hold, and shard queue depths',
       responseSchema: clusterStatusSchema,
-      handler: async (_req, deps) => ({ body: clusterOf(deps.transport)?.status() ?? singleNode(deps) }),
+      handler: async (_req, deps) => ({ body: deps.services.cluster?.status() ?? singleNode(deps) }),
     },
   ];
 }

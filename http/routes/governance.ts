@@ -20,8 +20,7 @@ import {
 } from '../../schemas/governance/incident.js';
 import { securityMetricsQuery, securityMetricsReply } from '../../schemas/governance/security-metrics.js';
 import { findPolicy, listPolicies, listPolicyVersions, policyViewOf } from '../../storage/governance/policies.js';
-import { listIncidents, upsertIncidentIoConnection } from '../../storage/governance/incidents.js';
-import { appendAudit } from '../../storage/audit-log.js';
+import { connectIncidentIo, listIncidents } from '../../storage/governance/incidents.js';
 import { projectsInOrg } from '../../storage/identity/orgs.js';
 import { secretKey } from '../../actors/governance/standard-webhooks.js';
 import type { HttpRequest, Route } from '../types.js';
@@ -61,7 +60,7 @@ const policyResource = (orgId: string, id: string, scope?: PolicyScope, scopeId?
 
 async function announce(deps: Deps, orgId: string): Promise<void> {
   // The write is durable already; a lost announcement only delays enforcement by the memo TTL.
-  await announcePolicyChange(deps.transport, orgId).catch((err: unknown) => deps.log.warn({ err, orgId }, 'could not announce a policy change'));
+  await announcePolicyChange(deps, orgId).catch((err: unknown) => deps.log.warn({ err, orgId }, 'could not announce a policy change'));
 }
 
 interface CreatePolicyBody {
@@ -193,12 +192,9 @@ export function governanceRoutes(): Route<Deps>[] {
         }
         const now = deps.clock.now();
         const sealedSecret = secret === undefined ? null : deps.secrets.seal(secret, sealContext(h.orgId));
-        await deps.db.transaction(async (trx) => {
-          await upsertIncidentIoConnection(trx, { orgId: h.orgId, sealedSecret, updatedBy: h.userId, at: now });
-          await appendAudit(trx, {
-            orgId: h.orgId, type: 'integration.connected', actor: h.userId, subject: INCIDENT_IO_PROVIDER,
-            payload: { secretSource: sealedSecret === null ? 'environment' : 'org' }, at: new Date(now),
-          });
+        await connectIncidentIo(deps.db, { orgId: h.orgId, sealedSecret, updatedBy: h.userId, at: now }, {
+          orgId: h.orgId, type: 'integration.connected', actor: h.userId, subject: INCIDENT_IO_PROVIDER,
+          payload: { secretSource: sealedSecret === null ? 'environment' : 'org' }, at: new Date(now),
         });
         return {
           body: {

@@ -5,14 +5,13 @@ import type { Route, HttpRequest, Reply } from '../types.js';
 import type { OrgPrincipal, OrgRole } from '../../actors/identity/principal.js';
 import { hashPassword, verifyPassword, decoyPasswordHash } from '../../actors/identity/passwords.js';
 import { apiKeyPrefix, mintSecret, registrationTokenPrefix } from '../../actors/identity/secrets-format.js';
-import { deriveSigningKeys, looksLikeJwt, signToken, userTokenId, verifyTokenSync, type SigningKeys } from '../../actors/identity/tokens.js';
+import { looksLikeJwt, signToken, userTokenId, verifyTokenSync } from '../../actors/identity/tokens.js';
 import { readCookie, SESSION_COOKIE } from '../../actors/identity/authenticator.js';
 import { tags } from '../../actors/identity/revocation.js';
 import { announceRevocation } from './announce-revocation.js';
 import { orgAddress, type ApiKeyIssued, type CredentialRevoked, type OrgMsg, type RegistrationTokenIssued } from '../../actors/org/index.js';
 import {
-  deleteProvisionedOrg, ensureUser, findOrg, insertOrg, insertProject, listMemberships, listProjectAccess, projectsInOrg, setOrgRole,
-  setProjectRole, slugTaken,
+  deleteProvisionedOrg, findOrg, listMemberships, listProjectAccess, projectsInOrg, provisionMember, provisionOrg, slugTaken,
 } from '../../storage/identity/orgs.js';
 import { findLoginByEmail, findOrgMember } from '../../storage/identity/users.js';
 import { findApiKey } from '../../storage/identity/credentials.js';
@@ -34,14 +33,7 @@ export const DEFAULT_KEY_SCOPES = ['read', 'write'] as const;
 export const PROVISIONING_KEY_SCOPES = ['admin'] as const;
 const LOGIN_ATTEMPTS_PER_MINUTE = 10;
 
-const signingKeys = new WeakMap<object, SigningKeys>();
-function keysOf(deps: Deps): SigningKeys {
-  let keys = signingKeys.get(deps.secrets);
-  if (!keys) signingKeys.set(deps.secrets, (keys = deriveSigningKeys(deps.secrets)));
-  return keys;
-}
-
-const userToken = (deps: Deps, userId: string, orgId: string) => signToken(keysOf(deps), deps.clock, 'user', { sub: userId, org: orgId });
+const userToken = (deps: Deps, userId: string, orgId: string) => signToken(deps.services.keys, deps.clock, 'user', { sub: userId, org: orgId });
 
 /** The scopes an org role implies, reported by whoami for users (keys report their own). */
 export function scopesOfRole(role: OrgRole): string[] {
@@ -124,14 +116,12 @@ export async function createOrg(req: HttpRequest<CreateOrgBody>, deps: Deps): Pr
   const passwordHash = owner.password === undefined ? undefined : await hashPassword(owner.password);
   let slug = req.body.slug ?? slugify(name);
   if (req.body.slug === undefined && (await slugTaken(deps.db, slug))) slug = `${slug.slice(0, 40)}-${randomBytes(3).toString('hex')}`;
-  const created = await deps.db.transaction(async (trx) => {
-    const org = await insertOrg(trx, { id: randomUUID(), name: name.trim(), slug, plan: req.body.plan ?? 'free' });
-    const { user, created: userCreated } = await ensureUser(trx, { id: randomUUID(), email: owner.email, firstName: owner.firstName, lastName: owner.lastName, passwordHash });
-    await setOrgRole(trx, org.id, user.id, 'owner');
-    const project = await insertProject(trx, { id: randomUUID(), orgId: org.id, name: 'default', slug: 'default' });
-    return { org, user, userCreated, project };
-  });
-  const { org, user, userCreated, project } = created;
+  const { org, user, userCreated, project } = await provisionOrg(
+    deps.db,
+    { id: randomUUID(), name: name.trim(), slug, plan: req.body.plan ?? 'free' },
+    { id: randomUUID(), email: owner.email, firstName: owner.firstName, lastName: owner.lastName, passwordHash },
+    { id: randomUUID(), name: 'default', slug: 'default' },
+  );
   // Credentials are issued by the org actor, after the org exists (its read models reference the org row). If that
   // fails (the broker or the database is out), nothing has been handed out yet: the org is taken back, so the admin
   // can send the same request again instead of finding its slug taken by an org without credentials.
@@ -174,14 +164,9 @@ export async function createOrgUser(req: HttpRequest<CreateOrgUserBody>, deps: D
   const unknown = projects.find((p) => !known.has(p.id));
   if (unknown) throw new TroupeError('NOT_FOUND', `project ${unknown.id} not found in this org`, { field: 'projects' });
   const passwordHash = req.body.password === undefined ? undefined : await hashPassword(req.body.password);
-  const user = await deps.db.transaction(async (trx) => {
-    const ensured = await ensureUser(trx, {
-      id: randomUUID(), email: req.body.email, firstName: req.body.firstName, lastName: req.body.lastName, passwordHash,
-    });
-    await setOrgRole(trx, org.id, ensured.user.id, req.body.role);
-    for (const p of projects) await setProjectRole(trx, org.id, p.id, ensured.user.id, p.role);
-    return ensured.user;
-  });
+  const user = await provisionMember(deps.db, org.id, {
+    id: randomUUID(), email: req.body.email, firstName: req.body.firstName, lastName: req.body.lastName, passwordHash,
+  }, req.body.role, projects);
   // An existing member's role may just have changed: every node must re-read it.
   await announceRevocation(deps, [tags.member(org.id, user.id)]);
   const token = await userToken(deps, user.id, org.id);
@@ -256,7 +241,7 @@ async function endUserSession(deps: Deps, token: string): Promise<void> {
 
 async function acceptedUserToken(deps: Deps, token: string) {
   try {
-    const verified = verifyTokenSync(keysOf(deps), deps.clock, token, ['user']);
+    const verified = verifyTokenSync(deps.services.keys, deps.clock, token, ['user']);
     const principal = await deps.auth.resolve({ authorization: `Bearer ${token}` });
     return principal?.kind === 'user' ? { principal, verified } : undefined;
   } catch (err) {

@@ -3,7 +3,6 @@ import type { Deps } from '../../actors/deps.js';
 import { TroupeError } from '../../ops/kernel/errors.js';
 import { clientSecretPrefix, issueMachineToken, OAuthError } from '../../actors/integrations/m2m/client-credentials.js';
 import { mintSecret } from '../../actors/identity/secrets-format.js';
-import { deriveSigningKeys, type SigningKeys } from '../../actors/identity/tokens.js';
 import { appendAudit } from '../../storage/audit-log.js';
 import { findOrg } from '../../storage/identity/orgs.js';
 import { insertM2mClient } from '../../storage/integrations/m2m-clients.js';
@@ -16,12 +15,6 @@ import type { HttpRequest, Reply, Route } from '../types.js';
  * answers in OAuth's own shapes (RFC 6749 §5.1, §5.2) and with `Cache-Control: no-store`, because OAuth client
  * libraries parse exactly those; its OpenAPI entry says so.
  */
-const signingKeys = new WeakMap<object, SigningKeys>();
-function keysOf(deps: Deps): SigningKeys {
-  let keys = signingKeys.get(deps.secrets);
-  if (!keys) signingKeys.set(deps.secrets, (keys = deriveSigningKeys(deps.secrets)));
-  return keys;
-}
 
 /** Answers that carry a secret (a token, a client secret) must not be cached anywhere (RFC 6749 §5.1). */
 export const noStore = { 'cache-control': 'no-store', pragma: 'no-cache' } as const;
@@ -88,7 +81,7 @@ export function oauthRoutes(): Route<Deps>[] {
       },
       async handler(req, deps) {
         try {
-          const token = await issueMachineToken(deps, keysOf(deps), { body: req.body, authorization: req.headers.authorization });
+          const token = await issueMachineToken(deps, deps.services.keys, { body: req.body, authorization: req.headers.authorization });
           return { body: token, headers: noStore };
         } catch (err) {
           if (err instanceof OAuthError) return oauthErrorReply(err);

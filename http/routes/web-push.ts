@@ -1,7 +1,6 @@
 import type { Deps } from '../../actors/deps.js';
 import { TroupeError } from '../../ops/kernel/errors.js';
 import { notifyUser, vapidKeys } from '../../actors/integrations/web-push/index.js';
-import { outboundGuardFor } from '../../actors/integrations/outbound/for-deps.js';
 import { OutboundRefused } from '../../actors/integrations/outbound/index.js';
 import { publicKeyReply, subscribeBody, subscribeReply, testSendBody, unsubscribeBody } from '../../schemas/agents/web-push.js';
 import { deleteSubscription, upsertSubscription } from '../../storage/integrations/web-push.js';
@@ -46,7 +45,7 @@ export function webPushRoutes(): Route<Deps>[] {
         }
         if (decodedLength(keys.auth) !== 16) throw new TroupeError('VALIDATION_FAILED', 'keys.auth: not a 16-byte secret', { field: 'keys.auth' });
         try {
-          await outboundGuardFor(deps.config).vet(endpoint);
+          await deps.services.outbound.vet(endpoint);
         } catch (err) {
           if (err instanceof OutboundRefused) throw new TroupeError('VALIDATION_FAILED', `endpoint: ${err.message}`, { field: 'endpoint' });
           throw err;

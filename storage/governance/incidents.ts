@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { appendAudit, type AuditInput } from '../audit-log.js';
 
 /**
  * The `incidents` read model (projected by the incident actor) and the incident.io connection rows. Every query
@@ -116,4 +117,14 @@ export async function recordDelivery(db: Knex, d: { provider: string; webhookId:
     .insert({ provider: d.provider, webhook_id: d.webhookId, org_id: d.orgId, received_at: new Date(d.at) })
     .onConflict(['provider', 'webhook_id']).ignore().returning('webhook_id');
   return inserted.length === 1;
+}
+
+/** Connects incident.io for an org and appends `audit` to its chain, in one transaction (one write, one place). */
+export async function connectIncidentIo(
+  db: Knex, c: { orgId: string; sealedSecret: string | null; updatedBy: string; at: number }, audit: AuditInput,
+): Promise<void> {
+  await db.transaction(async (trx) => {
+    await upsertIncidentIoConnection(trx, c);
+    await appendAudit(trx, audit);
+  });
 }

@@ -147,3 +147,30 @@ export async function listMemberships(db: Knex, userId: string): Promise<Members
     .select('o.*', 'm.role as member_role');
   return rows.map((r: Record<string, unknown>) => ({ org: toOrg(r), role: r.member_role as OrgRole }));
 }
+
+/**
+ * A new org with its owner (found or created by email) and its default project, in one transaction: the platform
+ * admin's provisioning write, made here and nowhere else.
+ */
+export async function provisionOrg(
+  db: Knex, org: { id: string; name: string; slug: string; plan: string }, owner: NewUser, project: { id: string; name: string; slug: string },
+): Promise<{ org: OrgRecord; user: UserRecord; userCreated: boolean; project: ProjectRecord }> {
+  return db.transaction(async (trx) => {
+    const created = await insertOrg(trx, org);
+    const { user, created: userCreated } = await ensureUser(trx, owner);
+    await setOrgRole(trx, created.id, user.id, 'owner');
+    return { org: created, user, userCreated, project: await insertProject(trx, { ...project, orgId: created.id }) };
+  });
+}
+
+/** A member of an org (found or created by email) with their org role and project roles, in one transaction. */
+export async function provisionMember(
+  db: Knex, orgId: string, user: NewUser, role: OrgRole, projects: ReadonlyArray<{ id: string; role: ProjectRole }>,
+): Promise<UserRecord> {
+  return db.transaction(async (trx) => {
+    const ensured = await ensureUser(trx, user);
+    await setOrgRole(trx, orgId, ensured.user.id, role);
+    for (const p of projects) await setProjectRole(trx, orgId, p.id, ensured.user.id, p.role);
+    return ensured.user;
+  });
+}

@@ -53,13 +53,6 @@ export interface ClusterStatus {
   readonly queueDepth: Readonly<Record<string, number>> | null;
 }
 
-const clusters = new WeakMap<object, Cluster>();
-
-/** The cluster a transport belongs to, for the admin route (which only sees `deps.transport`). */
-export function clusterOf(transport: object): Cluster | undefined {
-  return clusters.get(transport);
-}
-
 export class Cluster {
   /** This node's HTTP address, advertised to the others once the server listens. */
   url: string | undefined;
@@ -87,7 +80,6 @@ export class Cluster {
       membershipLive: () => this.presence.connected(),
       passivateShard: options.passivateShard,
     });
-    clusters.set(transport, this);
     if (options.metrics) this.registerMetrics(options.metrics);
   }
 

@@ -1,4 +1,4 @@
-export { Cluster, clusterOf, type ClusterOptions, type ClusterStatus, type ClusterNodeStatus } from './cluster.js';
+export { Cluster, type ClusterOptions, type ClusterStatus, type ClusterNodeStatus } from './cluster.js';
 export { planShards, ShardBalancer, type ShardAction } from './balancer.js';
 export { Presence, parseHeartbeat, type Member } from './presence.js';
 export { rankNodes, shardRoles } from './rendezvous.js';

@@ -1,6 +1,5 @@
 import type { Deps } from '../../deps.js';
 import { AccessTokenRejected, ConnectionUnusable, withConnectionToken } from '../oauth/connection-token.js';
-import { outboundGuardFor } from '../outbound/for-deps.js';
 import { ErrorTrackerUnavailable, sentryIssuesForSession, type ErrorTrackerIssue } from './sentry.js';
 
 /**
@@ -16,9 +15,9 @@ export type ErrorIssuesAnswer =
   | { readonly configured: true; readonly issues: readonly ErrorTrackerIssue[]; readonly error?: ErrorIssuesError };
 
 export async function errorIssuesForSession(
-  deps: Pick<Deps, 'db' | 'secrets' | 'config' | 'log' | 'clock'>, orgId: string, sessionId: string,
+  deps: Pick<Deps, 'db' | 'secrets' | 'config' | 'log' | 'clock' | 'services'>, orgId: string, sessionId: string,
 ): Promise<ErrorIssuesAnswer> {
-  const guard = outboundGuardFor(deps.config);
+  const guard = deps.services.outbound;
   try {
     const found = await withConnectionToken(deps, orgId, 'sentry', async (accessToken) => {
       try {

@@ -4,7 +4,6 @@ import { appendAudit } from '../../../storage/audit-log.js';
 import {
   findOAuthConnection, markReauthorizationRequired, storeRefreshedTokens, type OAuthConnection,
 } from '../../../storage/integrations/oauth.js';
-import { outboundGuardFor } from '../outbound/for-deps.js';
 import { connectionSealContext } from './flow.js';
 import { oauthAppFor, type OAuthProvider } from './providers.js';
 import { expiresAtOf, refreshAccessToken, TokenGrantRefused, type TokenResponse } from './token-exchange.js';
@@ -37,12 +36,23 @@ export class AccessTokenRejected extends Error {
   }
 }
 
-type TokenDeps = Pick<Deps, 'config' | 'db' | 'secrets' | 'clock' | 'log'>;
+type TokenDeps = Pick<Deps, 'config' | 'db' | 'secrets' | 'clock' | 'log' | 'services'>;
 interface UsableToken { readonly accessToken: string; readonly version: number }
 type Trigger = 'expiring' | 'rejected';
 
-/** Refreshes under way, per node (its deps) and connection. */
-const flights = new WeakMap<object, Map<string, Promise<UsableToken>>>();
+/** This node's refreshes under way, one per connection (`deps.services.connectionTokens`). */
+export class ConnectionTokenRefreshes {
+  private readonly flights = new Map<string, Promise<UsableToken>>();
+
+  /** Joins the refresh of this connection under way, or starts one with `run`. */
+  once(key: string, run: () => Promise<UsableToken>): Promise<UsableToken> {
+    const joined = this.flights.get(key);
+    if (joined) return joined;
+    const flight = run().finally(() => this.flights.delete(key));
+    this.flights.set(key, flight);
+    return flight;
+  }
+}
 
 /**
  * Runs `use` with the connection's access token; once more with a refreshed one if `use` throws
@@ -80,14 +90,7 @@ async function currentToken(deps: TokenDeps, orgId: string, provider: OAuthProvi
 }
 
 function refreshOnce(deps: TokenDeps, orgId: string, provider: OAuthProvider, readVersion: number, trigger: Trigger): Promise<UsableToken> {
-  let running = flights.get(deps);
-  if (!running) flights.set(deps, (running = new Map()));
-  const key = `${orgId}:${provider}`;
-  const joined = running.get(key);
-  if (joined) return joined;
-  const flight = refresh(deps, orgId, provider, readVersion, trigger).finally(() => running.delete(key));
-  running.set(key, flight);
-  return flight;
+  return deps.services.connectionTokens.once(`${orgId}:${provider}`, () => refresh(deps, orgId, provider, readVersion, trigger));
 }
 
 async function refresh(deps: TokenDeps, orgId: string, provider: OAuthProvider, readVersion: number, trigger: Trigger): Promise<UsableToken> {
@@ -118,7 +121,7 @@ async function refresh(deps: TokenDeps, orgId: string, provider: OAuthProvider, 
 
   let fresh: TokenResponse;
   try {
-    fresh = await refreshAccessToken(outboundGuardFor(deps.config), app, refreshToken);
+    fresh = await refreshAccessToken(deps.services.outbound, app, refreshToken);
   } catch (err) {
     if (err instanceof TokenGrantRefused && err.providerError === 'invalid_grant') {
       // Another node may have used, and the provider rotated, this refresh token a moment ago: the mark applies only

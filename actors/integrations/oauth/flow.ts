@@ -3,7 +3,6 @@ import type { Deps } from '../../deps.js';
 import { TroupeError } from '../../../ops/kernel/errors.js';
 import { appendAudit } from '../../../storage/audit-log.js';
 import { consumeAuthorizationState, insertAuthorizationState, upsertOAuthConnection } from '../../../storage/integrations/oauth.js';
-import { outboundGuardFor } from '../outbound/for-deps.js';
 import { oauthAppFor, type OAuthApp, type OAuthProvider } from './providers.js';
 import { exchangeAuthorizationCode, expiresAtOf } from './token-exchange.js';
 
@@ -17,7 +16,7 @@ import { exchangeAuthorizationCode, expiresAtOf } from './token-exchange.js';
  */
 export const AUTHORIZATION_STATE_TTL_MS = 10 * 60 * 1000;
 
-type FlowDeps = Pick<Deps, 'config' | 'db' | 'secrets' | 'clock' | 'log'>;
+type FlowDeps = Pick<Deps, 'config' | 'db' | 'secrets' | 'clock' | 'log' | 'services'>;
 
 export const hashState = (state: string): string => createHash('sha256').update(state, 'utf8').digest('hex');
 export const connectionSealContext = (orgId: string, provider: string): string => `${orgId}:oauth:${provider}`;
@@ -80,7 +79,7 @@ export async function completeAuthorization(
   if (input.code === undefined) throw new TroupeError('VALIDATION_FAILED', 'code: required', { field: 'code' });
 
   const codeVerifier = deps.secrets.open(pending.sealedVerifier, verifierSealContext(input.orgId, input.provider));
-  const tokens = await exchangeAuthorizationCode(outboundGuardFor(deps.config), app, { code: input.code, redirectUri: pending.redirectUri, codeVerifier });
+  const tokens = await exchangeAuthorizationCode(deps.services.outbound, app, { code: input.code, redirectUri: pending.redirectUri, codeVerifier });
 
   const now = new Date(deps.clock.now());
   const expiresAt = expiresAtOf(tokens, now.getTime());

@@ -1,5 +1,5 @@
 import type { Deps } from '../../deps.js';
-import type { Transport } from '../../../transport/port.js';
+import type { NodeService } from '../../node-services.js';
 import type { Principal } from '../../identity/principal.js';
 import { withAnnouncement } from '../../runtime/announce.js';
 import type { ActorBehavior } from '../../runtime/machine.js';
@@ -18,44 +18,31 @@ import { vapidKeys } from './vapid.js';
  * announcement effect to the turn that made the change and sends only from `afterPersist`, so nothing is announced
  * that is not durable, and the send is detached — a slow or failing push service never holds the actor's mailbox
  * or fails its turn. Sending needs the node's dependencies, which exist only after the actor kinds are registered;
- * the node service binds them to the node's transport when it starts (several nodes may share one process), and
- * until then, or after it stops, events are not pushed.
+ * the wrappers hold the node's `PushOnEvents` (`deps.services.pushOnEvents`), which the node binds to its
+ * dependencies when it starts the service, and until then, or after it stops, events are not pushed.
  */
-const notifiers = new WeakMap<Transport, EventNotifier>();
-
-class EventNotifier {
+export class PushOnEvents implements NodeService {
+  readonly name = 'web-push-events';
+  private deps: Deps | undefined;
   private readonly inFlight = new Set<Promise<void>>();
-  constructor(private readonly deps: Deps) {}
+
+  start(deps: Deps): void {
+    this.deps = deps;
+  }
+
+  async stop(): Promise<void> {
+    this.deps = undefined;
+    await Promise.allSettled([...this.inFlight]);
+  }
 
   send(what: string, work: (deps: Deps) => Promise<void>): void {
-    if (!vapidKeys(this.deps)) return;
-    const p = work(this.deps)
-      .catch((err: unknown) => this.deps.log.warn({ err }, `web push for ${what} failed`))
+    const deps = this.deps;
+    if (!deps || !vapidKeys(deps)) return;
+    const p = work(deps)
+      .catch((err: unknown) => deps.log.warn({ err }, `web push for ${what} failed`))
       .finally(() => this.inFlight.delete(p));
     this.inFlight.add(p);
   }
-
-  async drain(): Promise<void> {
-    await Promise.allSettled([...this.inFlight]);
-  }
-}
-
-export function pushOnEventsNodeService(): { readonly name: string; start(deps: Deps): void; stop(): Promise<void> } {
-  let started: { transport: Transport; notifier: EventNotifier } | undefined;
-  return {
-    name: 'web-push-events',
-    start(deps) {
-      const notifier = new EventNotifier(deps);
-      notifiers.set(deps.transport, notifier);
-      started = { transport: deps.transport, notifier };
-    },
-    async stop() {
-      if (!started) return;
-      notifiers.delete(started.transport);
-      await started.notifier.drain();
-      started = undefined;
-    },
-  };
 }
 
 /** Org users with a push subscription whose role lets them decide the gate. */
@@ -79,7 +66,7 @@ async function gateDeciders(deps: Deps, gateId: string, gate: Extract<GateState,
  * notifier only after the change is durable, and runs in the background so a slow push service never holds the actor.
  */
 function withPushAnnouncement<S, M extends { type: string }, R, E extends { type: string }, T>(
-  behavior: ActorBehavior<S, M, R, E>, transport: Transport,
+  behavior: ActorBehavior<S, M, R, E>, push: PushOnEvents,
   announce: (state: S, next: S, id: string) => T | undefined, send: (event: T) => [string, (deps: Deps) => Promise<void>],
 ): ActorBehavior<S, M, R, E> {
   return withAnnouncement(behavior, {
@@ -87,7 +74,7 @@ function withPushAnnouncement<S, M extends { type: string }, R, E extends { type
     announce,
     deliver: async (event) => {
       const [what, work] = send(event);
-      notifiers.get(transport)?.send(what, work);
+      push.send(what, work);
     },
   });
 }
@@ -96,9 +83,9 @@ type GateBehavior = ActorBehavior<GateState, GateMsg, GateView, GateEffect>;
 type OpenGate = Extract<GateState, { orgId: string }>;
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export function withGatePush(behavior: GateBehavior, transport: Transport | undefined): ActorBehavior<GateState, GateMsg, GateView, any> {
-  if (!transport) return behavior;
-  return withPushAnnouncement(behavior, transport,
+export function withGatePush(behavior: GateBehavior, push: PushOnEvents | undefined): ActorBehavior<GateState, GateMsg, GateView, any> {
+  if (!push) return behavior;
+  return withPushAnnouncement(behavior, push,
     (state, next, id) => (state.status === 'absent' && next.status === 'pending' ? { id, gate: next as OpenGate } : undefined),
     (event) => ['an opened approval gate', async (deps) => {
       const notification: PushNotification = {
@@ -114,9 +101,9 @@ type SessionBehavior = ActorBehavior<SessionState, SessionMsg, SessionReply, Ses
 const USER_REQUESTER = /^user:([0-9a-f-]{36})$/;
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export function withSessionPush(behavior: SessionBehavior, transport: Transport | undefined): ActorBehavior<SessionState, SessionMsg, SessionReply, any> {
-  if (!transport) return behavior;
-  return withPushAnnouncement(behavior, transport,
+export function withSessionPush(behavior: SessionBehavior, push: PushOnEvents | undefined): ActorBehavior<SessionState, SessionMsg, SessionReply, any> {
+  if (!push) return behavior;
+  return withPushAnnouncement(behavior, push,
     (state, next, id) => {
       const userId = next.spec ? USER_REQUESTER.exec(next.spec.requestedBy)?.[1] : undefined;
       if (!next.spec || userId === undefined || next.status === state.status || !isTerminal(next.status)) return undefined;

@@ -1,6 +1,5 @@
 import webpush from 'web-push';
 import type { Deps } from '../../deps.js';
-import { outboundGuardFor } from '../outbound/for-deps.js';
 import { OutboundRefused } from '../outbound/index.js';
 import { deleteSubscriptionById, subscriptionsOf, type PushSubscriptionRow } from '../../../storage/integrations/web-push.js';
 import { vapidKeys } from './vapid.js';
@@ -38,7 +37,7 @@ export async function sendToSubscription(deps: Deps, sub: PushSubscriptionRow, n
     { vapidDetails: { subject: keys.subject, publicKey: keys.publicKey, privateKey: keys.privateKey }, TTL: PUSH_TTL_SECONDS, contentEncoding: 'aes128gcm' },
   );
   try {
-    const res = await outboundGuardFor(deps.config).request(details.endpoint, {
+    const res = await deps.services.outbound.request(details.endpoint, {
       method: 'POST', headers: details.headers as Record<string, string>, body: details.body ?? Buffer.alloc(0),
       timeoutMs: PUSH_TIMEOUT_MS, maxBytes: 64 * 1024, maxRedirects: 0,
     });

@@ -17,19 +17,28 @@ export interface VapidKeys {
 }
 
 const SEAL_CONTEXT = 'web-push:vapid';
-const cache = new WeakMap<object, Promise<VapidKeys>>();
 
-export function vapidKeys(deps: Pick<Deps, 'config' | 'db' | 'secrets' | 'clock'>): Promise<VapidKeys> | undefined {
-  const subject = deps.config.webPushSubject;
-  if (subject === undefined) return undefined;
-  let keys = cache.get(deps.db);
-  if (!keys) {
-    keys = loadOrCreate(deps, subject);
-    cache.set(deps.db, keys);
-    keys.catch(() => cache.delete(deps.db));
+/** The node's VAPID key pair, read (or made) on first use and kept; a failed read is tried again next time. */
+export class VapidKeyStore {
+  private loaded: Promise<VapidKeys> | undefined;
+
+  constructor(private readonly deps: Pick<Deps, 'config' | 'db' | 'secrets' | 'clock'>) {}
+
+  /** Undefined when web push is off on this deployment. */
+  keys(): Promise<VapidKeys> | undefined {
+    const subject = this.deps.config.webPushSubject;
+    if (subject === undefined) return undefined;
+    if (!this.loaded) {
+      const loading = loadOrCreate(this.deps, subject);
+      this.loaded = loading;
+      loading.catch(() => { if (this.loaded === loading) this.loaded = undefined; });
+    }
+    return this.loaded;
   }
-  return keys;
 }
+
+/** The deployment's VAPID keys (`deps.services.vapid`); undefined when web push is off. */
+export const vapidKeys = (deps: Pick<Deps, 'services'>): Promise<VapidKeys> | undefined => deps.services.vapid.keys();
 
 async function loadOrCreate(deps: Pick<Deps, 'db' | 'secrets' | 'clock'>, subject: string): Promise<VapidKeys> {
   let row = await readVapidRow(deps.db);

@@ -1,4 +1,5 @@
 import type { Deps } from '../../deps.js';
+import type { NodeService } from '../../node-services.js';
 import { claimResend, giveUpDelivery, stuckDeliveries, type StuckDelivery } from '../../../storage/integrations/webhook-resend.js';
 import { publicSessionId, sessionAddress } from '../../session/index.js';
 import { providerEventAddress, sessionDispatchFor } from './actor.js';
@@ -17,26 +18,26 @@ import type { ProviderEventMsg, ProviderEventReply } from './machine.js';
 export const MAX_RESENDS = 5;
 const BATCH = 50;
 
-export function webhookSweeperNodeService(): { readonly name: string; start(deps: Deps): void; stop(): Promise<void> } {
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<void> | undefined;
-  return {
-    name: 'webhook-sweeper',
-    start(deps) {
-      const every = deps.config.webhookResendAfterMs;
-      timer = setInterval(() => {
-        running ??= sweepStuckDeliveries(deps)
-          .then(() => undefined, (err: unknown) => deps.log.warn({ err }, 'webhook sweep failed'))
-          .finally(() => { running = undefined; });
-      }, every);
-      timer.unref();
-    },
-    async stop() {
-      if (timer) clearInterval(timer);
-      timer = undefined;
-      await running;
-    },
-  };
+/** Sweeps every `TROUPE_WEBHOOK_RESEND_AFTER_MS` while the node runs; a sweep under way finishes before `stop` returns. */
+export class WebhookSweeper implements NodeService {
+  readonly name = 'webhook-sweeper';
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+
+  start(deps: Deps): void {
+    this.timer = setInterval(() => {
+      this.running ??= sweepStuckDeliveries(deps)
+        .then(() => undefined, (err: unknown) => deps.log.warn({ err }, 'webhook sweep failed'))
+        .finally(() => { this.running = undefined; });
+    }, deps.config.webhookResendAfterMs);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    this.timer = undefined;
+    await this.running;
+  }
 }
 
 /** One pass; returns how many deliveries it handed on again. Exported for tests and operators. */

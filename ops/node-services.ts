@@ -1,0 +1,43 @@
+import type { Deps } from '../actors/deps.js';
+import type { NodeServices } from '../actors/node-services.js';
+import type { SigningKeys } from '../actors/identity/tokens.js';
+import { createDaemonServices } from '../actors/daemon-host/services.js';
+import { createCredentialServices } from '../actors/credentials/rotation.js';
+import { createNodeStreams } from '../actors/fleet/node-streams.js';
+import { createInterviewBatcher } from '../actors/interview/batcher.js';
+import { OutboundGuard } from '../actors/integrations/outbound/guarded-request.js';
+import { VapidKeyStore } from '../actors/integrations/web-push/vapid.js';
+import { ConnectionTokenRefreshes } from '../actors/integrations/oauth/connection-token.js';
+import { WebhookSweeper } from '../actors/integrations/webhooks/sweeper.js';
+import type { PushOnEvents } from '../actors/integrations/web-push/event-notifications.js';
+import type { StoredPolicySource } from '../actors/policy/enforcement.js';
+
+/** What the node made before its services: they share it (the keys with the authenticator, the rest with the actors). */
+export interface ServiceParts {
+  readonly keys: SigningKeys;
+  readonly policies: StoredPolicySource;
+  readonly pushOnEvents: PushOnEvents;
+  readonly cluster: NodeServices['cluster'];
+}
+
+/**
+ * Builds the node's services (actors/node-services.ts) once, from the node's dependencies without them. Nothing
+ * starts here: ops/node.ts starts the ones with a life in `lifecycleOf` order and stops them on the way down.
+ */
+export function buildNodeServices(base: Omit<Deps, 'services'>, parts: ServiceParts): NodeServices {
+  const streams = createNodeStreams(base);
+  return {
+    keys: parts.keys,
+    outbound: new OutboundGuard(base.config.outboundAllow),
+    policies: parts.policies,
+    daemon: createDaemonServices(base, parts.keys),
+    streams,
+    credentials: createCredentialServices(base, streams),
+    interviews: createInterviewBatcher(base),
+    vapid: new VapidKeyStore(base),
+    connectionTokens: new ConnectionTokenRefreshes(),
+    pushOnEvents: parts.pushOnEvents,
+    webhookSweeper: new WebhookSweeper(),
+    cluster: parts.cluster,
+  };
+}
