@@ -6,10 +6,9 @@ import { tags } from '../../actors/identity/revocation.js';
 import { announceRevocation } from './announce-revocation.js';
 import { noStore } from './oauth.js';
 import { mintSecret } from '../../actors/identity/secrets-format.js';
-import { appendAudit } from '../../storage/audit-log.js';
 import { findOrg } from '../../storage/identity/orgs.js';
 import {
-  findM2mClient, listM2mClients, markM2mClientRevoked, rotateM2mClientSecret, type M2mClientDetail,
+  findM2mClient, listM2mClients, revokeM2mClient, rotateM2mClient, type M2mClientDetail,
 } from '../../storage/integrations/m2m-clients.js';
 import {
   DEFAULT_ROTATION_OVERLAP_SECONDS, listM2mClientsQuery, m2mClientDetail, m2mClientList, revokeM2mClientReply, rotateM2mClientBody,
@@ -44,16 +43,10 @@ export async function rotateClientSecret(req: HttpRequest<{ overlapSeconds?: num
   const previousExpireAt = new Date(at.getTime() + overlapSeconds * 1000);
   const secret = mintSecret(clientSecretPrefix);
   const secretId = randomUUID();
-  const outcome = await deps.db.transaction(async (trx) => {
-    const rotated = await rotateM2mClientSecret(trx, { clientId, secretId, secretHash: secret.hash, at, previousExpireAt });
-    if (rotated.kind === 'rotated') {
-      await appendAudit(trx, {
-        orgId: rotated.client.orgId, type: 'm2m_client.secret_rotated', actor: 'admin', subject: clientId,
-        payload: { secretId, overlapSeconds, previousSecretsExpireAt: previousExpireAt.toISOString() }, at,
-      });
-    }
-    return rotated;
-  });
+  const outcome = await rotateM2mClient(deps.db, { clientId, secretId, secretHash: secret.hash, at, previousExpireAt }, (client) => ({
+    orgId: client.orgId, type: 'm2m_client.secret_rotated', actor: 'admin', subject: clientId,
+    payload: { secretId, overlapSeconds, previousSecretsExpireAt: previousExpireAt.toISOString() }, at,
+  }));
   if (outcome.kind === 'absent') throw notFound();
   if (outcome.kind === 'revoked') throw new TroupeError('CONFLICT', 'machine client is revoked; provision a new one');
   return {
@@ -65,13 +58,7 @@ export async function rotateClientSecret(req: HttpRequest<{ overlapSeconds?: num
 export async function revokeClient(req: HttpRequest, deps: Deps): Promise<Reply> {
   const clientId = req.params.clientId ?? '';
   const at = new Date(deps.clock.now());
-  const result = await deps.db.transaction(async (trx) => {
-    const revoked = await markM2mClientRevoked(trx, clientId, at);
-    if (revoked && !revoked.alreadyRevoked) {
-      await appendAudit(trx, { orgId: revoked.client.orgId, type: 'm2m_client.revoked', actor: 'admin', subject: clientId, at });
-    }
-    return revoked;
-  });
+  const result = await revokeM2mClient(deps.db, clientId, at);
   if (!result) throw notFound();
   // Announced on a repeat too: it costs nothing and covers a first call whose publication failed.
   await announceRevocation(deps, [tags.machineClient(clientId)]);

@@ -4,9 +4,8 @@ import type { OrgPrincipal } from '../../actors/identity/principal.js';
 import { PROVIDER_WEBHOOK_MAX_BYTES, receiveProviderWebhook, webhookSealContext } from '../../actors/integrations/webhooks/ingest.js';
 import { isWebhookProvider } from '../../actors/integrations/webhooks/providers.js';
 import { requesterOf } from './sessions.js';
-import { appendAudit } from '../../storage/audit-log.js';
 import { projectsInOrg } from '../../storage/identity/orgs.js';
-import { upsertProviderIntegration } from '../../storage/integrations/provider-integrations.js';
+import { connectProviderIntegration } from '../../storage/integrations/provider-integrations.js';
 import {
   providerIntegrationBody, providerIntegrationReply, providerWebhookQuery, providerWebhookReply,
 } from '../../schemas/integrations/webhooks.js';
@@ -41,11 +40,8 @@ export function providerWebhookRoutes(): Route<Deps>[] {
         }
         const now = new Date(deps.clock.now());
         const sealedSecret = deps.secrets.seal(req.body.signingSecret, webhookSealContext(p.orgId, provider));
-        await deps.db.transaction(async (trx) => {
-          await upsertProviderIntegration(trx, { orgId: p.orgId, provider, sealedSecret, projectId, updatedBy: requesterOf(p), at: now });
-          await appendAudit(trx, {
-            orgId: p.orgId, type: 'integration.connected', actor: requesterOf(p), subject: provider, payload: { projectId }, at: now,
-          });
+        await connectProviderIntegration(deps.db, { orgId: p.orgId, provider, sealedSecret, projectId, updatedBy: requesterOf(p), at: now }, {
+          orgId: p.orgId, type: 'integration.connected', actor: requesterOf(p), subject: provider, payload: { projectId }, at: now,
         });
         return {
           body: {

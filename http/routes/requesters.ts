@@ -4,8 +4,7 @@ import { TroupeError } from '../../ops/kernel/errors.js';
 import type { OrgPrincipal } from '../../actors/identity/principal.js';
 import { decodeStrictBase64, ed25519PublicKey } from '../../actors/integrations/requesters/signed-dispatch.js';
 import { requesterOf } from './sessions.js';
-import { appendAudit } from '../../storage/audit-log.js';
-import { insertRequester, listRequesters, type RequesterRecord } from '../../storage/integrations/requesters.js';
+import { listRequesters, registerRequester, type RequesterRecord } from '../../storage/integrations/requesters.js';
 import { createRequesterBody, requesterListReply, requesterReply } from '../../schemas/integrations/requesters.js';
 import type { HttpRequest, Route } from '../types.js';
 
@@ -46,17 +45,12 @@ export function requesterRoutes(): Route<Deps>[] {
         await deps.authz.authorize(p, 'manage-keys', { type: 'Org', id: p.orgId, orgId: p.orgId });
         const publicKey = req.body.publicKey === undefined ? null : checkedPublicKey(req.body.publicKey);
         const at = new Date(deps.clock.now());
-        const created = await deps.db.transaction(async (trx) => {
-          const row = await insertRequester(trx, {
-            id: randomUUID(), orgId: p.orgId, name: req.body.name.trim(), mode: req.body.mode, publicKey, createdBy: requesterOf(p), at,
-          });
-          if (!row) return undefined;
-          await appendAudit(trx, {
-            orgId: p.orgId, type: 'requester.registered', actor: requesterOf(p), subject: row.id,
-            payload: { mode: row.mode, hasPublicKey: publicKey !== null }, at,
-          });
-          return row;
-        });
+        const created = await registerRequester(deps.db, {
+          id: randomUUID(), orgId: p.orgId, name: req.body.name.trim(), mode: req.body.mode, publicKey, createdBy: requesterOf(p), at,
+        }, (row) => ({
+          orgId: p.orgId, type: 'requester.registered', actor: requesterOf(p), subject: row.id,
+          payload: { mode: row.mode, hasPublicKey: publicKey !== null }, at,
+        }));
         if (!created) throw new TroupeError('ALREADY_EXISTS', 'a requester with this name exists', { field: 'name' });
         return { status: 201, body: { requester: view(created) } };
       },

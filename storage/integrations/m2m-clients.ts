@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { isUuid } from '../identity/rows.js';
+import { appendAudit, type AuditInput } from '../audit-log.js';
 
 /**
  * OAuth client_credentials clients. A client has one or more secret hashes: rotation adds one and gives the old
@@ -141,4 +142,29 @@ export async function machineClientIsLive(db: Knex, orgId: string, clientId: str
   if (!isUuid(clientId)) return false;
   const row = await db('m2m_clients').where({ id: clientId }).first<Pick<Row, 'org_id' | 'revoked_at'> | undefined>('org_id', 'revoked_at');
   return row === undefined || (row.org_id === orgId && row.revoked_at === null);
+}
+
+/** Rotates a client's secret (see `rotateM2mClientSecret`) and audits a rotation that happened, in one transaction. */
+export async function rotateM2mClient(
+  db: Knex, rotation: { clientId: string; secretId: string; secretHash: string; at: Date; previousExpireAt: Date },
+  audit: (client: M2mClientRecord) => AuditInput,
+): Promise<RotationOutcome> {
+  return db.transaction(async (trx) => {
+    const rotated = await rotateM2mClientSecret(trx, rotation);
+    if (rotated.kind === 'rotated') await appendAudit(trx, audit(rotated.client));
+    return rotated;
+  });
+}
+
+/** Revokes a client once and audits the first revocation, in one transaction; undefined for an unknown client. */
+export async function revokeM2mClient(
+  db: Knex, clientId: string, at: Date,
+): Promise<{ client: M2mClientRecord; alreadyRevoked: boolean } | undefined> {
+  return db.transaction(async (trx) => {
+    const revoked = await markM2mClientRevoked(trx, clientId, at);
+    if (revoked && !revoked.alreadyRevoked) {
+      await appendAudit(trx, { orgId: revoked.client.orgId, type: 'm2m_client.revoked', actor: 'admin', subject: clientId, at });
+    }
+    return revoked;
+  });
 }

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { appendAudit, type AuditInput } from '../audit-log.js';
 
 /** One org's connection to a webhook provider. The secret stays sealed here; only the webhook path opens it. */
 export interface ProviderIntegration {
@@ -41,4 +42,14 @@ export async function candidateIntegrations(db: Knex, provider: string, orgHint:
 export async function findProviderIntegration(db: Knex, orgId: string, provider: string): Promise<ProviderIntegration | undefined> {
   const row = await db('provider_integrations').where({ org_id: orgId, provider }).first<Row | undefined>('org_id', 'provider', 'sealed_secret', 'project_id');
   return row ? toIntegration(row) : undefined;
+}
+
+/** Stores an org's provider integration and appends `audit` to its chain, in one transaction. */
+export async function connectProviderIntegration(
+  db: Knex, input: { orgId: string; provider: string; sealedSecret: string; projectId: string | null; updatedBy: string; at: Date }, audit: AuditInput,
+): Promise<void> {
+  await db.transaction(async (trx) => {
+    await upsertProviderIntegration(trx, input);
+    await appendAudit(trx, audit);
+  });
 }

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { isUniqueViolation } from '../identity/orgs.js';
+import { appendAudit, type AuditInput } from '../audit-log.js';
 
 /** A signed agent-dispatch registration (spec 5.5). `publicKey` is the standard base64 of a raw Ed25519 key. */
 export type RequesterMode = 'light' | 'strict';
@@ -45,4 +46,15 @@ export async function findRequester(db: Knex, orgId: string, id: string): Promis
 
 export async function listRequesters(db: Knex, orgId: string): Promise<RequesterRecord[]> {
   return (await db('requesters').where({ org_id: orgId }).orderBy('created_at').select<Row[]>()).map(toRecord);
+}
+
+/** Registers a requester and appends its audit entry, in one transaction; undefined when the name is taken. */
+export async function registerRequester(
+  db: Knex, r: Omit<RequesterRecord, 'createdAt'> & { at: Date }, audit: (row: RequesterRecord) => AuditInput,
+): Promise<RequesterRecord | undefined> {
+  return db.transaction(async (trx) => {
+    const row = await insertRequester(trx, r);
+    if (row) await appendAudit(trx, audit(row));
+    return row;
+  });
 }
