@@ -15,6 +15,7 @@ import { dispatchSession } from './delivery-fixtures.js';
 import { connectionSealContext } from '../../../actors/integrations/oauth/index.js';
 import { errorIssuesForSession } from '../../../actors/integrations/error-tracker/index.js';
 import { upsertOAuthConnection } from '../../../storage/integrations/oauth.js';
+import { ConnectionTokenRefreshes } from '../../../actors/integrations/oauth/connection-token.js';
 
 const TOKEN = 'sntrys_test_access_token';
 const CLIENT_ID = 'troupe-sentry-client';
@@ -347,13 +348,14 @@ for (const { set, skip } of engineSets) describe(`integrations: session error-tr
   });
 
   /**
-   * Two nodes (two deps objects over one database: each has its own single flight) refresh the same expired connection
+   * Two nodes (two deps over one database, each with its own single flight) refresh the same expired connection
    * at once with a rotating refresh token; the provider honours the first request and refuses the replay.
    */
   async function raceTwoNodes(refusedHearsFirst: boolean) {
     const refreshToken = `race-${randomUUID()}`;
     const { o, session } = await expiredConnection({ refreshToken, rotates: true });
-    const nodes = [t.node.deps, { ...t.node.deps }];
+    const other = { ...t.node.deps, services: { ...t.node.deps.services, connectionTokens: new ConnectionTokenRefreshes() } };
+    const nodes = [t.node.deps, other];
     const hold = sentry.holdRefreshes(2);
     const lookups = nodes.map((deps) => errorIssuesForSession(deps, o.orgId, session));
     await hold.arrived;
