@@ -3,6 +3,7 @@ import type { Registry } from 'prom-client';
 import { TroupeError } from '../ops/kernel/errors.js';
 import type { Logger } from '../ops/kernel/logger.js';
 import { authenticate, type AuthDeps } from './authenticate.js';
+import { assertSameOriginWrite } from './csrf.js';
 import { ClientAborted, collectBody, decodeBody, DEFAULT_BODY_LIMIT, EMPTY_BODY } from './body.js';
 import { toErrorReply } from './errors.js';
 import { assertSafeHeaders, copyRequest, Exchange, HeaderBag, type CopiedRequest } from './exchange.js';
@@ -149,6 +150,7 @@ export async function startHttpServer<D extends AuthDeps>(options: HttpServerOpt
     try {
       const rawBody = await bodyBytes;
       const principal = await authenticate(c.route.auth, { authorization: copied.headers.authorization, cookie: copied.headers.cookie }, deps);
+      assertSameOriginWrite(copied.method, copied.headers, principal);
       const body = decodeBody(c.bodyKind, copied.headers['content-type'], rawBody);
       const query = new URLSearchParams(copied.rawQuery);
       validateQuery(c.validators.query, query);

@@ -122,7 +122,7 @@ for (const { set, skip } of engineSets) describe(`external agents (A2A) over HTT
     expect((await t.call('POST', '/api/a2a/agents', { token: member.token, body: { url: `${base}/m` } })).status).to.equal(403);
 
     const cookie = `troupe_session=${admin.token}`;
-    const viaCookie = await t.call('PATCH', `/api/a2a/agents/${agentId}`, { headers: { cookie }, body: { trustLevel: 'untrusted' } });
+    const viaCookie = await t.call('PATCH', `/api/a2a/agents/${agentId}`, { headers: { cookie, 'sec-fetch-site': 'same-origin' }, body: { trustLevel: 'untrusted' } });
     expect(viaCookie.status, viaCookie.text).to.equal(200);
     expect(viaCookie.json.agent.trustLevel).to.equal('untrusted');
   });

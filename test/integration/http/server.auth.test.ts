@@ -30,7 +30,7 @@ describe('http server: auth step', () => {
   const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 
   it('passes the resolved principal to the handler', async () => {
-    const r = await t.call('POST', '/api/auth/human', { body: { x: 1 }, headers: { cookie: `troupe_session=${testTokens.session}` } });
+    const r = await t.call('POST', '/api/auth/human', { body: { x: 1 }, headers: { cookie: `troupe_session=${testTokens.session}`, 'sec-fetch-site': 'same-origin' } });
     expect(r.status).to.equal(200);
     expect(r.json.principal).to.include({ kind: 'user', via: 'cookie' });
     const admin = await t.call('POST', '/api/auth/admin', { body: { x: 1 }, headers: bearer(testTokens.admin) });

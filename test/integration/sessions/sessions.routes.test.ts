@@ -25,7 +25,7 @@ for (const { set, skip } of engineSets) describe(`session routes (${set} engines
     expect(byUser.status).to.equal(201);
     expect(byUser.json.status).to.equal('pending');
     const byCookie = await t.call('POST', '/api/agent-dispatch', {
-      headers: { cookie: `troupe_session=${acme.ownerToken}` }, body: { projectId: acme.projectId, prompt: 'x' },
+      headers: { cookie: `troupe_session=${acme.ownerToken}`, 'sec-fetch-site': 'same-origin' }, body: { projectId: acme.projectId, prompt: 'x' },
     });
     expect(byCookie.status).to.equal(201);
   });
