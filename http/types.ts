@@ -32,7 +32,8 @@ export interface JsonReply {
 export interface TextReply {
   readonly kind: 'text';
   readonly status?: number;
-  readonly body: string;
+  /** Bytes are sent as they are (a precompressed asset, with its content-encoding among `headers`). */
+  readonly body: string | Buffer;
   readonly contentType: string;
   readonly headers?: Readonly<Record<string, string>>;
 }

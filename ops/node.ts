@@ -33,6 +33,9 @@ import { allRoutes } from '../http/routes.js';
 import { PushOnEvents } from '../actors/integrations/web-push/event-notifications.js';
 import { lifecycleOf } from '../actors/node-services.js';
 import { buildNodeServices } from './node-services.js';
+import { consoleRoutes } from '../http/console/routes.js';
+import { loadConsoleAssets } from '../http/console/assets.js';
+import { consoleDistDir } from '../http/console/location.js';
 
 /**
  * The composition root: one node = storage + transport + actor system + HTTP edge, wired from a validated config.
@@ -150,7 +153,11 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     closers.push(() => denials.close());
     await Promise.all([auth.ready, authz.ready]);
 
-    const http = await startHttpServer({ routes: allRoutes(), deps, host: config.host, port: config.port, log, metrics });
+    const consoleAssets = loadConsoleAssets(consoleDistDir);
+    if (consoleAssets.missing !== undefined) log.warn(consoleAssets.missing);
+    // The console's pages sit beside the API but outside its route table, so they are not in the OpenAPI document.
+    const routes = [...allRoutes(), ...consoleRoutes<Deps>(consoleAssets)];
+    const http = await startHttpServer({ routes, deps, host: config.host, port: config.port, log, metrics });
     closers.push(() => http.close(config.shutdownGraceMs));
     if (cluster) cluster.url = `http://${config.host === '0.0.0.0' ? os.hostname() : config.host}:${http.port}`;
     // Runs that were waiting when the cluster last stopped pick up where their snapshots left them.

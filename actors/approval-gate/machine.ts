@@ -20,7 +20,7 @@ export type LiveGate = Extract<GateState, { orgId: string }>;
 
 export type GateMsg =
   | ({ readonly type: 'gate.open' } & GateFields)
-  | { readonly type: 'gate.decide'; readonly orgId: string; readonly decision: GateDecision; readonly decidedBy: Decider };
+  | { readonly type: 'gate.decide'; readonly orgId: string; readonly decision: GateDecision; readonly decidedBy: Decider; readonly comment?: string };
 export type GateMsgType = GateMsg['type'];
 export const gateMsgTypes: readonly GateMsgType[] = ['gate.open', 'gate.decide'];
 
@@ -30,6 +30,7 @@ export interface GateView extends GateFields {
   readonly createdAt: string;
   readonly decidedAt: string | null;
   readonly decidedBy: Decider | null;
+  readonly comment: string | null;
   readonly driver: string | null;
 }
 
@@ -62,7 +63,7 @@ export function decideGate(state: GateState, msg: GateMsg, ctx: DecideContext): 
   if (state.status === 'absent') return reject('NOT_FOUND', 'approval gate not found');
   // Only an escalate-to-live-session gate hands the run to a driver: the server-derived approver.
   const driver = msg.decision === 'escalated' && state.escalation === 'live-session' ? `user:${msg.decidedBy.userId}` : null;
-  const next: LiveGate = { ...state, status: msg.decision, decidedAt: iso(ctx.now), decidedBy: msg.decidedBy, driver };
+  const next: LiveGate = { ...state, status: msg.decision, decidedAt: iso(ctx.now), decidedBy: msg.decidedBy, comment: msg.comment ?? null, driver };
   const effects: GateEffect[] = state.runId
     ? [{ type: 'notifyRun', runId: state.runId, gateId: ctx.id, decision: msg.decision, ...(driver ? { driver } : {}) }]
     : [];
@@ -73,7 +74,7 @@ export function viewOf(id: string, g: LiveGate): GateView {
   return {
     id, orgId: g.orgId, projectId: g.projectId, title: g.title, issue: g.issue, sessionId: g.sessionId, runId: g.runId,
     nodeId: g.nodeId, escalation: g.escalation, requiredRole: g.requiredRole, status: g.status, createdAt: g.createdAt,
-    decidedAt: g.decidedAt, decidedBy: g.decidedBy, driver: g.driver,
+    decidedAt: g.decidedAt, decidedBy: g.decidedBy, comment: g.comment ?? null, driver: g.driver,
   };
 }
 

@@ -7,7 +7,7 @@ import type { HttpRequest, Route } from '../types.js';
 import { approvalGateAddress } from '../../actors/approval-gate/actor.js';
 import type { GateDecision, GateMsg, GateView } from '../../actors/approval-gate/machine.js';
 import { projectsInOrg } from '../../storage/identity/orgs.js';
-import { findGate, listGates, type GateRow } from '../../storage/workflows/runs.js';
+import { findGate, listGates, runSummaries, type GateRow } from '../../storage/workflows/runs.js';
 import * as schemas from '../../schemas/workflows/http.js';
 
 /**
@@ -29,7 +29,7 @@ const gateResource = (g: { id: string; orgId: string; projectId: string | null; 
 
 const publicGate = (g: GateRow | GateView) => ({
   id: g.id, projectId: g.projectId, title: g.title, issue: g.issue, sessionId: g.sessionId, runId: g.runId, nodeId: g.nodeId,
-  escalation: g.escalation, requiredRole: g.requiredRole, status: g.status, decidedBy: g.decidedBy, driver: g.driver,
+  escalation: g.escalation, requiredRole: g.requiredRole, status: g.status, decidedBy: g.decidedBy, comment: g.comment, driver: g.driver,
   createdAt: g.createdAt, decidedAt: g.decidedAt,
 });
 
@@ -54,11 +54,14 @@ export function approvalRoutes(): Route<Deps>[] {
     },
     {
       method: 'get', path: '/api/approval-gates', auth: 'org', tags: ['approvals'],
-      summary: 'Approval gates of the caller\'s org, oldest first; filter by issue or status', querySchema: schemas.listGatesQuery,
+      summary: 'Approval gates of the caller\'s org, oldest first; filter by issue or status; `for=me`: the pending gates the caller may decide. '
+        + 'Each gate says whether the caller may decide it and, when a run opened it, the run\'s workflow and pinned version',
+      querySchema: schemas.listGatesQuery, responseSchema: schemas.listGatesReply,
       async handler(req, deps) {
         const p = orgPrincipal(req);
         const issue = req.query.get('issue') ?? undefined;
-        const status = req.query.get('status') ?? undefined;
+        const mine = req.query.get('for') === 'me';
+        const status = mine ? 'pending' : req.query.get('status') ?? undefined;
         const gates = await listGates(deps.db, p.orgId, { ...(issue !== undefined ? { issue } : {}), ...(status !== undefined ? { status } : {}) });
         // Project-scoped gates are shown only where the caller may read that project.
         const readable = new Map<string, boolean>();
@@ -70,15 +73,20 @@ export function approvalRoutes(): Route<Deps>[] {
             ok = (await deps.authz.check(p, 'read', gateResource({ ...g, requiredRole: null }))).allowed;
             readable.set(key, ok);
           }
-          if (ok) visible.push(publicGate(g));
+          if (!ok) continue;
+          // Only a person decides gates, and only where their role meets the gate's (Cedar `decide`).
+          const mayDecide = p.kind === 'user' && g.status === 'pending' && (await deps.authz.check(p, 'decide', gateResource(g))).allowed;
+          if (mine && !mayDecide) continue;
+          visible.push({ ...publicGate(g), mayDecide });
         }
-        return { body: { gates: visible } };
+        const runs = await runSummaries(deps.db, p.orgId, visible.flatMap((g) => (g.runId ? [g.runId] : [])));
+        return { body: { gates: visible.map((g) => ({ ...g, run: g.runId ? runs.get(g.runId) ?? null : null })) } };
       },
     },
     {
       method: 'post', path: '/api/approval-gates/:id/decide', auth: 'human', tags: ['approvals'],
       summary: 'Decide a gate (approved, rejected, escalated) as the authenticated user', bodySchema: schemas.decideGateBody,
-      async handler(req: HttpRequest<{ decision: GateDecision; actorRole?: OrgRole }>, deps) {
+      async handler(req: HttpRequest<{ decision: GateDecision; actorRole?: OrgRole; comment?: string }>, deps) {
         const p = orgPrincipal(req);
         if (p.kind !== 'user') throw new TroupeError('AUTH_HUMAN_ONLY');
         if (req.body.actorRole !== undefined && req.body.actorRole !== p.orgRole) {
@@ -87,7 +95,11 @@ export function approvalRoutes(): Route<Deps>[] {
         const gate = await findGate(deps.db, p.orgId, req.params.id ?? '');
         if (!gate) throw new TroupeError('NOT_FOUND', 'approval gate not found');
         await deps.authz.authorize(p, 'decide', gateResource(gate));
-        const msg: GateMsg = { type: 'gate.decide', orgId: p.orgId, decision: req.body.decision, decidedBy: { userId: p.userId, role: p.orgRole } };
+        const comment = req.body.comment?.trim();
+        const msg: GateMsg = {
+          type: 'gate.decide', orgId: p.orgId, decision: req.body.decision, decidedBy: { userId: p.userId, role: p.orgRole },
+          ...(comment ? { comment } : {}),
+        };
         const decided = await deps.ask<GateView>(approvalGateAddress(gate.id), msg);
         return { body: { resolved: true, decision: decided.status, gate: publicGate(decided) } };
       },

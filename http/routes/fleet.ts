@@ -1,7 +1,8 @@
 import type { Deps } from '../../actors/deps.js';
 import { daemonServices } from '../../actors/daemon-host/services.js';
 import { fleetStats } from '../../actors/fleet/stats.js';
-import { fleetStatsReply } from '../../schemas/daemon-extras/bodies.js';
+import { listWorkers, MAX_WORKERS_LISTED } from '../../actors/fleet/workers.js';
+import { fleetStatsReply, workerListReply } from '../../schemas/daemon-extras/bodies.js';
 import { orgPrincipal } from './sessions.js';
 import type { Route } from '../types.js';
 
@@ -22,6 +23,21 @@ export function fleetRoutes(): Route<Deps>[] {
         // Liveness is buffered in memory for up to a second; flushing first makes "live" mean "seen", not "written".
         await daemons.liveness.flush();
         return { body: await fleetStats(deps.db, p.orgId, deps.clock.now(), daemons.leaseMs) };
+      },
+    },
+    {
+      method: 'get',
+      path: '/api/fleet/workers',
+      auth: 'org',
+      summary: `The org's workers, latest heartbeat first (at most ${MAX_WORKERS_LISTED}): capacity, sessions held, projects, last heartbeat, live`,
+      tags: ['fleet'],
+      responseSchema: workerListReply,
+      async handler(req, deps) {
+        const p = orgPrincipal(req);
+        await deps.authz.authorize(p, 'read', { type: 'DaemonHost', id: '*', orgId: p.orgId });
+        const daemons = daemonServices(deps);
+        await daemons.liveness.flush();
+        return { body: { workers: await listWorkers(deps.db, p.orgId, deps.clock.now(), daemons.leaseMs) } };
       },
     },
   ];

@@ -5,7 +5,9 @@ import type { OrgPrincipal, Principal } from '../../actors/identity/principal.js
 import { publicIdPattern, publicSessionId, sessionAddress, type SessionReply } from '../../actors/session/index.js';
 import { daemonServices } from '../../actors/daemon-host/services.js';
 import { projectsInOrg } from '../../storage/identity/orgs.js';
-import { sessionDetail, sessionScope, sessionsByTrackerIssue } from '../../storage/sessions/queries.js';
+import { sessionDetail, sessionScope } from '../../storage/sessions/queries.js';
+import { sessionTimeline } from '../../storage/sessions/listing.js';
+import { sessionListRoute } from './session-list.js';
 import { MAX_PROMPT_LENGTH } from '../../schemas/sessions/session-actor.js';
 import { recordRoutingDecision } from '../../storage/analytics/router.js';
 import { chooseProvider, DEFAULT_WORK_TYPE } from '../../actors/analytics/router.js';
@@ -79,6 +81,24 @@ const statusBody = {
 const transitionReply = {
   type: 'object', required: ['sessionId', 'previousStatus', 'newStatus'],
   properties: { sessionId: sessionIdParam, previousStatus: { type: 'string' }, newStatus: { type: 'string' } },
+} as const;
+
+const sessionDetailReply = {
+  type: 'object', required: ['id', 'status', 'timeline', 'can'],
+  properties: {
+    id: sessionIdParam, status: { type: 'string' },
+    timeline: {
+      type: 'array', description: 'Every status the session moved through, oldest first (run counts dispatches)',
+      items: {
+        type: 'object', required: ['from', 'status', 'run', 'at'],
+        properties: { from: { type: 'string' }, status: { type: 'string' }, run: { type: 'integer' }, workerId: { type: ['string', 'null'] }, at: { type: 'string' } },
+      },
+    },
+    can: {
+      type: 'object', required: ['stop', 'prompt'], description: 'Whether the caller may stop or prompt it (the routes still decide)',
+      properties: { stop: { type: 'boolean' }, prompt: { type: 'boolean' } },
+    },
+  },
 } as const;
 
 function withoutKind(reply: SessionReply): Record<string, unknown> {
@@ -193,32 +213,23 @@ export function sessionRoutes(): Route<Deps>[] {
       method: 'get',
       path: '/api/public/sessions/:id',
       auth: 'org',
-      summary: 'Enriched session detail: status, project, worker, prompts, activities, cost, timestamps',
+      summary: 'Enriched session detail: status, project, worker, prompts, activities, cost, timestamps, status timeline, what the caller may do',
       tags: ['sessions'],
-      responseSchema: { type: 'object', required: ['id', 'status'] },
+      responseSchema: sessionDetailReply,
       async handler(req, deps) {
         const p = orgPrincipal(req);
         const session = await scopedSession(deps, p.orgId, req.params.id);
         await deps.authz.authorize(p, 'read', { type: 'Session', id: session.id, orgId: p.orgId, projectId: session.projectId });
-        const detail = await sessionDetail(deps.db, p.orgId, session.id);
+        const resource = { type: 'Session', id: session.id, orgId: p.orgId, projectId: session.projectId } as const;
+        const [detail, timeline, operate] = await Promise.all([
+          sessionDetail(deps.db, p.orgId, session.id), sessionTimeline(deps.db, p.orgId, session.id), deps.authz.check(p, 'operate', resource),
+        ]);
         if (!detail) throw new TroupeError('NOT_FOUND', 'session not found');
-        return { body: detail };
+        // `can` tells a page which controls to offer; the write routes decide again on their own.
+        return { body: { ...detail, timeline, can: { stop: operate.allowed, prompt: operate.allowed } } };
       },
     },
-    {
-      method: 'get',
-      path: '/api/sessions',
-      auth: 'org',
-      summary: 'Sessions of one tracker issue, newest first',
-      tags: ['sessions'],
-      querySchema: { type: 'object', required: ['trackerIssue'], properties: { trackerIssue: short } },
-      responseSchema: { type: 'object', required: ['sessions'], properties: { sessions: { type: 'array' } } },
-      async handler(req, deps) {
-        const p = orgPrincipal(req);
-        await deps.authz.authorize(p, 'read', { type: 'Session', id: 'list', orgId: p.orgId });
-        return { body: { sessions: await sessionsByTrackerIssue(deps.db, p.orgId, req.query.get('trackerIssue')!) } };
-      },
-    },
+    sessionListRoute(orgPrincipal),
     {
       method: 'get',
       path: '/api/sessions/:id/error-issues',

@@ -7,7 +7,8 @@ import { changeActorOf } from '../../actors/workflow/change-actor.js';
 import { workflowRunAddress } from '../../actors/workflow-run/actor.js';
 import type { RunMsg, RunView } from '../../actors/workflow-run/machine.js';
 import { findVersion, findWorkflow } from '../../storage/workflows/workflows.js';
-import { findRun } from '../../storage/workflows/runs.js';
+import { findRun, listRunsOf } from '../../storage/workflows/runs.js';
+import { decodeCursor, encodeCursor } from '../../storage/page-cursor.js';
 import * as schemas from '../../schemas/workflows/http.js';
 
 /**
@@ -15,6 +16,8 @@ import * as schemas from '../../schemas/workflows/http.js';
  * the workflow's published version and hands that version's compiled plan to the new run actor, which never
  * looks at the workflow again.
  */
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 export function runRoutes(): Route<Deps>[] {
   return [
     {
@@ -37,6 +40,31 @@ export function runRoutes(): Route<Deps>[] {
         };
         const view = await deps.ask<RunView>(workflowRunAddress(runId), msg);
         return { status: 201, body: { runId, version: view.version, status: view.status } };
+      },
+    },
+    {
+      method: 'get', path: '/api/workflows/:id/runs', auth: 'org', tags: ['workflows'],
+      summary: 'Runs of a workflow, newest first, each with the version it is pinned to; paged by cursor',
+      querySchema: schemas.listRunsQuery, responseSchema: schemas.runListReply,
+      async handler(req, deps) {
+        const p = req.principal;
+        if (!p || p.kind === 'admin') throw new TroupeError('INTERNAL', 'route reached without an org principal');
+        const w = await findWorkflow(deps.db, p.orgId, req.params.id ?? '');
+        if (!w) throw new TroupeError('NOT_FOUND', 'workflow not found');
+        await deps.authz.authorize(p, 'read', { type: 'WorkflowRun', id: 'list', orgId: w.orgId, projectId: w.projectId });
+        const limit = Number(req.query.get('limit') ?? 20);
+        const cursor = req.query.get('cursor');
+        const rows = await listRunsOf(deps.db, p.orgId, w.id, limit + 1, cursor === null ? undefined : decodeCursor(cursor, UUID));
+        const page = rows.slice(0, limit);
+        const last = page[page.length - 1];
+        return {
+          body: {
+            runs: page.map((r) => ({
+              runId: r.id, version: r.version, status: r.status, startedBy: r.startedBy, error: r.error, createdAt: r.createdAt, updatedAt: r.updatedAt,
+            })),
+            nextCursor: rows.length > limit && last ? encodeCursor(last.createdAt, last.id) : null,
+          },
+        };
       },
     },
     {

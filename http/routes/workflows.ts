@@ -116,14 +116,17 @@ export function workflowRoutes(): Route<Deps>[] {
     },
     {
       method: 'get', path: '/api/workflows/:id', auth: 'org', tags: ['workflows'],
-      summary: 'Read a workflow with its current canvas and definition', responseSchema: schemas.workflowReply,
+      summary: 'Read a workflow with its current canvas and definition, and what the caller may do with it', responseSchema: schemas.workflowReadReply,
       async handler(req, deps) {
         const p = orgPrincipal(req);
         const w = await loadWorkflow(deps, p, req.params.id);
         await deps.authz.authorize(p, 'read', workflowResource(w));
         const v = await findVersion(deps.db, p.orgId, w.id, w.version);
         if (!v) throw new TroupeError('NOT_FOUND', 'workflow not found');
-        return { body: fromRecords(w, v) };
+        const [edit, publish, run] = await Promise.all(
+          (['edit', 'publish', 'dispatch'] as const).map(async (action) => (await deps.authz.check(p, action, workflowResource(w))).allowed),
+        );
+        return { body: { ...fromRecords(w, v), can: { edit, publish, run } } };
       },
     },
     {
@@ -152,6 +155,19 @@ export function workflowRoutes(): Route<Deps>[] {
         const w = await loadWorkflow(deps, p, req.params.id);
         await deps.authz.authorize(p, 'read', workflowResource(w));
         return { body: await listVersions(deps.db, p.orgId, w.id) };
+      },
+    },
+    {
+      method: 'get', path: '/api/workflows/:id/versions/:version', auth: 'org', tags: ['workflows'],
+      summary: 'One version snapshot in full: canvas, definition YAML and who made it', responseSchema: schemas.versionReply,
+      async handler(req, deps) {
+        const p = orgPrincipal(req);
+        const w = await loadWorkflow(deps, p, req.params.id);
+        await deps.authz.authorize(p, 'read', workflowResource(w));
+        const v = await findVersion(deps.db, p.orgId, w.id, versionParam(req));
+        if (!v) throw new TroupeError('NOT_FOUND', 'no such version');
+        const { workflowId: _workflowId, orgId: _orgId, ...snapshot } = v;
+        return { body: snapshot };
       },
     },
     {

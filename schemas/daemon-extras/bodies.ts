@@ -91,3 +91,25 @@ export const fleetStatsReply = {
     generatedAt: { type: 'string' },
   },
 } as const;
+
+export const workerListReply = {
+  type: 'object',
+  required: ['workers'],
+  properties: {
+    workers: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['id', 'hostname', 'maxAgents', 'activeSessions', 'projects', 'registeredAt', 'lastSeenAt', 'live'],
+        properties: {
+          id: { type: 'string' }, hostname: { type: 'string' },
+          maxAgents: { type: 'integer', description: 'Capacity: sessions it runs at once' },
+          activeSessions: { type: 'integer', description: 'Load: sessions it holds now' },
+          projects: { type: 'array', items: { type: 'object', properties: { id: { type: 'string' }, name: { type: ['string', 'null'] } } } },
+          registeredAt: { type: 'string' }, lastSeenAt: { type: 'string', description: 'Last heartbeat or poll' },
+          live: { type: 'boolean', description: 'Seen within the session lease' },
+        },
+      },
+    },
+  },
+} as const;

@@ -28,5 +28,7 @@ export interface GateRecord extends GateFields {
   readonly createdAt: string;
   readonly decidedAt: string | null;
   readonly decidedBy: Decider | null;
+  /** What the decider wrote beside the decision; absent in snapshots taken before comments existed. */
+  readonly comment?: string | null;
   readonly driver: string | null;
 }

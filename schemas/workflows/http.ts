@@ -48,6 +48,56 @@ export const workflowReply = {
   },
 } as const;
 
+/** `GET /api/workflows/{id}`: the workflow and what the caller may do with it. */
+export const workflowReadReply = {
+  ...workflowReply,
+  required: [...workflowReply.required, 'can'],
+  properties: {
+    ...workflowReply.properties,
+    can: {
+      type: 'object', required: ['edit', 'publish', 'run'], description: 'What the caller may do (the write routes still decide)',
+      properties: { edit: { type: 'boolean' }, publish: { type: 'boolean' }, run: { type: 'boolean' } },
+    },
+  },
+} as const;
+
+/** One immutable snapshot in full (spec 2.1). */
+export const versionReply = {
+  type: 'object',
+  required: ['version', 'name', 'nodes', 'edges', 'definitionYaml', 'definitionVersion', 'schemaHash', 'changedBy', 'createdAt'],
+  properties: {
+    version: { type: 'integer' }, status: { type: 'string' }, name: { type: 'string' }, nodes: { type: 'array' }, edges: { type: 'array' },
+    viewport: { type: 'object' }, definitionYaml: { type: 'string' }, definitionVersion: { type: 'string' }, triggerConfig: { type: 'object' },
+    providerRequirements: { type: 'array' }, workflowConfig: { type: 'object' }, schemaHash: { type: 'string' },
+    changedBy: { type: 'string' }, changeReason: { type: ['string', 'null'] }, createdAt: { type: 'string' },
+  },
+} as const;
+
+export const listRunsQuery = {
+  type: 'object', additionalProperties: false,
+  properties: {
+    limit: { type: 'string', pattern: '^[1-9][0-9]?$|^100$', description: 'Page size, 1-100 (default 20)' },
+    cursor: { type: 'string', maxLength: 200, pattern: '^[A-Za-z0-9_-]+$', description: 'nextCursor of the previous page' },
+  },
+} as const;
+
+export const runListReply = {
+  type: 'object', required: ['runs', 'nextCursor'],
+  properties: {
+    runs: {
+      type: 'array',
+      items: {
+        type: 'object', required: ['runId', 'version', 'status', 'startedBy', 'createdAt'],
+        properties: {
+          runId: { type: 'string' }, version: { type: 'integer', description: 'The pinned workflow version' }, status: { type: 'string' },
+          startedBy: { type: 'string' }, error: { type: ['string', 'null'] }, createdAt: { type: 'string' }, updatedAt: { type: 'string' },
+        },
+      },
+    },
+    nextCursor: { type: ['string', 'null'] },
+  },
+} as const;
+
 export const listWorkflowsQuery = {
   type: 'object',
   properties: { projectId: { type: 'string', maxLength: 64 } },
@@ -128,7 +178,38 @@ export const createGateBody = {
 
 export const listGatesQuery = {
   type: 'object',
-  properties: { issue: { type: 'string', maxLength: 128 }, status: { enum: ['pending', 'approved', 'rejected', 'escalated'] } },
+  properties: {
+    issue: { type: 'string', maxLength: 128 },
+    status: { enum: ['pending', 'approved', 'rejected', 'escalated'] },
+    for: { const: 'me', description: 'Only the pending gates the caller may decide (its role meets requiredRole)' },
+  },
+} as const;
+
+export const listGatesReply = {
+  type: 'object', required: ['gates'],
+  properties: {
+    gates: {
+      type: 'array',
+      items: {
+        type: 'object', required: ['id', 'title', 'status', 'requiredRole', 'mayDecide', 'run', 'createdAt'],
+        properties: {
+          id: { type: 'string' }, projectId: { type: ['string', 'null'] }, title: { type: 'string' }, issue: { type: ['string', 'null'] },
+          sessionId: { type: ['string', 'null'] }, runId: { type: ['string', 'null'] }, nodeId: { type: ['string', 'null'] },
+          escalation: { type: ['string', 'null'] }, requiredRole: { type: ['string', 'null'] },
+          status: { enum: ['pending', 'approved', 'rejected', 'escalated'] }, decidedBy: {}, comment: { type: ['string', 'null'] },
+          driver: { type: ['string', 'null'] }, createdAt: { type: 'string' }, decidedAt: { type: ['string', 'null'] },
+          mayDecide: { type: 'boolean', description: 'Whether the caller may decide it now (the decide route still decides)' },
+          run: {
+            type: ['object', 'null'], description: 'The run that opened it, with its pinned workflow version',
+            properties: {
+              runId: { type: 'string' }, workflowId: { type: 'string' }, workflowName: { type: ['string', 'null'] },
+              version: { type: 'integer' }, status: { type: 'string' },
+            },
+          },
+        },
+      },
+    },
+  },
 } as const;
 
 export const decideGateBody = {

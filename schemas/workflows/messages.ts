@@ -37,6 +37,7 @@ export const runMessageSchema = {
     orgId: id, nodeId: id, gateId: id, sessionId: id, token: id,
     status: { type: 'string', maxLength: 32 },
     decision: { enum: ['approved', 'rejected', 'escalated'] },
+    comment: { type: 'string', maxLength: 2000 },
   },
 } as const;
 

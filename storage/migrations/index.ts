@@ -17,6 +17,8 @@ import { pendingMutationsIndexMigration } from './0015_pending_mutations_index.j
 import { daemonLivenessHotUpdatesMigration } from './0016_daemon_liveness_hot_updates.js';
 import { revokedUserTokensMigration } from './0017_revoked_user_tokens.js';
 import { oauthConnectionRefreshMigration } from './0018_oauth_connection_refresh.js';
+import { sessionTransitionsMigration } from './0030_session_transitions.js';
+import { gateDecisionCommentsMigration } from './0031_gate_decision_comments.js';
 
 /**
  * Every migration, in order. A static list rather than a directory scan, so the same source runs under tsx,
@@ -48,4 +50,6 @@ export const migrations: readonly Migration[] = [
   daemonLivenessHotUpdatesMigration, // 0016
   revokedUserTokensMigration, // 0017
   oauthConnectionRefreshMigration, // 0018
+  sessionTransitionsMigration, // 0030
+  gateDecisionCommentsMigration, // 0031
 ];

@@ -58,6 +58,12 @@ async function writeSessionRow(trx: Knex.Transaction, id: string, s: SessionStat
   } else {
     await trx('sessions').where({ id }).update(row);
   }
+  if (s.status !== previous.status) {
+    await trx('session_transitions').insert({
+      id: `${s.updatedAt}.${id}.${s.epoch}.${s.status}`, session_id: id, org_id: spec.orgId, epoch: s.epoch,
+      from_status: previous.status, to_status: s.status, worker_id: s.workerId, at: new Date(s.updatedAt),
+    }).onConflict('id').ignore();
+  }
   // A session (re-)entering the queue with a tracker issue takes the issue's lock, or waits for it.
   if (s.status === 'pending' && previous.status !== 'pending' && spec.trackerIssue !== null) {
     await acquireIssueLock(trx, spec.orgId, spec.trackerIssue, id, s.updatedAt);

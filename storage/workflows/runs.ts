@@ -29,11 +29,48 @@ export async function writeRun(trx: Knex.Transaction, run: RunRow): Promise<void
 export async function findRun(db: Knex, orgId: string, id: string): Promise<RunRow | undefined> {
   if (!isUuid(id)) return undefined;
   const r = await withStorageErrors(() => db('workflow_runs').where({ org_id: orgId, id }).first());
-  if (!r) return undefined;
+  return r ? toRun(r) : undefined;
+}
+
+function toRun(r: Record<string, any>): RunRow {
   return {
     id: r.id, orgId: r.org_id, projectId: r.project_id, workflowId: r.workflow_id, version: Number(r.version), status: r.status,
     steps: r.steps, error: r.error ?? null, startedBy: r.started_by, createdAt: iso(r.created_at), updatedAt: iso(r.updated_at),
   };
+}
+
+/** The runs named (of the org), with their workflow's name: what a gate list shows beside each gate. */
+export async function runSummaries(db: Knex, orgId: string, ids: readonly string[]): Promise<Map<string, RunSummary>> {
+  const wanted = [...new Set(ids.filter(isUuid))];
+  if (wanted.length === 0) return new Map();
+  const rows = await withStorageErrors(() => db('workflow_runs as r').leftJoin('workflows as w', 'w.id', 'r.workflow_id')
+    .where({ 'r.org_id': orgId }).whereIn('r.id', wanted).select('r.id', 'r.workflow_id', 'r.version', 'r.status', 'w.name as workflow_name'));
+  return new Map(rows.map((r: Record<string, any>) => [r.id as string, {
+    runId: r.id as string, workflowId: r.workflow_id as string, workflowName: (r.workflow_name as string | null) ?? null,
+    version: Number(r.version), status: r.status as string,
+  }]));
+}
+
+export interface RunSummary {
+  readonly runId: string;
+  readonly workflowId: string;
+  readonly workflowName: string | null;
+  readonly version: number;
+  readonly status: string;
+}
+
+/** A workflow's runs, newest first, paged by (created_at, id). */
+export async function listRunsOf(db: Knex, orgId: string, workflowId: string, limit: number, before?: { createdAt: string; id: string }): Promise<RunRow[]> {
+  if (!isUuid(workflowId)) return [];
+  const rows = await withStorageErrors(() => {
+    const q = db('workflow_runs').where({ org_id: orgId, workflow_id: workflowId })
+      .orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(limit);
+    if (before !== undefined) {
+      q.andWhere((w) => w.where('created_at', '<', before.createdAt).orWhere((same) => same.where('created_at', '=', before.createdAt).andWhere('id', '<', before.id)));
+    }
+    return q;
+  });
+  return rows.map(toRun);
 }
 
 /** Runs that are waiting on something, oldest first: what a node re-awakens after it starts. */
@@ -53,6 +90,7 @@ export async function writeGate(trx: Knex.Transaction, id: string, g: GateRecord
     org_id: g.orgId, project_id: g.projectId, title: g.title, issue: g.issue, session_id: g.sessionId, run_id: g.runId,
     node_id: g.nodeId, escalation: g.escalation, required_role: g.requiredRole, status: g.status,
     decision: g.status === 'pending' ? null : g.status, decided_by: g.decidedBy === null ? null : JSON.stringify(g.decidedBy),
+    decision_comment: g.comment ?? null,
     driver: g.driver, created_at: g.createdAt, decided_at: g.decidedAt,
   };
   await trx('approval_gates').insert({ id, ...row }).onConflict('id').merge(row);
@@ -79,7 +117,7 @@ function toGate(r: Record<string, any>): GateRow {
   return {
     id: r.id, orgId: r.org_id, projectId: r.project_id ?? null, title: r.title, issue: r.issue ?? null, sessionId: r.session_id ?? null,
     runId: r.run_id ?? null, nodeId: r.node_id ?? null, escalation: r.escalation ?? null, requiredRole: r.required_role ?? null,
-    status: r.status, decidedBy: r.decided_by ?? null, driver: r.driver ?? null, createdAt: iso(r.created_at),
+    status: r.status, decidedBy: r.decided_by ?? null, comment: r.decision_comment ?? null, driver: r.driver ?? null, createdAt: iso(r.created_at),
     decidedAt: r.decided_at ? iso(r.decided_at) : null,
   };
 }
