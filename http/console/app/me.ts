@@ -1,0 +1,33 @@
+import { createContext } from 'preact';
+import { useContext } from 'preact/hooks';
+import { get } from './api.js';
+
+/** Who is signed in: the person, their org and role there, and the org's projects they see. */
+export interface Me {
+  readonly user: { id: string; email: string; firstName: string | null; lastName: string | null } | null;
+  readonly org: { id: string; name: string; slug: string };
+  readonly role: 'owner' | 'admin' | 'member' | 'viewer';
+  readonly projects: readonly { id: string; name: string; slug: string }[];
+}
+
+export async function loadMe(): Promise<Me> {
+  const [whoami, orgs] = await Promise.all([
+    get<Omit<Me, 'role'>>('/api/cli/whoami'),
+    get<{ orgs: { id: string; role: Me['role'] }[]; activeOrgId: string }>('/api/org/list'),
+  ]);
+  const role = orgs.orgs.find((o) => o.id === orgs.activeOrgId)?.role ?? 'viewer';
+  return { ...whoami, role };
+}
+
+export const MeContext = createContext<Me | undefined>(undefined);
+
+export function useMe(): Me {
+  const me = useContext(MeContext);
+  if (!me) throw new Error('useMe outside a signed-in page');
+  return me;
+}
+
+export function projectName(me: Me, id: string | null | undefined): string {
+  if (!id) return '—';
+  return me.projects.find((p) => p.id === id)?.name ?? id.slice(0, 8);
+}

@@ -1,0 +1,27 @@
+import type { FunctionComponent } from 'preact';
+import { Fleet } from './fleet.js';
+import { Sessions } from './sessions.js';
+import { SessionPage } from './session.js';
+import { Approvals } from './approvals.js';
+import { Workflows } from './workflows.js';
+import { WorkflowPage } from './workflow.js';
+import { Policies } from './policies.js';
+import { PolicyPage } from './policy.js';
+import { Incidents } from './incidents.js';
+import { Audit } from './audit.js';
+
+/** Every signed-in page: its path (the node serves the same paths, see http/console/routes.ts) and nav section. */
+export const pages: readonly { path: string; section: string; component: FunctionComponent<any> }[] = [
+  { path: '/', section: 'sessions', component: Sessions },
+  { path: '/sessions', section: 'sessions', component: Sessions },
+  { path: '/sessions/:id', section: 'sessions', component: SessionPage },
+  { path: '/fleet', section: 'fleet', component: Fleet },
+  { path: '/approvals', section: 'approvals', component: Approvals },
+  { path: '/approvals/:id', section: 'approvals', component: Approvals },
+  { path: '/workflows', section: 'workflows', component: Workflows },
+  { path: '/workflows/:id', section: 'workflows', component: WorkflowPage },
+  { path: '/policies', section: 'policies', component: Policies },
+  { path: '/policies/:id', section: 'policies', component: PolicyPage },
+  { path: '/incidents', section: 'incidents', component: Incidents },
+  { path: '/audit', section: 'audit', component: Audit },
+];

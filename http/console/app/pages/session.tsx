@@ -1,0 +1,152 @@
+import { useRef, useState } from 'preact/hooks';
+import { post, type ApiError } from '../api.js';
+import { asApiError, useApi, useEventStream } from '../data.js';
+import { Empty, ErrorNote, Live, Loading, money, PageHeader, Status, Time } from '../ui/bits.js';
+
+interface Detail {
+  id: string;
+  status: string;
+  project: { id: string; name: string | null };
+  worker: { id: string; hostname: string | null; lastSeenAt: string | null; holdsClaim: boolean } | null;
+  prompt: string;
+  provider: string | null;
+  phase: string | null;
+  error: string | null;
+  costUsd: number;
+  run: number;
+  requestedBy: string;
+  workflowRun: { runId: string; workflowId: string; version: number } | null;
+  prompts: { id: string; text: string; queued: boolean; createdAt: string; deliveredAt: string | null }[];
+  activities: { id: string; kind: string; body: string; createdAt: string }[];
+  timeline: { from: string; status: string; run: number; workerId: string | null; at: string }[];
+  can: { stop: boolean; prompt: boolean };
+  createdAt: string;
+}
+
+const TERMINAL = ['completed', 'failed', 'stopped'];
+
+/**
+ * One session: its status timeline (re-read whenever the org's event stream reports a change to it), the agent's
+ * output as the worker streams it (the interview stream named by the session id), cost, the workflow version it
+ * runs under, and Stop / Prompt for those allowed.
+ */
+export function SessionPage({ id }: { id: string }) {
+  const detail = useApi<Detail>(`/api/public/sessions/${encodeURIComponent(id)}`);
+  const [output, setOutput] = useState('');
+  const [actionError, setActionError] = useState<ApiError | undefined>(undefined);
+  const [notice, setNotice] = useState('');
+  const projectId = detail.data?.project.id;
+  const events = useEventStream(projectId ? `/api/sessions/events?projectId=${projectId}` : undefined, {
+    'session.status': (data) => { if ((data as { sessionId: string }).sessionId === id) detail.reload(); },
+    reset: () => detail.reload(),
+  });
+  const tokens = useRef(0);
+  const stream = useEventStream(`/api/interview/${encodeURIComponent(id)}/stream`, {
+    'interview.delta': (data) => {
+      const frame = data as { tokens: string[] };
+      tokens.current += frame.tokens.length;
+      setOutput((text) => text + frame.tokens.join(''));
+    },
+  });
+
+  if (detail.error) return <><PageHeader title={`Session ${id}`} /><ErrorNote error={detail.error} /></>;
+  const s = detail.data;
+  if (!s) return <Loading what="the session" />;
+  const live = !TERMINAL.includes(s.status);
+
+  const act = async (what: string, call: () => Promise<unknown>) => {
+    setActionError(undefined);
+    setNotice('');
+    try {
+      await call();
+      setNotice(what);
+      detail.reload();
+    } catch (err) {
+      setActionError(asApiError(err));
+    }
+  };
+
+  return (
+    <article aria-labelledby="page-title">
+      <PageHeader title={`Session ${s.id}`}>
+        <Status value={s.status} />
+        <Live connected={events.connected && stream.connected} />
+      </PageHeader>
+      <dl class="facts">
+        <dt>Project</dt><dd>{s.project.name ?? s.project.id}</dd>
+        <dt>Cost</dt><dd data-cost>{money(s.costUsd)}</dd>
+        <dt>Worker</dt><dd>{s.worker ? `${s.worker.hostname ?? s.worker.id}${s.worker.holdsClaim ? '' : ' (released)'}` : 'none yet'}</dd>
+        <dt>Workflow</dt>
+        <dd>{s.workflowRun
+          ? <a href={`/workflows/${s.workflowRun.workflowId}`}>pinned to version {s.workflowRun.version}</a>
+          : 'dispatched directly (no workflow)'}</dd>
+        <dt>Requested by</dt><dd><code>{s.requestedBy}</code></dd>
+        <dt>Created</dt><dd><Time at={s.createdAt} /></dd>
+        {s.phase ? <><dt>Phase</dt><dd>{s.phase}</dd></> : null}
+      </dl>
+      {s.error ? <p class="note note-error">The agent reported: {s.error}</p> : null}
+
+      <section aria-labelledby="prompt-title">
+        <h2 id="prompt-title">Prompt</h2>
+        <blockquote class="prompt">{s.prompt}</blockquote>
+      </section>
+
+      {(s.can.stop && live) || s.can.prompt ? (
+        <section class="card stack" aria-labelledby="control-title">
+          <h2 id="control-title">Control</h2>
+          {s.can.stop && live ? (
+            <button type="button" class="button-danger" onClick={() => act('Stop signal sent.', () => post(`/api/public/sessions/${s.id}/stop`))}>Stop session</button>
+          ) : null}
+          {s.can.prompt ? <PromptForm onSend={(text) => act('Prompt sent.', () => post(`/api/public/sessions/${s.id}/prompt`, { prompt: text }))} /> : null}
+          <ErrorNote error={actionError} title="Refused" />
+          {notice ? <p class="note" role="status">{notice}</p> : null}
+        </section>
+      ) : null}
+
+      <section aria-labelledby="output-title">
+        <h2 id="output-title">Agent output</h2>
+        {output === '' ? (
+          <p class="muted">{live ? 'Waiting for the agent to stream its output… (shown as it arrives; earlier output is not kept by the node)' : 'No output was streamed while this page was open.'}</p>
+        ) : <pre class="output" aria-live="polite" data-tokens={tokens.current}>{output}</pre>}
+      </section>
+
+      <section aria-labelledby="timeline-title">
+        <h2 id="timeline-title">Timeline</h2>
+        {s.timeline.length === 0 ? <Empty title="No status changes recorded yet." /> : (
+          <ol class="timeline">
+            {s.timeline.map((t) => (
+              <li key={`${t.at}-${t.status}`} data-status={t.status}>
+                <Status value={t.status} /> <span class="muted">{t.from === 'absent' ? 'dispatched' : `from ${t.from}`}</span> <Time at={t.at} />
+                {t.run > 1 ? <span class="muted"> · run {t.run}</span> : null}
+              </li>
+            ))}
+          </ol>
+        )}
+      </section>
+
+      {s.prompts.some((p) => p.queued) ? (
+        <section aria-labelledby="prompts-title">
+          <h2 id="prompts-title">Prompts sent</h2>
+          <ul class="plain">{s.prompts.filter((p) => p.queued).map((p) => <li key={p.id}><Time at={p.createdAt} />: {p.text} {p.deliveredAt ? <span class="muted">(delivered)</span> : <span class="muted">(queued)</span>}</li>)}</ul>
+        </section>
+      ) : null}
+      {s.activities.length > 0 ? (
+        <section aria-labelledby="activity-title">
+          <h2 id="activity-title">Activity</h2>
+          <ul class="plain">{s.activities.map((a) => <li key={a.id}><Time at={a.createdAt} />: {a.body}</li>)}</ul>
+        </section>
+      ) : null}
+    </article>
+  );
+}
+
+function PromptForm({ onSend }: { onSend: (text: string) => Promise<void> }) {
+  const [text, setText] = useState('');
+  return (
+    <form class="inline-form" onSubmit={async (e) => { e.preventDefault(); await onSend(text); setText(''); }}>
+      <label for="prompt-text">Send a prompt</label>
+      <input id="prompt-text" type="text" required value={text} onInput={(e) => setText((e.target as HTMLInputElement).value)} />
+      <button type="submit">Send</button>
+    </form>
+  );
+}

@@ -1,0 +1,129 @@
+import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { get, withQuery, type ApiError } from '../api.js';
+import { asApiError, useEventStream } from '../data.js';
+import { projectName, useMe } from '../me.js';
+import { navigate, useLocation } from '../router.js';
+import { appendPage, applyEvents, emptyFeed, feedOf, mergeRows, type Feed, type SessionRow, type StatusEvent } from '../session-feed.js';
+import { Empty, ErrorNote, Live, Loading, money, PageHeader, Status, Time } from '../ui/bits.js';
+import { DispatchForm } from './dispatch-form.js';
+
+const LIVE = ['pending', 'claimed', 'running', 'paused', 'finalizing'];
+const STATUSES = [...LIVE, 'completed', 'failed', 'stopped'];
+const statusesOf = (filter: string): string[] | undefined => (filter === '' ? undefined : filter === 'live' ? LIVE : [filter]);
+
+interface Page { sessions: SessionRow[]; nextCursor: string | null }
+
+/**
+ * The org's sessions, live: the first page is read once, then every status change arrives over the event stream
+ * and is applied in batches, one render per animation frame. A stream that cannot resume (`reset`) reloads.
+ */
+export function Sessions() {
+  const me = useMe();
+  const { query } = useLocation();
+  const status = query.get('status') ?? '';
+  const projectId = query.get('project') ?? '';
+  const [feed, setFeed] = useState<Feed>(emptyFeed);
+  const [cursor, setCursor] = useState<string | null>(null);
+  const [error, setError] = useState<ApiError | undefined>(undefined);
+  const [loaded, setLoaded] = useState(false);
+  const applied = useRef(0);
+  const pending = useRef<StatusEvent[]>([]);
+  const frame = useRef<number | undefined>(undefined);
+  const wanted = statusesOf(status);
+  const acceptsStatus = useCallback((s: string) => wanted === undefined || wanted.includes(s), [status]);
+  const listPath = (after?: string) => withQuery('/api/sessions', { status: wanted?.join(','), projectId, limit: 50, cursor: after });
+
+  const load = useCallback(() => {
+    get<Page>(listPath()).then(
+      (page) => { setFeed(feedOf(page.sessions)); setCursor(page.nextCursor); setError(undefined); setLoaded(true); },
+      (err: unknown) => { setError(asApiError(err)); setLoaded(true); },
+    );
+  }, [status, projectId]);
+  useEffect(() => { setLoaded(false); load(); }, [load]);
+
+  const flush = () => {
+    frame.current = undefined;
+    const batch = pending.current;
+    pending.current = [];
+    applied.current += batch.length;
+    setFeed((f) => applyEvents(f, batch, (e) => acceptsStatus(e.status) && (projectId === '' || e.projectId === projectId)));
+  };
+  const { connected } = useEventStream(withQuery('/api/sessions/events', { projectId }), {
+    'session.status': (data) => {
+      pending.current.push(data as StatusEvent);
+      frame.current ??= requestAnimationFrame(flush);
+    },
+    reset: () => load(),
+  });
+
+  // Sessions first seen in events get their titles (and cost, worker) from one list read, at most once a second.
+  const untitledCount = feed.untitled.size;
+  useEffect(() => {
+    if (untitledCount === 0) return;
+    const timer = setTimeout(() => {
+      get<Page>(listPath()).then((page) => setFeed((f) => mergeRows(f, page.sessions, acceptsStatus)), () => undefined);
+    }, 1000);
+    return () => clearTimeout(timer);
+  }, [untitledCount > 0, feed.order[0]]);
+
+  const more = () => {
+    if (cursor === null) return;
+    get<Page>(listPath(cursor)).then((page) => { setFeed((f) => appendPage(f, page.sessions)); setCursor(page.nextCursor); }, (err: unknown) => setError(asApiError(err)));
+  };
+  const setFilter = (key: 'status' | 'project', value: string) => {
+    const next = new URLSearchParams(location.search);
+    if (value === '') next.delete(key);
+    else next.set(key, value);
+    navigate(`/sessions${next.toString() ? `?${next}` : ''}`);
+  };
+  const rows = useMemo(() => feed.order.map((id) => feed.rows.get(id)!), [feed]);
+
+  return (
+    <section aria-labelledby="page-title">
+      <PageHeader title="Sessions"><Live connected={connected} /></PageHeader>
+      <div class="toolbar" role="group" aria-label="Filters">
+        <label>Status
+          <select value={status} onChange={(e) => setFilter('status', (e.target as HTMLSelectElement).value)}>
+            <option value="">All</option>
+            <option value="live">Live (not finished)</option>
+            {STATUSES.map((s) => <option key={s} value={s}>{s}</option>)}
+          </select>
+        </label>
+        <label>Project
+          <select value={projectId} onChange={(e) => setFilter('project', (e.target as HTMLSelectElement).value)}>
+            <option value="">All projects</option>
+            {me.projects.map((p) => <option key={p.id} value={p.id}>{p.name}</option>)}
+          </select>
+        </label>
+      </div>
+      <ErrorNote error={error} title="Sessions could not be loaded" />
+      {!loaded ? <Loading what="sessions" /> : rows.length === 0 && !error ? (
+        <Empty title={status || projectId ? 'No sessions match these filters.' : 'No sessions yet.'}>
+          <p>Dispatch one below (or with <code>POST /api/agent-dispatch</code>). A worker of the project picks it up; start one on your machine with</p>
+          <pre><code>npx troupe worker --url {location.origin} --registration-token TOKEN --agent-command 'CMD'</code></pre>
+        </Empty>
+      ) : (
+        <div class="table-wrap">
+          <table class="list" data-events-applied={applied.current} data-rows={rows.length}>
+            <caption class="sr-only">Sessions, newest first</caption>
+            <thead><tr><th scope="col">Session</th><th scope="col">Status</th><th scope="col">Project</th><th scope="col">Cost</th><th scope="col">Updated</th></tr></thead>
+            <tbody>
+              {rows.map((r) => (
+                <tr key={r.id} data-session={r.id}>
+                  <td><a href={`/sessions/${r.id}`}><code>{r.id}</code></a><span class="row-title">{r.title || 'new session'}</span></td>
+                  <td><Status value={r.status} /></td>
+                  <td>{projectName(me, r.projectId)}</td>
+                  <td>{money(r.costUsd)}</td>
+                  <td><Time at={r.updatedAt} /></td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      {cursor !== null ? <button type="button" class="button-quiet" onClick={more}>Show older sessions</button> : null}
+      <DispatchForm onDispatched={(id) => navigate(`/sessions/${id}`)} />
+    </section>
+  );
+}
+

@@ -1,0 +1,125 @@
+import { useState } from 'preact/hooks';
+import { patch, post, type ApiError } from '../api.js';
+import { asApiError, useApi } from '../data.js';
+import { projectName, useMe } from '../me.js';
+import { Empty, ErrorNote, Loading, PageHeader, Status, Time } from '../ui/bits.js';
+import { VersionDiff } from './version-diff.js';
+
+interface Workflow {
+  id: string; name: string; projectId: string; status: string; version: number; publishedVersion: number | null;
+  can: { edit: boolean; publish: boolean; run: boolean };
+}
+interface Version { version: number; changedBy: string; changeReason: string | null; createdAt: string }
+interface Run { runId: string; version: number; status: string; startedBy: string; createdAt: string }
+
+/**
+ * A workflow: its versions newest first (pick two to compare), rollback to any version (a new version on top),
+ * publish for those allowed, and its runs with the version each is pinned to. Refusals show the server's words.
+ */
+export function WorkflowPage({ id }: { id: string }) {
+  const me = useMe();
+  const workflow = useApi<Workflow>(`/api/workflows/${encodeURIComponent(id)}`);
+  const versions = useApi<Version[]>(`/api/workflows/${encodeURIComponent(id)}/versions`);
+  const runs = useApi<{ runs: Run[] }>(`/api/workflows/${encodeURIComponent(id)}/runs`);
+  const [compare, setCompare] = useState<{ from?: number; to?: number }>({});
+  const [error, setError] = useState<ApiError | undefined>(undefined);
+  const [notice, setNotice] = useState('');
+  if (workflow.error) return <><PageHeader title="Workflow" /><ErrorNote error={workflow.error} /></>;
+  const w = workflow.data;
+  if (!w) return <Loading what="the workflow" />;
+  const list = versions.data ?? [];
+  const from = compare.from ?? list[1]?.version;
+  const to = compare.to ?? list[0]?.version;
+
+  const act = async (done: string, call: () => Promise<unknown>) => {
+    setError(undefined);
+    setNotice('');
+    try {
+      await call();
+      setNotice(done);
+      workflow.reload();
+      versions.reload();
+      runs.reload();
+      setCompare({});
+    } catch (err) {
+      setError(asApiError(err));
+    }
+  };
+
+  return (
+    <article aria-labelledby="page-title">
+      <PageHeader title={w.name}>
+        <Status value={w.status} />
+        {w.can.publish && w.status !== 'published' ? (
+          <button type="button" onClick={() => act('Published.', () => patch(`/api/workflows/${w.id}`, { status: 'published', changeReason: 'published from the console' }))}>Publish</button>
+        ) : null}
+        {w.can.run && w.publishedVersion !== null ? (
+          <button type="button" class="button-quiet" onClick={() => act('Run started.', () => post(`/api/workflows/${w.id}/runs`, {}))}>Start a run</button>
+        ) : null}
+      </PageHeader>
+      <p class="muted">In {projectName(me, w.projectId)} · current version {w.version}{w.publishedVersion !== null ? ` · live version ${w.publishedVersion}` : ' · not published'}</p>
+      <ErrorNote error={error} title="Refused" />
+      {notice ? <p class="note" role="status">{notice}</p> : null}
+
+      <section aria-labelledby="versions-title">
+        <h2 id="versions-title">Versions</h2>
+        <ErrorNote error={versions.error} />
+        {list.length === 0 ? (versions.error ? null : <Loading what="versions" />) : (
+          <div class="table-wrap">
+            <table class="list versions">
+              <caption class="sr-only">Versions, newest first</caption>
+              <thead><tr><th scope="col">Version</th><th scope="col">Compare</th><th scope="col">Changed by</th><th scope="col">Reason</th><th scope="col">When</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
+              <tbody>
+                {list.map((v) => (
+                  <tr key={v.version} data-version={v.version}>
+                    <td>v{v.version}{v.version === w.publishedVersion ? <span class="muted"> (live)</span> : null}</td>
+                    <td class="compare">
+                      <label><input type="radio" name="from" checked={from === v.version} onChange={() => setCompare({ from: v.version, to })} /> <span class="sr-only">Compare from v{v.version}</span>from</label>
+                      <label><input type="radio" name="to" checked={to === v.version} onChange={() => setCompare({ from, to: v.version })} /> <span class="sr-only">Compare to v{v.version}</span>to</label>
+                    </td>
+                    <td><code>{v.changedBy}</code></td>
+                    <td>{v.changeReason ?? <span class="muted">—</span>}</td>
+                    <td><Time at={v.createdAt} /></td>
+                    <td>{w.can.edit && v.version !== w.version ? (
+                      <button type="button" class="button-quiet" aria-label={`Roll back to version ${v.version}`}
+                        onClick={() => act(`Rolled back: version ${v.version}'s content is now the newest version.`, () => post(`/api/workflows/${w.id}/versions/${v.version}/rollback`))}>
+                        Roll back
+                      </button>
+                    ) : null}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+      </section>
+
+      {from !== undefined && to !== undefined && from !== to ? <VersionDiff workflowId={w.id} from={from} to={to} /> : null}
+
+      <section aria-labelledby="runs-title">
+        <h2 id="runs-title">Runs</h2>
+        <ErrorNote error={runs.error} />
+        {!runs.data ? (runs.error ? null : <Loading what="runs" />) : runs.data.runs.length === 0 ? (
+          <Empty title="No runs yet.">{w.publishedVersion === null ? <p>Publish a version first; runs start on the live version.</p> : <p>Start one above or with <code>POST /api/workflows/{w.id}/runs</code>.</p>}</Empty>
+        ) : (
+          <div class="table-wrap">
+            <table class="list">
+              <caption class="sr-only">Runs, newest first</caption>
+              <thead><tr><th scope="col">Run</th><th scope="col">Pinned version</th><th scope="col">Status</th><th scope="col">Started</th></tr></thead>
+              <tbody>
+                {runs.data.runs.map((r) => (
+                  <tr key={r.runId} data-run={r.runId}>
+                    <td><code>{r.runId.slice(0, 8)}</code> <span class="muted">by {r.startedBy}</span></td>
+                    <td>v{r.version}</td>
+                    <td><Status value={r.status} /></td>
+                    <td><Time at={r.createdAt} /></td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+      </section>
+    </article>
+  );
+}

@@ -1,0 +1,39 @@
+import { useApi } from '../data.js';
+import { projectName, useMe } from '../me.js';
+import { Empty, ErrorNote, Loading, PageHeader, Status, Time } from '../ui/bits.js';
+
+interface WorkflowItem { id: string; projectId: string; name: string; status: string; version: number; publishedVersion: number | null; updatedAt: string }
+
+export function Workflows() {
+  const me = useMe();
+  const list = useApi<{ workflows: WorkflowItem[] }>('/api/workflows');
+  return (
+    <section aria-labelledby="page-title">
+      <PageHeader title="Workflows" />
+      <ErrorNote error={list.error} title="Workflows could not be read" />
+      {!list.data ? (list.error ? null : <Loading what="workflows" />) : list.data.workflows.length === 0 ? (
+        <Empty title="No workflows yet.">
+          <p>Create one with <code>POST /api/projects/PROJECT/workflows</code> (a name and a definition YAML), or draft one with the authoring helpers.</p>
+        </Empty>
+      ) : (
+        <div class="table-wrap">
+          <table class="list">
+            <caption class="sr-only">Workflows</caption>
+            <thead><tr><th scope="col">Workflow</th><th scope="col">Status</th><th scope="col">Version</th><th scope="col">Project</th><th scope="col">Changed</th></tr></thead>
+            <tbody>
+              {list.data.workflows.map((w) => (
+                <tr key={w.id}>
+                  <td><a href={`/workflows/${w.id}`}>{w.name}</a></td>
+                  <td><Status value={w.status} /></td>
+                  <td>v{w.version}{w.publishedVersion !== null ? <span class="muted"> (live: v{w.publishedVersion})</span> : null}</td>
+                  <td>{projectName(me, w.projectId)}</td>
+                  <td><Time at={w.updatedAt} /></td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,75 @@
+import { randomUUID } from 'node:crypto';
+import { expect } from 'chai';
+import type { TestNode } from '../../support/node.js';
+
+/**
+ * An org for console tests: an owner and a member who sign in with passwords, and a worker driven through the
+ * daemon protocol over HTTP exactly as a worker process would (register, poll, status transitions, interview
+ * deltas), so the pages are exercised against real sessions without a worker process.
+ */
+export const PASSWORD = 'correct horse battery staple';
+
+export interface ConsoleOrg {
+  readonly orgId: string;
+  readonly projectId: string;
+  readonly apiKey: string;
+  readonly registrationToken: string;
+  readonly owner: Person;
+  readonly member: Person;
+}
+
+export interface Person { readonly email: string; readonly userId: string; readonly token: string }
+
+export async function consoleOrg(t: TestNode, name = `Console ${randomUUID().slice(0, 6)}`): Promise<ConsoleOrg> {
+  const ownerEmail = `owner-${randomUUID().slice(0, 8)}@console.test`;
+  const created = await t.call('POST', '/api/admin/orgs', { token: t.adminToken, body: { name, owner: { email: ownerEmail, password: PASSWORD } } });
+  expect(created.status, created.text).to.equal(201);
+  const { org, project, owner, userToken, apiKey, registrationToken } = created.json;
+  const memberEmail = `member-${randomUUID().slice(0, 8)}@console.test`;
+  const member = await t.call('POST', `/api/admin/orgs/${org.id}/users`, { token: t.adminToken, body: { email: memberEmail, role: 'member', password: PASSWORD } });
+  expect(member.status, member.text).to.equal(201);
+  return {
+    orgId: org.id, projectId: project.id, apiKey: apiKey.fullKey, registrationToken,
+    owner: { email: ownerEmail, userId: owner.id, token: userToken },
+    member: { email: memberEmail, userId: member.json.user.id, token: member.json.userToken },
+  };
+}
+
+export class SimulatedWorker {
+  private constructor(private readonly t: TestNode, readonly workerId: string, private readonly jwt: string) {}
+
+  static async register(t: TestNode, org: ConsoleOrg, hostname = 'build-box-1', maxAgents = 4): Promise<SimulatedWorker> {
+    const r = await t.call('POST', '/v1/daemon/register', { body: { registrationToken: org.registrationToken, hostname, maxAgents } });
+    expect(r.status, r.text).to.equal(200);
+    return new SimulatedWorker(t, r.json.workerId, r.json.runtimeJwt);
+  }
+
+  async heartbeat(): Promise<void> {
+    const r = await this.t.call('POST', '/v1/daemon/heartbeat', { token: this.jwt, body: { workerId: this.workerId } });
+    expect(r.status, r.text).to.equal(200);
+  }
+
+  /** Polls until the session is offered (the worker's loop), then claims it. */
+  async claim(sessionId: string, timeoutMs = 10_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const r = await this.t.call('POST', '/v1/daemon/poll', { token: this.jwt, body: { workerId: this.workerId, capacity: 4 } });
+      expect(r.status, r.text).to.equal(200);
+      if ((r.json.sessions as { id: string }[]).some((s) => s.id === sessionId)) break;
+      if (Date.now() > deadline) throw new Error(`session ${sessionId} was never offered`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    await this.move(sessionId, 'claimed');
+  }
+
+  async move(sessionId: string, status: string, extra: Record<string, unknown> = {}): Promise<void> {
+    const r = await this.t.call('POST', `/api/sessions/${sessionId}/status`, { token: this.jwt, body: { status, workerId: this.workerId, ...extra } });
+    expect(r.status, r.text).to.equal(200);
+  }
+
+  /** Streams agent output the way a worker relays its agent's tokens (the interview is named by the session). */
+  async stream(sessionId: string, tokens: string[]): Promise<void> {
+    const r = await this.t.call('POST', `/api/interview/${sessionId}/deltas`, { token: this.jwt, body: { tokens } });
+    expect(r.status, r.text).to.equal(202);
+  }
+}
