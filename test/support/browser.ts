@@ -74,10 +74,10 @@ let axeSource: string | undefined;
 export async function axeViolations(page: Page): Promise<string[]> {
   axeSource ??= readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
   await page.evaluate(axeSource);
-  const result = await page.evaluate(async () => {
-    const axe = (window as unknown as { axe: { run(ctx: Document, opts: unknown): Promise<{ violations: { id: string; impact: string; help: string; nodes: { target: unknown[] }[] }[] }> } }).axe;
-    return axe.run(document, { resultTypes: ['violations'] });
-  });
+  // Evaluated as page text: this file is typed for Node, the expression runs in the page.
+  const result = await page.evaluate("axe.run(document, { resultTypes: ['violations'] })") as {
+    violations: { id: string; impact: string; help: string; nodes: { target: unknown[] }[] }[];
+  };
   return result.violations
     .filter((v) => v.impact === 'serious' || v.impact === 'critical')
     .map((v) => `${v.impact} ${v.id}: ${v.help} (${v.nodes.map((n) => JSON.stringify(n.target)).join(', ')})`);
@@ -89,7 +89,7 @@ export async function screenshots(page: Page, name: string): Promise<void> {
   const original = page.viewportSize() ?? { width: 1280, height: 800 };
   for (const width of [1280, 375]) {
     await page.setViewportSize({ width, height: 800 });
-    await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
+    await page.evaluate('new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)))');
     await page.screenshot({ path: `${artifactsDir}${name}-${width}.png`, fullPage: true });
   }
   await page.setViewportSize(original);
