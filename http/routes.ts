@@ -25,6 +25,7 @@ import { a2aRoutes } from './routes/a2a.js';
 import { templateRoutes } from './routes/templates.js';
 import { webPushRoutes } from './routes/web-push.js';
 import { integrationOAuthRoutes } from './routes/integration-oauth.js';
+import { authSessionRoute } from './routes/auth-session.js';
 import type { Route } from './types.js';
 
 /**
@@ -58,6 +59,7 @@ export function allRoutes(): Route<Deps>[] {
     ...a2aRoutes(),
     ...webPushRoutes(),
     ...integrationOAuthRoutes(),
+    authSessionRoute(),
   ];
   return routes;
 }

@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { chromium, type Browser, type Page } from 'playwright-core';
 
 /**
  * Headless Chromium from the machine's `chromium` package (never a downloaded browser), and a watch over a page:
@@ -96,8 +96,7 @@ export async function screenshots(page: Page, name: string): Promise<void> {
 }
 
 /** Signs in through the page's own form. */
-export async function signIn(context: BrowserContext, origin: string, email: string, password: string): Promise<Page> {
-  const page = await context.newPage();
+export async function signIn(page: Page, origin: string, email: string, password: string): Promise<Page> {
   await page.goto(`${origin}/sign-in`);
   await page.getByLabel('Email').fill(email);
   await page.getByLabel('Password').fill(password);

@@ -1,6 +1,6 @@
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { onSessionEnded, post } from './api.js';
+import { get, onSessionEnded, post } from './api.js';
 import { loadMe, MeContext, type Me } from './me.js';
 import { interceptLinks, match, navigate, useLocation } from './router.js';
 import { SignIn } from './pages/sign-in.js';
@@ -15,13 +15,16 @@ import './styles.css';
  * routes among the pages. When any call answers 401 the session has ended: back to sign-in, remembering where
  * the person was.
  */
+/** Asked first, so a page opened while signed out shows the form without being refused. */
+const signedIn = () => get<{ signedIn: boolean }>('/api/auth/session').then((r) => r.signedIn);
+
 function App() {
   const { path } = useLocation();
   const [me, setMe] = useState<Me | null | undefined>(undefined);
   const [problem, setProblem] = useState<ReturnType<typeof asApiError> | undefined>(undefined);
   const [ended, setEnded] = useState(false);
 
-  const refreshMe = () => loadMe().then(
+  const refreshMe = () => signedIn().then((yes) => (yes ? loadMe() : null)).then(
     (loaded) => { setMe(loaded); setProblem(undefined); },
     (error: unknown) => {
       const apiError = asApiError(error);

@@ -2,32 +2,14 @@
 // subscribed org users whose role may decide it, and no one else (a gate requiring admin skips members and
 // viewers); a session that ends reaches the user who dispatched it. The push service on loopback decrypts each
 // message (RFC 8291) so the test reads what the user would see.
-import { createDecipheriv, createECDH, hkdfSync, randomBytes } from 'node:crypto';
+import { createECDH, randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
 import { eventually } from '../../support/transport.js';
 import { addUser, provisionOrg, type ProvisionedOrg } from '../governance/governance-fixtures.js';
-
-interface Browser { ecdh: ReturnType<typeof createECDH>; auth: Buffer; path: string }
-interface Notification { title: string; body?: string; tag?: string }
-
-function decryptPush(body: Buffer, b: Browser): Notification {
-  const salt = body.subarray(0, 16);
-  const idlen = body[20]!;
-  const asPublic = body.subarray(21, 21 + idlen);
-  const ciphertext = body.subarray(21 + idlen);
-  const ikm = Buffer.from(hkdfSync('sha256', b.ecdh.computeSecret(asPublic), b.auth, Buffer.concat([Buffer.from('WebPush: info\0'), b.ecdh.getPublicKey(), asPublic]), 32));
-  const cek = Buffer.from(hkdfSync('sha256', ikm, salt, Buffer.from('Content-Encoding: aes128gcm\0'), 16));
-  const nonce = Buffer.from(hkdfSync('sha256', ikm, salt, Buffer.from('Content-Encoding: nonce\0'), 12));
-  const decipher = createDecipheriv('aes-128-gcm', cek, nonce);
-  decipher.setAuthTag(ciphertext.subarray(ciphertext.length - 16));
-  const padded = Buffer.concat([decipher.update(ciphertext.subarray(0, ciphertext.length - 16)), decipher.final()]);
-  let end = padded.length - 1;
-  while (end >= 0 && padded[end] === 0) end--;
-  return JSON.parse(padded.subarray(0, end).toString('utf8')) as Notification;
-}
+import { decryptPush, type Browser, type Notification } from '../../support/web-push.js';
 
 for (const { set, skip } of engineSets) describe(`web push on approval gates and ended sessions (${set} engines)`, function () {
   if (skip) return;

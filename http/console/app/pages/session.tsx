@@ -63,6 +63,7 @@ export function SessionPage({ id }: { id: string }) {
       detail.reload();
     } catch (err) {
       setActionError(asApiError(err));
+      detail.reload();
     }
   };
 

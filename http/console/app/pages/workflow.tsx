@@ -43,6 +43,8 @@ export function WorkflowPage({ id }: { id: string }) {
       setCompare({});
     } catch (err) {
       setError(asApiError(err));
+      // A refusal can mean the page was out of date (a role changed): re-read what the server now allows.
+      workflow.reload();
     }
   };
 
