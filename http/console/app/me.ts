@@ -27,6 +27,16 @@ export function useMe(): Me {
   return me;
 }
 
+/** How a recorded actor (`user:<id>`, `apiKey:<id>`, `worker:<id>`…) reads to the person looking at it. */
+export function actorName(me: Me, actor: string): string {
+  const [kind, id = ''] = actor.split(':', 2);
+  if (kind === 'user') return id === me.user?.id ? 'you' : `a user (${id.slice(0, 8)})`;
+  if (kind === 'apiKey') return `API key ${id.slice(0, 8)}`;
+  if (kind === 'worker') return `worker ${id.slice(0, 8)}`;
+  if (kind === 'machine') return `machine client ${id.slice(0, 8)}`;
+  return actor;
+}
+
 export function projectName(me: Me, id: string | null | undefined): string {
   if (!id) return '—';
   return me.projects.find((p) => p.id === id)?.name ?? id.slice(0, 8);

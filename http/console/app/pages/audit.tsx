@@ -1,6 +1,7 @@
 import { useState } from 'preact/hooks';
 import { get, withQuery } from '../api.js';
 import { asApiError, useApi } from '../data.js';
+import { actorName, useMe } from '../me.js';
 import { Empty, ErrorNote, Loading, PageHeader, Status, Time } from '../ui/bits.js';
 
 interface Entry { seq: number; type: string; actor: string; subject: string | null; createdAt: string; hash: string }
@@ -9,6 +10,7 @@ interface Verification { valid: boolean; checked: number; firstBrokenSeq?: numbe
 
 /** The org's audit trail, newest first, with the hash chain recomputed on request. */
 export function Audit() {
+  const me = useMe();
   const first = useApi<Page>('/api/audit?limit=50');
   const verification = useApi<Verification>('/api/audit/verify');
   const [older, setOlder] = useState<Entry[]>([]);
@@ -39,14 +41,14 @@ export function Audit() {
       {!first.data ? (first.error ? null : <Loading what="audit entries" />) : entries.length === 0 ? (
         <Empty title="Nothing audited yet."><p>Workflow versions, policy changes, credential rotations and other governed actions appear here.</p></Empty>
       ) : (
-        <div class="table-wrap">
+        <div class="table-wrap" tabIndex={0}>
           <table class="list">
             <caption class="sr-only">Audit entries, newest first</caption>
             <thead><tr><th scope="col">#</th><th scope="col">Event</th><th scope="col">Actor</th><th scope="col">Subject</th><th scope="col">When</th></tr></thead>
             <tbody>
               {entries.map((e) => (
                 <tr key={e.seq}>
-                  <td>{e.seq}</td><td><Status value={e.type} /></td><td><code>{e.actor}</code></td><td>{e.subject ? <code>{e.subject}</code> : '—'}</td><td><Time at={e.createdAt} /></td>
+                  <td>{e.seq}</td><td><Status value={e.type} /></td><td>{actorName(me, e.actor)}</td><td>{e.subject ? <code>{e.subject}</code> : '—'}</td><td><Time at={e.createdAt} /></td>
                 </tr>
               ))}
             </tbody>

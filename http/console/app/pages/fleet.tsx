@@ -44,7 +44,7 @@ export function Fleet() {
           <pre><code>npx troupe worker --url {location.origin} --registration-token TOKEN --agent-command 'CMD'</code></pre>
         </Empty>
       ) : (
-        <div class="table-wrap">
+        <div class="table-wrap" tabIndex={0}>
           <table class="list">
             <caption class="sr-only">Workers, latest heartbeat first</caption>
             <thead><tr><th scope="col">Worker</th><th scope="col">State</th><th scope="col">Load</th><th scope="col">Last heartbeat</th><th scope="col">Projects</th></tr></thead>

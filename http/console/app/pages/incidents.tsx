@@ -25,7 +25,7 @@ export function Incidents() {
           <p>Incidents arrive from incident.io: an admin connects it with <code>PUT /api/org/ORG/integrations/incident-io</code> and points its webhook at <code>{location.origin}/api/webhooks/ingest/incident-io</code>.</p>
         </Empty>
       ) : (
-        <div class="table-wrap">
+        <div class="table-wrap" tabIndex={0}>
           <table class="list">
             <caption>{list.data.total} incidents, newest first</caption>
             <thead><tr><th scope="col">Incident</th><th scope="col">Status</th><th scope="col">Severity</th><th scope="col">Opened</th><th scope="col">Resolved</th></tr></thead>

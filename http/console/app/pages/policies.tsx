@@ -29,7 +29,7 @@ export function Policies() {
           <p>The default policy set applies. Admins and owners add policies with <code>POST /api/policies</code> (a name and Cedar text).</p>
         </Empty>
       ) : (
-        <div class="table-wrap">
+        <div class="table-wrap" tabIndex={0}>
           <table class="list">
             <caption class="sr-only">Policies</caption>
             <thead><tr><th scope="col">Policy</th><th scope="col">Status</th><th scope="col">Scope</th><th scope="col">Version</th><th scope="col">Changed</th></tr></thead>

@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { post, type ApiError } from '../api.js';
 import { asApiError, useApi } from '../data.js';
-import { useMe } from '../me.js';
+import { actorName, useMe } from '../me.js';
 import { ErrorNote, Loading, PageHeader, Status, Time } from '../ui/bits.js';
 import type { Policy } from './policies.js';
 
@@ -16,6 +16,7 @@ const EXAMPLE_PLAN = JSON.stringify({
 
 /** A policy with its versions newest first, and a read-only simulation of a canvas against one exact revision. */
 export function PolicyPage({ id }: { id: string }) {
+  const me = useMe();
   const loaded = useApi<{ policy: Policy; versions: PolicyVersion[] }>(`/api/policies/${encodeURIComponent(id)}`);
   if (loaded.error) return <><PageHeader title="Policy" /><ErrorNote error={loaded.error} /></>;
   if (!loaded.data) return <Loading what="the policy" />;
@@ -29,7 +30,7 @@ export function PolicyPage({ id }: { id: string }) {
         <ol class="plain versions-list">
           {versions.map((v) => (
             <li key={v.id} class="card">
-              <p><strong>v{v.version}</strong> · <code>{v.changedBy}</code> · <Time at={v.createdAt} />{v.changeReason ? ` · ${v.changeReason}` : ''}</p>
+              <p><strong>v{v.version}</strong> · {actorName(me, v.changedBy)} · <Time at={v.createdAt} />{v.changeReason ? ` · ${v.changeReason}` : ''}</p>
               <pre class="code-block"><code>{v.cedarPolicy}</code></pre>
             </li>
           ))}

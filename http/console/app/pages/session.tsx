@@ -2,6 +2,7 @@ import { useRef, useState } from 'preact/hooks';
 import { post, type ApiError } from '../api.js';
 import { asApiError, useApi, useEventStream } from '../data.js';
 import { Empty, ErrorNote, Live, Loading, money, PageHeader, Status, Time } from '../ui/bits.js';
+import { actorName, useMe } from '../me.js';
 
 interface Detail {
   id: string;
@@ -31,6 +32,7 @@ const TERMINAL = ['completed', 'failed', 'stopped'];
  * runs under, and Stop / Prompt for those allowed.
  */
 export function SessionPage({ id }: { id: string }) {
+  const me = useMe();
   const detail = useApi<Detail>(`/api/public/sessions/${encodeURIComponent(id)}`);
   const [output, setOutput] = useState('');
   const [actionError, setActionError] = useState<ApiError | undefined>(undefined);
@@ -81,7 +83,7 @@ export function SessionPage({ id }: { id: string }) {
         <dd>{s.workflowRun
           ? <a href={`/workflows/${s.workflowRun.workflowId}`}>pinned to version {s.workflowRun.version}</a>
           : 'dispatched directly (no workflow)'}</dd>
-        <dt>Requested by</dt><dd><code>{s.requestedBy}</code></dd>
+        <dt>Requested by</dt><dd>{actorName(me, s.requestedBy)}</dd>
         <dt>Created</dt><dd><Time at={s.createdAt} /></dd>
         {s.phase ? <><dt>Phase</dt><dd>{s.phase}</dd></> : null}
       </dl>

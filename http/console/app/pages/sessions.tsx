@@ -103,7 +103,7 @@ export function Sessions() {
           <pre><code>npx troupe worker --url {location.origin} --registration-token TOKEN --agent-command 'CMD'</code></pre>
         </Empty>
       ) : (
-        <div class="table-wrap">
+        <div class="table-wrap" tabIndex={0}>
           <table class="list" data-events-applied={applied.current} data-rows={rows.length}>
             <caption class="sr-only">Sessions, newest first</caption>
             <thead><tr><th scope="col">Session</th><th scope="col">Status</th><th scope="col">Project</th><th scope="col">Cost</th><th scope="col">Updated</th></tr></thead>

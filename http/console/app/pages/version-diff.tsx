@@ -35,7 +35,7 @@ function Compared({ a, b }: { a: Snapshot; b: Snapshot }) {
           {graph.edgesChanged.map((k) => <li key={`ec-${k}`} class="changed">Edge <code>{k}</code> changed</li>)}
         </ul>
       )}
-      <div class="table-wrap">
+      <div class="table-wrap" tabIndex={0}>
         <table class="yaml-diff">
           <caption>Definition YAML: v{a.version} (left) and v{b.version} (right)</caption>
           <thead><tr><th scope="col">v{a.version}</th><th scope="col">v{b.version}</th></tr></thead>

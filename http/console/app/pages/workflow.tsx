@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { patch, post, type ApiError } from '../api.js';
 import { asApiError, useApi } from '../data.js';
-import { projectName, useMe } from '../me.js';
+import { actorName, projectName, useMe } from '../me.js';
 import { Empty, ErrorNote, Loading, PageHeader, Status, Time } from '../ui/bits.js';
 import { VersionDiff } from './version-diff.js';
 
@@ -67,7 +67,7 @@ export function WorkflowPage({ id }: { id: string }) {
         <h2 id="versions-title">Versions</h2>
         <ErrorNote error={versions.error} />
         {list.length === 0 ? (versions.error ? null : <Loading what="versions" />) : (
-          <div class="table-wrap">
+          <div class="table-wrap" tabIndex={0}>
             <table class="list versions">
               <caption class="sr-only">Versions, newest first</caption>
               <thead><tr><th scope="col">Version</th><th scope="col">Compare</th><th scope="col">Changed by</th><th scope="col">Reason</th><th scope="col">When</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
@@ -79,7 +79,7 @@ export function WorkflowPage({ id }: { id: string }) {
                       <label><input type="radio" name="from" checked={from === v.version} onChange={() => setCompare({ from: v.version, to })} /> <span class="sr-only">Compare from v{v.version}</span>from</label>
                       <label><input type="radio" name="to" checked={to === v.version} onChange={() => setCompare({ from, to: v.version })} /> <span class="sr-only">Compare to v{v.version}</span>to</label>
                     </td>
-                    <td><code>{v.changedBy}</code></td>
+                    <td>{actorName(me, v.changedBy)}</td>
                     <td>{v.changeReason ?? <span class="muted">—</span>}</td>
                     <td><Time at={v.createdAt} /></td>
                     <td>{w.can.edit && v.version !== w.version ? (
@@ -104,14 +104,14 @@ export function WorkflowPage({ id }: { id: string }) {
         {!runs.data ? (runs.error ? null : <Loading what="runs" />) : runs.data.runs.length === 0 ? (
           <Empty title="No runs yet.">{w.publishedVersion === null ? <p>Publish a version first; runs start on the live version.</p> : <p>Start one above or with <code>POST /api/workflows/{w.id}/runs</code>.</p>}</Empty>
         ) : (
-          <div class="table-wrap">
+          <div class="table-wrap" tabIndex={0}>
             <table class="list">
               <caption class="sr-only">Runs, newest first</caption>
               <thead><tr><th scope="col">Run</th><th scope="col">Pinned version</th><th scope="col">Status</th><th scope="col">Started</th></tr></thead>
               <tbody>
                 {runs.data.runs.map((r) => (
                   <tr key={r.runId} data-run={r.runId}>
-                    <td><code>{r.runId.slice(0, 8)}</code> <span class="muted">by {r.startedBy}</span></td>
+                    <td><code>{r.runId.slice(0, 8)}</code> <span class="row-title">by {actorName(me, r.startedBy)}</span></td>
                     <td>v{r.version}</td>
                     <td><Status value={r.status} /></td>
                     <td><Time at={r.createdAt} /></td>

@@ -16,7 +16,7 @@ export function Workflows() {
           <p>Create one with <code>POST /api/projects/PROJECT/workflows</code> (a name and a definition YAML), or draft one with the authoring helpers.</p>
         </Empty>
       ) : (
-        <div class="table-wrap">
+        <div class="table-wrap" tabIndex={0}>
           <table class="list">
             <caption class="sr-only">Workflows</caption>
             <thead><tr><th scope="col">Workflow</th><th scope="col">Status</th><th scope="col">Version</th><th scope="col">Project</th><th scope="col">Changed</th></tr></thead>
