@@ -49,7 +49,7 @@ const browser = await chromium.launch({
 let failed = false;
 try {
   node = await startServer(path.join(here, '../main.ts'), {
-    TROUPE_MASTER_KEY: generateMasterKey(), TROUPE_ADMIN_TOKEN: adminToken, TROUPE_DATA_DIR: workDir, PORT: '0', HOST: '127.0.0.1', TROUPE_LOG_LEVEL: 'warn',
+    TROUPE_MASTER_KEY: generateMasterKey(), TROUPE_ADMIN_TOKEN: adminToken, TROUPE_DATA_DIR: workDir, PORT: '0', HOST: '127.0.0.1', TROUPE_LOG_LEVEL: 'info',
   });
   const base = `http://127.0.0.1:${node.port}`;
   const org = await call(base, 'POST', '/api/admin/orgs', { token: adminToken, body: { name: 'Bench', owner: { email: 'bench@bench.test', password } } });
