@@ -57,7 +57,8 @@ export function watchPage(page: Page, origin: string): PageWatch {
     // An event stream closed by navigating away is the page leaving, not a failure.
     if (failure === 'net::ERR_ABORTED' && request.resourceType() === 'eventsource') return;
     if (failure === 'net::ERR_ABORTED' && request.resourceType() === 'fetch') return;
-    watch.failedRequests.push(`${request.method()} ${request.url()}: ${failure}`);
+    const line = `${request.method()} ${request.url()}: ${failure}`;
+    if (!isExpected(line)) watch.failedRequests.push(line);
   });
   page.on('response', (response) => {
     if (response.status() < 400) return;

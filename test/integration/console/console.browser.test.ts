@@ -8,6 +8,7 @@ import { eventually } from '../../support/transport.js';
 import { launchBrowser, signIn, watchPage, type PageWatch } from '../../support/browser.js';
 import { consoleOrg, PASSWORD, SimulatedWorker, type ConsoleOrg } from './world.js';
 import { PushBridge } from './push-bridge.js';
+import { CuttableProxy } from './cuttable-proxy.js';
 
 const triage = (extra = '') => `schemaVersion: v2
 name: triage
@@ -123,6 +124,45 @@ describe('the console in Chromium (embedded engines)', function () {
     await page.getByRole('link', { name: 'Sessions', exact: true }).click();
     await page.locator(`tr[data-session="${id}"]`).getByText('completed').waitFor();
     expect(await page.evaluate('window.loadedOnce')).to.equal(true);
+  });
+
+  it('resumes the live list with Last-Event-ID after the connection drops, missing no change', async () => {
+    const proxy = await CuttableProxy.start(Number(new URL(t.url).port));
+    try {
+      const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+      const page = await context.newPage();
+      const watch = watchPage(page, proxy.url);
+      opened.push({ context, watch });
+      const resumedFrom: string[] = [];
+      page.on('request', (request) => {
+        if (!request.url().includes('/api/sessions/events')) return;
+        void request.allHeaders().then((headers) => { if (headers['last-event-id'] !== undefined) resumedFrom.push(headers['last-event-id']); });
+      });
+      await signIn(page, proxy.url, org.owner.email, PASSWORD);
+      await page.getByText('Live', { exact: true }).waitFor();
+      const worker = await SimulatedWorker.register(t, org, 'resume-box');
+      const first = (await t.call('POST', '/api/agent-dispatch', { token: org.apiKey, body: { projectId: org.projectId, prompt: 'Before the drop' } })).json.sessionId as string;
+      await page.locator(`tr[data-session="${first}"]`).getByText('pending').waitFor();
+
+      // The drop itself is what the browser reports for the stream it cut; nothing else may fail.
+      watch.expectFailure(/\/api\/sessions\/events.*: net::/);
+      watch.expectFailure(/net::ERR_[A-Z_]+ @ \S+\/api\/sessions\/events/);
+      proxy.cutAll();
+      await page.getByText('Reconnecting…').waitFor();
+      // While the page is away: a new session, and the first one moves on.
+      const second = (await t.call('POST', '/api/agent-dispatch', { token: org.apiKey, body: { projectId: org.projectId, prompt: 'During the drop' } })).json.sessionId as string;
+      await worker.claim(first);
+      await worker.move(first, 'running');
+
+      await page.getByText('Live', { exact: true }).waitFor({ timeout: 15_000 });
+      await page.locator(`tr[data-session="${first}"]`).getByText('running').waitFor();
+      await page.locator(`tr[data-session="${second}"]`).getByText('pending').waitFor();
+      await page.locator(`tr[data-session="${second}"]`).getByText('During the drop').waitFor();
+      expect(resumedFrom, 'the browser resumed from the last event it saw').to.have.length.greaterThan(0);
+      expect(resumedFrom[0]).to.contain(first);
+    } finally {
+      await proxy.close();
+    }
   });
 
   it('lets a viewer watch a session but offers no Stop or Prompt, and the API refuses them anyway', async () => {
