@@ -38,8 +38,7 @@ export function Status({ value }: { value: string }) {
 
 export function Time({ at }: { at: string | null | undefined }) {
   if (!at) return <span class="muted">—</span>;
-  const date = new Date(at);
-  return <time dateTime={at} title={date.toLocaleString()}>{relative(date)}</time>;
+  return <time dateTime={at} title={at}>{relative(new Date(at))}</time>;
 }
 
 export function relative(date: Date, now = Date.now()): string {
