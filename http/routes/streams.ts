@@ -42,7 +42,7 @@ export function streamRoutes(): Route<Deps>[] {
       method: 'post',
       path: '/api/interview/:id/deltas',
       auth: 'runtime',
-      summary: `Interview token deltas from a worker; published as frames of at most ${MAX_TOKENS_PER_FRAME} tokens, at most ${MAX_FRAME_DELAY_MS} ms after arrival`,
+      summary: `Interview token deltas from a worker; published as frames of at most ${MAX_TOKENS_PER_FRAME} tokens, at most ${MAX_FRAME_DELAY_MS} ms after arrival. A session's agent output streams under the session's id (the console's session page reads it there)`,
       tags: ['interview', 'streams'],
       bodySchema: interviewDeltasBody,
       responseSchema: interviewDeltasReply,
