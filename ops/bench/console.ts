@@ -7,7 +7,7 @@
  *
  * The node runs in its own process on core 0 (embedded engines, a fresh data dir); this process (Chromium's driver and
  * the worker simulation, speaking the daemon protocol over HTTP) belongs on core 1: `taskset -c 1 npx tsx
- * ops/bench/console.ts [--engine postgres]`. Chromium is Debian's (`apt-get install -y chromium`). Exits non-zero when a goal is missed.
+ * ops/bench/console.ts [--engine postgres] [--node-cores 0-1]`. Chromium is Debian's (`apt-get install -y chromium`). Exits non-zero when a goal is missed.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -21,7 +21,11 @@ import { generateAdminToken, generateMasterKey } from '../secrets.js';
 import { startServer, type RunningServer } from './harness.js';
 
 const { values } = parseArgs({
-  options: { rate: { type: 'string', default: '200' }, seconds: { type: 'string', default: '10' }, engine: { type: 'string', default: 'embedded' } },
+  options: {
+    rate: { type: 'string', default: '200' }, seconds: { type: 'string', default: '10' }, engine: { type: 'string', default: 'embedded' },
+    // Cores the node may use (taskset list); PERFORMANCE.md's method gives it core 0, a busy machine may need both.
+    'node-cores': { type: 'string', default: '0' },
+  },
 });
 const postgres = values.engine === 'postgres';
 const RATE = Number(values.rate);
@@ -58,7 +62,7 @@ try {
     TROUPE_MASTER_KEY: generateMasterKey(), TROUPE_ADMIN_TOKEN: adminToken, TROUPE_DATA_DIR: workDir, PORT: '0', HOST: '127.0.0.1', TROUPE_LOG_LEVEL: 'info',
     // A schema of its own on the machine's Postgres, dropped afterwards (`--engine postgres`).
     ...(postgres ? { DATABASE_URL: POSTGRES_URL, TROUPE_DATABASE_SCHEMA: schema } : {}),
-  });
+  }, values['node-cores']);
   const base = `http://127.0.0.1:${node.port}`;
   const org = await call(base, 'POST', '/api/admin/orgs', { token: adminToken, body: { name: 'Bench', owner: { email: 'bench@bench.test', password } } });
   const apiKey = org.apiKey.fullKey as string;
@@ -180,7 +184,7 @@ try {
     ['page CPU under load (renderer processes)', `${pageCpuMs.toFixed(0)} ms over ${wallSeconds.toFixed(1)} s; above idle ${overIdleMs.toFixed(0)} ms = ${(overIdleMs / Math.max(1, applied)).toFixed(3)} ms per status change (${((overIdleMs / Math.max(1, applied)) * RATE / 10).toFixed(1)} % of a core at ${RATE}/s)`],
   ];
   const width = Math.max(...rows_.map(([k]) => k.length));
-  process.stdout.write(`console bench (Chromium ${browser.version()}, node on ${postgres ? 'Postgres' : 'embedded engines'})\n`);
+  process.stdout.write(`console bench (Chromium ${browser.version()}, node on ${postgres ? 'Postgres' : 'embedded engines'}, cores ${values['node-cores']})\n`);
   for (const [k, v] of rows_) process.stdout.write(`${k.padEnd(width)}  ${v}\n`);
   const misses = [
     firstLoadBytes > FIRST_LOAD_GOAL ? 'first load over 200 KB' : '',
