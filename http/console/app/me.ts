@@ -29,7 +29,9 @@ export function useMe(): Me {
 
 /** How a recorded actor (`user:<id>`, `apiKey:<id>`, `worker:<id>`…) reads to the person looking at it. */
 export function actorName(me: Me, actor: string): string {
-  const [kind, id = ''] = actor.split(':', 2);
+  // Some records name a user by bare id (policy versions), others as `user:<id>`.
+  const bareUser = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(actor);
+  const [kind, id = ''] = bareUser ? ['user', actor] : actor.split(':', 2);
   if (kind === 'user') return id === me.user?.id ? 'you' : `a user (${id.slice(0, 8)})`;
   if (kind === 'apiKey') return `API key ${id.slice(0, 8)}`;
   if (kind === 'worker') return `worker ${id.slice(0, 8)}`;
