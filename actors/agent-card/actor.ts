@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { ActorBehavior } from '../runtime/machine.js';
+import { agentCardMessageSchema } from '../../schemas/agents/agent-card.js';
 import { appendAudit } from '../../storage/audit-log.js';
 import { appendCardVersion, insertListing, writeCard } from '../../storage/agent-cards/cards.js';
 import { decideAgentCard, initialAgentCardState, type AgentCardEffect, type AgentCardMsg, type AgentCardReply, type AgentCardState } from './machine.js';
@@ -21,13 +22,7 @@ export function createAgentCardBehavior(): ActorBehavior<AgentCardState, AgentCa
     kind: AGENT_CARD_KIND,
     initial: initialAgentCardState,
     decide: decideAgentCard,
-    validate(message: unknown): string | undefined {
-      const m = message as { type?: unknown; orgId?: unknown; by?: unknown } | null;
-      if (typeof m !== 'object' || m === null) return 'message is not an object';
-      if (typeof m.type !== 'string' || !m.type.startsWith('agentCard.')) return 'type is not an agent-card message';
-      if (typeof m.orgId !== 'string' || typeof m.by !== 'string') return 'orgId and by are required';
-      return undefined;
-    },
+    messages: agentCardMessageSchema,
     async project(trx: Knex.Transaction, _id, _next, _previous, effects) {
       for (const effect of effects) {
         switch (effect.type) {

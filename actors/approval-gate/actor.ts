@@ -1,6 +1,5 @@
 import type { Knex } from 'knex';
 import type { ActorBehavior } from '../runtime/machine.js';
-import { ajv, compileSchema } from '../../schemas/ajv.js';
 import { gateMessageSchema } from '../../schemas/workflows/messages.js';
 import { writeGate } from '../../storage/workflows/runs.js';
 import type { AskFn } from '../workflow-run/ports.js';
@@ -14,18 +13,12 @@ import { decideGate, initialGateState, type GateEffect, type GateMsg, type GateS
 export const APPROVAL_GATE_KIND = 'approval-gate';
 export const approvalGateAddress = (id: string): string => `${APPROVAL_GATE_KIND}/${id}`;
 
-const validateMessage = compileSchema(ajv, gateMessageSchema as unknown as Record<string, unknown>);
-
 export function createApprovalGateBehavior(ports: { ask: AskFn }): ActorBehavior<GateState, GateMsg, GateView, GateEffect> {
   return {
     kind: APPROVAL_GATE_KIND,
     initial: initialGateState,
     decide: decideGate,
-    validate(message) {
-      if (validateMessage(message)) return undefined;
-      const first = validateMessage.errors?.[0];
-      return first ? `${first.instancePath || '/'} ${first.message ?? 'is invalid'}` : 'is invalid';
-    },
+    messages: gateMessageSchema,
     async project(trx: Knex.Transaction, id: string, next: GateState) {
       if (next.status === 'absent') return;
       await writeGate(trx, id, next);

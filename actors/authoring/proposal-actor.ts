@@ -1,6 +1,5 @@
 import type { Knex } from 'knex';
 import type { ActorBehavior } from '../runtime/machine.js';
-import { ajv, compileSchema } from '../../schemas/ajv.js';
 import { proposalMessageSchema } from '../../schemas/authoring/proposal.js';
 import { appendAudit } from '../../storage/audit-log.js';
 import { writeProposalVersion } from '../../storage/authoring/proposals.js';
@@ -15,18 +14,12 @@ import { decideProposal, initialProposalState, type ProposalEffect, type Proposa
 export const PROPOSAL_KIND = 'proposal';
 export const proposalAddress = (proposalId: string): string => `${PROPOSAL_KIND}/${proposalId}`;
 
-const validateMessage = compileSchema(ajv, proposalMessageSchema as unknown as Record<string, unknown>);
-
 export function createProposalBehavior(): ActorBehavior<ProposalState, ProposalMsg, ProposalReply, ProposalEffect> {
   return {
     kind: PROPOSAL_KIND,
     initial: initialProposalState,
     decide: decideProposal,
-    validate(message: unknown): string | undefined {
-      if (validateMessage(message)) return undefined;
-      const first = validateMessage.errors?.[0];
-      return first ? `${first.instancePath || '/'} ${first.message ?? 'is invalid'}` : 'is invalid';
-    },
+    messages: proposalMessageSchema,
     async project(trx: Knex.Transaction, _id: string, _next: ProposalState, _previous: ProposalState, effects: readonly ProposalEffect[]) {
       for (const effect of effects) {
         await writeProposalVersion(trx, effect.proposal, effect.version);

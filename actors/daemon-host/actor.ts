@@ -3,7 +3,6 @@ import type { ActorBehavior } from '../runtime/machine.js';
 import { withAnnouncement } from '../runtime/announce.js';
 import type { Transport } from '../../transport/port.js';
 import { PENDING_TOPIC, type PendingEvent } from './pending-index.js';
-import { ajv } from '../../schemas/ajv.js';
 import { daemonHostMessageSchema } from '../../schemas/sessions/daemon.js';
 import { insertMutation, markMutationCancelled, markMutationsDelivered, upsertWorker } from '../../storage/sessions/daemon.js';
 import {
@@ -17,8 +16,6 @@ import {
  * carries it is answered.
  */
 export const DAEMON_HOST_KIND = 'daemon-host';
-
-const validateMessage = ajv.compile(daemonHostMessageSchema);
 
 export interface DaemonHostPorts {
   /** Where the pending count is announced after every durable change of it (`daemon.pending`, every node). */
@@ -47,11 +44,7 @@ function daemonHostBehavior(): ActorBehavior<DaemonHostState, DaemonHostMsg, Dae
     kind: DAEMON_HOST_KIND,
     initial: initialDaemonHostState,
     decide: decideDaemonHost,
-    validate(message: unknown): string | undefined {
-      if (validateMessage(message)) return undefined;
-      const first = validateMessage.errors?.[0];
-      return first ? `${first.instancePath || '/'} ${first.message ?? 'is invalid'}` : 'is invalid';
-    },
+    messages: daemonHostMessageSchema,
     async project(trx: Knex.Transaction, workerId: string, next: DaemonHostState, _previous: DaemonHostState, effects: readonly DaemonHostEffect[]) {
       const orgId = next.orgId!;
       for (const effect of effects) {

@@ -1,7 +1,6 @@
 import type { Knex } from 'knex';
 import { createHash } from 'node:crypto';
 import type { ActorBehavior } from '../runtime/machine.js';
-import { ajv, compileSchema } from '../../schemas/ajv.js';
 import { incidentMessageSchema } from '../../schemas/governance/incident.js';
 import { appendAudit } from '../../storage/audit-log.js';
 import { writeIncident } from '../../storage/governance/incidents.js';
@@ -19,18 +18,12 @@ export function incidentIdFor(orgId: string, source: string, externalId: string)
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-${variant}${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
 
-const validateMessage = compileSchema(ajv, incidentMessageSchema as unknown as Record<string, unknown>);
-
 export function createIncidentBehavior(): ActorBehavior<IncidentState, IncidentMsg, IncidentReply, IncidentEffect> {
   return {
     kind: INCIDENT_KIND,
     initial: initialIncidentState,
     decide: decideIncident,
-    validate(message: unknown): string | undefined {
-      if (validateMessage(message)) return undefined;
-      const first = validateMessage.errors?.[0];
-      return first ? `${first.instancePath || '/'} ${first.message ?? 'is invalid'}` : 'is invalid';
-    },
+    messages: incidentMessageSchema,
     async project(trx: Knex.Transaction, _id: string, _next: IncidentState, _previous: IncidentState, effects: readonly IncidentEffect[]) {
       for (const { incident, change, created } of effects) {
         await writeIncident(trx, incident);

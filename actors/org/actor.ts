@@ -1,6 +1,4 @@
 import type { Knex } from 'knex';
-import { Ajv } from 'ajv';
-import addFormatsModule from 'ajv-formats';
 import type { ActorBehavior } from '../runtime/machine.js';
 import { orgMessageSchema } from '../../schemas/identity/org-actor.js';
 import {
@@ -23,21 +21,12 @@ export interface OrgBehaviorPorts {
   readonly publishRevocation?: (revoked: readonly string[]) => Promise<void>;
 }
 
-const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
-const ajv = new Ajv({ allErrors: false });
-addFormats(ajv);
-const validateMessage = ajv.compile(orgMessageSchema);
-
 export function createOrgBehavior(ports: OrgBehaviorPorts = {}): ActorBehavior<OrgState, OrgMsg, OrgReply, OrgEffect> {
   return {
     kind: ORG_KIND,
     initial: initialOrgState,
     decide: decideOrg,
-    validate(message: unknown): string | undefined {
-      if (validateMessage(message)) return undefined;
-      const first = validateMessage.errors?.[0];
-      return first ? `${first.instancePath || '/'} ${first.message ?? 'is invalid'}` : 'is invalid';
-    },
+    messages: orgMessageSchema,
     async project(trx: Knex.Transaction, orgId: string, _next: OrgState, _previous: OrgState, effects: readonly OrgEffect[]) {
       for (const effect of effects) {
         switch (effect.type) {

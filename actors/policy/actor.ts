@@ -1,6 +1,5 @@
 import type { Knex } from 'knex';
 import type { ActorBehavior } from '../runtime/machine.js';
-import { ajv, compileSchema } from '../../schemas/ajv.js';
 import { policyMessageSchema } from '../../schemas/governance/policy.js';
 import { appendAudit } from '../../storage/audit-log.js';
 import { appendPolicyVersion, writePolicy } from '../../storage/governance/policies.js';
@@ -14,18 +13,12 @@ import { decidePolicy, initialPolicyState, type PolicyEffect, type PolicyMsg, ty
 export const POLICY_KIND = 'policy';
 export const policyAddress = (policyId: string): string => `${POLICY_KIND}/${policyId}`;
 
-const validateMessage = compileSchema(ajv, policyMessageSchema as unknown as Record<string, unknown>);
-
 export function createPolicyBehavior(): ActorBehavior<PolicyState, PolicyMsg, PolicyReply, PolicyEffect> {
   return {
     kind: POLICY_KIND,
     initial: initialPolicyState,
     decide: decidePolicy,
-    validate(message: unknown): string | undefined {
-      if (validateMessage(message)) return undefined;
-      const first = validateMessage.errors?.[0];
-      return first ? `${first.instancePath || '/'} ${first.message ?? 'is invalid'}` : 'is invalid';
-    },
+    messages: policyMessageSchema,
     async project(trx: Knex.Transaction, _id: string, _next: PolicyState, _previous: PolicyState, effects: readonly PolicyEffect[]) {
       for (const effect of effects) {
         switch (effect.type) {

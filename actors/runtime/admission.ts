@@ -1,4 +1,5 @@
 import { TroupeError } from '../../ops/kernel/errors.js';
+import { ajv, compileSchema } from '../../schemas/ajv.js';
 import type { ActorBehavior } from './machine.js';
 
 /**
@@ -9,25 +10,33 @@ import type { ActorBehavior } from './machine.js';
 /** Message types are short identifiers (`session.start`); anything longer is not one of ours. */
 const MAX_MESSAGE_TYPE_LENGTH = 128;
 
-export function admitMessage<M extends { type: string }>(
-  behavior: ActorBehavior<unknown, M, unknown, unknown>, message: unknown,
-): M {
-  if (typeof message !== 'object' || message === null || Array.isArray(message)) {
-    throw new TroupeError('VALIDATION_FAILED', 'a message must be a JSON object', { kind: behavior.kind });
-  }
-  const type = (message as { type?: unknown }).type;
-  if (typeof type !== 'string' || type.length === 0 || type.length > MAX_MESSAGE_TYPE_LENGTH) {
-    throw new TroupeError('VALIDATION_FAILED', 'a message needs a string "type"', { kind: behavior.kind });
-  }
-  let reason: string | undefined;
-  try {
-    reason = behavior.validate?.(message);
-  } catch {
-    // A validator that throws on some input is our bug, not the sender's; the caller logs the cause.
-    throw new TroupeError('INTERNAL', undefined, { kind: behavior.kind, msgType: type });
-  }
-  if (reason !== undefined) {
-    throw new TroupeError('VALIDATION_FAILED', `invalid ${type} message: ${reason}`, { kind: behavior.kind, msgType: type, reason });
-  }
-  return message as M;
+/** Checks one message and returns it typed, or throws VALIDATION_FAILED saying what is wrong with it. */
+export type Admission<M> = (message: unknown) => M;
+
+/** Compiles a kind's message schema once; the returned gate is what every message of that kind goes through. */
+export function compileAdmission<M extends { type: string }>(behavior: Pick<ActorBehavior<unknown, M, unknown, unknown>, 'kind' | 'messages'>): Admission<M> {
+  const { kind } = behavior;
+  const validate = compileSchema(ajv, behavior.messages);
+  return (message) => {
+    if (typeof message !== 'object' || message === null || Array.isArray(message)) {
+      throw new TroupeError('VALIDATION_FAILED', 'a message must be a JSON object', { kind });
+    }
+    const type = (message as { type?: unknown }).type;
+    if (typeof type !== 'string' || type.length === 0 || type.length > MAX_MESSAGE_TYPE_LENGTH) {
+      throw new TroupeError('VALIDATION_FAILED', 'a message needs a string "type"', { kind });
+    }
+    let valid: boolean;
+    try {
+      valid = validate(message);
+    } catch {
+      // A validator that throws on some input is our bug, not the sender's; the caller logs the cause.
+      throw new TroupeError('INTERNAL', undefined, { kind, msgType: type });
+    }
+    if (!valid) {
+      const first = validate.errors?.[0];
+      const reason = first === undefined ? 'is invalid' : `${first.instancePath || '/'} ${first.message ?? 'is invalid'}`;
+      throw new TroupeError('VALIDATION_FAILED', `invalid ${type} message: ${reason}`, { kind, msgType: type, reason });
+    }
+    return message as M;
+  };
 }

@@ -29,6 +29,9 @@ export interface EffectContext<M> {
   readonly log: Logger;
 }
 
+/** A JSON Schema, as the `schemas/` room writes them (`as const` object literals). */
+export type MessageSchema = Readonly<Record<string, unknown>>;
+
 export interface ActorBehavior<S, M extends { type: string }, R = unknown, E = never> {
   readonly kind: string;
   initial(id: string): S;
@@ -37,8 +40,11 @@ export interface ActorBehavior<S, M extends { type: string }, R = unknown, E = n
   project?(trx: Knex.Transaction, id: string, next: S, previous: S, effects: readonly E[]): Promise<void>;
   /** Runs after the state is durable and the reply sent; must be idempotent (a crash may replay it). */
   afterPersist?(effects: readonly E[], ctx: EffectContext<M>): Promise<void>;
-  /** Checks an incoming message's shape before `decide` sees it; returns a reason when it is malformed. */
-  validate?(message: unknown): string | undefined;
+  /**
+   * The JSON Schema every incoming message must meet before `decide` sees it (messages cross the broker, so any of
+   * them may be hostile). Declared once per kind; the runtime compiles it when the kind is registered.
+   */
+  readonly messages: MessageSchema;
   readonly supervision?: SupervisionPolicy;
   /** Overrides the system-wide idle time after which this kind is passivated. */
   readonly passivateAfterMs?: number;

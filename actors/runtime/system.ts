@@ -7,7 +7,7 @@ import type { Logger } from '../../ops/kernel/logger.js';
 import type { SnapshotStore } from '../../storage/snapshot-store.js';
 import type { DeliveryHandler } from '../../transport/port.js';
 import { addressOf, parseAddress } from '../../transport/shards.js';
-import { admitMessage } from './admission.js';
+import { compileAdmission, type Admission } from './admission.js';
 import type { ActorBehavior, Decision, EffectContext } from './machine.js';
 import { createRuntimeMetrics, noMetrics, type MessageOutcome, type RuntimeMetrics } from './metrics.js';
 import { persist, rehydrate, unloaded, type Cell, type LoadedCell } from './persistence.js';
@@ -62,6 +62,12 @@ export interface ActorSystem {
 const MAX_ADDRESS_LENGTH = 512;
 
 type AnyBehavior = ActorBehavior<unknown, { type: string }, unknown, unknown>;
+
+/** A registered kind: its behaviour, and what the runtime compiled from it once, at registration. */
+interface RegisteredKind {
+  readonly behavior: AnyBehavior;
+  readonly admit: Admission<{ type: string }>;
+}
 type Outcome = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly error: TroupeError };
 
 /**
@@ -103,7 +109,7 @@ class ActorCrash extends Error {
 export function createActorSystem(opts: ActorSystemOptions): ActorSystem {
   const { snapshots, clock } = opts;
   const log = opts.log.child({ component: 'actors' });
-  const behaviors = new Map<string, AnyBehavior>();
+  const kinds = new Map<string, RegisteredKind>();
   const entries = new Map<string, Entry>();
   const root = start();
   let spawned = 0;
@@ -111,7 +117,7 @@ export function createActorSystem(opts: ActorSystemOptions): ActorSystem {
 
   const metrics: RuntimeMetrics = opts.metrics === undefined ? noMetrics : createRuntimeMetrics(opts.metrics, () => {
     const tally = new Map<string, { alive: number; mailboxDepth: number }>();
-    for (const kind of behaviors.keys()) tally.set(kind, { alive: 0, mailboxDepth: 0 });
+    for (const kind of kinds.keys()) tally.set(kind, { alive: 0, mailboxDepth: 0 });
     for (const entry of entries.values()) {
       const counts = tally.get(entry.behavior.kind);
       if (counts === undefined) continue;
@@ -123,11 +129,12 @@ export function createActorSystem(opts: ActorSystemOptions): ActorSystem {
 
   function register<S, M extends { type: string }, R, E>(behavior: ActorBehavior<S, M, R, E>): void {
     if (!/^[a-z][a-z0-9-]*$/.test(behavior.kind)) throw new Error(`actor kind must be lower-case words: ${behavior.kind}`);
-    if (behaviors.has(behavior.kind)) throw new Error(`actor kind registered twice: ${behavior.kind}`);
-    behaviors.set(behavior.kind, behavior as unknown as AnyBehavior);
+    if (kinds.has(behavior.kind)) throw new Error(`actor kind registered twice: ${behavior.kind}`);
+    const any = behavior as unknown as AnyBehavior;
+    kinds.set(behavior.kind, { behavior: any, admit: compileAdmission(any) });
   }
 
-  function locate(address: unknown): { behavior: AnyBehavior; id: string; address: string } {
+  function locate(address: unknown): { kind: RegisteredKind; id: string; address: string } {
     if (typeof address !== 'string' || address.length > MAX_ADDRESS_LENGTH) {
       throw new TroupeError('NOT_FOUND', 'no actor at a malformed address');
     }
@@ -137,10 +144,10 @@ export function createActorSystem(opts: ActorSystemOptions): ActorSystem {
     } catch {
       throw new TroupeError('NOT_FOUND', 'no actor at a malformed address', { address });
     }
-    const behavior = behaviors.get(parsed.kind);
+    const kind = kinds.get(parsed.kind);
     // A kind unknown here is a routing bug or a node running older code than the sender: nothing can answer.
-    if (behavior === undefined) throw new TroupeError('NOT_FOUND', `no actor kind "${parsed.kind}" on this node`, { address });
-    return { behavior, id: parsed.id, address };
+    if (kind === undefined) throw new TroupeError('NOT_FOUND', `no actor kind "${parsed.kind}" on this node`, { address });
+    return { kind, id: parsed.id, address };
   }
 
   /** Checks and addresses a message; throws before any actor exists for it. */
@@ -149,12 +156,12 @@ export function createActorSystem(opts: ActorSystemOptions): ActorSystem {
     const target = locate(address);
     let admitted: { type: string };
     try {
-      admitted = admitMessage(target.behavior, message);
+      admitted = target.kind.admit(message);
     } catch (err) {
       if (err instanceof TroupeError && err.code === 'INTERNAL') log.error({ err, address: target.address }, 'message validator threw');
       throw err;
     }
-    return { entry: entries.get(target.address) ?? incarnate(target.address, target.behavior, target.id), message: admitted };
+    return { entry: entries.get(target.address) ?? incarnate(target.address, target.kind.behavior, target.id), message: admitted };
   }
 
   function enqueue(entry: Entry, envelope: Envelope): void {

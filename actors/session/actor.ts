@@ -1,6 +1,5 @@
 import type { Knex } from 'knex';
 import type { ActorBehavior } from '../runtime/machine.js';
-import { ajv } from '../../schemas/ajv.js';
 import { sessionMessageSchema } from '../../schemas/sessions/session-actor.js';
 import { projectSession } from '../../storage/sessions/projection.js';
 import { recordSessionAnalytics } from '../../storage/analytics/session-facts.js';
@@ -21,18 +20,12 @@ export interface SessionPorts {
   readonly tell?: (address: string, message: unknown) => Promise<void>;
 }
 
-const validateMessage = ajv.compile(sessionMessageSchema);
-
 export function createSessionBehavior(ports: SessionPorts = {}): ActorBehavior<SessionState, SessionMsg, SessionReply, SessionEffect> {
   return {
     kind: SESSION_KIND,
     initial: initialSessionState,
     decide: decideSession,
-    validate(message: unknown): string | undefined {
-      if (validateMessage(message)) return undefined;
-      const first = validateMessage.errors?.[0];
-      return first ? `${first.instancePath || '/'} ${first.message ?? 'is invalid'}` : 'is invalid';
-    },
+    messages: sessionMessageSchema,
     async project(trx: Knex.Transaction, id: string, next: SessionState, previous: SessionState, effects: readonly SessionEffect[]) {
       await projectSession(trx, id, next, previous, effects, next.updatedAt);
       // Phase records, the run's outcome and its router arm (decision 0013): in this transaction, so exactly once.

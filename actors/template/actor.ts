@@ -1,6 +1,5 @@
 import type { Knex } from 'knex';
 import type { ActorBehavior } from '../runtime/machine.js';
-import { ajv, compileSchema } from '../../schemas/ajv.js';
 import { templateMessageSchema } from '../../schemas/templates/templates.js';
 import { insertTemplateVersion, writeTemplateDraft } from '../../storage/templates/templates.js';
 import { analyseDefinition } from '../workflow/definition.js';
@@ -14,18 +13,12 @@ export const TEMPLATE_KIND = 'template';
 /** One actor per (org, slug); the org in the id keeps tenants apart even when they choose the same slug. */
 export const templateAddress = (orgId: string, slug: string): string => `${TEMPLATE_KIND}/${orgId}:${slug}`;
 
-const validateMessage = compileSchema(ajv, templateMessageSchema as unknown as Record<string, unknown>);
-
 export function createTemplateBehavior(): ActorBehavior<TemplateState, TemplateMsg, TemplateView, TemplateEffect> {
   return {
     kind: TEMPLATE_KIND,
     initial: initialTemplateState,
     decide: decideTemplate,
-    validate(message) {
-      if (validateMessage(message)) return undefined;
-      const first = validateMessage.errors?.[0];
-      return first ? `${first.instancePath || '/'} ${first.message ?? 'is invalid'}` : 'is invalid';
-    },
+    messages: templateMessageSchema,
     async project(trx: Knex.Transaction, _id: string, next: TemplateState, _previous: TemplateState, effects: readonly TemplateEffect[]) {
       if (next.status !== 'present') return;
       for (const effect of effects) {

@@ -1,7 +1,6 @@
 import type { Knex } from 'knex';
 import type { ActorBehavior } from '../runtime/machine.js';
 import { TroupeError } from '../../ops/kernel/errors.js';
-import { ajv, compileSchema } from '../../schemas/ajv.js';
 import { runMessageSchema } from '../../schemas/workflows/messages.js';
 import { writeRun } from '../../storage/workflows/runs.js';
 import { approvalGateAddress } from '../approval-gate/actor.js';
@@ -20,19 +19,13 @@ export const workflowRunAddress = (id: string): string => `${WORKFLOW_RUN_KIND}/
 /** Session statuses that end an agent step (actors/session/machine.ts `terminalStatuses`). */
 const terminalSessionStatuses: ReadonlySet<string> = new Set(['completed', 'failed', 'stopped']);
 
-const validateMessage = compileSchema(ajv, runMessageSchema as unknown as Record<string, unknown>);
-
 export function createWorkflowRunBehavior(ports: RunPorts): ActorBehavior<RunState, RunMsg, RunView, RunEffect> {
   const dispatchAgent = ports.dispatchAgent ?? sessionDispatch(ports.ask);
   return {
     kind: WORKFLOW_RUN_KIND,
     initial: initialRunState,
     decide: decideRun,
-    validate(message) {
-      if (validateMessage(message)) return undefined;
-      const first = validateMessage.errors?.[0];
-      return first ? `${first.instancePath || '/'} ${first.message ?? 'is invalid'}` : 'is invalid';
-    },
+    messages: runMessageSchema,
     async project(trx: Knex.Transaction, id: string, next: RunState) {
       if (next.status === 'absent') return;
       await writeRun(trx, {

@@ -1,6 +1,5 @@
 import type { Knex } from 'knex';
 import type { ActorBehavior } from '../runtime/machine.js';
-import { ajv, compileSchema } from '../../schemas/ajv.js';
 import { workflowMessageSchema } from '../../schemas/workflows/messages.js';
 import { appendAudit } from '../../storage/audit-log.js';
 import { writeVersion } from '../../storage/workflows/workflows.js';
@@ -16,18 +15,12 @@ import {
 export const WORKFLOW_KIND = 'workflow';
 export const workflowAddress = (id: string): string => `${WORKFLOW_KIND}/${id}`;
 
-const validateMessage = compileSchema(ajv, workflowMessageSchema as unknown as Record<string, unknown>);
-
 export function createWorkflowBehavior(): ActorBehavior<WorkflowState, WorkflowMsg, WorkflowView, WorkflowEffect> {
   return {
     kind: WORKFLOW_KIND,
     initial: initialWorkflowState,
     decide: decideWorkflow,
-    validate(message) {
-      if (validateMessage(message)) return undefined;
-      const first = validateMessage.errors?.[0];
-      return first ? `${first.instancePath || '/'} ${first.message ?? 'is invalid'}` : 'is invalid';
-    },
+    messages: workflowMessageSchema,
     async project(trx: Knex.Transaction, id: string, next: WorkflowState, _previous: WorkflowState, effects: readonly WorkflowEffect[]) {
       if (next.status === 'absent') return;
       for (const effect of effects) {

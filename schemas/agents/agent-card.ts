@@ -117,3 +117,35 @@ export interface AgentCardRecord {
   readonly createdAt: number;
   readonly updatedAt: number;
 }
+
+const sourceVersion = {
+  type: 'object', required: ['version', 'payload', 'createdAt', 'changedBy'],
+  properties: { version: { type: 'integer', minimum: 1 }, payload: { type: 'object' }, createdAt: { type: 'string' }, changedBy: { type: 'string' } },
+} as const;
+
+/**
+ * The agent-card actor's messages. The routes check request bodies against the schemas above before they build a
+ * message, so this one checks each message's own fields: what `decide` reads must be there and of its type.
+ */
+export const agentCardMessageSchema = {
+  $id: 'troupe:agent-card-message',
+  type: 'object',
+  required: ['type', 'orgId', 'by'],
+  properties: {
+    type: { enum: ['agentCard.create', 'agentCard.update', 'agentCard.publish', 'agentCard.install', 'agentCard.acceptUpdate'] },
+    orgId: { type: 'string' }, by: { type: 'string' },
+  },
+  allOf: [
+    { if: { properties: { type: { const: 'agentCard.create' } } }, then: { required: ['payload'], properties: { payload: { type: 'object' } } } },
+    { if: { properties: { type: { const: 'agentCard.update' } } }, then: { required: ['changes'], properties: { changes: { type: 'object' } } } },
+    { if: { properties: { type: { const: 'agentCard.publish' } } }, then: { required: ['listingId'], properties: { listingId: { type: 'string' } } } },
+    {
+      if: { properties: { type: { const: 'agentCard.install' } } },
+      then: {
+        required: ['listingId', 'sourceCardId', 'source', 'overlay'],
+        properties: { listingId: { type: 'string' }, sourceCardId: { type: 'string' }, source: sourceVersion, overlay: { type: 'object' } },
+      },
+    },
+    { if: { properties: { type: { const: 'agentCard.acceptUpdate' } } }, then: { required: ['source'], properties: { source: sourceVersion } } },
+  ],
+} as const;

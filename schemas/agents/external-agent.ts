@@ -61,3 +61,31 @@ export interface ExternalAgentRecord {
   readonly createdAt: number;
   readonly updatedAt: number;
 }
+
+/** The external-agent actor's messages: what `decide` reads must be there and of its type (cards are fetched by the route). */
+export const externalAgentMessageSchema = {
+  $id: 'troupe:external-agent-message',
+  type: 'object',
+  required: ['type', 'orgId'],
+  properties: {
+    type: { enum: ['externalAgent.register', 'externalAgent.setTrust', 'externalAgent.refreshed'] },
+    orgId: { type: 'string' },
+  },
+  allOf: [
+    {
+      if: { properties: { type: { const: 'externalAgent.register' } } },
+      then: {
+        required: ['url', 'card', 'fetchedAt', 'by'],
+        properties: { url: { type: 'string' }, card: { type: ['object', 'null'] }, fetchedAt: { type: 'number' }, by: { type: 'string' } },
+      },
+    },
+    {
+      if: { properties: { type: { const: 'externalAgent.setTrust' } } },
+      then: { required: ['trustLevel', 'by'], properties: { trustLevel: updateExternalAgentBody.properties.trustLevel, by: { type: 'string' } } },
+    },
+    {
+      if: { properties: { type: { const: 'externalAgent.refreshed' } } },
+      then: { required: ['card', 'fetchedAt'], properties: { card: { type: ['object', 'null'] }, fetchedAt: { type: 'number' } } },
+    },
+  ],
+} as const;

@@ -1,6 +1,6 @@
 import { deepStrictEqual } from 'node:assert/strict';
 import { TroupeError, type ErrorCode } from '../../ops/kernel/errors.js';
-import { admitMessage } from '../../actors/runtime/admission.js';
+import { compileAdmission, type Admission } from '../../actors/runtime/admission.js';
 import type { ActorBehavior, DecideContext } from '../../actors/runtime/machine.js';
 
 /**
@@ -28,7 +28,7 @@ export function runCommand<S, M extends { type: string }, R, E>(
   const before = roundTrip(state, 'state');
   let admitted: M;
   try {
-    admitted = admitMessage(behavior as unknown as ActorBehavior<unknown, M, unknown, unknown>, wireMessage);
+    admitted = admissionOf(behavior)(wireMessage) as M;
   } catch (err) {
     if (err instanceof TroupeError) return { ok: false, rejection: rejectionOf(err), state: before };
     throw err;
@@ -48,6 +48,17 @@ export function runCommand<S, M extends { type: string }, R, E>(
     effects: decision.effects,
     changed,
   };
+}
+
+/** Compiled once per behaviour, as the runtime does when a kind is registered. */
+const admissions = new WeakMap<object, Admission<{ type: string }>>();
+function admissionOf(behavior: Pick<ActorBehavior<unknown, { type: string }, unknown, unknown>, 'kind' | 'messages'>): Admission<{ type: string }> {
+  let admit = admissions.get(behavior);
+  if (admit === undefined) {
+    admit = compileAdmission(behavior);
+    admissions.set(behavior, admit);
+  }
+  return admit;
 }
 
 function rejectionOf(err: TroupeError) {

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { ActorBehavior } from '../../runtime/machine.js';
+import { externalAgentMessageSchema } from '../../../schemas/agents/external-agent.js';
 import { appendAudit } from '../../../storage/audit-log.js';
 import { writeExternalAgent } from '../../../storage/integrations/a2a.js';
 import {
@@ -21,11 +22,7 @@ export function createExternalAgentBehavior(): ActorBehavior<ExternalAgentState,
     kind: EXTERNAL_AGENT_KIND,
     initial: initialExternalAgentState,
     decide: decideExternalAgent,
-    validate(message: unknown) {
-      const m = message as { type?: unknown; orgId?: unknown } | null;
-      if (typeof m !== 'object' || m === null || typeof m.type !== 'string' || !m.type.startsWith('externalAgent.')) return 'not an external-agent message';
-      return typeof m.orgId === 'string' ? undefined : 'orgId is required';
-    },
+    messages: externalAgentMessageSchema,
     async project(trx, _id, _next, _previous, effects) {
       for (const effect of effects) {
         await writeExternalAgent(trx, effect.agent);

@@ -1,6 +1,5 @@
 import type { Knex } from 'knex';
 import type { ActorBehavior } from '../../runtime/machine.js';
-import { ajv, compileSchema } from '../../../schemas/ajv.js';
 import { providerEventMessageSchema } from '../../../schemas/integrations/provider-event.js';
 import { writeWebhookOutcome } from '../../../storage/integrations/webhook-events.js';
 import { publicSessionId, sessionAddress, type SessionReply } from '../../session/index.js';
@@ -33,18 +32,12 @@ export function sessionDispatchFor(effect: Omit<Extract<ProviderEventEffect, { t
   };
 }
 
-const validateMessage = compileSchema(ajv, providerEventMessageSchema as unknown as Record<string, unknown>);
-
 export function createProviderEventBehavior(ports: { ask: AskFn }): ActorBehavior<ProviderEventState, ProviderEventMsg, ProviderEventReply, ProviderEventEffect> {
   return {
     kind: PROVIDER_EVENT_KIND,
     initial: initialProviderEventState,
     decide: decideProviderEvent,
-    validate(message) {
-      if (validateMessage(message)) return undefined;
-      const first = validateMessage.errors?.[0];
-      return first ? `${first.instancePath || '/'} ${first.message ?? 'is invalid'}` : 'is invalid';
-    },
+    messages: providerEventMessageSchema,
     async project(trx: Knex.Transaction, id: string, next: ProviderEventState, _previous, effects) {
       for (const effect of effects) {
         if (effect.type === 'sessionActivity') await noteOnSession(trx, id, effect, new Date(next.updatedAt));

@@ -36,18 +36,20 @@ export const counterTable: TransitionTable<CounterStatus, CounterMsg['type']> = 
 /** Bounds a hostile `by` so the count stays a safe integer. */
 const MAX_STEP = 1000;
 
+const counterMessageSchema = {
+  oneOf: [
+    {
+      type: 'object', required: ['type'],
+      properties: { type: { const: 'counter.increment' }, by: { type: 'integer', minimum: 1, maximum: MAX_STEP } },
+    },
+    { type: 'object', required: ['type'], properties: { type: { enum: ['counter.toggle', 'counter.read'] } } },
+  ],
+} as const;
+
 export const counterBehavior: ActorBehavior<CounterState, CounterMsg, CounterReply, CounterEffect> = {
   kind: 'counter',
   initial: () => ({ status: 'on', count: 0 }),
-  validate(message) {
-    const msg = message as Record<string, unknown>;
-    if (!['counter.increment', 'counter.toggle', 'counter.read'].includes(msg.type as string)) return `unknown type ${String(msg.type)}`;
-    if (msg.type === 'counter.increment' && msg.by !== undefined
-      && !(Number.isInteger(msg.by) && (msg.by as number) >= 1 && (msg.by as number) <= MAX_STEP)) {
-      return `by must be an integer from 1 to ${MAX_STEP}`;
-    }
-    return undefined;
-  },
+  messages: counterMessageSchema,
   decide(state, msg) {
     if (allows(counterTable, state.status, msg.type) === undefined) {
       return reject('ILLEGAL_TRANSITION', `${msg.type} is not allowed while ${state.status}`, { status: state.status, msgType: msg.type });
