@@ -3,7 +3,7 @@ import type { ActorBehavior } from '../runtime/machine.js';
 import { agentCardMessageSchema } from '../../schemas/agents/agent-card.js';
 import { appendAudit } from '../../storage/audit-log.js';
 import { appendCardVersion, insertListing, writeCard } from '../../storage/agent-cards/cards.js';
-import { decideAgentCard, initialAgentCardState, type AgentCardEffect, type AgentCardMsg, type AgentCardReply, type AgentCardState } from './machine.js';
+import { agentCardMachine, initialAgentCardState, type AgentCardEffect, type AgentCardMsg, type AgentCardReply, type AgentCardState } from './machine.js';
 
 /**
  * Runs the agent-card machine's effects, all in `project`, inside the snapshot transaction: the card row, its new
@@ -21,7 +21,7 @@ export function createAgentCardBehavior(): ActorBehavior<AgentCardState, AgentCa
   return {
     kind: AGENT_CARD_KIND,
     initial: initialAgentCardState,
-    decide: decideAgentCard,
+    machine: agentCardMachine,
     messages: agentCardMessageSchema,
     async project(trx: Knex.Transaction, _id, _next, _previous, effects) {
       for (const effect of effects) {

@@ -1,4 +1,4 @@
-import { accept, allows, reject, type Decision, type DecideContext, type TransitionTable } from '../runtime/machine.js';
+import { accept, allows, reject, type Decision, type DecideContext, type Machine, type TransitionTable } from '../runtime/machine.js';
 import { applyOverlay, missingTargets, normalizePayload, type AgentCardPayload, type Overlay } from '../marketplace/payload.js';
 import type { SourceVersion } from '../marketplace/update-preview.js';
 import type { InstallRecord, AgentCardRecord } from '../../schemas/agents/agent-card.js';
@@ -145,3 +145,7 @@ export function decideAgentCard(state: AgentCardState, msg: AgentCardMsg, ctx: D
 function definedOnly<T extends object>(value: T): Partial<T> {
   return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
+
+export const agentCardMachine: Machine<AgentCardState, AgentCardMsg, AgentCardEffect, AgentCardReply, AgentCardLifecycle> = {
+  statuses: agentCardLifecycle, messageTypes: agentCardMsgTypes, transitions: transitions, statusOf: lifecycleOf, decide: decideAgentCard,
+};

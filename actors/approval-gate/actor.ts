@@ -3,7 +3,7 @@ import type { ActorBehavior } from '../runtime/machine.js';
 import { gateMessageSchema } from '../../schemas/workflows/messages.js';
 import { writeGate } from '../../storage/workflows/runs.js';
 import type { AskFn } from '../workflow-run/ports.js';
-import { decideGate, initialGateState, type GateEffect, type GateMsg, type GateState, type GateView } from './machine.js';
+import { gateMachine, initialGateState, type GateEffect, type GateMsg, type GateState, type GateView } from './machine.js';
 
 /**
  * The approval-gate actor: projects `approval_gates` with each change and, once decided, tells the run that
@@ -17,7 +17,7 @@ export function createApprovalGateBehavior(ports: { ask: AskFn }): ActorBehavior
   return {
     kind: APPROVAL_GATE_KIND,
     initial: initialGateState,
-    decide: decideGate,
+    machine: gateMachine,
     messages: gateMessageSchema,
     async project(trx: Knex.Transaction, id: string, next: GateState) {
       if (next.status === 'absent') return;

@@ -1,5 +1,5 @@
-import { accept, allows, reject, type DecideContext, type Decision, type TransitionTable } from '../runtime/machine.js';
-import type { Decider, GateDecision, GateFields, GateRecord, GateStatus } from '../../schemas/workflows/approval-gate.js';
+import { accept, allows, reject, type DecideContext, type Decision, type Machine, type TransitionTable } from '../runtime/machine.js';
+import { gateStatuses, type Decider, type GateDecision, type GateFields, type GateRecord, type GateStatus } from '../../schemas/workflows/approval-gate.js';
 
 /**
  * One approval gate (`approval-gate/<id>`), opened by a workflow run reaching an approval node or by
@@ -79,3 +79,7 @@ export function viewOf(id: string, g: LiveGate): GateView {
 }
 
 const iso = (ms: number): string => new Date(ms).toISOString();
+
+export const gateMachine: Machine<GateState, GateMsg, GateEffect, GateView, GateStatus> = {
+  statuses: gateStatuses, messageTypes: gateMsgTypes, transitions: transitions, statusOf: (state) => state.status, decide: decideGate,
+};

@@ -3,7 +3,7 @@ import type { ActorBehavior } from '../runtime/machine.js';
 import { proposalMessageSchema } from '../../schemas/authoring/proposal.js';
 import { appendAudit } from '../../storage/audit-log.js';
 import { writeProposalVersion } from '../../storage/authoring/proposals.js';
-import { decideProposal, initialProposalState, type ProposalEffect, type ProposalMsg, type ProposalReply, type ProposalState } from './proposal-machine.js';
+import { proposalMachine, initialProposalState, type ProposalEffect, type ProposalMsg, type ProposalReply, type ProposalState } from './proposal-machine.js';
 
 /**
  * Runs the proposal machine's effects, all inside the snapshot transaction: the head row, the appended immutable
@@ -18,7 +18,7 @@ export function createProposalBehavior(): ActorBehavior<ProposalState, ProposalM
   return {
     kind: PROPOSAL_KIND,
     initial: initialProposalState,
-    decide: decideProposal,
+    machine: proposalMachine,
     messages: proposalMessageSchema,
     async project(trx: Knex.Transaction, _id: string, _next: ProposalState, _previous: ProposalState, effects: readonly ProposalEffect[]) {
       for (const effect of effects) {

@@ -1,4 +1,4 @@
-import { accept, allows, reject, type Decision, type DecideContext, type TransitionTable } from '../runtime/machine.js';
+import { accept, allows, reject, type Decision, type DecideContext, type Machine, type TransitionTable } from '../runtime/machine.js';
 import type { CandidatePlan } from './plan.js';
 import type { ProposalDigests, ProposalRecord, ProposalVersionRecord } from '../../schemas/authoring/proposal.js';
 export { type ProposalDigests, type ProposalRecord, type ProposalVersionRecord } from '../../schemas/authoring/proposal.js';
@@ -84,3 +84,7 @@ export function decideProposal(state: ProposalState, msg: ProposalMsg, ctx: Deci
   const appended: ProposalVersionRecord = { proposalId: ctx.id, version, plan: msg.plan, digests: msg.digests, createdBy: msg.by, createdAt: ctx.now };
   return accept({ proposal }, { proposalId: ctx.id, target: proposal.target, status: 'draft', version }, [{ type: 'versionAppended', proposal, version: appended }]);
 }
+
+export const proposalMachine: Machine<ProposalState, ProposalMsg, ProposalEffect, ProposalReply, ProposalLifecycle> = {
+  statuses: proposalLifecycle, messageTypes: proposalMsgTypes, transitions: transitions, statusOf: lifecycleOf, decide: decideProposal,
+};

@@ -6,7 +6,7 @@ import { PENDING_TOPIC, type PendingEvent } from './pending-index.js';
 import { daemonHostMessageSchema } from '../../schemas/sessions/daemon.js';
 import { insertMutation, markMutationCancelled, markMutationsDelivered, upsertWorker } from '../../storage/sessions/daemon.js';
 import {
-  decideDaemonHost, initialDaemonHostState,
+  daemonHostMachine, initialDaemonHostState,
   type DaemonHostEffect, type DaemonHostMsg, type DaemonHostReply, type DaemonHostState,
 } from './machine.js';
 
@@ -43,7 +43,7 @@ function daemonHostBehavior(): ActorBehavior<DaemonHostState, DaemonHostMsg, Dae
   return {
     kind: DAEMON_HOST_KIND,
     initial: initialDaemonHostState,
-    decide: decideDaemonHost,
+    machine: daemonHostMachine,
     messages: daemonHostMessageSchema,
     async project(trx: Knex.Transaction, workerId: string, next: DaemonHostState, _previous: DaemonHostState, effects: readonly DaemonHostEffect[]) {
       const orgId = next.orgId!;

@@ -1,4 +1,4 @@
-import { accept, allows, reject, type Decision, type DecideContext, type TransitionTable } from '../runtime/machine.js';
+import { accept, allows, reject, type Decision, type DecideContext, type Machine, type TransitionTable } from '../runtime/machine.js';
 
 /**
  * The daemon host (`daemon-host/<workerId>`): one registered worker daemon, its declared capacity, the projects it
@@ -180,3 +180,7 @@ export function decideDaemonHost(state: DaemonHostState, msg: DaemonHostMsg, ctx
     }
   }
 }
+
+export const daemonHostMachine: Machine<DaemonHostState, DaemonHostMsg, DaemonHostEffect, DaemonHostReply, DaemonHostStatus> = {
+  statuses: daemonHostStatuses, messageTypes: daemonHostMsgTypes, transitions: daemonHostTransitions, statusOf: (state) => state.status, decide: decideDaemonHost,
+};

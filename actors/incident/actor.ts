@@ -4,7 +4,7 @@ import type { ActorBehavior } from '../runtime/machine.js';
 import { incidentMessageSchema } from '../../schemas/governance/incident.js';
 import { appendAudit } from '../../storage/audit-log.js';
 import { writeIncident } from '../../storage/governance/incidents.js';
-import { decideIncident, initialIncidentState, type IncidentEffect, type IncidentMsg, type IncidentReply, type IncidentState } from './machine.js';
+import { incidentMachine, initialIncidentState, type IncidentEffect, type IncidentMsg, type IncidentReply, type IncidentState } from './machine.js';
 
 /** Projects the incident row and its audit entry in the snapshot transaction: both commit with the state. */
 export const INCIDENT_KIND = 'incident';
@@ -22,7 +22,7 @@ export function createIncidentBehavior(): ActorBehavior<IncidentState, IncidentM
   return {
     kind: INCIDENT_KIND,
     initial: initialIncidentState,
-    decide: decideIncident,
+    machine: incidentMachine,
     messages: incidentMessageSchema,
     async project(trx: Knex.Transaction, _id: string, _next: IncidentState, _previous: IncidentState, effects: readonly IncidentEffect[]) {
       for (const { incident, change, created } of effects) {

@@ -1,4 +1,4 @@
-import { accept, allows, reject, type Decision, type DecideContext, type TransitionTable } from '../runtime/machine.js';
+import { accept, allows, reject, type Decision, type DecideContext, type Machine, type TransitionTable } from '../runtime/machine.js';
 import type { IncidentChange } from '../../schemas/governance/incident.js';
 import type { IncidentRow } from '../../storage/governance/incidents.js';
 
@@ -103,3 +103,7 @@ export function decideIncident(state: IncidentState, msg: IncidentMsg, ctx: Deci
   };
   return accept({ incident: next }, reply, [{ type: 'incidentWritten', incident: next, change: msg.change, created }]);
 }
+
+export const incidentMachine: Machine<IncidentState, IncidentMsg, IncidentEffect, IncidentReply, IncidentLifecycle> = {
+  statuses: incidentLifecycle, messageTypes: ['incident.record'], transitions: transitions, statusOf: lifecycleOf, decide: decideIncident,
+};

@@ -5,7 +5,7 @@ import {
   markApiKeyRevoked, markRegistrationTokenRevoked, writeApiKey, writeRegistrationToken,
 } from '../../storage/identity/credentials.js';
 import { tags } from '../identity/revocation.js';
-import { decideOrg, initialOrgState, type OrgEffect, type OrgMsg, type OrgReply, type OrgState } from './machine.js';
+import { orgMachine, initialOrgState, type OrgEffect, type OrgMsg, type OrgReply, type OrgState } from './machine.js';
 
 /**
  * Runs the org machine's effects: `project` writes the api_keys / registration_tokens read models in the snapshot
@@ -25,7 +25,7 @@ export function createOrgBehavior(ports: OrgBehaviorPorts = {}): ActorBehavior<O
   return {
     kind: ORG_KIND,
     initial: initialOrgState,
-    decide: decideOrg,
+    machine: orgMachine,
     messages: orgMessageSchema,
     async project(trx: Knex.Transaction, orgId: string, _next: OrgState, _previous: OrgState, effects: readonly OrgEffect[]) {
       for (const effect of effects) {

@@ -1,4 +1,4 @@
-import { accept, allows, reject, type Decision, type DecideContext, type TransitionTable } from '../runtime/machine.js';
+import { accept, allows, reject, type Decision, type DecideContext, type Machine, type TransitionTable } from '../runtime/machine.js';
 import type { ApiKeyMeta, RegistrationTokenMeta } from '../../schemas/identity/org-actor.js';
 export { type ApiKeyMeta, type RegistrationTokenMeta } from '../../schemas/identity/org-actor.js';
 
@@ -179,3 +179,7 @@ export function decideOrg(state: OrgState, msg: OrgMsg, ctx: DecideContext): Org
     }
   }
 }
+
+export const orgMachine: Machine<OrgState, OrgMsg, OrgEffect, OrgReply, CredentialStatus> = {
+  statuses: credentialStatuses, messageTypes: orgMsgTypes, transitions: transitions, statusOf: subjectStatus, decide: decideOrg,
+};

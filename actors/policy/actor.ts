@@ -3,7 +3,7 @@ import type { ActorBehavior } from '../runtime/machine.js';
 import { policyMessageSchema } from '../../schemas/governance/policy.js';
 import { appendAudit } from '../../storage/audit-log.js';
 import { appendPolicyVersion, writePolicy } from '../../storage/governance/policies.js';
-import { decidePolicy, initialPolicyState, type PolicyEffect, type PolicyMsg, type PolicyReply, type PolicyState } from './machine.js';
+import { policyMachine, initialPolicyState, type PolicyEffect, type PolicyMsg, type PolicyReply, type PolicyState } from './machine.js';
 
 /**
  * Runs the policy machine's effects. Everything happens in `project`, inside the snapshot transaction: the
@@ -17,7 +17,7 @@ export function createPolicyBehavior(): ActorBehavior<PolicyState, PolicyMsg, Po
   return {
     kind: POLICY_KIND,
     initial: initialPolicyState,
-    decide: decidePolicy,
+    machine: policyMachine,
     messages: policyMessageSchema,
     async project(trx: Knex.Transaction, _id: string, _next: PolicyState, _previous: PolicyState, effects: readonly PolicyEffect[]) {
       for (const effect of effects) {

@@ -1,4 +1,4 @@
-import { accept, allows, reject, type Decision, type DecideContext, type TransitionTable } from '../runtime/machine.js';
+import { accept, allows, reject, type Decision, type DecideContext, type Machine, type TransitionTable } from '../runtime/machine.js';
 import type { PolicyRecord, PolicyScope, PolicyStatus, PolicyVersionRecord } from '../../schemas/governance/policy.js';
 export { type PolicyRecord, type PolicyVersionRecord } from '../../schemas/governance/policy.js';
 
@@ -133,3 +133,7 @@ export function decidePolicy(state: PolicyState, msg: PolicyMsg, ctx: DecideCont
 function definedOnly<T extends object>(value: T): Partial<T> {
   return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
+
+export const policyMachine: Machine<PolicyState, PolicyMsg, PolicyEffect, PolicyReply, PolicyLifecycle> = {
+  statuses: policyLifecycle, messageTypes: policyMsgTypes, transitions: transitions, statusOf: lifecycleOf, decide: decidePolicy,
+};

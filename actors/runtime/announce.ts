@@ -1,9 +1,9 @@
 import type { ActorBehavior, EffectContext } from './machine.js';
 
 /**
- * Adds an announcement to a behaviour without touching its machine: `decide` is wrapped to append an effect carrying
- * what `announce` derives from the change, so the runtime delivers it only after the snapshot commits (never for a
- * turn that changed nothing or failed to persist). The wrapped behaviour never sees the added effect, and its own
+ * Adds an announcement to a behaviour without touching its table: its machine's `decide` is wrapped to append an
+ * effect carrying what `announce` derives from the change, so the runtime delivers it only after the snapshot
+ * commits (never for a turn that changed nothing or failed to persist). The wrapped behaviour never sees the added effect, and its own
  * `project` and `afterPersist` still run for every change. Wrappers compose: each strips only its own effect type.
  */
 export interface Announcement<S, T> {
@@ -24,13 +24,16 @@ export function withAnnouncement<S, M extends { type: string }, R, E extends { t
   const theirs = (effects: readonly E[]): E[] => effects.filter((e) => !ours(e));
   return {
     ...behavior,
-    decide(state, message, ctx) {
-      const decision = behavior.decide(state, message, ctx);
-      if (!decision.ok || decision.next === state) return decision;
-      const event = announcement.announce(state, decision.next, ctx.id);
-      if (event === undefined) return decision;
-      const added: AnnouncedEffect<T> = { type: announcement.effectType, event };
-      return { ...decision, effects: [...decision.effects, added as unknown as E] };
+    machine: {
+      ...behavior.machine,
+      decide(state, message, ctx) {
+        const decision = behavior.machine.decide(state, message, ctx);
+        if (!decision.ok || decision.next === state) return decision;
+        const event = announcement.announce(state, decision.next, ctx.id);
+        if (event === undefined) return decision;
+        const added: AnnouncedEffect<T> = { type: announcement.effectType, event };
+        return { ...decision, effects: [...decision.effects, added as unknown as E] };
+      },
     },
     async project(trx, id, next, previous, effects) {
       await behavior.project?.(trx, id, next, previous, theirs(effects));

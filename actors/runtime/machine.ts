@@ -11,7 +11,15 @@ import type { SupervisionPolicy } from './supervision.js';
  */
 export type Decision<S, E, R> =
   | { readonly ok: true; readonly next: S; readonly effects: readonly E[]; readonly reply: R }
-  | { readonly ok: false; readonly code: ErrorCode; readonly message: string; readonly details?: Record<string, unknown> };
+  | Rejection;
+
+/** A refusal: the caller hears the code and message, and the state stays exactly as it was. */
+export interface Rejection {
+  readonly ok: false;
+  readonly code: ErrorCode;
+  readonly message: string;
+  readonly details?: Record<string, unknown>;
+}
 
 export interface DecideContext {
   /** Milliseconds since the epoch, from the injected clock so tests can drive time. */
@@ -29,13 +37,38 @@ export interface EffectContext<M> {
   readonly log: Logger;
 }
 
+/**
+ * A transition table: for each status, the message types it accepts and the statuses they may lead to. A pair
+ * that is absent is refused and changes nothing.
+ */
+export type TransitionTable<Status extends string, MsgType extends string> = {
+  readonly [S in Status]: Partial<Record<MsgType, readonly Status[]>>;
+};
+
+/**
+ * A state machine as data (DESIGN rule 1): its statuses, its messages, the table of where each message may lead
+ * from each status, and the pure transition. The runtime refuses to persist a `next` whose status the table does
+ * not list for the status and message it came from; tests walk every status × message pair from the same table.
+ */
+export interface Machine<S, M extends { type: string }, E, R, Status extends string = string> {
+  readonly statuses: readonly Status[];
+  readonly messageTypes: readonly M['type'][];
+  readonly transitions: TransitionTable<Status, M['type']>;
+  /**
+   * The row of the table a message is decided on. Most machines read `state.status`; one whose state holds many
+   * things (the org's credentials) reads the status of the one the message names, in the old state and the new.
+   */
+  statusOf(state: S, message: M): Status;
+  decide(state: S, message: M, ctx: DecideContext): Decision<S, E, R>;
+}
+
 /** A JSON Schema, as the `schemas/` room writes them (`as const` object literals). */
 export type MessageSchema = Readonly<Record<string, unknown>>;
 
 export interface ActorBehavior<S, M extends { type: string }, R = unknown, E = never> {
   readonly kind: string;
   initial(id: string): S;
-  decide(state: S, message: M, ctx: DecideContext): Decision<S, E, R>;
+  readonly machine: Machine<S, M, E, R>;
   /** Read-model writes that must commit with the snapshot. */
   project?(trx: Knex.Transaction, id: string, next: S, previous: S, effects: readonly E[]): Promise<void>;
   /** Runs after the state is durable and the reply sent; must be idempotent (a crash may replay it). */
@@ -53,16 +86,8 @@ export interface ActorBehavior<S, M extends { type: string }, R = unknown, E = n
 export const accept = <S, E, R>(next: S, reply: R, effects: readonly E[] = []): Decision<S, E, R> =>
   ({ ok: true, next, effects, reply });
 
-export const reject = <S, E, R>(code: ErrorCode, message: string, details?: Record<string, unknown>): Decision<S, E, R> =>
+export const reject = (code: ErrorCode, message: string, details?: Record<string, unknown>): Rejection =>
   details === undefined ? { ok: false, code, message } : { ok: false, code, message, details };
-
-/**
- * A transition table: for each status, the message types it accepts and the statuses they may lead to.
- * Machines declare one, `decide` consults it, and tests walk every status × message pair from it.
- */
-export type TransitionTable<Status extends string, MsgType extends string> = {
-  readonly [S in Status]: Partial<Record<MsgType, readonly Status[]>>;
-};
 
 export function allows<Status extends string, MsgType extends string>(
   table: TransitionTable<Status, MsgType>, from: Status, msg: MsgType,

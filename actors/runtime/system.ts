@@ -11,6 +11,7 @@ import { compileAdmission, type Admission } from './admission.js';
 import type { ActorBehavior, Decision, EffectContext } from './machine.js';
 import { createRuntimeMetrics, noMetrics, type MessageOutcome, type RuntimeMetrics } from './metrics.js';
 import { persist, rehydrate, unloaded, type Cell, type LoadedCell } from './persistence.js';
+import { compileTransitionCheck, type TransitionCheck } from './transition-check.js';
 import { decideSupervision, defaultSupervision, noCrashes, type CrashHistory, type SupervisionPolicy } from './supervision.js';
 
 /**
@@ -67,6 +68,7 @@ type AnyBehavior = ActorBehavior<unknown, { type: string }, unknown, unknown>;
 interface RegisteredKind {
   readonly behavior: AnyBehavior;
   readonly admit: Admission<{ type: string }>;
+  readonly transitions: TransitionCheck;
 }
 type Outcome = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly error: TroupeError };
 
@@ -86,6 +88,7 @@ interface Entry {
   readonly address: string;
   readonly id: string;
   readonly behavior: AnyBehavior;
+  readonly transitions: TransitionCheck;
   readonly log: Logger;
   readonly ref: Ref<Envelope>;
   /** Messages dispatched and not yet finished, including the one being handled. */
@@ -131,7 +134,7 @@ export function createActorSystem(opts: ActorSystemOptions): ActorSystem {
     if (!/^[a-z][a-z0-9-]*$/.test(behavior.kind)) throw new Error(`actor kind must be lower-case words: ${behavior.kind}`);
     if (kinds.has(behavior.kind)) throw new Error(`actor kind registered twice: ${behavior.kind}`);
     const any = behavior as unknown as AnyBehavior;
-    kinds.set(behavior.kind, { behavior: any, admit: compileAdmission(any) });
+    kinds.set(behavior.kind, { behavior: any, admit: compileAdmission(any), transitions: compileTransitionCheck(any.machine) });
   }
 
   function locate(address: unknown): { kind: RegisteredKind; id: string; address: string } {
@@ -161,7 +164,7 @@ export function createActorSystem(opts: ActorSystemOptions): ActorSystem {
       if (err instanceof TroupeError && err.code === 'INTERNAL') log.error({ err, address: target.address }, 'message validator threw');
       throw err;
     }
-    return { entry: entries.get(target.address) ?? incarnate(target.address, target.kind.behavior, target.id), message: admitted };
+    return { entry: entries.get(target.address) ?? incarnate(target.address, target.kind, target.id), message: admitted };
   }
 
   function enqueue(entry: Entry, envelope: Envelope): void {
@@ -194,12 +197,13 @@ export function createActorSystem(opts: ActorSystemOptions): ActorSystem {
     enqueue(entry, { message: admitted, reply: undefined, deadline: undefined });
   }
 
-  function incarnate(address: string, behavior: AnyBehavior, id: string): Entry {
+  function incarnate(address: string, kind: RegisteredKind, id: string): Entry {
+    const { behavior } = kind;
     spawned += 1;
     // nact names allow a narrow alphabet; ids are arbitrary, so the name is a counter and the map holds the address.
     const name = `actor-${spawned}`;
     const entry: Entry = {
-      address, id, behavior,
+      address, id, behavior, transitions: kind.transitions,
       log: opts.log.child({ actorKind: behavior.kind, actorId: id }),
       ref: undefined as unknown as Ref<Envelope>,
       queued: 0, effectsPending: 0, effectChain: Promise.resolve(), crashes: noCrashes,
@@ -291,7 +295,7 @@ export function createActorSystem(opts: ActorSystemOptions): ActorSystem {
     let decision: Decision<unknown, unknown, unknown>;
     const decideStarted = performance.now();
     try {
-      decision = behavior.decide(loaded.state, message, { now: clock.now(), id });
+      decision = behavior.machine.decide(loaded.state, message, { now: clock.now(), id });
     } catch (err) {
       turnLog.error({ err }, 'decide threw');
       finish({ ok: false, error: new TroupeError('INTERNAL') }, 'failed');
@@ -312,6 +316,14 @@ export function createActorSystem(opts: ActorSystemOptions): ActorSystem {
     }
 
     const previous = loaded.state;
+    const from = behavior.machine.statusOf(previous, message);
+    const to = behavior.machine.statusOf(next, message);
+    if (!entry.transitions.permits(from, message.type, to)) {
+      // decide contradicts its own table: a bug, so nothing is saved and the caller learns no more than that.
+      turnLog.error({ from, to }, 'decide left its transition table; nothing saved');
+      finish({ ok: false, error: new TroupeError('INTERNAL') }, 'failed');
+      return loaded;
+    }
     const project = behavior.project === undefined
       ? undefined
       : (trx: Parameters<NonNullable<AnyBehavior['project']>>[0]) => behavior.project!(trx, id, next, previous, effects);
@@ -327,7 +339,7 @@ export function createActorSystem(opts: ActorSystemOptions): ActorSystem {
       }
       return loaded;
     }
-    turnLog.debug({ ...statusChange(previous, next), fromVersion: loaded.version, toVersion: saved.version }, 'state changed');
+    turnLog.debug({ from, to, fromVersion: loaded.version, toVersion: saved.version }, 'state changed');
     finish({ ok: true, value: reply }, 'accepted');
     scheduleEffects(entry, effects);
     return { loaded: true, version: saved.version, state: next };
@@ -462,13 +474,3 @@ export function createActorSystem(opts: ActorSystemOptions): ActorSystem {
   };
 }
 
-/** For the debug log line: `from`/`to` when the state is a status machine, as most of ours are. */
-function statusChange(previous: unknown, next: unknown): { from?: string; to?: string } {
-  const statusOf = (state: unknown) =>
-    typeof state === 'object' && state !== null && typeof (state as { status?: unknown }).status === 'string'
-      ? (state as { status: string }).status
-      : undefined;
-  const from = statusOf(previous);
-  const to = statusOf(next);
-  return from === undefined || to === undefined ? {} : { from, to };
-}

@@ -3,7 +3,7 @@ import type { ActorBehavior } from '../runtime/machine.js';
 import { sessionMessageSchema } from '../../schemas/sessions/session-actor.js';
 import { projectSession } from '../../storage/sessions/projection.js';
 import { recordSessionAnalytics } from '../../storage/analytics/session-facts.js';
-import { decideSession, initialSessionState, type SessionEffect, type SessionMsg, type SessionReply, type SessionState } from './machine.js';
+import { sessionMachine, initialSessionState, type SessionEffect, type SessionMsg, type SessionReply, type SessionState } from './machine.js';
 
 /**
  * The session actor: the pure machine of ./machine.ts plus its projection. Every effect of a transition is a
@@ -24,7 +24,7 @@ export function createSessionBehavior(ports: SessionPorts = {}): ActorBehavior<S
   return {
     kind: SESSION_KIND,
     initial: initialSessionState,
-    decide: decideSession,
+    machine: sessionMachine,
     messages: sessionMessageSchema,
     async project(trx: Knex.Transaction, id: string, next: SessionState, previous: SessionState, effects: readonly SessionEffect[]) {
       await projectSession(trx, id, next, previous, effects, next.updatedAt);

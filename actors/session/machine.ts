@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { accept, allows, reject, type Decision, type DecideContext, type TransitionTable } from '../runtime/machine.js';
+import { accept, allows, reject, type Decision, type DecideContext, type Machine, type TransitionTable } from '../runtime/machine.js';
 import {
-  terminalStatuses, type SessionEffect, type SessionSpec, type SessionState, type SessionStatus, type TerminalStatus,
+  sessionStatuses, terminalStatuses, type SessionEffect, type SessionSpec, type SessionState, type SessionStatus, type TerminalStatus,
 } from '../../schemas/sessions/session-state.js';
 export {
   sessionStatuses, terminalStatuses, type SessionEffect, type SessionSpec, type SessionState, type SessionStatus, type TerminalStatus,
@@ -256,3 +256,7 @@ export function decideSession(state: SessionState, msg: SessionMsg, ctx: DecideC
     }
   }
 }
+
+export const sessionMachine: Machine<SessionState, SessionMsg, SessionEffect, SessionReply, SessionStatus> = {
+  statuses: sessionStatuses, messageTypes: sessionMsgTypes, transitions: sessionTransitions, statusOf: (state) => state.status, decide: decideSession,
+};

@@ -3,7 +3,7 @@ import type { ActorBehavior } from '../runtime/machine.js';
 import { templateMessageSchema } from '../../schemas/templates/templates.js';
 import { insertTemplateVersion, writeTemplateDraft } from '../../storage/templates/templates.js';
 import { analyseDefinition } from '../workflow/definition.js';
-import { decideTemplate, initialTemplateState, type TemplateEffect, type TemplateMsg, type TemplateState, type TemplateView } from './machine.js';
+import { templateMachine, initialTemplateState, type TemplateEffect, type TemplateMsg, type TemplateState, type TemplateView } from './machine.js';
 
 /**
  * The template actor: the pure machine of ./machine.ts plus its projection. The draft row, a published version
@@ -17,7 +17,7 @@ export function createTemplateBehavior(): ActorBehavior<TemplateState, TemplateM
   return {
     kind: TEMPLATE_KIND,
     initial: initialTemplateState,
-    decide: decideTemplate,
+    machine: templateMachine,
     messages: templateMessageSchema,
     async project(trx: Knex.Transaction, _id: string, next: TemplateState, _previous: TemplateState, effects: readonly TemplateEffect[]) {
       if (next.status !== 'present') return;

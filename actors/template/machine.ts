@@ -1,4 +1,4 @@
-import { accept, allows, reject, type DecideContext, type Decision, type TransitionTable } from '../runtime/machine.js';
+import { accept, allows, reject, type DecideContext, type Decision, type Machine, type TransitionTable } from '../runtime/machine.js';
 
 /**
  * An admin-managed workflow template (`template/<orgId>:<slug>`), spec 9.3: unlike workflows, a template is
@@ -111,3 +111,7 @@ export function decideTemplate(state: TemplateState, msg: TemplateMsg, ctx: Deci
     }
   }
 }
+
+export const templateMachine: Machine<TemplateState, TemplateMsg, TemplateEffect, TemplateView, TemplateStatus> = {
+  statuses: templateStatuses, messageTypes: templateMsgTypes, transitions: templateTransitions, statusOf: (state) => state.status, decide: decideTemplate,
+};

@@ -5,7 +5,7 @@ import { runMessageSchema } from '../../schemas/workflows/messages.js';
 import { writeRun } from '../../storage/workflows/runs.js';
 import { approvalGateAddress } from '../approval-gate/actor.js';
 import type { GateMsg, GateView } from '../approval-gate/machine.js';
-import { decideRun, initialRunState, type RunEffect, type RunMsg, type RunState, type RunView } from './machine.js';
+import { runMachine, initialRunState, type RunEffect, type RunMsg, type RunState, type RunView } from './machine.js';
 import { sessionDispatch, type RunPorts } from './ports.js';
 
 /**
@@ -24,7 +24,7 @@ export function createWorkflowRunBehavior(ports: RunPorts): ActorBehavior<RunSta
   return {
     kind: WORKFLOW_RUN_KIND,
     initial: initialRunState,
-    decide: decideRun,
+    machine: runMachine,
     messages: runMessageSchema,
     async project(trx: Knex.Transaction, id: string, next: RunState) {
       if (next.status === 'absent') return;

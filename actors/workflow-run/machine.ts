@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { accept, allows, reject, type DecideContext, type Decision, type TransitionTable } from '../runtime/machine.js';
+import { accept, allows, reject, type DecideContext, type Decision, type Machine, type TransitionTable } from '../runtime/machine.js';
 import type { Plan, PlanNode } from '../workflow/definition.js';
 import { evaluate, parseExpression } from './expression.js';
 import { trackerSessionIdFor } from './ports.js';
@@ -301,3 +301,7 @@ export function gateIdFor(runId: string, nodeId: string, visit: number): string 
 }
 
 const iso = (ms: number): string => new Date(ms).toISOString();
+
+export const runMachine: Machine<RunState, RunMsg, RunEffect, RunView, RunStatus> = {
+  statuses: runStatuses, messageTypes: runMsgTypes, transitions: transitions, statusOf: (state) => state.status, decide: decideRun,
+};

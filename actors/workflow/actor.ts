@@ -4,7 +4,7 @@ import { workflowMessageSchema } from '../../schemas/workflows/messages.js';
 import { appendAudit } from '../../storage/audit-log.js';
 import { writeVersion } from '../../storage/workflows/workflows.js';
 import {
-  decideWorkflow, initialWorkflowState, type WorkflowEffect, type WorkflowMsg, type WorkflowState, type WorkflowView,
+  workflowMachine, initialWorkflowState, type WorkflowEffect, type WorkflowMsg, type WorkflowState, type WorkflowView,
 } from './machine.js';
 
 /**
@@ -19,7 +19,7 @@ export function createWorkflowBehavior(): ActorBehavior<WorkflowState, WorkflowM
   return {
     kind: WORKFLOW_KIND,
     initial: initialWorkflowState,
-    decide: decideWorkflow,
+    machine: workflowMachine,
     messages: workflowMessageSchema,
     async project(trx: Knex.Transaction, id: string, next: WorkflowState, _previous: WorkflowState, effects: readonly WorkflowEffect[]) {
       if (next.status === 'absent') return;

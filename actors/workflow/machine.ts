@@ -1,4 +1,4 @@
-import { accept, allows, reject, type DecideContext, type Decision, type TransitionTable } from '../runtime/machine.js';
+import { accept, allows, reject, type DecideContext, type Decision, type Machine, type TransitionTable } from '../runtime/machine.js';
 import { TroupeError } from '../../ops/kernel/errors.js';
 import { analyseDefinition, emptyDefinitionYaml } from './definition.js';
 
@@ -207,3 +207,7 @@ function defined(changes: ContentChanges): ContentChanges {
 }
 
 const iso = (ms: number): string => new Date(ms).toISOString();
+
+export const workflowMachine: Machine<WorkflowState, WorkflowMsg, WorkflowEffect, WorkflowView, WorkflowStatus> = {
+  statuses: workflowStatuses, messageTypes: workflowMsgTypes, transitions: transitions, statusOf: (state) => state.status, decide: decideWorkflow,
+};

@@ -1,10 +1,12 @@
 import { deepStrictEqual } from 'node:assert/strict';
 import { TroupeError, type ErrorCode } from '../../ops/kernel/errors.js';
 import { compileAdmission, type Admission } from '../../actors/runtime/admission.js';
+import { compileTransitionCheck, type TransitionCheck } from '../../actors/runtime/transition-check.js';
 import type { ActorBehavior, DecideContext } from '../../actors/runtime/machine.js';
 
 /**
- * Runs one message through a behavior the way the runtime does (admission, then `decide`), without a system.
+ * Runs one message through a behavior the way the runtime does (admission, `decide`, the table's check of the new
+ * status), without a system.
  * For machine table tests. Serialisation is a test invariant: the message, the incoming state, the reply and
  * the resulting state must each survive a JSON round trip unchanged, because in production every one of them
  * crosses the broker or the snapshot table. A Date, a Map, an `undefined` member or a class instance fails here
@@ -28,12 +30,13 @@ export function runCommand<S, M extends { type: string }, R, E>(
   const before = roundTrip(state, 'state');
   let admitted: M;
   try {
-    admitted = admissionOf(behavior)(wireMessage) as M;
+    admitted = compiledFor(behavior).admit(wireMessage) as M;
   } catch (err) {
     if (err instanceof TroupeError) return { ok: false, rejection: rejectionOf(err), state: before };
     throw err;
   }
-  const decision = behavior.decide(before, admitted, { now: ctx.now ?? harnessNow, id: ctx.id ?? 'harness-id' });
+  const { machine } = behavior;
+  const decision = machine.decide(before, admitted, { now: ctx.now ?? harnessNow, id: ctx.id ?? 'harness-id' });
   if (!decision.ok) {
     const rejection = decision.details === undefined
       ? { code: decision.code, message: decision.message }
@@ -41,6 +44,14 @@ export function runCommand<S, M extends { type: string }, R, E>(
     return { ok: false, rejection, state: before };
   }
   const changed = decision.next !== before;
+  if (changed) {
+    const from = machine.statusOf(before, admitted);
+    const to = machine.statusOf(decision.next, admitted);
+    // The runtime would refuse this and answer INTERNAL; in a table test it is the machine's bug, so fail loudly.
+    if (!compiledFor(behavior).transitions.permits(from, admitted.type, to)) {
+      throw new Error(`${behavior.kind}: ${admitted.type} moved ${from} to ${to}, which its transition table does not allow`);
+    }
+  }
   return {
     ok: true,
     reply: decision.reply === undefined ? decision.reply : roundTrip(decision.reply, 'reply'),
@@ -50,15 +61,16 @@ export function runCommand<S, M extends { type: string }, R, E>(
   };
 }
 
-/** Compiled once per behaviour, as the runtime does when a kind is registered. */
-const admissions = new WeakMap<object, Admission<{ type: string }>>();
-function admissionOf(behavior: Pick<ActorBehavior<unknown, { type: string }, unknown, unknown>, 'kind' | 'messages'>): Admission<{ type: string }> {
-  let admit = admissions.get(behavior);
-  if (admit === undefined) {
-    admit = compileAdmission(behavior);
-    admissions.set(behavior, admit);
+/** What the runtime compiles from a behaviour when its kind is registered; here once per behaviour object. */
+interface Compiled { readonly admit: Admission<{ type: string }>; readonly transitions: TransitionCheck }
+const compiled = new WeakMap<object, Compiled>();
+function compiledFor<S, M extends { type: string }, R, E>(behavior: ActorBehavior<S, M, R, E>): Compiled {
+  let found = compiled.get(behavior);
+  if (found === undefined) {
+    found = { admit: compileAdmission(behavior), transitions: compileTransitionCheck(behavior.machine) };
+    compiled.set(behavior, found);
   }
-  return admit;
+  return found;
 }
 
 function rejectionOf(err: TroupeError) {

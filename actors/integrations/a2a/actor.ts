@@ -4,7 +4,7 @@ import { externalAgentMessageSchema } from '../../../schemas/agents/external-age
 import { appendAudit } from '../../../storage/audit-log.js';
 import { writeExternalAgent } from '../../../storage/integrations/a2a.js';
 import {
-  decideExternalAgent, initialExternalAgentState, type ExternalAgentEffect, type ExternalAgentMsg, type ExternalAgentReply, type ExternalAgentState,
+  externalAgentMachine, initialExternalAgentState, type ExternalAgentEffect, type ExternalAgentMsg, type ExternalAgentReply, type ExternalAgentState,
 } from './machine.js';
 
 /** Projects the external agent row and its audit entries in the snapshot transaction. */
@@ -21,7 +21,7 @@ export function createExternalAgentBehavior(): ActorBehavior<ExternalAgentState,
   return {
     kind: EXTERNAL_AGENT_KIND,
     initial: initialExternalAgentState,
-    decide: decideExternalAgent,
+    machine: externalAgentMachine,
     messages: externalAgentMessageSchema,
     async project(trx, _id, _next, _previous, effects) {
       for (const effect of effects) {

@@ -1,4 +1,4 @@
-import { accept, allows, reject, type Decision, type DecideContext, type TransitionTable } from '../../runtime/machine.js';
+import { accept, allows, reject, type Decision, type DecideContext, type Machine, type TransitionTable } from '../../runtime/machine.js';
 import type { ExternalAgentCard } from './agent-card-fetch.js';
 import type { TrustLevel, ExternalAgentRecord } from '../../../schemas/agents/external-agent.js';
 export { trustLevels, type TrustLevel, type ExternalAgentRecord } from '../../../schemas/agents/external-agent.js';
@@ -80,3 +80,7 @@ export function decideExternalAgent(state: ExternalAgentState, msg: ExternalAgen
     }
   }
 }
+
+export const externalAgentMachine: Machine<ExternalAgentState, ExternalAgentMsg, ExternalAgentEffect, ExternalAgentReply, ExternalAgentLifecycle> = {
+  statuses: externalAgentLifecycle, messageTypes: externalAgentMsgTypes, transitions: transitions, statusOf: lifecycleOf, decide: decideExternalAgent,
+};

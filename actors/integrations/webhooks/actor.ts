@@ -5,7 +5,7 @@ import { writeWebhookOutcome } from '../../../storage/integrations/webhook-event
 import { publicSessionId, sessionAddress, type SessionReply } from '../../session/index.js';
 import type { AskFn } from '../../workflow-run/ports.js';
 import {
-  decideProviderEvent, initialProviderEventState, type ProviderEventEffect, type ProviderEventMsg, type ProviderEventReply,
+  providerEventMachine, initialProviderEventState, type ProviderEventEffect, type ProviderEventMsg, type ProviderEventReply,
   type ProviderEventState,
 } from './machine.js';
 
@@ -36,7 +36,7 @@ export function createProviderEventBehavior(ports: { ask: AskFn }): ActorBehavio
   return {
     kind: PROVIDER_EVENT_KIND,
     initial: initialProviderEventState,
-    decide: decideProviderEvent,
+    machine: providerEventMachine,
     messages: providerEventMessageSchema,
     async project(trx: Knex.Transaction, id: string, next: ProviderEventState, _previous, effects) {
       for (const effect of effects) {

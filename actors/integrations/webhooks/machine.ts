@@ -1,4 +1,4 @@
-import { accept, allows, reject, type DecideContext, type Decision, type TransitionTable } from '../../runtime/machine.js';
+import { accept, allows, reject, type DecideContext, type Decision, type Machine, type TransitionTable } from '../../runtime/machine.js';
 import type { RouteAction } from './routing.js';
 
 /**
@@ -119,3 +119,7 @@ export function decideProviderEvent(state: ProviderEventState, msg: ProviderEven
     }
   }
 }
+
+export const providerEventMachine: Machine<ProviderEventState, ProviderEventMsg, ProviderEventEffect, ProviderEventReply, ProviderEventStatus> = {
+  statuses: providerEventStatuses, messageTypes: providerEventMsgTypes, transitions: providerEventTransitions, statusOf: (state) => state.status, decide: decideProviderEvent,
+};

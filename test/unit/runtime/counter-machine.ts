@@ -1,6 +1,7 @@
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
-import { accept, allows, reject, type ActorBehavior, type TransitionTable } from '../../../actors/runtime/machine.js';
+import { accept, reject, type ActorBehavior } from '../../../actors/runtime/machine.js';
+import { defineMachine, go, type Take } from '../../../actors/runtime/define-machine.js';
 import { createActorSystem, type ActorSystemOptions } from '../../../actors/runtime/system.js';
 import { systemClock } from '../../../ops/kernel/clock.js';
 import { MemorySnapshotStore } from '../../support/memory-snapshot-store.js';
@@ -28,11 +29,6 @@ export const counterMessages: readonly CounterMsg[] = [
   { type: 'counter.increment', by: 2 }, { type: 'counter.toggle' }, { type: 'counter.read' },
 ];
 
-export const counterTable: TransitionTable<CounterStatus, CounterMsg['type']> = {
-  off: { 'counter.toggle': ['on'], 'counter.read': ['off'] },
-  on: { 'counter.increment': ['on'], 'counter.toggle': ['off'], 'counter.read': ['on'] },
-};
-
 /** Bounds a hostile `by` so the count stays a safe integer. */
 const MAX_STEP = 1000;
 
@@ -46,27 +42,37 @@ const counterMessageSchema = {
   ],
 } as const;
 
+type On<T extends CounterMsg['type'], To = CounterStatus> =
+  Take<CounterState, Extract<CounterMsg, { type: T }>, CounterEffect, CounterReply, CounterStatus, To>;
+
+const read: On<'counter.read'> = (state) => accept(state, { status: state.status, count: state.count });
+
+const toggle: On<'counter.toggle'> = (state, _msg, { to }) => {
+  const next: CounterState = { ...state, status: to };
+  return accept(next, { status: next.status, count: next.count });
+};
+
+const increment: On<'counter.increment'> = (state, msg) => {
+  const next: CounterState = { ...state, count: state.count + (msg.by ?? 1) };
+  return accept(next, { status: next.status, count: next.count }, [{ type: 'counter.incremented', count: next.count }]);
+};
+
+export const counterMachine = defineMachine<CounterState, CounterMsg, CounterEffect, CounterReply, CounterStatus>({
+  statuses: counterStatuses,
+  messageTypes: ['counter.increment', 'counter.toggle', 'counter.read'],
+  statusOf: (state) => state.status,
+  table: {
+    off: { 'counter.toggle': go('on', toggle), 'counter.read': go('off', read) },
+    on: { 'counter.increment': go('on', increment), 'counter.toggle': go('off', toggle), 'counter.read': go('on', read) },
+  },
+  refuse: (from, msg) => reject('ILLEGAL_TRANSITION', `${msg.type} is not allowed while ${from}`, { status: from, msgType: msg.type }),
+});
+
 export const counterBehavior: ActorBehavior<CounterState, CounterMsg, CounterReply, CounterEffect> = {
   kind: 'counter',
   initial: () => ({ status: 'on', count: 0 }),
   messages: counterMessageSchema,
-  decide(state, msg) {
-    if (allows(counterTable, state.status, msg.type) === undefined) {
-      return reject('ILLEGAL_TRANSITION', `${msg.type} is not allowed while ${state.status}`, { status: state.status, msgType: msg.type });
-    }
-    switch (msg.type) {
-      case 'counter.read':
-        return accept(state, { status: state.status, count: state.count });
-      case 'counter.toggle': {
-        const next: CounterState = { ...state, status: state.status === 'on' ? 'off' : 'on' };
-        return accept(next, { status: next.status, count: next.count });
-      }
-      case 'counter.increment': {
-        const next: CounterState = { ...state, count: state.count + (msg.by ?? 1) };
-        return accept(next, { status: next.status, count: next.count }, [{ type: 'counter.incremented', count: next.count }]);
-      }
-    }
-  },
+  machine: counterMachine,
 };
 
 /** Resolves once `condition` holds, checking after each turn of the event loop; fails the test after `limitMs`. */

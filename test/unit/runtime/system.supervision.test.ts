@@ -15,9 +15,12 @@ function buggyCounter(supervision: SupervisionPolicy): ActorBehavior<CounterStat
   return {
     ...counterBehavior,
     supervision,
-    decide(state, msg, ctx): Decision<CounterState, CounterEffect, CounterReply> {
-      if (msg.type === 'counter.increment' && state.count >= 2) throw new Error('planted bug');
-      return counterBehavior.decide(state, msg, ctx);
+    machine: {
+      ...counterBehavior.machine,
+      decide(state, msg, ctx): Decision<CounterState, CounterEffect, CounterReply> {
+        if (msg.type === 'counter.increment' && state.count >= 2) throw new Error('planted bug');
+        return counterBehavior.machine.decide(state, msg, ctx);
+      },
     },
   };
 }
