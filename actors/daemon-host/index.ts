@@ -1,6 +1,6 @@
 export { createDaemonHostBehavior, DAEMON_HOST_KIND } from './actor.js';
 export {
-  decideDaemonHost, initialDaemonHostState, daemonHostTransitions, daemonHostStatuses, daemonHostMsgTypes, mutationOps,
+  daemonHostMachine, initialDaemonHostState, daemonHostStatuses, daemonHostMsgTypes, mutationOps,
   mutationView, MAX_PENDING_MUTATIONS,
   type DaemonHostState, type DaemonHostMsg, type DaemonHostReply, type DaemonHostEffect, type MutationOp, type MutationView,
   type PendingMutation,

@@ -1,4 +1,5 @@
-import { accept, allows, reject, type Decision, type DecideContext, type Machine, type TransitionTable } from '../runtime/machine.js';
+import { accept, reject } from '../runtime/machine.js';
+import { defineMachine, go, type Take } from '../runtime/define-machine.js';
 
 /**
  * The daemon host (`daemon-host/<workerId>`): one registered worker daemon, its declared capacity, the projects it
@@ -86,18 +87,6 @@ export type DaemonHostEffect =
   | { readonly type: 'mutationsDelivered'; readonly ids: readonly string[]; readonly at: number }
   | { readonly type: 'mutationCancelled'; readonly id: string; readonly at: number };
 
-export const daemonHostTransitions: TransitionTable<DaemonHostStatus, DaemonHostMsgType> = {
-  absent: { 'daemonHost.register': ['registered'] },
-  registered: {
-    'daemonHost.register': ['registered'],
-    'daemonHost.enqueue': ['registered'],
-    'daemonHost.deliver': ['registered'],
-    'daemonHost.cancel': ['registered'],
-  },
-};
-
-type HostDecision = Decision<DaemonHostState, DaemonHostEffect, DaemonHostReply>;
-
 export function mutationView(
   workerId: string, orgId: string, m: PendingMutation, status: MutationView['status'], at?: number,
 ): MutationView {
@@ -122,65 +111,72 @@ function applyProjectOps(projectIds: readonly string[], mutations: readonly Pend
   return [...set].sort();
 }
 
-export function decideDaemonHost(state: DaemonHostState, msg: DaemonHostMsg, ctx: DecideContext): HostDecision {
-  if (!allows(daemonHostTransitions, state.status, msg.type)) {
-    return reject('NOT_FOUND', 'daemon host not found');
-  }
-  const workerId = ctx.id;
-  switch (msg.type) {
-    case 'daemonHost.register': {
-      if (state.status === 'registered') {
-        // A retried registration of the same worker answers the same; anything else is a different daemon.
-        return state.orgId === msg.orgId && state.registrationId === msg.registrationId
-          ? accept(state, { kind: 'registered', workerId, projectIds: state.projectIds })
-          : reject('ALREADY_EXISTS', 'a daemon is already registered under this worker id');
-      }
-      const next: DaemonHostState = {
-        ...state, status: 'registered', orgId: msg.orgId, registrationId: msg.registrationId, hostname: msg.hostname,
-        maxAgents: msg.maxAgents, projectIds: [...msg.projectIds].sort(), registeredAt: ctx.now,
-      };
-      return accept(next, { kind: 'registered', workerId, projectIds: next.projectIds }, [{ type: 'workerRegistered' }]);
-    }
+type On<T extends DaemonHostMsgType, To = DaemonHostStatus> =
+  Take<DaemonHostState, Extract<DaemonHostMsg, { type: T }>, DaemonHostEffect, DaemonHostReply, DaemonHostStatus, To>;
 
-    case 'daemonHost.enqueue': {
-      const orgId = state.orgId!;
-      const existing = state.pending.find((m) => m.id === msg.mutationId);
-      if (existing) return accept(state, { kind: 'enqueued', mutation: mutationView(workerId, orgId, existing, 'pending'), pendingCount: state.pending.length });
-      if (state.pending.length >= MAX_PENDING_MUTATIONS) {
-        return reject('CONFLICT', `a daemon host holds at most ${MAX_PENDING_MUTATIONS} undelivered mutations`);
-      }
-      const mutation: PendingMutation = { id: msg.mutationId, op: msg.op, params: msg.params, requestedBy: msg.requestedBy, createdAt: ctx.now };
-      const next: DaemonHostState = { ...state, pending: [...state.pending, mutation] };
-      return accept(next, { kind: 'enqueued', mutation: mutationView(workerId, orgId, mutation, 'pending'), pendingCount: next.pending.length },
-        [{ type: 'mutationEnqueued', mutation }]);
-    }
-
-    case 'daemonHost.deliver': {
-      if (state.pending.length === 0) {
-        return accept(state, { kind: 'delivered', mutations: [], pendingCount: 0, projectIds: state.projectIds, projectsChanged: false });
-      }
-      const orgId = state.orgId!;
-      const projectIds = applyProjectOps(state.projectIds, state.pending);
-      const projectsChanged = projectIds.join() !== state.projectIds.join();
-      const next: DaemonHostState = { ...state, pending: [], projectIds };
-      return accept(next, {
-        kind: 'delivered',
-        mutations: state.pending.map((m) => mutationView(workerId, orgId, m, 'delivered', ctx.now)),
-        pendingCount: 0, projectIds, projectsChanged,
-      }, [{ type: 'mutationsDelivered', ids: state.pending.map((m) => m.id), at: ctx.now }]);
-    }
-
-    case 'daemonHost.cancel': {
-      const found = state.pending.find((m) => m.id === msg.mutationId);
-      // Not pending here means delivered or already cancelled (the route has checked it exists in the org).
-      if (!found) return reject('CONFLICT', 'the mutation was already delivered or cancelled');
-      const next: DaemonHostState = { ...state, pending: state.pending.filter((m) => m.id !== msg.mutationId) };
-      return accept(next, { kind: 'cancelled', mutation: mutationView(workerId, state.orgId!, found, 'cancelled', ctx.now), pendingCount: next.pending.length },
-        [{ type: 'mutationCancelled', id: found.id, at: ctx.now }]);
-    }
-  }
-}
-
-export const daemonHostMachine: Machine<DaemonHostState, DaemonHostMsg, DaemonHostEffect, DaemonHostReply, DaemonHostStatus> = {
-  statuses: daemonHostStatuses, messageTypes: daemonHostMsgTypes, transitions: daemonHostTransitions, statusOf: (state) => state.status, decide: decideDaemonHost,
+const register: On<'daemonHost.register'> = (state, msg, { id: workerId, now, to }) => {
+  const next: DaemonHostState = {
+    ...state, status: to, orgId: msg.orgId, registrationId: msg.registrationId, hostname: msg.hostname,
+    maxAgents: msg.maxAgents, projectIds: [...msg.projectIds].sort(), registeredAt: now,
+  };
+  return accept(next, { kind: 'registered', workerId, projectIds: next.projectIds }, [{ type: 'workerRegistered' }]);
 };
+
+/** A retried registration of the same worker answers the same; anything else is a different daemon. */
+const reRegister: On<'daemonHost.register'> = (state, msg, { id: workerId }) =>
+  state.orgId === msg.orgId && state.registrationId === msg.registrationId
+    ? accept(state, { kind: 'registered', workerId, projectIds: state.projectIds })
+    : reject('ALREADY_EXISTS', 'a daemon is already registered under this worker id');
+
+const enqueue: On<'daemonHost.enqueue'> = (state, msg, { id: workerId, now }) => {
+  const orgId = state.orgId!;
+  const existing = state.pending.find((m) => m.id === msg.mutationId);
+  if (existing) return accept(state, { kind: 'enqueued', mutation: mutationView(workerId, orgId, existing, 'pending'), pendingCount: state.pending.length });
+  if (state.pending.length >= MAX_PENDING_MUTATIONS) {
+    return reject('CONFLICT', `a daemon host holds at most ${MAX_PENDING_MUTATIONS} undelivered mutations`);
+  }
+  const mutation: PendingMutation = { id: msg.mutationId, op: msg.op, params: msg.params, requestedBy: msg.requestedBy, createdAt: now };
+  const next: DaemonHostState = { ...state, pending: [...state.pending, mutation] };
+  return accept(next, { kind: 'enqueued', mutation: mutationView(workerId, orgId, mutation, 'pending'), pendingCount: next.pending.length },
+    [{ type: 'mutationEnqueued', mutation }]);
+};
+
+const deliver: On<'daemonHost.deliver'> = (state, _msg, { id: workerId, now }) => {
+  if (state.pending.length === 0) {
+    return accept(state, { kind: 'delivered', mutations: [], pendingCount: 0, projectIds: state.projectIds, projectsChanged: false });
+  }
+  const orgId = state.orgId!;
+  const projectIds = applyProjectOps(state.projectIds, state.pending);
+  const projectsChanged = projectIds.join() !== state.projectIds.join();
+  const next: DaemonHostState = { ...state, pending: [], projectIds };
+  return accept(next, {
+    kind: 'delivered',
+    mutations: state.pending.map((m) => mutationView(workerId, orgId, m, 'delivered', now)),
+    pendingCount: 0, projectIds, projectsChanged,
+  }, [{ type: 'mutationsDelivered', ids: state.pending.map((m) => m.id), at: now }]);
+};
+
+const cancel: On<'daemonHost.cancel'> = (state, msg, { id: workerId, now }) => {
+  const found = state.pending.find((m) => m.id === msg.mutationId);
+  // Not pending here means delivered or already cancelled (the route has checked it exists in the org).
+  if (!found) return reject('CONFLICT', 'the mutation was already delivered or cancelled');
+  const next: DaemonHostState = { ...state, pending: state.pending.filter((m) => m.id !== msg.mutationId) };
+  return accept(next, { kind: 'cancelled', mutation: mutationView(workerId, state.orgId!, found, 'cancelled', now), pendingCount: next.pending.length },
+    [{ type: 'mutationCancelled', id: found.id, at: now }]);
+};
+
+export const daemonHostMachine = defineMachine<DaemonHostState, DaemonHostMsg, DaemonHostEffect, DaemonHostReply, DaemonHostStatus>({
+  statuses: daemonHostStatuses,
+  messageTypes: daemonHostMsgTypes,
+  statusOf: (state) => state.status,
+  refuse: () => reject('NOT_FOUND', 'daemon host not found'),
+  table: {
+    absent: { 'daemonHost.register': go('registered', register) },
+    registered: {
+      'daemonHost.register': go('registered', reRegister),
+      'daemonHost.enqueue': go('registered', enqueue),
+      'daemonHost.deliver': go('registered', deliver),
+      'daemonHost.cancel': go('registered', cancel),
+    },
+  },
+});

@@ -34,9 +34,12 @@ export function go<S, M, E, R, Status extends string, To extends Status>(
   return { targets: [to], take: (state, message, ctx, from) => take(state, message, { now: ctx.now, id: ctx.id, from, to }) };
 }
 
-/** A cell with several targets: the code picks one of `step.to` (the message names it, or the state decides). */
+/**
+ * A cell whose code picks its target from `step.to`: the message names it (a worker reporting a status), or the
+ * state decides (a lost lease re-offers a session or fails it). Each cell lists only the choices open there.
+ */
 export function choose<S, M, E, R, Status extends string, To extends Status>(
-  to: readonly [To, To, ...To[]], take: Take<S, M, E, R, Status, readonly To[]>,
+  to: readonly [To, ...To[]], take: Take<S, M, E, R, Status, readonly To[]>,
 ): Transition<S, M, E, R, Status> {
   return { targets: to, take: (state, message, ctx, from) => take(state, message, { now: ctx.now, id: ctx.id, from, to }) };
 }

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { accept, allows, reject, type Decision, type DecideContext, type Machine, type TransitionTable } from '../runtime/machine.js';
+import { accept, reject, type Rejection } from '../runtime/machine.js';
+import { choose, defineMachine, go, type Take } from '../runtime/define-machine.js';
 import {
   sessionStatuses, terminalStatuses, type SessionEffect, type SessionSpec, type SessionState, type SessionStatus, type TerminalStatus,
 } from '../../schemas/sessions/session-state.js';
@@ -74,50 +75,10 @@ export type SessionReply =
   | { readonly kind: 'prompted'; readonly delivered: boolean; readonly promptId: string; readonly sessionId: string; readonly status: SessionStatus }
   | { readonly kind: 'leaseChecked'; readonly sessionId: string; readonly status: SessionStatus };
 
-/**
- * The status graph. For `session.transition` the listed statuses are the targets a worker may report from each
- * status; for other messages, where the message may lead. A pair that is absent is rejected with
- * ILLEGAL_TRANSITION (409) and changes nothing.
- */
-export const sessionTransitions: TransitionTable<SessionStatus, SessionMsgType> = {
-  absent: { 'session.dispatch': ['pending'] },
-  pending: {
-    'session.dispatch': ['pending'],
-    'session.transition': ['claimed'],
-    'session.stop': ['stopped'],
-    'session.prompt': ['pending'],
-  },
-  claimed: {
-    'session.transition': ['claimed', 'running'],
-    'session.stop': ['stopped'],
-    'session.prompt': ['claimed'],
-    'session.leaseExpired': ['pending', 'failed'],
-  },
-  running: {
-    'session.transition': ['running', 'paused', 'finalizing'],
-    'session.stop': ['stopped'],
-    'session.prompt': ['running'],
-    'session.leaseExpired': ['pending', 'failed'],
-  },
-  paused: {
-    'session.transition': ['paused', 'running', 'finalizing'],
-    'session.stop': ['stopped'],
-    'session.prompt': ['paused'],
-    'session.leaseExpired': ['pending', 'failed'],
-  },
-  finalizing: {
-    'session.transition': ['finalizing', 'completed', 'failed', 'stopped'],
-    'session.stop': ['stopped'],
-    'session.leaseExpired': ['failed'],
-  },
-  completed: { 'session.dispatch': ['completed'], 'session.stop': ['completed'], 'session.prompt': ['pending'] },
-  failed: { 'session.dispatch': ['failed'], 'session.stop': ['failed'], 'session.prompt': ['pending'] },
-  stopped: { 'session.dispatch': ['stopped'], 'session.stop': ['stopped'], 'session.prompt': ['pending'] },
-};
+type On<T extends SessionMsgType, To = SessionStatus> =
+  Take<SessionState, Extract<SessionMsg, { type: T }>, SessionEffect, SessionReply, SessionStatus, To>;
 
-type SessionDecision = Decision<SessionState, SessionEffect, SessionReply>;
-
-const illegal = (from: SessionStatus, msg: SessionMsg): SessionDecision =>
+const illegal = (from: SessionStatus, msg: SessionMsg): Rejection =>
   reject('ILLEGAL_TRANSITION', msg.type === 'session.transition'
     ? `a session cannot move from ${from} to ${msg.status}`
     : `${msg.type} is not allowed on a ${from} session`, { from, msgType: msg.type });
@@ -150,113 +111,149 @@ function terminalEffects(id: string, state: SessionState, status: TerminalStatus
   ];
 }
 
-export function decideSession(state: SessionState, msg: SessionMsg, ctx: DecideContext): SessionDecision {
-  const from = state.status;
-  const allowed = allows(sessionTransitions, from, msg.type);
-  if (!allowed) return from === 'absent' ? reject('NOT_FOUND', 'session not found') : illegal(from, msg);
-  const id = ctx.id;
-  const now = ctx.now;
-
-  switch (msg.type) {
-    case 'session.dispatch': {
-      // A dispatch replayed onto an existing session (a retried request) answers what exists; it never re-runs it.
-      if (from !== 'absent') {
-        // Another org's session under the same tracker id is a conflict, never a reply naming its status.
-        return state.spec?.trackerSessionId === msg.trackerSessionId && state.spec.orgId === msg.orgId
-          ? accept(state, { kind: 'dispatched', sessionId: id, status: from })
-          : reject('ALREADY_EXISTS', 'another session has this id');
-      }
-      const { type: _type, ...spec } = msg;
-      const next: SessionState = {
-        ...state, status: 'pending', spec, prompt: msg.prompt, epoch: 1, createdAt: now, updatedAt: now,
-      };
-      return accept(next, { kind: 'dispatched', sessionId: id, status: 'pending' }, [
-        { type: 'sessionWritten' },
-        { type: 'promptRecorded', promptId: `${id}:1:dispatch`, text: msg.prompt, queued: false },
-      ]);
-    }
-
-    case 'session.transition': {
-      if (!allowed.includes(msg.status)) return illegal(from, msg);
-      // Only the worker holding a session reports on it; claiming is the one move that names a new worker.
-      if (from !== 'pending' && state.workerId !== msg.workerId) {
-        return reject('ILLEGAL_TRANSITION', 'the session is held by another worker', { from, msgType: msg.type });
-      }
-      const costUsd = msg.costUsd ?? state.costUsd;
-      const phase = msg.phase ?? state.phase;
-      const error = msg.error ?? state.error;
-      const reply: SessionReply = { kind: 'transitioned', sessionId: id, previousStatus: from, newStatus: msg.status };
-      // Re-reporting the current status (a retried request) changes nothing unless it carries news.
-      if (msg.status === from && costUsd === state.costUsd && phase === state.phase && error === state.error) {
-        return accept(state, reply);
-      }
-      const next: SessionState = {
-        ...state,
-        status: msg.status,
-        workerId: msg.status === 'claimed' ? msg.workerId : state.workerId,
-        costUsd, phase, error, updatedAt: now,
-        claimedAt: msg.status === 'claimed' && from === 'pending' ? now : state.claimedAt,
-        startedAt: msg.status === 'running' && state.startedAt === null ? now : state.startedAt,
-        finishedAt: isTerminal(msg.status) ? now : state.finishedAt,
-      };
-      const effects = isTerminal(msg.status)
-        ? terminalEffects(id, next, msg.status, msg.status === 'stopped' ? 'Stop signal received' : `Session ${msg.status}`)
-        : [{ type: 'sessionWritten' } as const];
-      return accept(next, reply, effects);
-    }
-
-    case 'session.stop': {
-      if (isTerminal(from)) {
-        return accept(state, { kind: 'stopped', stopped: false, sessionId: id, previousStatus: from, newStatus: from });
-      }
-      const next: SessionState = { ...state, status: 'stopped', updatedAt: now, finishedAt: now };
-      return accept(next, { kind: 'stopped', stopped: true, sessionId: id, previousStatus: from, newStatus: 'stopped' },
-        terminalEffects(id, next, 'stopped', 'Stop signal received'));
-    }
-
-    case 'session.prompt': {
-      if (isTerminal(from)) {
-        // Re-dispatch: a new run under a new epoch, offered to workers again with this prompt.
-        const epoch = state.epoch + 1;
-        const next: SessionState = {
-          ...state, status: 'pending', prompt: msg.prompt, epoch, workerId: null, error: null, phase: null,
-          leaseReclaims: 0, updatedAt: now, claimedAt: null, startedAt: null, finishedAt: null,
-        };
-        return accept(next, { kind: 'prompted', delivered: true, promptId: msg.promptId, sessionId: id, status: 'pending' }, [
-          { type: 'sessionWritten' },
-          { type: 'promptRecorded', promptId: msg.promptId, text: msg.prompt, queued: false },
-        ]);
-      }
-      // A live session keeps its status; the prompt waits in its inbox for the worker's next poll.
-      const next: SessionState = { ...state, updatedAt: now };
-      return accept(next, { kind: 'prompted', delivered: true, promptId: msg.promptId, sessionId: id, status: from }, [
-        { type: 'promptRecorded', promptId: msg.promptId, text: msg.prompt, queued: true },
-      ]);
-    }
-
-    case 'session.leaseExpired': {
-      // The sweeper saw a stale worker; if the session has since moved to another worker, the news is old.
-      if (state.workerId !== msg.workerId) return accept(state, { kind: 'leaseChecked', sessionId: id, status: from });
-      const giveUp = from === 'finalizing' || state.leaseReclaims >= MAX_LEASE_RECLAIMS;
-      if (giveUp) {
-        const next: SessionState = {
-          ...state, status: 'failed', error: 'worker lease expired', updatedAt: now, finishedAt: now,
-        };
-        return accept(next, { kind: 'leaseChecked', sessionId: id, status: 'failed' },
-          terminalEffects(id, next, 'failed', 'Session failed: its worker stopped heartbeating'));
-      }
-      const next: SessionState = {
-        ...state, status: 'pending', workerId: null, leaseReclaims: state.leaseReclaims + 1, updatedAt: now,
-        claimedAt: null, startedAt: null, phase: null,
-      };
-      return accept(next, { kind: 'leaseChecked', sessionId: id, status: 'pending' }, [
-        { type: 'sessionWritten' },
-        { type: 'activity', key: `${id}:${state.epoch}:reclaim:${next.leaseReclaims}`, kind: 'session.reclaimed', body: 'Worker lease expired; session returned to the queue' },
-      ]);
-    }
-  }
-}
-
-export const sessionMachine: Machine<SessionState, SessionMsg, SessionEffect, SessionReply, SessionStatus> = {
-  statuses: sessionStatuses, messageTypes: sessionMsgTypes, transitions: sessionTransitions, statusOf: (state) => state.status, decide: decideSession,
+/** The first dispatch under this id. */
+const create: On<'session.dispatch'> = (state, msg, { id, now, to }) => {
+  const { type: _type, ...spec } = msg;
+  const next: SessionState = { ...state, status: to, spec, prompt: msg.prompt, epoch: 1, createdAt: now, updatedAt: now };
+  return accept(next, { kind: 'dispatched', sessionId: id, status: to }, [
+    { type: 'sessionWritten' },
+    { type: 'promptRecorded', promptId: `${id}:1:dispatch`, text: msg.prompt, queued: false },
+  ]);
 };
+
+/** A dispatch replayed onto an existing session (a retried request) answers what exists; it never re-runs it. */
+const replayDispatch: On<'session.dispatch'> = (state, msg, { id, from }) =>
+  // Another org's session under the same tracker id is a conflict, never a reply naming its status.
+  state.spec?.trackerSessionId === msg.trackerSessionId && state.spec.orgId === msg.orgId
+    ? accept(state, { kind: 'dispatched', sessionId: id, status: from })
+    : reject('ALREADY_EXISTS', 'another session has this id');
+
+/** A worker reports a status: one of those the table lists from here. */
+const report: On<'session.transition', readonly SessionStatus[]> = (state, msg, { id, now, from, to }) => {
+  if (!to.includes(msg.status)) return illegal(from, msg);
+  // Only the worker holding a session reports on it; claiming is the one move that names a new worker.
+  if (from !== 'pending' && state.workerId !== msg.workerId) {
+    return reject('ILLEGAL_TRANSITION', 'the session is held by another worker', { from, msgType: msg.type });
+  }
+  const costUsd = msg.costUsd ?? state.costUsd;
+  const phase = msg.phase ?? state.phase;
+  const error = msg.error ?? state.error;
+  const reply: SessionReply = { kind: 'transitioned', sessionId: id, previousStatus: from, newStatus: msg.status };
+  // Re-reporting the current status (a retried request) changes nothing unless it carries news.
+  if (msg.status === from && costUsd === state.costUsd && phase === state.phase && error === state.error) {
+    return accept(state, reply);
+  }
+  const next: SessionState = {
+    ...state,
+    status: msg.status,
+    workerId: msg.status === 'claimed' ? msg.workerId : state.workerId,
+    costUsd, phase, error, updatedAt: now,
+    claimedAt: msg.status === 'claimed' && from === 'pending' ? now : state.claimedAt,
+    startedAt: msg.status === 'running' && state.startedAt === null ? now : state.startedAt,
+    finishedAt: isTerminal(msg.status) ? now : state.finishedAt,
+  };
+  const effects = isTerminal(msg.status)
+    ? terminalEffects(id, next, msg.status, msg.status === 'stopped' ? 'Stop signal received' : `Session ${msg.status}`)
+    : [{ type: 'sessionWritten' } as const];
+  return accept(next, reply, effects);
+};
+
+/** Stopping a live session ends it, with its terminal effects. */
+const stop: On<'session.stop', TerminalStatus> = (state, _msg, { id, now, from, to }) => {
+  const next: SessionState = { ...state, status: to, updatedAt: now, finishedAt: now };
+  return accept(next, { kind: 'stopped', stopped: true, sessionId: id, previousStatus: from, newStatus: to },
+    terminalEffects(id, next, to, 'Stop signal received'));
+};
+
+/** Stopping a session that has ended changes nothing, and says so. */
+const alreadyEnded: On<'session.stop'> = (state, _msg, { id, from }) =>
+  accept(state, { kind: 'stopped', stopped: false, sessionId: id, previousStatus: from, newStatus: from });
+
+/** A live session keeps its status; the prompt waits in its inbox for the worker's next poll. */
+const queuePrompt: On<'session.prompt'> = (state, msg, { id, now, from }) => {
+  const next: SessionState = { ...state, updatedAt: now };
+  return accept(next, { kind: 'prompted', delivered: true, promptId: msg.promptId, sessionId: id, status: from }, [
+    { type: 'promptRecorded', promptId: msg.promptId, text: msg.prompt, queued: true },
+  ]);
+};
+
+/** A prompt to a session that has ended re-dispatches it: a new run under a new epoch, offered to workers again. */
+const redispatch: On<'session.prompt'> = (state, msg, { id, now, to }) => {
+  const next: SessionState = {
+    ...state, status: to, prompt: msg.prompt, epoch: state.epoch + 1, workerId: null, error: null, phase: null,
+    leaseReclaims: 0, updatedAt: now, claimedAt: null, startedAt: null, finishedAt: null,
+  };
+  return accept(next, { kind: 'prompted', delivered: true, promptId: msg.promptId, sessionId: id, status: to }, [
+    { type: 'sessionWritten' },
+    { type: 'promptRecorded', promptId: msg.promptId, text: msg.prompt, queued: false },
+  ]);
+};
+
+/**
+ * The lease sweeper saw the holding worker stop heartbeating. The session goes back to the queue where the table
+ * lets it (not once the worker is finalizing) while reclaims are left, and fails otherwise.
+ */
+const leaseLost: On<'session.leaseExpired', readonly SessionStatus[]> = (state, msg, { id, now, from, to }) => {
+  // If the session has since moved to another worker, the news is old.
+  if (state.workerId !== msg.workerId) return accept(state, { kind: 'leaseChecked', sessionId: id, status: from });
+  if (to.includes('pending') && state.leaseReclaims < MAX_LEASE_RECLAIMS) {
+    const next: SessionState = {
+      ...state, status: 'pending', workerId: null, leaseReclaims: state.leaseReclaims + 1, updatedAt: now,
+      claimedAt: null, startedAt: null, phase: null,
+    };
+    return accept(next, { kind: 'leaseChecked', sessionId: id, status: next.status }, [
+      { type: 'sessionWritten' },
+      { type: 'activity', key: `${id}:${state.epoch}:reclaim:${next.leaseReclaims}`, kind: 'session.reclaimed', body: 'Worker lease expired; session returned to the queue' },
+    ]);
+  }
+  const next: SessionState = { ...state, status: 'failed', error: 'worker lease expired', updatedAt: now, finishedAt: now };
+  return accept(next, { kind: 'leaseChecked', sessionId: id, status: next.status },
+    terminalEffects(id, next, 'failed', 'Session failed: its worker stopped heartbeating'));
+};
+
+/**
+ * The status graph, and the code of each move. For `session.transition` the listed statuses are the ones a worker
+ * may report from each status; for other messages, where the message leads. A pair that is absent is rejected
+ * with ILLEGAL_TRANSITION (409), or NOT_FOUND for a session never dispatched, and changes nothing.
+ */
+export const sessionMachine = defineMachine<SessionState, SessionMsg, SessionEffect, SessionReply, SessionStatus>({
+  statuses: sessionStatuses,
+  messageTypes: sessionMsgTypes,
+  statusOf: (state) => state.status,
+  refuse: (from, msg) => (from === 'absent' ? reject('NOT_FOUND', 'session not found') : illegal(from, msg)),
+  table: {
+    absent: { 'session.dispatch': go('pending', create) },
+    pending: {
+      'session.dispatch': go('pending', replayDispatch),
+      'session.transition': choose(['claimed'], report),
+      'session.stop': go('stopped', stop),
+      'session.prompt': go('pending', queuePrompt),
+    },
+    claimed: {
+      'session.transition': choose(['claimed', 'running'], report),
+      'session.stop': go('stopped', stop),
+      'session.prompt': go('claimed', queuePrompt),
+      'session.leaseExpired': choose(['pending', 'failed'], leaseLost),
+    },
+    running: {
+      'session.transition': choose(['running', 'paused', 'finalizing'], report),
+      'session.stop': go('stopped', stop),
+      'session.prompt': go('running', queuePrompt),
+      'session.leaseExpired': choose(['pending', 'failed'], leaseLost),
+    },
+    paused: {
+      'session.transition': choose(['paused', 'running', 'finalizing'], report),
+      'session.stop': go('stopped', stop),
+      'session.prompt': go('paused', queuePrompt),
+      'session.leaseExpired': choose(['pending', 'failed'], leaseLost),
+    },
+    finalizing: {
+      'session.transition': choose(['finalizing', 'completed', 'failed', 'stopped'], report),
+      'session.stop': go('stopped', stop),
+      'session.leaseExpired': choose(['failed'], leaseLost),
+    },
+    completed: { 'session.dispatch': go('completed', replayDispatch), 'session.stop': go('completed', alreadyEnded), 'session.prompt': go('pending', redispatch) },
+    failed: { 'session.dispatch': go('failed', replayDispatch), 'session.stop': go('failed', alreadyEnded), 'session.prompt': go('pending', redispatch) },
+    stopped: { 'session.dispatch': go('stopped', replayDispatch), 'session.stop': go('stopped', alreadyEnded), 'session.prompt': go('pending', redispatch) },
+  },
+});

@@ -3,8 +3,9 @@
 // cancel), whichever of the two the mailbox takes first.
 import { expect } from 'chai';
 import { runCommand } from '../../support/harness.js';
+import { walkTable } from '../../support/table-walk.js';
 import {
-  createDaemonHostBehavior, daemonHostMsgTypes, daemonHostStatuses, daemonHostTransitions, initialDaemonHostState,
+  createDaemonHostBehavior, initialDaemonHostState,
   MAX_PENDING_MUTATIONS, type DaemonHostMsg, type DaemonHostState,
 } from '../../../actors/daemon-host/index.js';
 
@@ -27,23 +28,14 @@ const messages: Record<DaemonHostMsg['type'], DaemonHostMsg> = {
   'daemonHost.cancel': { type: 'daemonHost.cancel', mutationId: M1 },
 };
 
-describe('daemon-host machine', () => {
-  for (const status of daemonHostStatuses) {
-    for (const type of daemonHostMsgTypes) {
-      it(`${status} × ${type}`, () => {
-        const before = status === 'absent' ? initialDaemonHostState() : runCommand(behavior, registered(), enqueue(), { id: 'w1' }).state;
-        const result = runCommand(behavior, before, messages[type], { id: 'w1' });
-        if (daemonHostTransitions[status][type] === undefined) {
-          expect(result.ok).to.equal(false);
-          expect(result.state).to.deep.equal(before);
-        } else {
-          expect(result.ok, JSON.stringify(result)).to.equal(true);
-          expect(daemonHostTransitions[status][type]).to.include(result.state.status);
-        }
-      });
-    }
-  }
+walkTable(behavior, {
+  title: 'daemon-host machine: every status × message pair, from its table',
+  statesIn: (status) => [status === 'absent' ? initialDaemonHostState() : runCommand(behavior, registered(), enqueue(), { id: 'w1' }).state],
+  messagesOf: (type) => [messages[type as DaemonHostMsg['type']]],
+  ctx: { id: 'w1' },
+});
 
+describe('daemon-host machine', () => {
   it('deliver then cancel: delivered once, cancel is 409; cancel then deliver: nothing delivered', () => {
     const queued = runCommand(behavior, registered(), enqueue(), { id: 'w1' });
     if (!queued.ok) throw new Error('enqueue refused');
