@@ -1,4 +1,5 @@
-import { accept, allows, reject, type DecideContext, type Decision, type Machine, type TransitionTable } from '../runtime/machine.js';
+import { accept, reject } from '../runtime/machine.js';
+import { choose, defineMachine, go, type Take } from '../runtime/define-machine.js';
 import { gateStatuses, type Decider, type GateDecision, type GateFields, type GateRecord, type GateStatus } from '../../schemas/workflows/approval-gate.js';
 
 /**
@@ -34,41 +35,50 @@ export interface GateView extends GateFields {
   readonly driver: string | null;
 }
 
-export type GateEffect = { readonly type: 'notifyRun'; readonly runId: string; readonly gateId: string; readonly decision: GateDecision; readonly driver?: string };
-
-const decided: readonly GateStatus[] = ['approved', 'rejected', 'escalated'];
-export const transitions: TransitionTable<GateStatus, GateMsgType> = {
-  absent: { 'gate.open': ['pending'] },
-  pending: { 'gate.open': ['pending'], 'gate.decide': decided },
-  approved: { 'gate.open': ['approved'] },
-  rejected: { 'gate.open': ['rejected'] },
-  escalated: { 'gate.open': ['escalated'] },
-};
-
 export const initialGateState = (): GateState => ({ status: 'absent' });
 
-export function decideGate(state: GateState, msg: GateMsg, ctx: DecideContext): Decision<GateState, GateEffect, GateView> {
-  if (state.status !== 'absent' && msg.orgId !== state.orgId) return reject('NOT_FOUND', 'approval gate not found');
-  if (!allows(transitions, state.status, msg.type)) {
-    return state.status === 'absent'
-      ? reject('NOT_FOUND', 'approval gate not found')
-      : reject('CONFLICT', `approval gate is already ${state.status}`, { status: state.status });
-  }
-  if (msg.type === 'gate.open') {
-    if (state.status !== 'absent') return accept(state, viewOf(ctx.id, state));
-    const { type: _type, ...fields } = msg;
-    const opened: LiveGate = { ...fields, status: 'pending', createdAt: iso(ctx.now), decidedAt: null, decidedBy: null, driver: null };
-    return accept(opened, viewOf(ctx.id, opened));
-  }
-  if (state.status === 'absent') return reject('NOT_FOUND', 'approval gate not found');
+export type GateEffect = { readonly type: 'notifyRun'; readonly runId: string; readonly gateId: string; readonly decision: GateDecision; readonly driver?: string };
+
+type On<T extends GateMsgType, To = GateStatus, In = GateState> =
+  Take<GateState, Extract<GateMsg, { type: T }>, GateEffect, GateView, GateStatus, To, In>;
+
+const open: On<'gate.open', 'pending', { status: 'absent' }> = (_state, msg, { id, now, to }) => {
+  const { type: _type, ...fields } = msg;
+  const opened: LiveGate = { ...fields, status: to, createdAt: iso(now), decidedAt: null, decidedBy: null, driver: null };
+  return accept(opened, viewOf(id, opened));
+};
+
+/** A run re-opens its gate after a restart: it learns the gate as it is, decided or not. */
+const reopen: On<'gate.open', GateStatus, LiveGate> = (state, _msg, { id }) => accept(state, viewOf(id, state));
+
+/** The first decision wins: it moves the gate to the status the decision names, one of those the table lists. */
+const decide: On<'gate.decide', readonly GateStatus[], LiveGate> = (state, msg, { id, now }) => {
   // Only an escalate-to-live-session gate hands the run to a driver: the server-derived approver.
   const driver = msg.decision === 'escalated' && state.escalation === 'live-session' ? `user:${msg.decidedBy.userId}` : null;
-  const next: LiveGate = { ...state, status: msg.decision, decidedAt: iso(ctx.now), decidedBy: msg.decidedBy, comment: msg.comment ?? null, driver };
+  const next: LiveGate = { ...state, status: msg.decision, decidedAt: iso(now), decidedBy: msg.decidedBy, comment: msg.comment ?? null, driver };
   const effects: GateEffect[] = state.runId
-    ? [{ type: 'notifyRun', runId: state.runId, gateId: ctx.id, decision: msg.decision, ...(driver ? { driver } : {}) }]
+    ? [{ type: 'notifyRun', runId: state.runId, gateId: id, decision: msg.decision, ...(driver ? { driver } : {}) }]
     : [];
-  return accept(next, viewOf(ctx.id, next), effects);
-}
+  return accept(next, viewOf(id, next), effects);
+};
+
+export const gateMachine = defineMachine<GateState, GateMsg, GateEffect, GateView, GateStatus>({
+  statuses: gateStatuses,
+  messageTypes: gateMsgTypes,
+  statusOf: (state) => state.status,
+  // Another org's gate is indistinguishable from an absent one, whatever its status.
+  screen: (state, msg) => (state.status !== 'absent' && msg.orgId !== state.orgId ? reject('NOT_FOUND', 'approval gate not found') : undefined),
+  refuse: (from) => (from === 'absent'
+    ? reject('NOT_FOUND', 'approval gate not found')
+    : reject('CONFLICT', `approval gate is already ${from}`, { status: from })),
+  table: {
+    absent: { 'gate.open': go('pending', open) },
+    pending: { 'gate.open': go('pending', reopen), 'gate.decide': choose(['approved', 'rejected', 'escalated'], decide) },
+    approved: { 'gate.open': go('approved', reopen) },
+    rejected: { 'gate.open': go('rejected', reopen) },
+    escalated: { 'gate.open': go('escalated', reopen) },
+  },
+});
 
 export function viewOf(id: string, g: LiveGate): GateView {
   return {
@@ -80,6 +90,3 @@ export function viewOf(id: string, g: LiveGate): GateView {
 
 const iso = (ms: number): string => new Date(ms).toISOString();
 
-export const gateMachine: Machine<GateState, GateMsg, GateEffect, GateView, GateStatus> = {
-  statuses: gateStatuses, messageTypes: gateMsgTypes, transitions: transitions, statusOf: (state) => state.status, decide: decideGate,
-};

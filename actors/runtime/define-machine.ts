@@ -15,22 +15,32 @@ export interface Step<Status extends string, To> extends DecideContext {
   readonly to: To;
 }
 
-/** The code of one cell. `To` narrows the target, so a cell that ends sessions can say its target is terminal. */
-export type Take<S, M, E, R, Status extends string, To> = (state: S, message: M, step: Step<Status, To>) => Decision<S, E, R>;
+/**
+ * The code of one cell. `To` narrows the target, so a cell that ends sessions can say its target is terminal;
+ * `In` narrows the state to what its row holds (see `StateIn`).
+ */
+export type Take<S, M, E, R, Status extends string, To, In = S> = (state: In, message: M, step: Step<Status, To>) => Decision<S, E, R>;
+
+/**
+ * The state as one row of the table sees it. A state that is a union told apart by `status` (a gate that is
+ * `absent` has no fields) narrows to the members in that status, so code placed in a row needs no casts and code
+ * written for existing gates cannot be placed in the `absent` row. Any other state is the whole state.
+ */
+export type StateIn<S, F extends string> = S extends { readonly status: infer X } ? (F extends X ? S : never) : S;
 
 /** One cell of a table: where a message may lead from one status, and the code that takes it there. */
-export interface Transition<S, M, E, R, Status extends string> {
+export interface Transition<S, M, E, R, Status extends string, In = S> {
   readonly targets: readonly Status[];
-  readonly take: (state: S, message: M, ctx: DecideContext, from: Status) => Decision<S, E, R>;
+  readonly take: (state: In, message: M, ctx: DecideContext, from: Status) => Decision<S, E, R>;
 }
 
 /**
  * A cell with one target: the code moves the state to `step.to`, or (a replay, a query) answers and leaves the
  * state as it is.
  */
-export function go<S, M, E, R, Status extends string, To extends Status>(
-  to: To, take: Take<S, M, E, R, Status, To>,
-): Transition<S, M, E, R, Status> {
+export function go<S, M, E, R, Status extends string, To extends Status, In = S>(
+  to: To, take: Take<S, M, E, R, Status, To, In>,
+): Transition<S, M, E, R, Status, In> {
   return { targets: [to], take: (state, message, ctx, from) => take(state, message, { now: ctx.now, id: ctx.id, from, to }) };
 }
 
@@ -38,14 +48,14 @@ export function go<S, M, E, R, Status extends string, To extends Status>(
  * A cell whose code picks its target from `step.to`: the message names it (a worker reporting a status), or the
  * state decides (a lost lease re-offers a session or fails it). Each cell lists only the choices open there.
  */
-export function choose<S, M, E, R, Status extends string, To extends Status>(
-  to: readonly [To, ...To[]], take: Take<S, M, E, R, Status, readonly To[]>,
-): Transition<S, M, E, R, Status> {
+export function choose<S, M, E, R, Status extends string, To extends Status, In = S>(
+  to: readonly [To, ...To[]], take: Take<S, M, E, R, Status, readonly To[], In>,
+): Transition<S, M, E, R, Status, In> {
   return { targets: to, take: (state, message, ctx, from) => take(state, message, { now: ctx.now, id: ctx.id, from, to }) };
 }
 
 export type MachineTable<S, M extends { type: string }, E, R, Status extends string> = {
-  readonly [F in Status]: { readonly [T in M['type']]?: Transition<S, Extract<M, { type: T }>, E, R, Status> };
+  readonly [F in Status]: { readonly [T in M['type']]?: Transition<S, Extract<M, { type: T }>, E, R, Status, StateIn<S, F>> };
 };
 
 export interface MachineSpec<S, M extends { type: string }, E, R, Status extends string> {

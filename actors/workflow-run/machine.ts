@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { accept, allows, reject, type DecideContext, type Decision, type Machine, type TransitionTable } from '../runtime/machine.js';
+import { accept, reject, type DecideContext, type Decision } from '../runtime/machine.js';
+import { choose, defineMachine, go, type Take } from '../runtime/define-machine.js';
 import type { Plan, PlanNode } from '../workflow/definition.js';
 import { evaluate, parseExpression } from './expression.js';
 import { trackerSessionIdFor } from './ports.js';
@@ -97,66 +98,75 @@ export interface RunView {
   readonly error: string | null;
 }
 
-const settled: readonly RunStatus[] = ['running', 'waiting', 'suspended', 'completed', 'failed'];
-export const transitions: TransitionTable<RunStatus, RunMsgType> = {
-  absent: { 'run.start': settled },
-  running: { 'run.agentFinished': settled, 'run.resume': ['running'] },
-  waiting: { 'run.wake': settled, 'run.resume': settled },
-  suspended: { 'run.gateDecided': settled, 'run.resume': ['suspended'] },
-  completed: {},
-  failed: {},
-};
-
 export const initialRunState = (): RunState => ({ status: 'absent' });
 
 type D = Decision<RunState, RunEffect, RunView>;
+type On<T extends RunMsgType, To = readonly RunStatus[], In = LiveRun> =
+  Take<RunState, Extract<RunMsg, { type: T }>, RunEffect, RunView, RunStatus, To, In>;
 
-export function decideRun(state: RunState, msg: RunMsg, ctx: DecideContext): D {
-  if (!allows(transitions, state.status, msg.type)) {
-    if (state.status === 'absent') return reject('NOT_FOUND', 'run not found');
+const start: On<'run.start', readonly RunStatus[], { status: 'absent' }> = (_state, msg, ctx) => {
+  const started: LiveRun = {
+    status: 'running', orgId: msg.orgId, projectId: msg.projectId, workflowId: msg.workflowId, version: msg.version,
+    plan: msg.plan, input: msg.input, startedBy: msg.startedBy, createdAt: iso(ctx.now), updatedAt: iso(ctx.now),
+    visits: 0, loopCounts: {}, steps: [], pending: null, error: null,
+  };
+  return walk(started, msg.plan.start ?? null, ctx);
+};
+
+/** After a restart: re-issue the effect the run waits on, or move on from a wait that fell due meanwhile. */
+const resume: On<'run.resume', unknown> = (run, _msg, ctx) => {
+  const { pending } = run;
+  if (!pending) return accept(run, viewOf(ctx.id, run));
+  if (pending.kind === 'wait' && ctx.now >= pending.wakeAt) return finishStep(run, { status: 'completed' }, null, ctx);
+  return accept(run, viewOf(ctx.id, run), [effectFor(run, pending, ctx)]);
+};
+
+const wake: On<'run.wake'> = (run, msg, ctx) => {
+  const { pending } = run;
+  if (pending?.kind !== 'wait' || pending.token !== msg.token) return accept(run, viewOf(ctx.id, run));
+  if (ctx.now < pending.wakeAt) return accept(run, viewOf(ctx.id, run), [effectFor(run, pending, ctx)]);
+  return finishStep(run, { status: 'completed' }, null, ctx);
+};
+
+const agentFinished: On<'run.agentFinished'> = (run, msg, ctx) => {
+  const { pending } = run;
+  if (pending?.kind !== 'agent' || pending.sessionId !== msg.sessionId) return reject('CONFLICT', 'the run is not waiting for this session');
+  if (msg.status === 'completed') return finishStep(run, { status: 'completed' }, null, ctx);
+  const error = `agent step '${pending.nodeId}' ended ${msg.status}${msg.error ? `: ${msg.error.slice(0, 500)}` : ''}`;
+  return finishStep(run, { status: 'failed', error }, error, ctx);
+};
+
+const gateDecided: On<'run.gateDecided'> = (run, msg, ctx) => {
+  const { pending } = run;
+  if (pending?.kind !== 'gate' || pending.gateId !== msg.gateId) return reject('CONFLICT', 'the run is not waiting for this gate');
+  const extra = { decision: msg.decision, ...(msg.driver ? { driver: msg.driver } : {}) };
+  if (msg.decision === 'rejected') return finishStep(run, { status: 'failed', ...extra }, `approval '${pending.nodeId}' was rejected`, ctx);
+  return finishStep(run, { status: 'completed', ...extra }, null, ctx);
+};
+
+/**
+ * Where a run goes once a step ends is wherever its plan leads (the next step that waits, the end, or a failure),
+ * so those cells list every status a walk can stop in.
+ */
+const settled = ['running', 'waiting', 'suspended', 'completed', 'failed'] as const;
+export const runMachine = defineMachine<RunState, RunMsg, RunEffect, RunView, RunStatus>({
+  statuses: runStatuses,
+  messageTypes: runMsgTypes,
+  statusOf: (state) => state.status,
+  refuse: (from, msg) => {
+    if (from === 'absent') return reject('NOT_FOUND', 'run not found');
     if (msg.type === 'run.start') return reject('ALREADY_EXISTS', 'run already started');
-    return reject('ILLEGAL_TRANSITION', `a ${state.status} run does not take ${msg.type}`);
-  }
-  if (state.status === 'absent') {
-    if (msg.type !== 'run.start') return reject('NOT_FOUND', 'run not found');
-    const started: LiveRun = {
-      status: 'running', orgId: msg.orgId, projectId: msg.projectId, workflowId: msg.workflowId, version: msg.version,
-      plan: msg.plan, input: msg.input, startedBy: msg.startedBy, createdAt: iso(ctx.now), updatedAt: iso(ctx.now),
-      visits: 0, loopCounts: {}, steps: [], pending: null, error: null,
-    };
-    return walk(started, msg.plan.start ?? null, ctx);
-  }
-  const run = state;
-  const pending = run.pending;
-  switch (msg.type) {
-    case 'run.start':
-      return reject('ALREADY_EXISTS', 'run already started');
-    case 'run.resume': {
-      if (!pending) return accept(run, viewOf(ctx.id, run));
-      if (pending.kind === 'wait' && ctx.now >= pending.wakeAt) return finishStep(run, { status: 'completed' }, null, ctx);
-      return accept(run, viewOf(ctx.id, run), [effectFor(run, pending, ctx)]);
-    }
-    case 'run.wake':
-      if (pending?.kind !== 'wait' || pending.token !== msg.token) return accept(run, viewOf(ctx.id, run));
-      if (ctx.now < pending.wakeAt) return accept(run, viewOf(ctx.id, run), [effectFor(run, pending, ctx)]);
-      return finishStep(run, { status: 'completed' }, null, ctx);
-    case 'run.agentFinished': {
-      if (pending?.kind !== 'agent' || pending.sessionId !== msg.sessionId) return reject('CONFLICT', 'the run is not waiting for this session');
-      if (msg.status === 'completed') return finishStep(run, { status: 'completed' }, null, ctx);
-      const error = `agent step '${pending.nodeId}' ended ${msg.status}${msg.error ? `: ${msg.error.slice(0, 500)}` : ''}`;
-      return finishStep(run, { status: 'failed', error }, error, ctx);
-    }
-    case 'run.gateDecided': {
-      if (pending?.kind !== 'gate' || pending.gateId !== msg.gateId) return reject('CONFLICT', 'the run is not waiting for this gate');
-      const extra = { decision: msg.decision, ...(msg.driver ? { driver: msg.driver } : {}) };
-      if (msg.decision === 'rejected') {
-        const error = `approval '${pending.nodeId}' was rejected`;
-        return finishStep(run, { status: 'failed', ...extra }, error, ctx);
-      }
-      return finishStep(run, { status: 'completed', ...extra }, null, ctx);
-    }
-  }
-}
+    return reject('ILLEGAL_TRANSITION', `a ${from} run does not take ${msg.type}`);
+  },
+  table: {
+    absent: { 'run.start': choose(settled, start) },
+    running: { 'run.agentFinished': choose(settled, agentFinished), 'run.resume': go('running', resume) },
+    waiting: { 'run.wake': choose(settled, wake), 'run.resume': choose(settled, resume) },
+    suspended: { 'run.gateDecided': choose(settled, gateDecided), 'run.resume': go('suspended', resume) },
+    completed: {},
+    failed: {},
+  },
+});
 
 export function viewOf(runId: string, run: LiveRun): RunView {
   return { runId, workflowId: run.workflowId, version: run.version, status: run.status, steps: run.steps, error: run.error };
@@ -302,6 +312,3 @@ export function gateIdFor(runId: string, nodeId: string, visit: number): string 
 
 const iso = (ms: number): string => new Date(ms).toISOString();
 
-export const runMachine: Machine<RunState, RunMsg, RunEffect, RunView, RunStatus> = {
-  statuses: runStatuses, messageTypes: runMsgTypes, transitions: transitions, statusOf: (state) => state.status, decide: decideRun,
-};

@@ -1,4 +1,5 @@
-import { accept, allows, reject, type DecideContext, type Decision, type Machine, type TransitionTable } from '../runtime/machine.js';
+import { accept, reject, type DecideContext, type Decision, type Rejection } from '../runtime/machine.js';
+import { choose, defineMachine, go, type Take } from '../runtime/define-machine.js';
 import { TroupeError } from '../../ops/kernel/errors.js';
 import { analyseDefinition, emptyDefinitionYaml } from './definition.js';
 
@@ -94,50 +95,52 @@ export interface WorkflowView {
 
 export type WorkflowEffect = { readonly type: 'versionCreated'; readonly actorId: string; readonly snapshot: VersionSnapshot };
 
-const anyLive: readonly LiveStatus[] = ['draft', 'published', 'archived'];
-export const transitions: TransitionTable<WorkflowStatus, WorkflowMsgType> = {
-  absent: { 'workflow.create': ['draft'] },
-  draft: { 'workflow.update': anyLive, 'workflow.rollback': ['draft'] },
-  published: { 'workflow.update': anyLive, 'workflow.rollback': ['published'] },
-  archived: { 'workflow.update': anyLive, 'workflow.rollback': ['archived'] },
-};
-
 export const initialWorkflowState = (): WorkflowState => ({ status: 'absent' });
 
 type D = Decision<WorkflowState, WorkflowEffect, WorkflowView>;
+type LiveWorkflow = Extract<WorkflowState, { orgId: string }>;
+type On<T extends WorkflowMsgType, To, In = LiveWorkflow> =
+  Take<WorkflowState, Extract<WorkflowMsg, { type: T }>, WorkflowEffect, WorkflowView, WorkflowStatus, To, In>;
 
-export function decideWorkflow(state: WorkflowState, msg: WorkflowMsg, ctx: DecideContext): D {
-  const allowed = allows(transitions, state.status, msg.type);
-  if (!allowed) {
-    return state.status === 'absent'
-      ? reject('NOT_FOUND', 'workflow not found')
-      : reject('ALREADY_EXISTS', 'workflow already exists');
+const noPublishAuthority = (): Rejection => reject('AUTHZ_DENIED', 'not allowed to publish this Workflow', { action: 'publish', resourceType: 'Workflow' });
+
+const create: On<'workflow.create', 'draft', { status: 'absent' }> = (_state, msg, ctx) =>
+  snapshot(null, { orgId: msg.orgId, projectId: msg.projectId, createdBy: msg.actor.label, createdAt: iso(ctx.now) }, ctx.to, fillContent(msg.content), msg.actor, null, ctx);
+
+/** An edit may also move the workflow to any status the table lists; one that leaves it published needs publish authority. */
+const update: On<'workflow.update', readonly LiveStatus[]> = (state, msg, ctx) => {
+  const next = msg.status ?? state.status;
+  if (!ctx.to.includes(next)) return reject('ILLEGAL_TRANSITION', `cannot move a ${state.status} workflow to ${next}`);
+  if (next === 'published' && !msg.mayPublish) return noPublishAuthority();
+  return snapshot(state, state, next, { ...state.current, ...defined(msg.changes) }, msg.actor, msg.changeReason ?? null, ctx);
+};
+
+/** A rollback is a new version with an old version's content, in the same status. */
+const rollback: On<'workflow.rollback', LiveStatus> = (state, msg, ctx) => {
+  if (!Number.isSafeInteger(msg.toVersion) || msg.toVersion < 1 || msg.toVersion > state.version) {
+    return reject('NOT_FOUND', `workflow has no version ${msg.toVersion}`);
   }
-  if (state.status === 'absent') {
-    if (msg.type !== 'workflow.create') return reject('NOT_FOUND', 'workflow not found');
-    const content = fillContent(msg.content);
-    return snapshot(null, { orgId: msg.orgId, projectId: msg.projectId, createdBy: msg.actor.label, createdAt: iso(ctx.now) }, 'draft', content, msg.actor, null, ctx);
-  }
-  // Another org's workflow is indistinguishable from an absent one.
-  if (msg.orgId !== state.orgId) return reject('NOT_FOUND', 'workflow not found');
-  switch (msg.type) {
-    case 'workflow.create':
-      return reject('ALREADY_EXISTS', 'workflow already exists');
-    case 'workflow.update': {
-      const next = msg.status ?? state.status;
-      if (!allowed.includes(next)) return reject('ILLEGAL_TRANSITION', `cannot move a ${state.status} workflow to ${next}`);
-      if (next === 'published' && !msg.mayPublish) return reject('AUTHZ_DENIED', 'not allowed to publish this Workflow', { action: 'publish', resourceType: 'Workflow' });
-      return snapshot(state, state, next, { ...state.current, ...defined(msg.changes) }, msg.actor, msg.changeReason ?? null, ctx);
-    }
-    case 'workflow.rollback': {
-      if (!Number.isSafeInteger(msg.toVersion) || msg.toVersion < 1 || msg.toVersion > state.version) {
-        return reject('NOT_FOUND', `workflow has no version ${msg.toVersion}`);
-      }
-      if (state.status === 'published' && !msg.mayPublish) return reject('AUTHZ_DENIED', 'not allowed to publish this Workflow', { action: 'publish', resourceType: 'Workflow' });
-      return snapshot(state, state, state.status, msg.content, msg.actor, `rollback to version ${msg.toVersion}`, ctx);
-    }
-  }
-}
+  if (ctx.to === 'published' && !msg.mayPublish) return noPublishAuthority();
+  return snapshot(state, state, ctx.to, msg.content, msg.actor, `rollback to version ${msg.toVersion}`, ctx);
+};
+
+const anyLive = ['draft', 'published', 'archived'] as const;
+export const workflowMachine = defineMachine<WorkflowState, WorkflowMsg, WorkflowEffect, WorkflowView, WorkflowStatus>({
+  statuses: workflowStatuses,
+  messageTypes: workflowMsgTypes,
+  statusOf: (state) => state.status,
+  // Another org's workflow is indistinguishable from an absent one (a create still learns this id is taken).
+  screen: (state, msg) => (state.status !== 'absent' && msg.type !== 'workflow.create' && msg.orgId !== state.orgId
+    ? reject('NOT_FOUND', 'workflow not found')
+    : undefined),
+  refuse: (from) => (from === 'absent' ? reject('NOT_FOUND', 'workflow not found') : reject('ALREADY_EXISTS', 'workflow already exists')),
+  table: {
+    absent: { 'workflow.create': go('draft', create) },
+    draft: { 'workflow.update': choose(anyLive, update), 'workflow.rollback': go('draft', rollback) },
+    published: { 'workflow.update': choose(anyLive, update), 'workflow.rollback': go('published', rollback) },
+    archived: { 'workflow.update': choose(anyLive, update), 'workflow.rollback': go('archived', rollback) },
+  },
+});
 
 /** A workflow's public shape, from its state. */
 export function viewOf(id: string, state: Extract<WorkflowState, { orgId: string }>): WorkflowView {
@@ -149,7 +152,7 @@ export function viewOf(id: string, state: Extract<WorkflowState, { orgId: string
 }
 
 function snapshot(
-  previous: Extract<WorkflowState, { orgId: string }> | null,
+  previous: LiveWorkflow | null,
   owner: { orgId: string; projectId: string; createdBy: string; createdAt: string },
   status: LiveStatus, content: WorkflowContent, actor: ChangeActor, changeReason: string | null, ctx: DecideContext,
 ): D {
@@ -208,6 +211,3 @@ function defined(changes: ContentChanges): ContentChanges {
 
 const iso = (ms: number): string => new Date(ms).toISOString();
 
-export const workflowMachine: Machine<WorkflowState, WorkflowMsg, WorkflowEffect, WorkflowView, WorkflowStatus> = {
-  statuses: workflowStatuses, messageTypes: workflowMsgTypes, transitions: transitions, statusOf: (state) => state.status, decide: decideWorkflow,
-};
