@@ -1,5 +1,5 @@
 export { createAgentCardBehavior, AGENT_CARD_KIND, agentCardAddress } from './actor.js';
 export {
-  decideAgentCard, initialAgentCardState, transitions, agentCardLifecycle, agentCardMsgTypes, lifecycleOf,
+  agentCardMachine, initialAgentCardState, agentCardLifecycle, agentCardMsgTypes, lifecycleOf,
   type AgentCardState, type AgentCardMsg, type AgentCardReply, type AgentCardEffect, type AgentCardRecord, type InstallRecord,
 } from './machine.js';

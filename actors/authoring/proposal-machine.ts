@@ -1,4 +1,5 @@
-import { accept, allows, reject, type Decision, type DecideContext, type Machine, type TransitionTable } from '../runtime/machine.js';
+import { accept, reject, type Decision, type DecideContext } from '../runtime/machine.js';
+import { defineMachine, go, type Take } from '../runtime/define-machine.js';
 import type { CandidatePlan } from './plan.js';
 import type { ProposalDigests, ProposalRecord, ProposalVersionRecord } from '../../schemas/authoring/proposal.js';
 export { type ProposalDigests, type ProposalRecord, type ProposalVersionRecord } from '../../schemas/authoring/proposal.js';
@@ -52,39 +53,54 @@ export type ProposalEffect = { readonly type: 'versionAppended'; readonly propos
 export const proposalLifecycle = ['absent', 'draft'] as const;
 export type ProposalLifecycle = (typeof proposalLifecycle)[number];
 
-export const transitions: TransitionTable<ProposalLifecycle, ProposalMsgType> = {
-  absent: { 'proposal.append': ['draft'] },
-  draft: { 'proposal.append': ['draft'] },
-};
-
 export const initialProposalState = (): ProposalState => ({ proposal: null });
 export const lifecycleOf = (state: ProposalState): ProposalLifecycle => (state.proposal === null ? 'absent' : state.proposal.status);
 
-export function decideProposal(state: ProposalState, msg: ProposalMsg, ctx: DecideContext): Decision<ProposalState, ProposalEffect, ProposalReply> {
-  const from = lifecycleOf(state);
-  if (!allows(transitions, from, msg.type)) return reject('ILLEGAL_TRANSITION', `a ${from} proposal does not take ${msg.type}`, { from, msgType: msg.type });
-  const current = state.proposal;
-  // Another org's or project's proposal is indistinguishable from an absent one.
-  if (current !== null && (current.orgId !== msg.orgId || current.projectId !== msg.projectId)) return reject('NOT_FOUND', 'proposal not found');
-  if (current === null && msg.expectedVersion !== 0) return reject('NOT_FOUND', 'proposal not found');
-  if (current !== null && msg.expectedVersion === 0) return reject('ALREADY_EXISTS', 'a proposal with this id already exists');
-  if (current !== null && msg.expectedVersion !== current.version) {
-    return reject('CONFLICT', `stale proposalVersion: the proposal is at version ${current.version}`, { stale: 'proposalVersion', currentVersion: current.version });
-  }
-  if (current !== null && (current.target !== msg.target || current.workflowId !== msg.workflowId)) {
-    return reject('CONFLICT', 'the proposal is about another target or workflow', { stale: 'workflowId' });
-  }
-  const version = (current?.version ?? 0) + 1;
-  const proposal: ProposalRecord = current === null
-    ? {
-        id: ctx.id, orgId: msg.orgId, projectId: msg.projectId, target: msg.target, workflowId: msg.workflowId,
-        status: 'draft', version, createdBy: msg.by, createdAt: ctx.now, updatedAt: ctx.now,
-      }
-    : { ...current, version, updatedAt: ctx.now };
-  const appended: ProposalVersionRecord = { proposalId: ctx.id, version, plan: msg.plan, digests: msg.digests, createdBy: msg.by, createdAt: ctx.now };
-  return accept({ proposal }, { proposalId: ctx.id, target: proposal.target, status: 'draft', version }, [{ type: 'versionAppended', proposal, version: appended }]);
+type On<To, In = ProposalState> = Take<ProposalState, ProposalMsg, ProposalEffect, ProposalReply, ProposalLifecycle, To, In>;
+
+/** The proposal after this append, and the version it appends. */
+function appended(proposal: ProposalRecord, msg: ProposalMsg, ctx: DecideContext): Decision<ProposalState, ProposalEffect, ProposalReply> {
+  const version: ProposalVersionRecord = {
+    proposalId: ctx.id, version: proposal.version, plan: msg.plan, digests: msg.digests, createdBy: msg.by, createdAt: ctx.now,
+  };
+  return accept({ proposal }, { proposalId: ctx.id, target: proposal.target, status: proposal.status, version: proposal.version }, [
+    { type: 'versionAppended', proposal, version },
+  ]);
 }
 
-export const proposalMachine: Machine<ProposalState, ProposalMsg, ProposalEffect, ProposalReply, ProposalLifecycle> = {
-  statuses: proposalLifecycle, messageTypes: proposalMsgTypes, transitions: transitions, statusOf: lifecycleOf, decide: decideProposal,
+/** The first apply stores the proposal as version 1; a caller naming another version refers to one that is not here. */
+const create: On<'draft'> = (_state, msg, ctx) => {
+  if (msg.expectedVersion !== 0) return reject('NOT_FOUND', 'proposal not found');
+  return appended({
+    id: ctx.id, orgId: msg.orgId, projectId: msg.projectId, target: msg.target, workflowId: msg.workflowId,
+    status: ctx.to, version: 1, createdBy: msg.by, createdAt: ctx.now, updatedAt: ctx.now,
+  }, msg, ctx);
 };
+
+/** Appends version n+1 only for a caller that saw version n, about the same target. */
+const append: On<ProposalLifecycle> = (state, msg, ctx) => {
+  const current = state.proposal!;
+  if (msg.expectedVersion === 0) return reject('ALREADY_EXISTS', 'a proposal with this id already exists');
+  if (msg.expectedVersion !== current.version) {
+    return reject('CONFLICT', `stale proposalVersion: the proposal is at version ${current.version}`, { stale: 'proposalVersion', currentVersion: current.version });
+  }
+  if (current.target !== msg.target || current.workflowId !== msg.workflowId) {
+    return reject('CONFLICT', 'the proposal is about another target or workflow', { stale: 'workflowId' });
+  }
+  return appended({ ...current, version: current.version + 1, updatedAt: ctx.now }, msg, ctx);
+};
+
+export const proposalMachine = defineMachine<ProposalState, ProposalMsg, ProposalEffect, ProposalReply, ProposalLifecycle>({
+  statuses: proposalLifecycle,
+  messageTypes: proposalMsgTypes,
+  statusOf: lifecycleOf,
+  // Another org's or project's proposal is indistinguishable from an absent one.
+  screen: (state, msg) => (state.proposal !== null && (state.proposal.orgId !== msg.orgId || state.proposal.projectId !== msg.projectId)
+    ? reject('NOT_FOUND', 'proposal not found')
+    : undefined),
+  refuse: (from, msg) => reject('ILLEGAL_TRANSITION', `a ${from} proposal does not take ${msg.type}`, { from, msgType: msg.type }),
+  table: {
+    absent: { 'proposal.append': go('draft', create) },
+    draft: { 'proposal.append': go('draft', append) },
+  },
+});

@@ -1,4 +1,5 @@
-import { accept, allows, reject, type Decision, type DecideContext, type Machine, type TransitionTable } from '../runtime/machine.js';
+import { accept, reject } from '../runtime/machine.js';
+import { choose, defineMachine, type Take } from '../runtime/define-machine.js';
 import type { IncidentChange } from '../../schemas/governance/incident.js';
 import type { IncidentRow } from '../../storage/governance/incidents.js';
 
@@ -56,12 +57,6 @@ export type IncidentEffect = {
 export const incidentLifecycle = ['absent', 'open', 'resolved'] as const;
 export type IncidentLifecycle = (typeof incidentLifecycle)[number];
 
-export const transitions: TransitionTable<IncidentLifecycle, IncidentMsg['type']> = {
-  absent: { 'incident.record': ['open', 'resolved'] },
-  open: { 'incident.record': ['open', 'resolved'] },
-  resolved: { 'incident.record': ['resolved', 'open'] },
-};
-
 /** Provider status words that mean the incident is over. */
 const closedStatuses = new Set(['resolved', 'closed', 'post-incident', 'post_incident', 'learning', 'declined', 'merged', 'canceled', 'cancelled']);
 export const isClosedStatus = (status: string | null | undefined): boolean => status != null && closedStatuses.has(status.toLowerCase());
@@ -69,16 +64,15 @@ export const isClosedStatus = (status: string | null | undefined): boolean => st
 export const initialIncidentState = (): IncidentState => ({ incident: null });
 export const lifecycleOf = (s: IncidentState): IncidentLifecycle => (s.incident === null ? 'absent' : s.incident.resolvedAt === null ? 'open' : 'resolved');
 
-export function decideIncident(state: IncidentState, msg: IncidentMsg, ctx: DecideContext): Decision<IncidentState, IncidentEffect, IncidentReply> {
-  const from = lifecycleOf(state);
-  if (state.incident !== null && (state.incident.orgId !== msg.orgId || state.incident.source !== msg.source || state.incident.externalId !== msg.externalId)) {
-    return reject('NOT_FOUND', 'incident not found');
-  }
-  if (!allows(transitions, from, msg.type)) return reject('ILLEGAL_TRANSITION', 'incident cannot take this event', { from });
+/**
+ * Any event about an incident is news worth keeping: it creates the incident if need be, resolves it when the
+ * provider says so, and re-opens a resolved one on an update with a status that is not closed.
+ */
+const record: Take<IncidentState, IncidentMsg, IncidentEffect, IncidentReply, IncidentLifecycle, readonly IncidentLifecycle[]> = (state, msg, ctx) => {
   const current = state.incident;
   const f = msg.fields;
   const resolving = msg.change === 'resolved' || isClosedStatus(f.status);
-  const reopening = from === 'resolved' && msg.change === 'updated' && f.status != null && !isClosedStatus(f.status);
+  const reopening = ctx.from === 'resolved' && msg.change === 'updated' && f.status != null && !isClosedStatus(f.status);
   const resolvedAt = resolving ? (current?.resolvedAt ?? ctx.now) : reopening ? null : (current?.resolvedAt ?? null);
   const next: IncidentRecord = {
     id: ctx.id,
@@ -102,8 +96,24 @@ export function decideIncident(state: IncidentState, msg: IncidentMsg, ctx: Deci
     resolved: resolvedAt !== null && (current === null || current.resolvedAt === null),
   };
   return accept({ incident: next }, reply, [{ type: 'incidentWritten', incident: next, change: msg.change, created }]);
-}
-
-export const incidentMachine: Machine<IncidentState, IncidentMsg, IncidentEffect, IncidentReply, IncidentLifecycle> = {
-  statuses: incidentLifecycle, messageTypes: ['incident.record'], transitions: transitions, statusOf: lifecycleOf, decide: decideIncident,
 };
+
+export const incidentMachine = defineMachine<IncidentState, IncidentMsg, IncidentEffect, IncidentReply, IncidentLifecycle>({
+  statuses: incidentLifecycle,
+  messageTypes: ['incident.record'],
+  statusOf: lifecycleOf,
+  // Every event about this incident names the same (org, source, provider id) its id was derived from.
+  screen: (state, msg) => {
+    const current = state.incident;
+    return current !== null && (current.orgId !== msg.orgId || current.source !== msg.source || current.externalId !== msg.externalId)
+      ? reject('NOT_FOUND', 'incident not found')
+      : undefined;
+  },
+  refuse: (from) => reject('ILLEGAL_TRANSITION', 'incident cannot take this event', { from }),
+  table: {
+    absent: { 'incident.record': choose(['open', 'resolved'], record) },
+    open: { 'incident.record': choose(['open', 'resolved'], record) },
+    resolved: { 'incident.record': choose(['resolved', 'open'], record) },
+  },
+});
+

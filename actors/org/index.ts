@@ -1,6 +1,6 @@
 export { createOrgBehavior, ORG_KIND, type OrgBehaviorPorts } from './actor.js';
 export {
-  decideOrg, initialOrgState, transitions, credentialStatuses, orgMsgTypes, MAX_CREDENTIALS_PER_KIND, type CredentialStatus,
+  orgMachine, initialOrgState, credentialStatuses, orgMsgTypes, MAX_CREDENTIALS_PER_KIND, type CredentialStatus,
   type OrgState, type OrgMsg, type OrgReply, type OrgEffect, type ApiKeyMeta, type RegistrationTokenMeta,
   type ApiKeyIssued, type RegistrationTokenIssued, type CredentialRevoked,
 } from './machine.js';

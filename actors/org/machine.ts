@@ -1,4 +1,5 @@
-import { accept, allows, reject, type Decision, type DecideContext, type Machine, type TransitionTable } from '../runtime/machine.js';
+import { accept, reject } from '../runtime/machine.js';
+import { defineMachine, go, type Take } from '../runtime/define-machine.js';
 import type { ApiKeyMeta, RegistrationTokenMeta } from '../../schemas/identity/org-actor.js';
 export { type ApiKeyMeta, type RegistrationTokenMeta } from '../../schemas/identity/org-actor.js';
 
@@ -66,26 +67,6 @@ export const credentialStatuses = ['absent', 'active', 'revoked'] as const;
 export type CredentialStatus = (typeof credentialStatuses)[number];
 
 /**
- * What each message may do to the credential it names. Issue on an existing credential is only accepted as a
- * replay of the very same issue (same hash); revoke of a revoked credential is an idempotent success.
- */
-export const transitions: TransitionTable<CredentialStatus, OrgMsgType> = {
-  absent: { 'org.issueApiKey': ['active'], 'org.issueRegistrationToken': ['active'] },
-  active: {
-    'org.issueApiKey': ['active'],
-    'org.issueRegistrationToken': ['active'],
-    'org.revokeApiKey': ['revoked'],
-    'org.revokeRegistrationToken': ['revoked'],
-  },
-  revoked: {
-    'org.issueApiKey': ['revoked'],
-    'org.issueRegistrationToken': ['revoked'],
-    'org.revokeApiKey': ['revoked'],
-    'org.revokeRegistrationToken': ['revoked'],
-  },
-};
-
-/**
  * Bounds the snapshot: revoked credentials stay in state (revocation must remain decidable), so the cap counts
  * them. An org that needs more rotates through fewer, longer-lived keys.
  */
@@ -108,78 +89,102 @@ export function subjectStatus(state: OrgState, msg: OrgMsg): CredentialStatus {
   }
 }
 
-type OrgDecision = Decision<OrgState, OrgEffect, OrgReply>;
-
 const issuedKeyReply = (k: ApiKeyMeta): ApiKeyIssued =>
   ({ id: k.id, name: k.name, prefix: k.prefix, scopes: k.scopes, requesterId: k.requesterId, createdAt: k.createdAt });
 const issuedTokenReply = (t: RegistrationTokenMeta): RegistrationTokenIssued =>
   ({ id: t.id, name: t.name, projects: t.projects, createdAt: t.createdAt });
 
-export function decideOrg(state: OrgState, msg: OrgMsg, ctx: DecideContext): OrgDecision {
-  const from = subjectStatus(state, msg);
-  if (!allows(transitions, from, msg.type)) {
-    return reject('NOT_FOUND', msg.type.endsWith('ApiKey') ? 'api key not found' : 'registration token not found');
-  }
-  switch (msg.type) {
-    case 'org.issueApiKey': {
-      const existing = state.apiKeys[msg.keyId];
-      if (existing) {
-        return existing.hash === msg.hash
-          ? accept(state, issuedKeyReply(existing))
-          : reject('ALREADY_EXISTS', 'an api key with this id already exists');
-      }
-      if (Object.keys(state.apiKeys).length >= MAX_CREDENTIALS_PER_KIND) {
-        return reject('CONFLICT', `an org holds at most ${MAX_CREDENTIALS_PER_KIND} api keys`);
-      }
-      const key: ApiKeyMeta = {
-        id: msg.keyId, name: msg.name, prefix: msg.prefix, hash: msg.hash, scopes: [...msg.scopes],
-        requesterId: msg.requesterId, createdBy: msg.createdBy, createdAt: ctx.now, revokedAt: null,
-      };
-      return accept({ ...state, apiKeys: { ...state.apiKeys, [key.id]: key } }, issuedKeyReply(key), [{ type: 'apiKeyIssued', key }]);
-    }
-    case 'org.revokeApiKey': {
-      const existing = state.apiKeys[msg.keyId]!;
-      if (existing.revokedAt !== null) return accept(state, { id: existing.id, revokedAt: existing.revokedAt, alreadyRevoked: true });
-      const revoked: ApiKeyMeta = { ...existing, revokedAt: ctx.now };
-      return accept(
-        { ...state, apiKeys: { ...state.apiKeys, [revoked.id]: revoked } },
-        { id: revoked.id, revokedAt: ctx.now, alreadyRevoked: false },
-        [{ type: 'apiKeyRevoked', keyId: revoked.id, revokedAt: ctx.now }],
-      );
-    }
-    case 'org.issueRegistrationToken': {
-      const existing = state.registrationTokens[msg.tokenId];
-      if (existing) {
-        return existing.hash === msg.hash
-          ? accept(state, issuedTokenReply(existing))
-          : reject('ALREADY_EXISTS', 'a registration token with this id already exists');
-      }
-      if (Object.keys(state.registrationTokens).length >= MAX_CREDENTIALS_PER_KIND) {
-        return reject('CONFLICT', `an org holds at most ${MAX_CREDENTIALS_PER_KIND} registration tokens`);
-      }
-      const token: RegistrationTokenMeta = {
-        id: msg.tokenId, name: msg.name, prefix: msg.prefix, hash: msg.hash, projects: [...msg.projects],
-        createdAt: ctx.now, revokedAt: null,
-      };
-      return accept(
-        { ...state, registrationTokens: { ...state.registrationTokens, [token.id]: token } },
-        issuedTokenReply(token),
-        [{ type: 'registrationTokenIssued', token }],
-      );
-    }
-    case 'org.revokeRegistrationToken': {
-      const existing = state.registrationTokens[msg.tokenId]!;
-      if (existing.revokedAt !== null) return accept(state, { id: existing.id, revokedAt: existing.revokedAt, alreadyRevoked: true });
-      const revoked: RegistrationTokenMeta = { ...existing, revokedAt: ctx.now };
-      return accept(
-        { ...state, registrationTokens: { ...state.registrationTokens, [revoked.id]: revoked } },
-        { id: revoked.id, revokedAt: ctx.now, alreadyRevoked: false },
-        [{ type: 'registrationTokenRevoked', tokenId: revoked.id, revokedAt: ctx.now }],
-      );
-    }
-  }
-}
+type On<T extends OrgMsgType, To = CredentialStatus> =
+  Take<OrgState, Extract<OrgMsg, { type: T }>, OrgEffect, OrgReply, CredentialStatus, To>;
 
-export const orgMachine: Machine<OrgState, OrgMsg, OrgEffect, OrgReply, CredentialStatus> = {
-  statuses: credentialStatuses, messageTypes: orgMsgTypes, transitions: transitions, statusOf: subjectStatus, decide: decideOrg,
+const issueApiKey: On<'org.issueApiKey'> = (state, msg, ctx) => {
+  if (Object.keys(state.apiKeys).length >= MAX_CREDENTIALS_PER_KIND) {
+    return reject('CONFLICT', `an org holds at most ${MAX_CREDENTIALS_PER_KIND} api keys`);
+  }
+  const key: ApiKeyMeta = {
+    id: msg.keyId, name: msg.name, prefix: msg.prefix, hash: msg.hash, scopes: [...msg.scopes],
+    requesterId: msg.requesterId, createdBy: msg.createdBy, createdAt: ctx.now, revokedAt: null,
+  };
+  return accept({ ...state, apiKeys: { ...state.apiKeys, [key.id]: key } }, issuedKeyReply(key), [{ type: 'apiKeyIssued', key }]);
 };
+
+/** An issue replayed with the very same secret (a retried request) answers the key; anything else is a collision. */
+const replayApiKey: On<'org.issueApiKey'> = (state, msg) => {
+  const existing = state.apiKeys[msg.keyId]!;
+  return existing.hash === msg.hash
+    ? accept(state, issuedKeyReply(existing))
+    : reject('ALREADY_EXISTS', 'an api key with this id already exists');
+};
+
+const revokeApiKey: On<'org.revokeApiKey'> = (state, msg, ctx) => {
+  const revoked: ApiKeyMeta = { ...state.apiKeys[msg.keyId]!, revokedAt: ctx.now };
+  return accept(
+    { ...state, apiKeys: { ...state.apiKeys, [revoked.id]: revoked } },
+    { id: revoked.id, revokedAt: ctx.now, alreadyRevoked: false },
+    [{ type: 'apiKeyRevoked', keyId: revoked.id, revokedAt: ctx.now }],
+  );
+};
+
+const issueRegistrationToken: On<'org.issueRegistrationToken'> = (state, msg, ctx) => {
+  if (Object.keys(state.registrationTokens).length >= MAX_CREDENTIALS_PER_KIND) {
+    return reject('CONFLICT', `an org holds at most ${MAX_CREDENTIALS_PER_KIND} registration tokens`);
+  }
+  const token: RegistrationTokenMeta = {
+    id: msg.tokenId, name: msg.name, prefix: msg.prefix, hash: msg.hash, projects: [...msg.projects],
+    createdAt: ctx.now, revokedAt: null,
+  };
+  return accept(
+    { ...state, registrationTokens: { ...state.registrationTokens, [token.id]: token } },
+    issuedTokenReply(token),
+    [{ type: 'registrationTokenIssued', token }],
+  );
+};
+
+const replayRegistrationToken: On<'org.issueRegistrationToken'> = (state, msg) => {
+  const existing = state.registrationTokens[msg.tokenId]!;
+  return existing.hash === msg.hash
+    ? accept(state, issuedTokenReply(existing))
+    : reject('ALREADY_EXISTS', 'a registration token with this id already exists');
+};
+
+const revokeRegistrationToken: On<'org.revokeRegistrationToken'> = (state, msg, ctx) => {
+  const revoked: RegistrationTokenMeta = { ...state.registrationTokens[msg.tokenId]!, revokedAt: ctx.now };
+  return accept(
+    { ...state, registrationTokens: { ...state.registrationTokens, [revoked.id]: revoked } },
+    { id: revoked.id, revokedAt: ctx.now, alreadyRevoked: false },
+    [{ type: 'registrationTokenRevoked', tokenId: revoked.id, revokedAt: ctx.now }],
+  );
+};
+
+/** Revocation is final and idempotent: revoking again answers when it happened. */
+const alreadyRevoked: On<'org.revokeApiKey' | 'org.revokeRegistrationToken'> = (state, msg) => {
+  const existing = msg.type === 'org.revokeApiKey' ? state.apiKeys[msg.keyId]! : state.registrationTokens[msg.tokenId]!;
+  return accept(state, { id: existing.id, revokedAt: existing.revokedAt!, alreadyRevoked: true });
+};
+
+/**
+ * What each message may do to the credential it names. Issue on an existing credential is only accepted as a
+ * replay of the very same issue (same hash); revoke of a revoked credential is an idempotent success.
+ */
+export const orgMachine = defineMachine<OrgState, OrgMsg, OrgEffect, OrgReply, CredentialStatus>({
+  statuses: credentialStatuses,
+  messageTypes: orgMsgTypes,
+  statusOf: subjectStatus,
+  refuse: (_from, msg) => reject('NOT_FOUND', msg.type.endsWith('ApiKey') ? 'api key not found' : 'registration token not found'),
+  table: {
+    absent: { 'org.issueApiKey': go('active', issueApiKey), 'org.issueRegistrationToken': go('active', issueRegistrationToken) },
+    active: {
+      'org.issueApiKey': go('active', replayApiKey),
+      'org.issueRegistrationToken': go('active', replayRegistrationToken),
+      'org.revokeApiKey': go('revoked', revokeApiKey),
+      'org.revokeRegistrationToken': go('revoked', revokeRegistrationToken),
+    },
+    revoked: {
+      'org.issueApiKey': go('revoked', replayApiKey),
+      'org.issueRegistrationToken': go('revoked', replayRegistrationToken),
+      'org.revokeApiKey': go('revoked', alreadyRevoked),
+      'org.revokeRegistrationToken': go('revoked', alreadyRevoked),
+    },
+  },
+});
+

@@ -1,6 +1,6 @@
 export { createPolicyBehavior, POLICY_KIND, policyAddress } from './actor.js';
 export {
-  decidePolicy, initialPolicyState, transitions, policyLifecycle, policyMsgTypes, lifecycleOf,
+  policyMachine, initialPolicyState, policyLifecycle, policyMsgTypes, lifecycleOf,
   type PolicyState, type PolicyMsg, type PolicyReply, type PolicyEffect, type PolicyRecord, type PolicyVersionRecord,
 } from './machine.js';
 export { assertValidCedar, cedarProblem, enforcementText, statementId, type CedarProblem } from './cedar-text.js';

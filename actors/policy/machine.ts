@@ -1,4 +1,5 @@
-import { accept, allows, reject, type Decision, type DecideContext, type Machine, type TransitionTable } from '../runtime/machine.js';
+import { accept, reject } from '../runtime/machine.js';
+import { choose, defineMachine, type Take } from '../runtime/define-machine.js';
 import type { PolicyRecord, PolicyScope, PolicyStatus, PolicyVersionRecord } from '../../schemas/governance/policy.js';
 export { type PolicyRecord, type PolicyVersionRecord } from '../../schemas/governance/policy.js';
 
@@ -64,76 +65,79 @@ export type PolicyEffect =
 export const policyLifecycle = ['absent', 'draft', 'active', 'archived'] as const;
 export type PolicyLifecycle = (typeof policyLifecycle)[number];
 
-export const transitions: TransitionTable<PolicyLifecycle, PolicyMsgType> = {
-  absent: { 'policy.create': ['draft', 'active'] },
-  draft: { 'policy.update': ['draft', 'active', 'archived'] },
-  active: { 'policy.update': ['draft', 'active', 'archived'] },
-  archived: {},
-};
-
 export const initialPolicyState = (): PolicyState => ({ policy: null });
 
 export const lifecycleOf = (state: PolicyState): PolicyLifecycle => state.policy?.status ?? 'absent';
 
-type PolicyDecision = Decision<PolicyState, PolicyEffect, PolicyReply>;
+type On<T extends PolicyMsgType> =
+  Take<PolicyState, Extract<PolicyMsg, { type: T }>, PolicyEffect, PolicyReply, PolicyLifecycle, readonly PolicyLifecycle[]>;
 
-export function decidePolicy(state: PolicyState, msg: PolicyMsg, ctx: DecideContext): PolicyDecision {
-  const from = lifecycleOf(state);
+/** Creates version 1, as a draft or already active: the message names which. */
+const create: On<'policy.create'> = (_state, msg, ctx) => {
+  const policy: PolicyRecord = {
+    id: ctx.id, orgId: msg.orgId, name: msg.name, description: msg.description, cedarPolicy: msg.cedarPolicy,
+    scope: msg.scope, scopeId: msg.scopeId, status: msg.status, version: 1, regulatoryTags: [...msg.regulatoryTags],
+    metadata: msg.metadata, createdBy: msg.createdBy, createdAt: ctx.now, updatedAt: ctx.now, archivedAt: null,
+  };
+  const version: PolicyVersionRecord = {
+    id: msg.versionId, policyId: ctx.id, version: 1, cedarPolicy: msg.cedarPolicy, changedBy: msg.createdBy,
+    changeReason: msg.changeReason === '' ? 'created' : msg.changeReason, createdAt: ctx.now,
+  };
+  return accept({ policy }, { policy, appendedVersion: 1 }, [
+    { type: 'policyWritten', policy, previousStatus: null, by: msg.createdBy },
+    { type: 'versionAppended', version },
+  ]);
+};
+
+/** Edits the policy, and may move it to any status the table lists; a change of its Cedar text appends a version. */
+const update: On<'policy.update'> = (state, msg, ctx) => {
+  const current = state.policy!;
+  const { changes } = msg;
+  const textChanged = changes.cedarPolicy !== undefined && changes.cedarPolicy !== current.cedarPolicy;
+  const status = changes.status ?? current.status;
+  const next: PolicyRecord = {
+    ...current,
+    ...definedOnly(changes),
+    status,
+    version: textChanged ? current.version + 1 : current.version,
+    updatedAt: ctx.now,
+    archivedAt: status === 'archived' ? ctx.now : null,
+  };
+  const effects: PolicyEffect[] = [{ type: 'policyWritten', policy: next, previousStatus: current.status, by: msg.changedBy }];
+  if (textChanged) {
+    effects.push({
+      type: 'versionAppended',
+      version: {
+        id: msg.versionId, policyId: current.id, version: next.version, cedarPolicy: next.cedarPolicy,
+        changedBy: msg.changedBy, changeReason: msg.changeReason, createdAt: ctx.now,
+      },
+    });
+  }
+  return accept({ policy: next }, { policy: next, appendedVersion: textChanged ? next.version : null }, effects);
+};
+
+const anyKept = ['draft', 'active', 'archived'] as const;
+export const policyMachine = defineMachine<PolicyState, PolicyMsg, PolicyEffect, PolicyReply, PolicyLifecycle>({
+  statuses: policyLifecycle,
+  messageTypes: policyMsgTypes,
+  statusOf: lifecycleOf,
   // Another org's policy is indistinguishable from an absent one.
-  if (state.policy !== null && state.policy.orgId !== msg.orgId) return reject('NOT_FOUND', 'policy not found');
-  if (!allows(transitions, from, msg.type)) {
+  screen: (state, msg) => (state.policy !== null && state.policy.orgId !== msg.orgId ? reject('NOT_FOUND', 'policy not found') : undefined),
+  refuse: (from, msg) => {
     if (from === 'absent') return reject('NOT_FOUND', 'policy not found');
     if (from === 'archived') return reject('ILLEGAL_TRANSITION', 'an archived policy cannot be changed', { from, msgType: msg.type });
     return reject('ALREADY_EXISTS', 'a policy with this id already exists');
-  }
-  switch (msg.type) {
-    case 'policy.create': {
-      const policy: PolicyRecord = {
-        id: ctx.id, orgId: msg.orgId, name: msg.name, description: msg.description, cedarPolicy: msg.cedarPolicy,
-        scope: msg.scope, scopeId: msg.scopeId, status: msg.status, version: 1, regulatoryTags: [...msg.regulatoryTags],
-        metadata: msg.metadata, createdBy: msg.createdBy, createdAt: ctx.now, updatedAt: ctx.now, archivedAt: null,
-      };
-      const version: PolicyVersionRecord = {
-        id: msg.versionId, policyId: ctx.id, version: 1, cedarPolicy: msg.cedarPolicy, changedBy: msg.createdBy,
-        changeReason: msg.changeReason === '' ? 'created' : msg.changeReason, createdAt: ctx.now,
-      };
-      return accept({ policy }, { policy, appendedVersion: 1 }, [
-        { type: 'policyWritten', policy, previousStatus: null, by: msg.createdBy },
-        { type: 'versionAppended', version },
-      ]);
-    }
-    case 'policy.update': {
-      const current = state.policy!;
-      const { changes } = msg;
-      const textChanged = changes.cedarPolicy !== undefined && changes.cedarPolicy !== current.cedarPolicy;
-      const status = changes.status ?? current.status;
-      const next: PolicyRecord = {
-        ...current,
-        ...definedOnly(changes),
-        status,
-        version: textChanged ? current.version + 1 : current.version,
-        updatedAt: ctx.now,
-        archivedAt: status === 'archived' ? ctx.now : null,
-      };
-      const effects: PolicyEffect[] = [{ type: 'policyWritten', policy: next, previousStatus: current.status, by: msg.changedBy }];
-      if (textChanged) {
-        effects.push({
-          type: 'versionAppended',
-          version: {
-            id: msg.versionId, policyId: current.id, version: next.version, cedarPolicy: next.cedarPolicy,
-            changedBy: msg.changedBy, changeReason: msg.changeReason, createdAt: ctx.now,
-          },
-        });
-      }
-      return accept({ policy: next }, { policy: next, appendedVersion: textChanged ? next.version : null }, effects);
-    }
-  }
-}
+  },
+  table: {
+    absent: { 'policy.create': choose(['draft', 'active'], create) },
+    draft: { 'policy.update': choose(anyKept, update) },
+    active: { 'policy.update': choose(anyKept, update) },
+    // Archive is final: a new policy takes its place.
+    archived: {},
+  },
+});
 
 function definedOnly<T extends object>(value: T): Partial<T> {
   return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
 
-export const policyMachine: Machine<PolicyState, PolicyMsg, PolicyEffect, PolicyReply, PolicyLifecycle> = {
-  statuses: policyLifecycle, messageTypes: policyMsgTypes, transitions: transitions, statusOf: lifecycleOf, decide: decidePolicy,
-};

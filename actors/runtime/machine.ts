@@ -88,9 +88,3 @@ export const accept = <S, E, R>(next: S, reply: R, effects: readonly E[] = []): 
 
 export const reject = (code: ErrorCode, message: string, details?: Record<string, unknown>): Rejection =>
   details === undefined ? { ok: false, code, message } : { ok: false, code, message, details };
-
-export function allows<Status extends string, MsgType extends string>(
-  table: TransitionTable<Status, MsgType>, from: Status, msg: MsgType,
-): readonly Status[] | undefined {
-  return table[from][msg];
-}

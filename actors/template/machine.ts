@@ -1,4 +1,5 @@
-import { accept, allows, reject, type DecideContext, type Decision, type Machine, type TransitionTable } from '../runtime/machine.js';
+import { accept, reject } from '../runtime/machine.js';
+import { defineMachine, go, type Take } from '../runtime/define-machine.js';
 
 /**
  * An admin-managed workflow template (`template/<orgId>:<slug>`), spec 9.3: unlike workflows, a template is
@@ -56,14 +57,10 @@ export interface TemplateView {
   readonly created: boolean;
 }
 
-export const templateTransitions: TransitionTable<TemplateStatus, TemplateMsgType> = {
-  absent: { 'template.saveDraft': ['present'] },
-  present: { 'template.saveDraft': ['present'], 'template.publish': ['present'] },
-};
-
 export const initialTemplateState = (): TemplateState => ({ status: 'absent' });
 
-type D = Decision<TemplateState, TemplateEffect, TemplateView>;
+type On<T extends TemplateMsgType, To, In = PresentTemplate> =
+  Take<TemplateState, Extract<TemplateMsg, { type: T }>, TemplateEffect, TemplateView, TemplateStatus, To, In>;
 
 const sameContent = (a: TemplateContent | null, b: TemplateContent): boolean =>
   a !== null && a.name === b.name && a.description === b.description && a.definitionYaml === b.definitionYaml;
@@ -71,47 +68,51 @@ const sameContent = (a: TemplateContent | null, b: TemplateContent): boolean =>
 const viewOf = (t: PresentTemplate, created = false): TemplateView =>
   ({ slug: t.slug, draftRevision: t.draftRevision, liveVersion: t.liveVersion, created });
 
-export function decideTemplate(state: TemplateState, msg: TemplateMsg, ctx: DecideContext): D {
-  if (!allows(templateTransitions, state.status, msg.type)) return reject('NOT_FOUND', 'template not found');
-  // Defence in depth: the id already names the org, a message naming another one is about some other template.
-  if (state.status === 'present' && state.orgId !== msg.orgId) return reject('NOT_FOUND', 'template not found');
-  const now = new Date(ctx.now).toISOString();
+const iso = (ms: number): string => new Date(ms).toISOString();
 
-  switch (msg.type) {
-    case 'template.saveDraft': {
-      if (state.status === 'absent') {
-        if (msg.expectedRevision !== undefined && msg.expectedRevision !== 0) {
-          return reject('CONFLICT', 'the template does not exist yet (expectedRevision must be 0 or absent)');
-        }
-        const created: PresentTemplate = {
-          status: 'present', orgId: msg.orgId, slug: msg.slug, draft: msg.content, draftRevision: 1, draftUpdatedAt: now,
-          draftUpdatedBy: msg.by, liveVersion: null, live: null, createdAt: now,
-        };
-        return accept(created, viewOf(created, true), [{ type: 'draftSaved' }]);
-      }
-      if (msg.expectedRevision !== undefined && msg.expectedRevision !== state.draftRevision) {
-        return reject('CONFLICT', `the draft changed since revision ${msg.expectedRevision} (now ${state.draftRevision})`, { draftRevision: state.draftRevision });
-      }
-      if (sameContent(state.draft, msg.content)) return accept(state, viewOf(state));
-      const next: PresentTemplate = {
-        ...state, draft: msg.content, draftRevision: state.draftRevision + 1, draftUpdatedAt: now, draftUpdatedBy: msg.by,
-      };
-      return accept(next, viewOf(next), [{ type: 'draftSaved' }]);
-    }
-
-    case 'template.publish': {
-      if (state.status === 'absent') return reject('NOT_FOUND', 'template not found');
-      if (sameContent(state.live, state.draft)) return reject('CONFLICT', 'the draft has no changes against the live version');
-      const version = (state.liveVersion ?? 0) + 1;
-      const next: PresentTemplate = { ...state, liveVersion: version, live: state.draft };
-      return accept(next, viewOf(next), [
-        { type: 'draftSaved' },
-        { type: 'versionPublished', version, content: state.draft, publishedBy: msg.by, changeReason: msg.changeReason, publishedAt: now },
-      ]);
-    }
+const createDraft: On<'template.saveDraft', 'present', { status: 'absent' }> = (_state, msg, { now, to }) => {
+  if (msg.expectedRevision !== undefined && msg.expectedRevision !== 0) {
+    return reject('CONFLICT', 'the template does not exist yet (expectedRevision must be 0 or absent)');
   }
-}
-
-export const templateMachine: Machine<TemplateState, TemplateMsg, TemplateEffect, TemplateView, TemplateStatus> = {
-  statuses: templateStatuses, messageTypes: templateMsgTypes, transitions: templateTransitions, statusOf: (state) => state.status, decide: decideTemplate,
+  const created: PresentTemplate = {
+    status: to, orgId: msg.orgId, slug: msg.slug, draft: msg.content, draftRevision: 1, draftUpdatedAt: iso(now),
+    draftUpdatedBy: msg.by, liveVersion: null, live: null, createdAt: iso(now),
+  };
+  return accept(created, viewOf(created, true), [{ type: 'draftSaved' }]);
 };
+
+/** An editor names the revision it started from, so a save over someone else's lost update is refused. */
+const saveDraft: On<'template.saveDraft', TemplateStatus> = (state, msg, { now }) => {
+  if (msg.expectedRevision !== undefined && msg.expectedRevision !== state.draftRevision) {
+    return reject('CONFLICT', `the draft changed since revision ${msg.expectedRevision} (now ${state.draftRevision})`, { draftRevision: state.draftRevision });
+  }
+  if (sameContent(state.draft, msg.content)) return accept(state, viewOf(state));
+  const next: PresentTemplate = {
+    ...state, draft: msg.content, draftRevision: state.draftRevision + 1, draftUpdatedAt: iso(now), draftUpdatedBy: msg.by,
+  };
+  return accept(next, viewOf(next), [{ type: 'draftSaved' }]);
+};
+
+/** Freezes the draft into the next immutable version, which becomes live. */
+const publish: On<'template.publish', TemplateStatus> = (state, msg, { now }) => {
+  if (sameContent(state.live, state.draft)) return reject('CONFLICT', 'the draft has no changes against the live version');
+  const version = (state.liveVersion ?? 0) + 1;
+  const next: PresentTemplate = { ...state, liveVersion: version, live: state.draft };
+  return accept(next, viewOf(next), [
+    { type: 'draftSaved' },
+    { type: 'versionPublished', version, content: state.draft, publishedBy: msg.by, changeReason: msg.changeReason, publishedAt: iso(now) },
+  ]);
+};
+
+export const templateMachine = defineMachine<TemplateState, TemplateMsg, TemplateEffect, TemplateView, TemplateStatus>({
+  statuses: templateStatuses,
+  messageTypes: templateMsgTypes,
+  statusOf: (state) => state.status,
+  // Defence in depth: the id already names the org, a message naming another one is about some other template.
+  screen: (state, msg) => (state.status === 'present' && state.orgId !== msg.orgId ? reject('NOT_FOUND', 'template not found') : undefined),
+  refuse: () => reject('NOT_FOUND', 'template not found'),
+  table: {
+    absent: { 'template.saveDraft': go('present', createDraft) },
+    present: { 'template.saveDraft': go('present', saveDraft), 'template.publish': go('present', publish) },
+  },
+});

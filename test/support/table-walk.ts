@@ -18,8 +18,10 @@ export interface TableWalk<S, M> {
   /** Messages of `type` to send to `state`; more than one where a cell's target depends on the message. */
   messagesOf(type: string, state: S): readonly (M | Record<string, unknown>)[];
   readonly ctx?: Partial<DecideContext>;
+  /** The code a pair the table does not hold is refused with. */
+  refusedWith?(from: string, type: string): string;
   /** Further checks on every accepted message (the pair's own invariants). */
-  accepted?(result: Extract<CommandResult<S, unknown, unknown>, { ok: true }>, from: string, message: M | Record<string, unknown>): void;
+  accepted?(result: Extract<CommandResult<S, unknown, unknown>, { ok: true }>, from: string, message: M): void;
 }
 
 export function walkTable<S, M extends { type: string }, R, E>(behavior: ActorBehavior<S, M, R, E>, walk: TableWalk<S, M>): void {
@@ -40,6 +42,7 @@ export function walkTable<S, M extends { type: string }, R, E>(behavior: ActorBe
               const result = runCommand(behavior, state, message, walk.ctx);
               if (targets === undefined) {
                 expect(result.ok, `refused: ${JSON.stringify(message)}`).to.equal(false);
+                if (!result.ok && walk.refusedWith) expect(result.rejection.code).to.equal(walk.refusedWith(from, type));
                 expect(result.state).to.deep.equal(state);
                 continue;
               }
@@ -47,7 +50,7 @@ export function walkTable<S, M extends { type: string }, R, E>(behavior: ActorBe
               const to = machine.statusOf(result.state, message as M);
               expect(targets, `${JSON.stringify(message)} moved ${from} to ${to}`).to.include(to);
               reached.add(key(from, type, to));
-              walk.accepted?.(result as Extract<CommandResult<S, unknown, unknown>, { ok: true }>, from, message);
+              walk.accepted?.(result as Extract<CommandResult<S, unknown, unknown>, { ok: true }>, from, message as M);
             }
           }
         });

@@ -1,4 +1,5 @@
-import { accept, allows, reject, type Decision, type DecideContext, type Machine, type TransitionTable } from '../../runtime/machine.js';
+import { accept, reject } from '../../runtime/machine.js';
+import { defineMachine, go, type Take } from '../../runtime/define-machine.js';
 import type { ExternalAgentCard } from './agent-card-fetch.js';
 import type { TrustLevel, ExternalAgentRecord } from '../../../schemas/agents/external-agent.js';
 export { trustLevels, type TrustLevel, type ExternalAgentRecord } from '../../../schemas/agents/external-agent.js';
@@ -36,11 +37,6 @@ export type ExternalAgentEffect = { readonly type: 'agentWritten'; readonly agen
 export const externalAgentLifecycle = ['absent', 'registered'] as const;
 export type ExternalAgentLifecycle = (typeof externalAgentLifecycle)[number];
 
-export const transitions: TransitionTable<ExternalAgentLifecycle, ExternalAgentMsgType> = {
-  absent: { 'externalAgent.register': ['registered'] },
-  registered: { 'externalAgent.setTrust': ['registered'], 'externalAgent.refreshed': ['registered'] },
-};
-
 export const initialExternalAgentState = (): ExternalAgentState => ({ agent: null });
 const lifecycleOf = (s: ExternalAgentState): ExternalAgentLifecycle => (s.agent ? 'registered' : 'absent');
 
@@ -49,38 +45,47 @@ export function placeholderCard(url: string): ExternalAgentCard {
   return { name: new URL(url).host, url, version: '', description: '', skills: [] };
 }
 
-export function decideExternalAgent(state: ExternalAgentState, msg: ExternalAgentMsg, ctx: DecideContext): Decision<ExternalAgentState, ExternalAgentEffect, ExternalAgentReply> {
-  if (state.agent !== null && state.agent.orgId !== msg.orgId) return reject('NOT_FOUND', 'external agent not found');
-  const from = lifecycleOf(state);
-  if (!allows(transitions, from, msg.type)) {
-    return from === 'absent' ? reject('NOT_FOUND', 'external agent not found') : reject('ALREADY_EXISTS', 'this agent is already registered');
-  }
-  switch (msg.type) {
-    case 'externalAgent.register': {
-      const agent: ExternalAgentRecord = {
-        id: ctx.id, orgId: msg.orgId, url: msg.url, trustLevel: 'untrusted', card: msg.card ?? placeholderCard(msg.url),
-        reachable: msg.card !== null, lastFetchedAt: msg.fetchedAt, createdAt: ctx.now, updatedAt: ctx.now,
-      };
-      return accept({ agent }, { agent }, [{ type: 'agentWritten', agent, audit: { type: 'a2a.agent_registered', by: msg.by, payload: { url: msg.url, reachable: agent.reachable } } }]);
-    }
-    case 'externalAgent.setTrust': {
-      const current = state.agent!;
-      if (current.trustLevel === msg.trustLevel) return accept(state, { agent: current });
-      const agent = { ...current, trustLevel: msg.trustLevel, updatedAt: ctx.now };
-      return accept({ agent }, { agent }, [{
-        type: 'agentWritten', agent, audit: { type: 'a2a.agent_trust_changed', by: msg.by, payload: { from: current.trustLevel, to: msg.trustLevel } },
-      }]);
-    }
-    case 'externalAgent.refreshed': {
-      const current = state.agent!;
-      // A stale result (an older fetch finishing late) never overwrites a newer one.
-      if (current.lastFetchedAt !== null && msg.fetchedAt <= current.lastFetchedAt) return accept(state, { agent: current });
-      const agent = { ...current, card: msg.card ?? current.card, reachable: msg.card !== null, lastFetchedAt: msg.fetchedAt, updatedAt: ctx.now };
-      return accept({ agent }, { agent }, [{ type: 'agentWritten', agent, audit: null }]);
-    }
-  }
-}
+type On<T extends ExternalAgentMsgType> = Take<
+  ExternalAgentState, Extract<ExternalAgentMsg, { type: T }>, ExternalAgentEffect, ExternalAgentReply, ExternalAgentLifecycle, ExternalAgentLifecycle
+>;
 
-export const externalAgentMachine: Machine<ExternalAgentState, ExternalAgentMsg, ExternalAgentEffect, ExternalAgentReply, ExternalAgentLifecycle> = {
-  statuses: externalAgentLifecycle, messageTypes: externalAgentMsgTypes, transitions: transitions, statusOf: lifecycleOf, decide: decideExternalAgent,
+const register: On<'externalAgent.register'> = (_state, msg, ctx) => {
+  const agent: ExternalAgentRecord = {
+    id: ctx.id, orgId: msg.orgId, url: msg.url, trustLevel: 'untrusted', card: msg.card ?? placeholderCard(msg.url),
+    reachable: msg.card !== null, lastFetchedAt: msg.fetchedAt, createdAt: ctx.now, updatedAt: ctx.now,
+  };
+  return accept({ agent }, { agent }, [{ type: 'agentWritten', agent, audit: { type: 'a2a.agent_registered', by: msg.by, payload: { url: msg.url, reachable: agent.reachable } } }]);
 };
+
+/** Set by an org admin or owner; setting the level it already has changes nothing. */
+const setTrust: On<'externalAgent.setTrust'> = (state, msg, ctx) => {
+  const current = state.agent!;
+  if (current.trustLevel === msg.trustLevel) return accept(state, { agent: current });
+  const agent = { ...current, trustLevel: msg.trustLevel, updatedAt: ctx.now };
+  return accept({ agent }, { agent }, [{
+    type: 'agentWritten', agent, audit: { type: 'a2a.agent_trust_changed', by: msg.by, payload: { from: current.trustLevel, to: msg.trustLevel } },
+  }]);
+};
+
+/** A re-fetch replaces the card only when it reached the agent. */
+const refreshed: On<'externalAgent.refreshed'> = (state, msg, ctx) => {
+  const current = state.agent!;
+  // A stale result (an older fetch finishing late) never overwrites a newer one.
+  if (current.lastFetchedAt !== null && msg.fetchedAt <= current.lastFetchedAt) return accept(state, { agent: current });
+  const agent = { ...current, card: msg.card ?? current.card, reachable: msg.card !== null, lastFetchedAt: msg.fetchedAt, updatedAt: ctx.now };
+  return accept({ agent }, { agent }, [{ type: 'agentWritten', agent, audit: null }]);
+};
+
+export const externalAgentMachine = defineMachine<ExternalAgentState, ExternalAgentMsg, ExternalAgentEffect, ExternalAgentReply, ExternalAgentLifecycle>({
+  statuses: externalAgentLifecycle,
+  messageTypes: externalAgentMsgTypes,
+  statusOf: lifecycleOf,
+  // Another org's agent is indistinguishable from an absent one.
+  screen: (state, msg) => (state.agent !== null && state.agent.orgId !== msg.orgId ? reject('NOT_FOUND', 'external agent not found') : undefined),
+  refuse: (from) => (from === 'absent' ? reject('NOT_FOUND', 'external agent not found') : reject('ALREADY_EXISTS', 'this agent is already registered')),
+  table: {
+    absent: { 'externalAgent.register': go('registered', register) },
+    registered: { 'externalAgent.setTrust': go('registered', setTrust), 'externalAgent.refreshed': go('registered', refreshed) },
+  },
+});
+

@@ -1,4 +1,5 @@
-import { accept, allows, reject, type DecideContext, type Decision, type Machine, type TransitionTable } from '../../runtime/machine.js';
+import { accept, reject, type Decision } from '../../runtime/machine.js';
+import { choose, defineMachine, go, type Take } from '../../runtime/define-machine.js';
 import type { RouteAction } from './routing.js';
 
 /**
@@ -63,63 +64,67 @@ export type ProviderEventEffect =
 
 export const providerEventMsgTypes = ['providerEvent.route', 'providerEvent.dispatched', 'providerEvent.dispatchFailed'] as const;
 type MsgType = (typeof providerEventMsgTypes)[number];
+type D = Decision<ProviderEventState, ProviderEventEffect, ProviderEventReply>;
 export const providerEventStatuses = ['absent', 'routing', 'routed', 'ignored', 'failed'] as const;
 
-export const providerEventTransitions: TransitionTable<ProviderEventStatus, MsgType> = {
-  // absent → routed directly for a session activity: it is written with the snapshot, there is nothing to await.
-  absent: { 'providerEvent.route': ['routing', 'routed', 'ignored', 'failed'] },
-  routing: { 'providerEvent.route': ['routing'], 'providerEvent.dispatched': ['routed'], 'providerEvent.dispatchFailed': ['failed'] },
-  routed: { 'providerEvent.route': ['routed'], 'providerEvent.dispatched': ['routed'] },
-  ignored: { 'providerEvent.route': ['ignored'] },
-  failed: { 'providerEvent.route': ['failed'], 'providerEvent.dispatchFailed': ['failed'] },
-};
-
-type D = Decision<ProviderEventState, ProviderEventEffect, ProviderEventReply>;
+type On<T extends MsgType, To = ProviderEventStatus> =
+  Take<ProviderEventState, Extract<ProviderEventMsg, { type: T }>, ProviderEventEffect, ProviderEventReply, ProviderEventStatus, To>;
 
 const replyOf = (s: ProviderEventState): ProviderEventReply => ({ status: s.status, sessionId: s.sessionId });
 
-export function decideProviderEvent(state: ProviderEventState, msg: ProviderEventMsg, ctx: DecideContext): D {
-  if (!allows(providerEventTransitions, state.status, msg.type)) {
-    return reject('ILLEGAL_TRANSITION', `${msg.type} is not allowed on a ${state.status} provider event`, { from: state.status, msgType: msg.type });
+/** The first delivery decides what the event asks for; the action names where it goes. */
+const route: On<'providerEvent.route', readonly ProviderEventStatus[]> = (state, msg, { now }) => {
+  const base = { ...state, orgId: msg.orgId, provider: msg.provider, eventType: msg.eventType, updatedAt: now };
+  if (msg.action.kind === 'ignore') {
+    const next: ProviderEventState = { ...base, status: 'ignored', detail: msg.action.reason };
+    return accept(next, replyOf(next), [{ type: 'recordOutcome' }]);
   }
-  switch (msg.type) {
-    case 'providerEvent.route': {
-      if (state.status !== 'absent') return accept(state, replyOf(state));
-      const base = { ...state, orgId: msg.orgId, provider: msg.provider, eventType: msg.eventType, updatedAt: ctx.now };
-      if (msg.action.kind === 'ignore') {
-        const next: ProviderEventState = { ...base, status: 'ignored', detail: msg.action.reason };
-        return accept(next, replyOf(next), [{ type: 'recordOutcome' }]);
-      }
-      if (msg.action.kind === 'recordSessionActivity') {
-        const next: ProviderEventState = { ...base, status: 'routed', sessionId: msg.action.sessionId };
-        return accept(next, replyOf(next), [
-          { type: 'sessionActivity', orgId: msg.orgId, sessionId: msg.action.sessionId, kind: msg.action.activityKind, body: msg.action.body },
-          { type: 'recordOutcome' },
-        ]);
-      }
-      if (msg.projectId === null) {
-        const next: ProviderEventState = { ...base, status: 'failed', detail: 'the org has no project to dispatch into' };
-        return accept(next, replyOf(next), [{ type: 'recordOutcome' }]);
-      }
-      const next: ProviderEventState = { ...base, status: 'routing' };
-      return accept(next, replyOf(next), [{
-        type: 'dispatchSession', orgId: msg.orgId, projectId: msg.projectId, trackerSessionId: msg.action.trackerSessionId,
-        trackerIssue: msg.action.trackerIssue, prompt: msg.action.prompt, provider: msg.provider,
-      }]);
-    }
-    case 'providerEvent.dispatched': {
-      if (state.status === 'routed') return accept(state, replyOf(state));
-      const next: ProviderEventState = { ...state, status: 'routed', sessionId: msg.sessionId, detail: null, updatedAt: ctx.now };
-      return accept(next, replyOf(next), [{ type: 'recordOutcome' }]);
-    }
-    case 'providerEvent.dispatchFailed': {
-      if (state.status === 'failed') return accept(state, replyOf(state));
-      const next: ProviderEventState = { ...state, status: 'failed', detail: msg.error.slice(0, 500), updatedAt: ctx.now };
-      return accept(next, replyOf(next), [{ type: 'recordOutcome' }]);
-    }
+  if (msg.action.kind === 'recordSessionActivity') {
+    const next: ProviderEventState = { ...base, status: 'routed', sessionId: msg.action.sessionId };
+    return accept(next, replyOf(next), [
+      { type: 'sessionActivity', orgId: msg.orgId, sessionId: msg.action.sessionId, kind: msg.action.activityKind, body: msg.action.body },
+      { type: 'recordOutcome' },
+    ]);
   }
-}
-
-export const providerEventMachine: Machine<ProviderEventState, ProviderEventMsg, ProviderEventEffect, ProviderEventReply, ProviderEventStatus> = {
-  statuses: providerEventStatuses, messageTypes: providerEventMsgTypes, transitions: providerEventTransitions, statusOf: (state) => state.status, decide: decideProviderEvent,
+  if (msg.projectId === null) {
+    const next: ProviderEventState = { ...base, status: 'failed', detail: 'the org has no project to dispatch into' };
+    return accept(next, replyOf(next), [{ type: 'recordOutcome' }]);
+  }
+  const next: ProviderEventState = { ...base, status: 'routing' };
+  return accept(next, replyOf(next), [{
+    type: 'dispatchSession', orgId: msg.orgId, projectId: msg.projectId, trackerSessionId: msg.action.trackerSessionId,
+    trackerIssue: msg.action.trackerIssue, prompt: msg.action.prompt, provider: msg.provider,
+  }]);
 };
+
+/** A redelivery, or news already taken: answers the outcome as it stands. */
+const replay = (state: ProviderEventState): D => accept(state, replyOf(state));
+
+const dispatched: On<'providerEvent.dispatched'> = (state, msg, { now, to }) => {
+  const next: ProviderEventState = { ...state, status: to, sessionId: msg.sessionId, detail: null, updatedAt: now };
+  return accept(next, replyOf(next), [{ type: 'recordOutcome' }]);
+};
+
+const dispatchFailed: On<'providerEvent.dispatchFailed'> = (state, msg, { now, to }) => {
+  const next: ProviderEventState = { ...state, status: to, detail: msg.error.slice(0, 500), updatedAt: now };
+  return accept(next, replyOf(next), [{ type: 'recordOutcome' }]);
+};
+
+export const providerEventMachine = defineMachine<ProviderEventState, ProviderEventMsg, ProviderEventEffect, ProviderEventReply, ProviderEventStatus>({
+  statuses: providerEventStatuses,
+  messageTypes: providerEventMsgTypes,
+  statusOf: (state) => state.status,
+  refuse: (from, msg) => reject('ILLEGAL_TRANSITION', `${msg.type} is not allowed on a ${from} provider event`, { from, msgType: msg.type }),
+  table: {
+    // absent → routed directly for a session activity: it is written with the snapshot, there is nothing to await.
+    absent: { 'providerEvent.route': choose(['routing', 'routed', 'ignored', 'failed'], route) },
+    routing: {
+      'providerEvent.route': go('routing', replay),
+      'providerEvent.dispatched': go('routed', dispatched),
+      'providerEvent.dispatchFailed': go('failed', dispatchFailed),
+    },
+    routed: { 'providerEvent.route': go('routed', replay), 'providerEvent.dispatched': go('routed', replay) },
+    ignored: { 'providerEvent.route': go('ignored', replay) },
+    failed: { 'providerEvent.route': go('failed', replay), 'providerEvent.dispatchFailed': go('failed', replay) },
+  },
+});

@@ -3,12 +3,9 @@
 // accepted marketplace update re-pins and drops exactly the overlay keys whose targets vanished.
 import { expect } from 'chai';
 import { runCommand } from '../../support/harness.js';
-import {
-  agentCardLifecycle, agentCardMsgTypes, createAgentCardBehavior, lifecycleOf, transitions, type AgentCardMsg, type AgentCardState,
-} from '../../../actors/agent-card/index.js';
-import {
-  createExternalAgentBehavior, externalAgentMsgTypes, transitions as agentTransitions, type ExternalAgentMsg, type ExternalAgentState,
-} from '../../../actors/integrations/a2a/index.js';
+import { walkTable } from '../../support/table-walk.js';
+import { agentCardLifecycle, createAgentCardBehavior, type AgentCardMsg, type AgentCardState } from '../../../actors/agent-card/index.js';
+import { createExternalAgentBehavior, type ExternalAgentMsg, type ExternalAgentState } from '../../../actors/integrations/a2a/index.js';
 import { normalizePayload } from '../../../actors/marketplace/payload.js';
 
 const ORG = 'org-1';
@@ -34,23 +31,18 @@ function cardIn(status: (typeof agentCardLifecycle)[number]): AgentCardState {
   return r.state;
 }
 
-describe('agent-card machine', () => {
-  for (const status of agentCardLifecycle) {
-    for (const type of agentCardMsgTypes) {
-      it(`${status} × ${type}`, () => {
-        const r = runCommand(createAgentCardBehavior(), cardIn(status), cardMsgs[type], { id: 'c-1' });
-        const allowed = transitions[status][type];
-        if (allowed) {
-          expect(r.ok, JSON.stringify(r)).to.equal(true);
-          expect(allowed).to.include(lifecycleOf(r.state));
-        } else {
-          expect(r.ok).to.equal(false);
-          if (!r.ok) expect(['NOT_FOUND', 'ALREADY_EXISTS', 'CONFLICT']).to.include(r.rejection.code);
-        }
-      });
-    }
-  }
+walkTable(createAgentCardBehavior(), {
+  title: 'agent-card machine: every status × message pair, from its table',
+  statesIn: (status) => [cardIn(status as (typeof agentCardLifecycle)[number])],
+  messagesOf: (type) => [cardMsgs[type as AgentCardMsg['type']]],
+  ctx: { id: 'c-1' },
+  refusedWith: (from, type) => {
+    if (from === 'absent') return 'NOT_FOUND';
+    return type === 'agentCard.create' || type === 'agentCard.install' ? 'ALREADY_EXISTS' : 'CONFLICT';
+  },
+});
 
+describe('agent-card machine', () => {
   it('hides a card from another org', () => {
     const r = runCommand(createAgentCardBehavior(), cardIn('authored'), { ...cardMsgs['agentCard.update'], orgId: 'org-2' });
     expect(r.ok ? 'ok' : r.rejection.code).to.equal('NOT_FOUND');
@@ -79,24 +71,23 @@ const agentMsgs: Record<ExternalAgentMsg['type'], ExternalAgentMsg> = {
   'externalAgent.refreshed': { type: 'externalAgent.refreshed', orgId: ORG, card: null, fetchedAt: 2 },
 };
 
-describe('external-agent machine', () => {
-  const behavior = createExternalAgentBehavior();
-  const registered = (): ExternalAgentState => {
-    const r = runCommand(behavior, behavior.initial('a-1'), agentMsgs['externalAgent.register'], { id: 'a-1' });
-    if (!r.ok) throw new Error('setup failed');
-    return r.state;
-  };
-  for (const status of ['absent', 'registered'] as const) {
-    for (const type of externalAgentMsgTypes) {
-      it(`${status} × ${type}`, () => {
-        const state = status === 'absent' ? behavior.initial('a-1') : registered();
-        const r = runCommand(behavior, state, agentMsgs[type], { id: 'a-1' });
-        expect(r.ok).to.equal(agentTransitions[status][type] !== undefined);
-        if (!r.ok) expect(['NOT_FOUND', 'ALREADY_EXISTS']).to.include(r.rejection.code);
-      });
-    }
-  }
+const externalAgent = createExternalAgentBehavior();
+const registered = (): ExternalAgentState => {
+  const r = runCommand(externalAgent, externalAgent.initial('a-1'), agentMsgs['externalAgent.register'], { id: 'a-1' });
+  if (!r.ok) throw new Error('setup failed');
+  return r.state;
+};
 
+walkTable(externalAgent, {
+  title: 'external-agent machine: every status × message pair, from its table',
+  statesIn: (status) => [status === 'absent' ? externalAgent.initial('a-1') : registered()],
+  messagesOf: (type) => [agentMsgs[type as ExternalAgentMsg['type']]],
+  ctx: { id: 'a-1' },
+  refusedWith: (from) => (from === 'absent' ? 'NOT_FOUND' : 'ALREADY_EXISTS'),
+});
+
+describe('external-agent machine', () => {
+  const behavior = externalAgent;
   it('a failed re-fetch keeps the card and marks the agent unreachable; a late result never overwrites a newer one', () => {
     const r = runCommand(behavior, registered(), agentMsgs['externalAgent.refreshed'], { id: 'a-1' });
     if (!r.ok) throw new Error('refused');

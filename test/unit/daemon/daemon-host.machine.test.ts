@@ -33,6 +33,7 @@ walkTable(behavior, {
   statesIn: (status) => [status === 'absent' ? initialDaemonHostState() : runCommand(behavior, registered(), enqueue(), { id: 'w1' }).state],
   messagesOf: (type) => [messages[type as DaemonHostMsg['type']]],
   ctx: { id: 'w1' },
+  refusedWith: () => 'NOT_FOUND',
 });
 
 describe('daemon-host machine', () => {

@@ -7,8 +7,9 @@ import { expect } from 'chai';
 import { Ajv } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { runCommand, harnessNow } from '../../support/harness.js';
+import { walkTable } from '../../support/table-walk.js';
 import {
-  createOrgBehavior, credentialStatuses, orgMsgTypes, transitions, initialOrgState, MAX_CREDENTIALS_PER_KIND,
+  createOrgBehavior, initialOrgState, MAX_CREDENTIALS_PER_KIND,
   type OrgMsg, type OrgState, type CredentialStatus,
 } from '../../../actors/org/index.js';
 import { mintSecret, apiKeyPrefix, registrationTokenPrefix } from '../../../actors/identity/secrets-format.js';
@@ -59,37 +60,26 @@ function stateWith(status: CredentialStatus): OrgState {
   return state;
 }
 
-const statusAfter = (state: OrgState, type: OrgMsg['type']): CredentialStatus => {
-  const item = type.endsWith('ApiKey') ? state.apiKeys[KEY] : state.registrationTokens[TOKEN];
-  return item === undefined ? 'absent' : item.revokedAt === null ? 'active' : 'revoked';
-};
+walkTable(behavior, {
+  title: 'org actor machine: every credential status × message pair, from its table',
+  statesIn: (status) => {
+    const state = stateWith(status as CredentialStatus);
+    expect(validState(state), JSON.stringify(validState.errors)).to.equal(true);
+    return [state];
+  },
+  messagesOf: (type) => [messages[type as OrgMsg['type']]],
+  refusedWith: () => 'NOT_FOUND',
+  accepted(result, from, message) {
+    expect(validState(result.state), JSON.stringify(validState.errors)).to.equal(true);
+    expect(validReply(result.reply), JSON.stringify(validReply.errors)).to.equal(true);
+    // Only a real change writes: replays of an issue and repeat revocations leave the state untouched.
+    const real = from === 'absent' || (from === 'active' && message.type.startsWith('org.revoke'));
+    expect(result.changed).to.equal(real);
+    expect(result.effects).to.have.length(real ? 1 : 0);
+  },
+});
 
 describe('org actor machine', () => {
-  for (const status of credentialStatuses) {
-    for (const type of orgMsgTypes) {
-      const allowed = transitions[status][type];
-      it(`${status} × ${type} → ${allowed ? allowed.join('|') : 'rejected'}`, () => {
-        const before = stateWith(status);
-        expect(validState(before), JSON.stringify(validState.errors)).to.equal(true);
-        const result = runCommand(behavior, before, messages[type]);
-        if (!allowed) {
-          expect(result.ok).to.equal(false);
-          if (!result.ok) expect(result.rejection.code).to.equal('NOT_FOUND');
-          return;
-        }
-        expect(result.ok).to.equal(true);
-        if (!result.ok) return;
-        expect(allowed).to.include(statusAfter(result.state, type));
-        expect(validState(result.state), JSON.stringify(validState.errors)).to.equal(true);
-        expect(validReply(result.reply), JSON.stringify(validReply.errors)).to.equal(true);
-        // Only a real change writes: replays of an issue and repeat revocations leave the state untouched.
-        const real = status === 'absent' || (status === 'active' && type.startsWith('org.revoke'));
-        expect(result.changed).to.equal(real);
-        expect(result.effects).to.have.length(real ? 1 : 0);
-      });
-    }
-  }
-
   it('issuing records the key at decide time without the secret', () => {
     const r = runCommand(behavior, initialOrgState(ORG), messages['org.issueApiKey']);
     expect(r.ok).to.equal(true);

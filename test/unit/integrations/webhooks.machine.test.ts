@@ -5,10 +5,9 @@
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
 import { runCommand } from '../../support/harness.js';
+import { walkTable } from '../../support/table-walk.js';
 import { createProviderEventBehavior } from '../../../actors/integrations/webhooks/actor.js';
-import {
-  providerEventMsgTypes, providerEventStatuses, providerEventTransitions, type ProviderEventState,
-} from '../../../actors/integrations/webhooks/machine.js';
+import type { ProviderEventState } from '../../../actors/integrations/webhooks/machine.js';
 import { planRoute } from '../../../actors/integrations/webhooks/routing.js';
 
 const behavior = createProviderEventBehavior({ ask: () => Promise.reject(new Error('not used in table tests')) });
@@ -34,19 +33,22 @@ function stateIn(status: ProviderEventState['status']): ProviderEventState {
   return next.state;
 }
 
-describe('provider-event machine', () => {
-  it('walks every status × message pair from the table', () => {
-    for (const status of providerEventStatuses) {
-      for (const type of providerEventMsgTypes) {
-        const result = runCommand(behavior, stateIn(status), messages[type]);
-        const allowed = providerEventTransitions[status][type];
-        expect(result.ok, `${status} × ${type}`).to.equal(allowed !== undefined);
-        if (result.ok) expect(allowed, `${status} × ${type}`).to.include(result.state.status);
-        else expect(result.rejection.code).to.equal('ILLEGAL_TRANSITION');
-      }
-    }
-  });
+/** The first route's action decides where the event goes: a dispatch, a note on a session, nothing, or nowhere to go. */
+const firstRoutes = [
+  route(),
+  route({ kind: 'recordSessionActivity', sessionId: 'abcdef0123456789', activityKind: 'ci.failed', body: 'CI failed' }),
+  route({ kind: 'ignore', reason: 'not for us' }),
+  route(dispatchAction, null),
+];
 
+walkTable(behavior, {
+  title: 'provider-event machine: every status × message pair, from its table',
+  statesIn: (status) => [stateIn(status as ProviderEventState['status'])],
+  messagesOf: (type, state) => (type === 'providerEvent.route' && state.status === 'absent' ? firstRoutes : [messages[type as keyof typeof messages]]),
+  refusedWith: () => 'ILLEGAL_TRANSITION',
+});
+
+describe('provider-event machine', () => {
   it('asks for one dispatch on the first route and none on redeliveries', () => {
     const first = runCommand(behavior, behavior.initial('e'), route());
     expect(first.ok && first.effects).to.deep.equal([{

@@ -1,32 +1,21 @@
-// Invariant: a machine declared as a TransitionTable answers every status × message pair: a pair in the table
-// is accepted and lands in one of the statuses the table lists; any other pair is an explicit ILLEGAL_TRANSITION
-// rejection that leaves the state as it was. The harness enforces that messages, replies and states survive JSON.
+// Invariant: a machine defined as a table answers every status × message pair: a pair in the table is accepted and
+// lands in one of the statuses the table lists (each of them reached); any other pair is an explicit
+// ILLEGAL_TRANSITION rejection that leaves the state as it was; a decide that leaves its table fails the harness.
+// The harness enforces that messages, replies and states survive JSON.
 import { expect } from 'chai';
 import { accept } from '../../../actors/runtime/machine.js';
 import { runCommand } from '../../support/harness.js';
-import { counterBehavior, counterMachine, counterMessages, type CounterState } from './counter-machine.js';
+import { walkTable } from '../../support/table-walk.js';
+import { counterBehavior, counterMessages, type CounterState } from './counter-machine.js';
+
+walkTable(counterBehavior, {
+  title: 'counter machine (runtime test fixture): every status × message pair, from its table',
+  statesIn: (status) => [{ status: status as CounterState['status'], count: 5 }],
+  messagesOf: (type) => counterMessages.filter((m) => m.type === type),
+  refusedWith: () => 'ILLEGAL_TRANSITION',
+});
 
 describe('counter machine (runtime test fixture)', () => {
-  for (const status of counterMachine.statuses) {
-    for (const message of counterMessages) {
-      const allowed = counterMachine.transitions[status][message.type];
-      it(`${status} × ${message.type} → ${allowed === undefined ? 'rejected' : allowed.join('|')}`, () => {
-        const state: CounterState = { status, count: 5 };
-        const result = runCommand(counterBehavior, state, message);
-        if (allowed === undefined) {
-          expect(result.ok).to.equal(false);
-          if (result.ok) return;
-          expect(result.rejection.code).to.equal('ILLEGAL_TRANSITION');
-          expect(result.state).to.deep.equal(state);
-        } else {
-          expect(result.ok).to.equal(true);
-          if (!result.ok) return;
-          expect(allowed).to.include(result.state.status);
-        }
-      });
-    }
-  }
-
   it('increments by the requested step and emits the new count as an effect', () => {
     const result = runCommand(counterBehavior, { status: 'on', count: 5 }, { type: 'counter.increment', by: 3 });
     expect(result).to.deep.include({ ok: true, reply: { status: 'on', count: 8 }, state: { status: 'on', count: 8 }, changed: true });

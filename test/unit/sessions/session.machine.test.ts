@@ -56,6 +56,7 @@ walkTable(behavior, {
   statesIn,
   messagesOf,
   ctx: { id, now: harnessNow + 1000 },
+  refusedWith: (from) => (from === 'absent' ? 'NOT_FOUND' : 'ILLEGAL_TRANSITION'),
   accepted(result, from) {
     const next = result.state as SessionState;
     expect(statusNamedBy(result.reply as SessionReply), 'the reply names the resulting status').to.equal(next.status);

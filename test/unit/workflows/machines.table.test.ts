@@ -41,6 +41,7 @@ walkTable(workflow, {
   title: 'workflow machine table',
   statesIn: (status) => [workflowIn(status as (typeof workflowStatuses)[number])],
   messagesOf: workflowMsgs,
+  refusedWith: (from) => (from === 'absent' ? 'NOT_FOUND' : 'ALREADY_EXISTS'),
 });
 
 describe('workflow machine', () => {
@@ -117,6 +118,7 @@ walkTable(run, {
   title: 'workflow-run machine table',
   statesIn: (status) => runsIn(status as (typeof runStatuses)[number]),
   messagesOf: runMsgs,
+  refusedWith: (from, type) => (from === 'absent' ? 'NOT_FOUND' : type === 'run.start' ? 'ALREADY_EXISTS' : 'ILLEGAL_TRANSITION'),
 });
 
 describe('workflow-run machine', () => {
@@ -162,6 +164,7 @@ walkTable(gate, {
   title: 'approval-gate machine table',
   statesIn: (status) => [gateIn(status as (typeof gateStatuses)[number])],
   messagesOf: gateMsgs,
+  refusedWith: (from) => (from === 'absent' ? 'NOT_FOUND' : 'CONFLICT'),
 });
 
 describe('approval-gate machine', () => {
