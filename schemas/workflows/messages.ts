@@ -1,6 +1,6 @@
 /**
  * Shapes of the messages the workflow, workflow-run and approval-gate actors accept. Messages cross the broker,
- * so each actor checks them on arrival (`validate`) before its pure `decide` sees them.
+ * so the runtime checks each against its kind's schema on arrival, before the pure `decide` sees it.
  */
 const id = { type: 'string', minLength: 1, maxLength: 128 } as const;
 const actor = { type: 'object', required: ['id', 'label'], properties: { id, label: { type: 'string', minLength: 1, maxLength: 256 } } } as const;
