@@ -14,7 +14,9 @@ const MAX_MESSAGE_TYPE_LENGTH = 128;
 export type Admission<M> = (message: unknown) => M;
 
 /** Compiles a kind's message schema once; the returned gate is what every message of that kind goes through. */
-export function compileAdmission<M extends { type: string }>(behavior: Pick<ActorBehavior<unknown, M, unknown, unknown>, 'kind' | 'messages'>): Admission<M> {
+export function compileAdmission<M extends { type: string }>(
+  behavior: Pick<ActorBehavior<unknown, M, unknown, unknown>, 'kind' | 'messages'>,
+): Admission<M> {
   const { kind } = behavior;
   const validate = compileSchema(ajv, behavior.messages);
   return (message) => {

@@ -3,8 +3,9 @@ import type { ActorBehavior, EffectContext } from './machine.js';
 /**
  * Adds an announcement to a behaviour without touching its table: its machine's `decide` is wrapped to append an
  * effect carrying what `announce` derives from the change, so the runtime delivers it only after the snapshot
- * commits (never for a turn that changed nothing or failed to persist). The wrapped behaviour never sees the added effect, and its own
- * `project` and `afterPersist` still run for every change. Wrappers compose: each strips only its own effect type.
+ * commits (never for a turn that changed nothing or failed to persist). The wrapped behaviour never sees the added
+ * effect, and its own `project` and `afterPersist` still run for every change. Wrappers compose: each strips only
+ * its own effect type.
  */
 export interface Announcement<S, T> {
   /** A type no machine uses for its own effects, e.g. `sessionEvents.announce`. */

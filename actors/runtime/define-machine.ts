@@ -19,7 +19,8 @@ export interface Step<Status extends string, To> extends DecideContext {
  * The code of one cell. `To` narrows the target, so a cell that ends sessions can say its target is terminal;
  * `In` narrows the state to what its row holds (see `StateIn`).
  */
-export type Take<S, M, E, R, Status extends string, To, In = S> = (state: In, message: M, step: Step<Status, To>) => Decision<S, E, R>;
+export type Take<S, M, E, R, Status extends string, To, In = S> =
+  (state: In, message: M, step: Step<Status, To>) => Decision<S, E, R>;
 
 /**
  * The state as one row of the table sees it. A state that is a union told apart by `status` (a gate that is
@@ -73,6 +74,10 @@ export interface MachineSpec<S, M extends { type: string }, E, R, Status extends
   refuse(from: Status, message: M, state: S): Rejection;
 }
 
+/**
+ * Builds a machine from its spec, checking the table once (every message type and target is one the machine
+ * declares; a mistake throws when the module loads) and indexing its cells for `decide`.
+ */
 export function defineMachine<S, M extends { type: string }, E, R, Status extends string>(
   spec: MachineSpec<S, M, E, R, Status>,
 ): Machine<S, M, E, R, Status> {

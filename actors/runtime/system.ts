@@ -70,6 +70,7 @@ interface RegisteredKind {
   readonly admit: Admission<{ type: string }>;
   readonly transitions: TransitionCheck;
 }
+
 type Outcome = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly error: TroupeError };
 
 /**
@@ -133,8 +134,8 @@ export function createActorSystem(opts: ActorSystemOptions): ActorSystem {
   function register<S, M extends { type: string }, R, E>(behavior: ActorBehavior<S, M, R, E>): void {
     if (!/^[a-z][a-z0-9-]*$/.test(behavior.kind)) throw new Error(`actor kind must be lower-case words: ${behavior.kind}`);
     if (kinds.has(behavior.kind)) throw new Error(`actor kind registered twice: ${behavior.kind}`);
-    const any = behavior as unknown as AnyBehavior;
-    kinds.set(behavior.kind, { behavior: any, admit: compileAdmission(any), transitions: compileTransitionCheck(any.machine) });
+    const erased = behavior as unknown as AnyBehavior;
+    kinds.set(behavior.kind, { behavior: erased, admit: compileAdmission(erased), transitions: compileTransitionCheck(erased.machine) });
   }
 
   function locate(address: unknown): { kind: RegisteredKind; id: string; address: string } {
@@ -473,4 +474,3 @@ export function createActorSystem(opts: ActorSystemOptions): ActorSystem {
     stop,
   };
 }
-
