@@ -90,7 +90,31 @@ interface PolicyVerdict {
  * slot: a slot is reused for another set once all are taken, and an org's earlier set must not answer for its current one.
  */
 const DECISION_MEMO_ENTRIES = 10_000;
-const entityLiteral = /(?<!Action)::"/;
+
+/**
+ * Whether any statement names an entity other than an action by its id (`principal == Troupe::User::"u"`, a resource
+ * `in` a list, an entity literal in a condition). Read from Cedar's own parse, not the text: Cedar takes
+ * `Troupe::User:: "u"` and `Troupe::User::<newline>"u"` as literals too, which a pattern over the text missed, and
+ * a decision memoised by attributes would then answer for every other user of the same role. An action named by id
+ * is harmless: the action is part of the memo key.
+ */
+export function namesEntityById(policies: Readonly<Record<string, string>>): boolean {
+  for (const text of Object.values(policies)) {
+    const answer = cedar.policyToJson(text);
+    // What Cedar cannot turn into JSON is assumed to name an entity: the memo is an optimisation, never a risk.
+    if (answer.type === 'failure' || holdsEntityLiteral(answer.json)) return true;
+  }
+  return false;
+}
+
+function holdsEntityLiteral(node: unknown): boolean {
+  if (Array.isArray(node)) return node.some(holdsEntityLiteral);
+  if (node === null || typeof node !== 'object') return false;
+  const record = node as Record<string, unknown>;
+  // An entity reference is `{type, id}` (alone or under `__entity`); record literals wrap their members as expressions.
+  if (typeof record.type === 'string' && typeof record.id === 'string') return !record.type.endsWith('::Action');
+  return Object.values(record).some(holdsEntityLiteral);
+}
 
 class PolicyAuthorizer implements CedarAuthorizer {
   readonly ready: Promise<void>;
@@ -264,7 +288,7 @@ class PolicyAuthorizer implements CedarAuthorizer {
     for (const [digest, verdict] of this.extraSets) if (verdict.setId === setId) this.extraSets.delete(digest);
     const answer = cedar.preparsePolicySet(setId, { staticPolicies: { ...this.defaultPolicies, ...parts } });
     if (answer.type === 'failure') return { ...defaultVerdict, digest, errors: answer.errors.map((e) => e.message) };
-    return { setId, digest, errors: [], idFree: !entityLiteral.test(extra) };
+    return { setId, digest, errors: [], idFree: !namesEntityById(parts) };
   }
 }
 
@@ -308,9 +332,9 @@ export function loadDefaultPolicySet(): { policies: Record<string, string> } {
   if (bootedDefaults) return bootedDefaults;
   const schema = cedarSchemaText();
   const text = defaultPolicyText();
-  if (entityLiteral.test(text)) throw new Error('default Cedar policies must not name entities by id: decisions are memoised by attributes');
   const policies = splitPolicies(text);
   if (typeof policies === 'string') throw new Error(`default Cedar policies do not parse: ${policies}`);
+  if (namesEntityById(policies)) throw new Error('default Cedar policies must not name entities by id: decisions are memoised by attributes');
   const problems = validatePolicies(schema, policies);
   if (problems.length > 0) throw new Error(`default Cedar policies do not validate: ${problems.join('; ')}`);
   const schemaAnswer = cedar.preparseSchema(SCHEMA_ID, schema);
