@@ -25,6 +25,7 @@ import { createAuthenticator } from '../actors/identity/authenticator.js';
 import { createAuthorizer } from '../actors/identity/authorizer.js';
 import { DenialRecorder } from '../storage/governance/authz-denials.js';
 import { denialOf } from '../actors/identity/denials.js';
+import { auditBreakGlass } from '../actors/identity/break-glass.js';
 import { deriveSigningKeys } from '../actors/identity/tokens.js';
 import { projectRoleOf } from '../storage/identity/orgs.js';
 import { StoredPolicySource } from '../actors/policy/enforcement.js';
@@ -116,6 +117,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
         const denial = denialOf(principal, action, resource, result, clock.now());
         if (denial) denials.record(denial);
       },
+      onBreakGlass: auditBreakGlass(db, () => clock.now()),
       transport, clock, log,
     });
 

@@ -55,6 +55,24 @@ export interface AuthorizerOptions {
    * Must return at once and never throw into the request: the node's hook only buffers (decision 0009).
    */
   readonly onDenied?: (principal: Principal, action: string, resource: ResourceRef, result: AuthorizationResult) => void;
+  /**
+   * Records a break-glass allowance (see `platformRules`) durably; `authorize` waits for it and refuses with the
+   * recorder's error if it fails, so no break-glass use goes unrecorded. @default none (nothing to record to)
+   */
+  readonly onBreakGlass?: (principal: Principal, action: string, resource: ResourceRef, deniedBy: AuthorizationResult) => Promise<void>;
+}
+
+/**
+ * Platform rules come before the org's policies and no org policy can take them away. Org policies may refuse
+ * anything, including to owners; without this an admin's `forbid` on owners would lock the org out of its own
+ * policies for good, with nothing in the org API to undo it. An owner keeps `read` and `manage-policies` on the
+ * org's policies; when the org's policies refused, the allowance is a break-glass and audited.
+ */
+const OWNER_POLICY_ACCESS = 'platform.owner-keeps-policies';
+function platformRuleFor(principal: Principal, action: string, resource: ResourceRef): string | undefined {
+  if (principal.kind !== 'user' || principal.orgRole !== 'owner' || principal.orgId !== resource.orgId) return undefined;
+  if (resource.type === 'Policy' && (action === 'read' || action === 'manage-policies')) return OWNER_POLICY_ACCESS;
+  return undefined;
 }
 
 export interface CedarAuthorizer extends Authorizer {
@@ -146,8 +164,11 @@ class PolicyAuthorizer implements CedarAuthorizer {
     this.ready.catch((err: unknown) => this.log.error({ err }, 'authorizer revocation subscription failed'));
   }
 
-  async authorize(principal: Principal, action: string, resource: ResourceRef): Promise<void> {
+  async authorize(principal: Principal, action: string, resource: ResourceRef): Promise<AuthorizationResult> {
     const result = await this.check(principal, action, resource);
+    if (result.breakGlass && this.options.onBreakGlass) {
+      await this.options.onBreakGlass(principal, action, resource, result);
+    }
     if (!result.allowed) {
       try {
         this.options.onDenied?.(principal, action, resource, result);
@@ -156,9 +177,19 @@ class PolicyAuthorizer implements CedarAuthorizer {
       }
       throw new TroupeError('AUTHZ_DENIED', `not allowed to ${action} this ${resource.type}`, { action, resourceType: resource.type });
     }
+    return result;
   }
 
   async check(principal: Principal, action: string, resource: ResourceRef): Promise<AuthorizationResult> {
+    const result = await this.checkPolicies(principal, action, resource);
+    if (result.allowed) return result;
+    const rule = platformRuleFor(principal, action, resource);
+    if (rule === undefined) return result;
+    // What the org's policies said stays in the answer, so the audit entry names the refusing policies.
+    return { allowed: true, determiningPolicies: [rule, ...result.determiningPolicies], errors: result.errors, breakGlass: true };
+  }
+
+  private async checkPolicies(principal: Principal, action: string, resource: ResourceRef): Promise<AuthorizationResult> {
     if (principal.kind === 'admin') return deny('the platform admin is not an org principal');
     if (!(actions as readonly string[]).includes(action)) return deny(`unknown action "${action}"`);
     if (!(resourceTypes as readonly string[]).includes(resource.type)) return deny(`unknown resource type "${resource.type}"`);

@@ -30,13 +30,18 @@ export interface AuthorizationResult {
   readonly determiningPolicies: readonly string[];
   /** Evaluation errors; any error denies. */
   readonly errors: readonly string[];
+  /**
+   * Set when a platform rule allowed what the org's own policies refuse (an owner reading or managing the org's
+   * policies after a `forbid` locked owners out); `authorize` audits it before it returns.
+   */
+  readonly breakGlass?: true;
 }
 
 export interface Authorizer {
   /** Evaluates without throwing, for explanations. */
   check(principal: Principal, action: string, resource: ResourceRef): Promise<AuthorizationResult>;
-  /** Throws TroupeError('AUTHZ_DENIED') unless allowed. */
-  authorize(principal: Principal, action: string, resource: ResourceRef): Promise<void>;
+  /** Throws TroupeError('AUTHZ_DENIED') unless allowed; a break-glass allowance is audited before it returns. */
+  authorize(principal: Principal, action: string, resource: ResourceRef): Promise<AuthorizationResult>;
   /** Forgets memoised role lookups carrying any of these revocation tags on this node. */
   invalidate?(tags: readonly string[]): void;
 }

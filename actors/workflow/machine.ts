@@ -12,7 +12,8 @@ import { analyseDefinition, emptyDefinitionYaml } from './definition.js';
  * - absent: nothing created at this address yet; only `workflow.create` is accepted.
  * - draft: editable; the execution layer starts no runs.
  * - published: live. There is no draft/live split (spec 9.3): every change to a published workflow changes the
- *   live definition, so any change that leaves it published needs publish authority (`mayPublish`).
+ *   live definition, so any change that leaves it published, or moves it out of published, needs publish authority
+ *   (`mayPublish`).
  * - archived: kept for history; starts no runs; may be moved back to draft or published.
  *
  * Authorization happens at the edge, but whether a change *publishes* depends on the state at the moment it is
@@ -107,11 +108,15 @@ const noPublishAuthority = (): Rejection => reject('AUTHZ_DENIED', 'not allowed 
 const create: On<'workflow.create', 'draft', { status: 'absent' }> = (_state, msg, ctx) =>
   snapshot(null, { orgId: msg.orgId, projectId: msg.projectId, createdBy: msg.actor.label, createdAt: iso(ctx.now) }, ctx.to, fillContent(msg.content), msg.actor, null, ctx);
 
-/** An edit may also move the workflow to any status the table lists; one that leaves it published needs publish authority. */
+/**
+ * An edit may also move the workflow to any status the table lists. Publish authority is needed for a change that
+ * leaves it published and for one that takes it out of `published` (to draft or archived): unpublishing stops a live
+ * workflow, which is as much a publish decision as starting it (issue 16).
+ */
 const update: On<'workflow.update', readonly LiveStatus[]> = (state, msg, ctx) => {
   const next = msg.status ?? state.status;
   if (!ctx.to.includes(next)) return reject('ILLEGAL_TRANSITION', `cannot move a ${state.status} workflow to ${next}`);
-  if (next === 'published' && !msg.mayPublish) return noPublishAuthority();
+  if ((next === 'published' || state.status === 'published') && !msg.mayPublish) return noPublishAuthority();
   return snapshot(state, state, next, { ...state.current, ...defined(msg.changes) }, msg.actor, msg.changeReason ?? null, ctx);
 };
 

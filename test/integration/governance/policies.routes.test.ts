@@ -130,6 +130,41 @@ for (const { set, skip } of governanceEngineSets) describe(`governance: policies
     expect(patch.status).to.be.within(400, 499);
   });
 
+  it('keeps the owner able to read and manage policies after an admin forbids owners everything, and audits each break-glass (issue 16)', async () => {
+    const locked = await provisionOrg(t);
+    const admin = await addUser(t, locked.orgId, 'admin');
+    const lockout = '@id("no-owners")\nforbid (principal is Troupe::User, action, resource) when { principal.orgRole == "owner" };';
+    const created = await create(admin.token, { name: 'lock owners out', cedarPolicy: lockout });
+    expect(created.status, created.text).to.equal(201);
+    const id = created.json.policy.id as string;
+
+    expect((await t.call('GET', '/api/audit?limit=5', { token: locked.ownerToken })).status, 'the forbid holds elsewhere').to.equal(403);
+    expect((await t.call('GET', '/api/incidents', { token: locked.ownerToken })).status).to.equal(403);
+    const list = await t.call('GET', '/api/policies', { token: locked.ownerToken });
+    expect(list.status, list.text).to.equal(200);
+    expect(list.json.policies.map((p: { id: string }) => p.id)).to.include(id);
+    expect((await t.call('GET', `/api/policies/${id}`, { token: locked.ownerToken })).status).to.equal(200);
+    const undone = await t.call('PATCH', `/api/policies/${id}`, { token: locked.ownerToken, body: { status: 'archived', changeReason: 'break glass' } });
+    expect(undone.status, undone.text).to.equal(200);
+    expect(undone.json.policy.status).to.equal('archived');
+
+    const audit = await t.call('GET', '/api/audit?limit=50', { token: locked.ownerToken });
+    expect(audit.status, 'full access again once the forbid is archived').to.equal(200);
+    const breakGlass = audit.json.entries.filter((e: { type: string }) => e.type === 'authz.break_glass');
+    expect(breakGlass.map((e: { payload: { action: string } }) => e.payload.action).sort()).to.deep.equal(['manage-policies', 'read', 'read']);
+    for (const entry of breakGlass) {
+      expect(entry.actor).to.equal(locked.ownerId);
+      expect(entry.payload.rule).to.equal('platform.owner-keeps-policies');
+      expect(entry.payload.refusedBy).to.deep.equal([`org.policy/${id}/v1#0`]);
+    }
+    const verified = await t.call('GET', '/api/audit/verify', { token: locked.ownerToken });
+    expect(verified.json.valid).to.equal(true);
+    // The platform rule is the owner's alone: the same forbid on admins leaves them without policies.
+    const adminLockout = '@id("no-admins")\nforbid (principal is Troupe::User, action, resource) when { principal.orgRole == "admin" };';
+    expect((await create(locked.ownerToken, { name: 'lock admins out', cedarPolicy: adminLockout })).status).to.equal(201);
+    expect((await t.call('GET', '/api/policies', { token: admin.token })).status).to.equal(403);
+  });
+
   describe('enforcement', () => {
     let enforced: ProvisionedOrg;
     before(async () => { enforced = await provisionOrg(t); });

@@ -93,6 +93,25 @@ for (const { set, skip } of engineSets) describe(`workflows: versions, publish, 
     expect((await t.call('GET', `/api/workflows/${w.id}`, { token: member })).json.version).to.equal(2);
   });
 
+  it('needs publish to take a workflow out of published: members and write keys cannot unpublish (issue 16)', async () => {
+    const w = (await create(owner)).json;
+    await t.call('PATCH', `/api/workflows/${w.id}`, { token: owner, body: { status: 'published' } });
+    const writeKey = (await t.call('POST', `/api/org/${orgId}/keys`, { token: owner, body: { name: 'write', scopes: ['write'] } })).json.fullKey;
+    for (const [who, token] of [['member', member], ['write-scope key', writeKey]] as const) {
+      for (const status of ['archived', 'draft']) {
+        const res = await t.call('PATCH', `/api/workflows/${w.id}`, { token, body: { status } });
+        expect(res.status, `${who} → ${status}: ${res.text}`).to.equal(403);
+        expect(res.json.code).to.equal('AUTHZ_DENIED');
+      }
+    }
+    const still = (await t.call('GET', `/api/workflows/${w.id}`, { token: owner })).json;
+    expect(still).to.include({ status: 'published', version: 2 });
+    const archived = await t.call('PATCH', `/api/workflows/${w.id}`, { token: owner, body: { status: 'archived' } });
+    expect(archived.json).to.include({ status: 'archived', version: 3 });
+    const revived = await t.call('PATCH', `/api/workflows/${w.id}`, { token: member, body: { status: 'draft' } });
+    expect(revived.json, 'an archived workflow goes back to draft as an edit').to.include({ status: 'draft', version: 4 });
+  });
+
   it('diffs two versions by node id and content, and needs compare', async () => {
     const w = (await create(owner, { name: 'd', definitionYaml: v2, nodes: [{ id: 'a', x: 1 }, { id: 'b' }], edges: [{ source: 'a', target: 'b' }] })).json;
     await t.call('PATCH', `/api/workflows/${w.id}`, {

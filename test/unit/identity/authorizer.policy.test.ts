@@ -206,6 +206,49 @@ describe('Cedar default policies', () => {
     });
   });
 
+  describe('platform rule: owners keep their policies (issue 16)', () => {
+    const lockout = '@id("no-owners")\nforbid (principal is Troupe::User, action, resource) when { principal.orgRole == "owner" };';
+    const recorded: Array<{ action: string; resource: string; refusedBy: readonly string[] }> = [];
+    let failRecording = false;
+    const locked = createAuthorizer({
+      projectRoleOf: async () => undefined,
+      extraPolicies: async (orgId) => (orgId === ORG ? lockout : ''),
+      onBreakGlass: async (_p, action, resource, result) => {
+        if (failRecording) throw new Error('audit is down');
+        recorded.push({ action, resource: resource.type, refusedBy: result.determiningPolicies });
+      },
+    });
+
+    it('lets an owner read and manage the org\'s policies whatever the org\'s policies say, and nothing else', async () => {
+      for (const action of ['read', 'manage-policies'] as const) {
+        const result = await locked.check(user('owner'), action, res('Policy'));
+        expect(result, action).to.deep.include({ allowed: true, breakGlass: true });
+        expect(result.determiningPolicies).to.deep.equal(['platform.owner-keeps-policies', 'org.no-owners']);
+      }
+      expect((await locked.check(user('owner'), 'read', res('Audit'))).allowed, 'other resources stay forbidden').to.equal(false);
+      expect((await locked.check(user('owner'), 'edit', res('Policy'))).allowed, 'other actions stay forbidden').to.equal(false);
+      expect((await locked.check(user('admin'), 'manage-policies', res('Policy'))).allowed, 'admins have no such rule').to.equal(true);
+      expect((await locked.check(user('owner', OTHER_ORG), 'read', res('Policy'))).allowed, 'never across orgs').to.equal(false);
+      const plain = await authz.check(user('owner'), 'manage-policies', res('Policy'));
+      expect(plain.breakGlass, 'no break-glass where the org\'s policies allow').to.equal(undefined);
+    });
+
+    it('authorize records each break-glass before it returns, and refuses when it cannot record', async () => {
+      recorded.length = 0;
+      await locked.authorize(user('owner'), 'manage-policies', res('Policy'));
+      expect(recorded).to.deep.equal([{ action: 'manage-policies', resource: 'Policy', refusedBy: ['platform.owner-keeps-policies', 'org.no-owners'] }]);
+      failRecording = true;
+      try {
+        await locked.authorize(user('owner'), 'read', res('Policy'));
+        expect.fail('should have thrown');
+      } catch (err) {
+        expect((err as Error).message).to.equal('audit is down');
+      } finally {
+        failRecording = false;
+      }
+    });
+  });
+
   it('memoises a decision by attributes: the same request does not cross into WASM again, and stays correct', async () => {
     const fresh = createAuthorizer({ projectRoleOf: async () => undefined });
     const evaluate = sinon.spy(fresh as unknown as { evaluate: (...args: unknown[]) => unknown }, 'evaluate');

@@ -60,6 +60,17 @@ describe('workflow machine', () => {
     const invalid = runCommand(workflow, state, { type: 'workflow.update', orgId: ORG, changes: { definitionYaml: 'schemaVersion: v2' }, actor, mayPublish: true });
     expect(invalid.ok ? 'accepted' : invalid.rejection.code).to.equal('VALIDATION_FAILED');
   });
+
+  it('refuses to take a workflow out of published without publish authority (issue 16)', () => {
+    for (const status of ['draft', 'archived'] as const) {
+      const leaving = runCommand(workflow, workflowIn('published'), { type: 'workflow.update', orgId: ORG, changes: {}, status, actor, mayPublish: false });
+      expect(leaving.ok ? 'accepted' : leaving.rejection.code, `published → ${status}`).to.equal('AUTHZ_DENIED');
+      const allowed = runCommand(workflow, workflowIn('published'), { type: 'workflow.update', orgId: ORG, changes: {}, status, actor, mayPublish: true });
+      expect(allowed.ok ? (allowed.state as { status: string }).status : allowed.rejection.code).to.equal(status);
+    }
+    const archived = runCommand(workflow, workflowIn('archived'), { type: 'workflow.update', orgId: ORG, changes: {}, status: 'draft', actor, mayPublish: false });
+    expect(archived.ok, 'archived → draft is an edit').to.equal(true);
+  });
 });
 
 function planOf(text: string) { return analyseDefinition(text).plan; }
