@@ -3,33 +3,59 @@ import { ajv, compileSchema, fieldOf, queryAjv } from '../schemas/ajv.js';
 import { TroupeError, type ErrorCode } from '../ops/kernel/errors.js';
 import type { Route } from './types.js';
 
+/** A route's validator, compiled when the route is first called. */
+export type LazyValidator = () => ValidateFunction;
+
 export interface RouteValidators {
-  body: ValidateFunction | undefined;
-  query: ValidateFunction | undefined;
+  body: LazyValidator | undefined;
+  query: LazyValidator | undefined;
 }
 
-/** Compiled at start-up, so a broken schema stops the node before it takes traffic rather than on first use. */
+/**
+ * Compiling every route's schemas at start-up took about a tenth of a second of the node's start (decision 0043), so
+ * each compiles on the route's first call. A broken schema is still caught before it ships: the route-table test
+ * compiles every route's validators with `compileRouteValidatorsNow`.
+ */
 export function compileRouteValidators(route: Route<any>): RouteValidators {
+  return {
+    body: route.bodySchema ? once(() => compileFor(route, ajv, route.bodySchema!)) : undefined,
+    query: route.querySchema ? once(() => compileFor(route, queryAjv, route.querySchema!)) : undefined,
+  };
+}
+
+/** Compiles both of a route's validators at once; throws naming the route when a schema does not compile. */
+export function compileRouteValidatorsNow(route: Route<any>): void {
+  const validators = compileRouteValidators(route);
+  validators.body?.();
+  validators.query?.();
+}
+
+function compileFor(route: Route<any>, instance: typeof ajv, schema: Record<string, unknown>): ValidateFunction {
   try {
-    return {
-      body: route.bodySchema ? compileSchema(ajv, route.bodySchema) : undefined,
-      query: route.querySchema ? compileSchema(queryAjv, route.querySchema) : undefined,
-    };
+    return compileSchema(instance, schema);
   } catch (err) {
     throw new Error(`route ${route.method.toUpperCase()} ${route.path}: schema does not compile: ${(err as Error).message}`, { cause: err });
   }
 }
 
-export function validateBody(validate: ValidateFunction | undefined, body: unknown): void {
-  if (validate && !validate(body)) throw validationError('VALIDATION_FAILED', 'body', validate.errors ?? []);
+function once(compile: () => ValidateFunction): LazyValidator {
+  let compiled: ValidateFunction | undefined;
+  return () => (compiled ??= compile());
+}
+
+export function validateBody(validator: LazyValidator | undefined, body: unknown): void {
+  if (!validator) return;
+  const validate = validator();
+  if (!validate(body)) throw validationError('VALIDATION_FAILED', 'body', validate.errors ?? []);
 }
 
 /**
  * Query parameters are checked as an object of their first values; coercion applies to that copy only, the
  * handler still reads the URLSearchParams it was given.
  */
-export function validateQuery(validate: ValidateFunction | undefined, query: URLSearchParams): void {
-  if (!validate) return;
+export function validateQuery(validator: LazyValidator | undefined, query: URLSearchParams): void {
+  if (!validator) return;
+  const validate = validator();
   const values: Record<string, string> = {};
   for (const [key, value] of query) if (!(key in values)) values[key] = value;
   if (!validate(values)) throw validationError('HTTP_BAD_QUERY', 'query', validate.errors ?? []);

@@ -366,8 +366,8 @@ export function loadDefaultPolicySet(): { policies: Record<string, string> } {
   const policies = splitPolicies(text);
   if (typeof policies === 'string') throw new Error(`default Cedar policies do not parse: ${policies}`);
   if (namesEntityById(policies)) throw new Error('default Cedar policies must not name entities by id: decisions are memoised by attributes');
-  const problems = validatePolicies(schema, policies);
-  if (problems.length > 0) throw new Error(`default Cedar policies do not validate: ${problems.join('; ')}`);
+  // Strict validation of the shipped policies against the shipped schema took a third of a second of every start
+  // (decision 0043); both are files of this repository, so the policy unit test validates them instead.
   const schemaAnswer = cedar.preparseSchema(SCHEMA_ID, schema);
   if (schemaAnswer.type === 'failure') throw new Error(`Cedar schema does not parse: ${schemaAnswer.errors.map((e) => e.message).join('; ')}`);
   const setAnswer = cedar.preparsePolicySet(DEFAULT_SET_ID, { staticPolicies: policies });

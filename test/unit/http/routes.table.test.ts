@@ -3,6 +3,7 @@
 import { expect } from 'chai';
 import { allRoutes } from '../../../http/routes.js';
 import { buildOpenApi } from '../../../schemas/openapi.js';
+import { compileRouteValidators, compileRouteValidatorsNow } from '../../../http/validation.js';
 
 describe('http route table', () => {
   it('declares each method and path once, health and OpenAPI included', () => {
@@ -18,5 +19,16 @@ describe('http route table', () => {
     expect(doc.openapi).to.equal('3.1.0');
     for (const r of routes) expect(doc.paths[r.path.replace(/:(\w+)/g, '{$1}')]?.[r.method], `${r.method} ${r.path}`).to.be.an('object');
     expect(() => JSON.parse(JSON.stringify(doc))).not.to.throw();
+  });
+
+  // Validators compile on a route's first call, so this is where a schema that does not compile is caught.
+  it('compiles every route\'s body and query schemas', () => {
+    for (const route of allRoutes()) expect(() => compileRouteValidatorsNow(route), `${route.method} ${route.path}`).not.to.throw();
+  });
+
+  it('names the route whose schema does not compile, on its first call', () => {
+    const broken = { method: 'post', path: '/api/broken', bodySchema: { type: 'object', properties: { a: { type: 'nonsense' } } } };
+    const validators = compileRouteValidators(broken as never);
+    expect(() => validators.body?.()).to.throw(/route POST \/api\/broken: schema does not compile/);
   });
 });
