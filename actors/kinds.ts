@@ -1,5 +1,7 @@
 import type { ActorBehavior } from './runtime/index.js';
+import type { Registry } from 'prom-client';
 import type { Transport } from '../transport/port.js';
+import { withClaimWait } from './fleet/fleet-metrics.js';
 import { createOrgBehavior } from './org/index.js';
 import { publishRevocation } from './identity/revocation.js';
 import { createSessionBehavior } from './session/index.js';
@@ -30,11 +32,13 @@ export interface ActorKindPorts {
   readonly transport?: Transport;
   /** The node's web push on events; kinds are not wrapped without it. */
   readonly pushOnEvents?: PushOnEvents;
+  /** The node's registry, for the fleet's claim-wait histogram; not observed without it. */
+  readonly metrics?: Registry;
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export function actorKinds(ports: ActorKindPorts = {}): ActorBehavior<any, any, any, any>[] {
-  const { transport, pushOnEvents } = ports;
+  const { transport, pushOnEvents, metrics } = ports;
   const ask: AskFn = <R>(address: string, message: unknown, timeoutMs?: number) => {
     if (!transport) return Promise.reject(new Error(`no transport to reach ${address}`));
     return transport.ask<R>(address, message, { timeoutMs: timeoutMs ?? ACTOR_ASK_TIMEOUT_MS });
@@ -44,7 +48,8 @@ export function actorKinds(ports: ActorKindPorts = {}): ActorBehavior<any, any, 
     // Sessions started by a workflow run report their terminal status back to it (decision 0007, run seam).
     // Status changes also go to live session streams once durable (decision 0012).
     // Its dispatcher is told by web push when a session ends (issue 8 §5), once the end is durable.
-    withSessionPush(withSessionEvents(createSessionBehavior(transport ? { tell: (address, message) => transport.tell(address, message) } : {}), transport), pushOnEvents),
+    // Its claim wait is observed for the fleet's metrics (issue 20).
+    withClaimWait(withSessionPush(withSessionEvents(createSessionBehavior(transport ? { tell: (address, message) => transport.tell(address, message) } : {}), transport), pushOnEvents), metrics),
     // Announces pending-mutation counts on `daemon.pending`, keeping every node's heartbeat index exact (decision 0007).
     createDaemonHostBehavior(transport ? { transport } : {}),
     createWorkflowBehavior(),

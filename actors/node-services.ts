@@ -11,6 +11,7 @@ import type { PushOnEvents } from './integrations/web-push/event-notifications.j
 import type { ConnectionTokenRefreshes } from './integrations/oauth/connection-token.js';
 import type { WebhookSweeper } from './integrations/webhooks/sweeper.js';
 import type { StoredPolicySource } from './policy/enforcement.js';
+import type { NodeDrain } from './node-drain.js';
 
 /**
  * The node's long-lived, in-memory machinery: one instance of each per node, built once by the composition root
@@ -44,6 +45,8 @@ export interface NodeServices {
   readonly pushOnEvents: PushOnEvents & NodeService;
   /** Re-drives provider deliveries left unfinished. */
   readonly webhookSweeper: WebhookSweeper & NodeService;
+  /** Set when the node begins to shut down; readiness reads it. */
+  readonly drain: NodeDrain;
   /** Cluster membership and shard placement; absent on a node without a broker. */
   readonly cluster: { status(): ClusterStatus } | undefined;
 }

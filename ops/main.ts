@@ -3,6 +3,7 @@ import type { Config } from './kernel/config.js';
 import { createLogger } from './kernel/logger.js';
 import { generateAdminToken, generateMasterKey, loadOrCreateSecretFile } from './secrets.js';
 import { startNode } from './node.js';
+import { armShutdownDeadline } from './shutdown-deadline.js';
 
 /**
  * `npm start`: one node from the environment. On embedded defaults the master key and admin token are created
@@ -32,11 +33,32 @@ async function main(): Promise<void> {
 
   const node = await startNode(config, { log });
 
+  // SIGTERM (an orchestrator's stop): readiness turns 503 at once, the node keeps serving for the delay so load
+  // balancers notice, then drains within the grace. SIGINT (a person at a terminal) skips the delay, and a SIGINT
+  // during a SIGTERM's delay cuts it short. The whole shutdown is bounded by the deadline (decision 0040).
   let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) return;
+  let skipDelay: () => void = () => undefined;
+  const stop = async (signal: 'SIGTERM' | 'SIGINT') => {
+    if (stopping) {
+      if (signal === 'SIGINT') skipDelay();
+      return;
+    }
     stopping = true;
-    log.info({ signal, graceMs: config.shutdownGraceMs }, 'shutting down: draining requests');
+    node.beginDrain();
+    const delayMs = signal === 'SIGTERM' ? config.shutdownDelayMs : 0;
+    const deadlineMs = config.shutdownDeadlineMs ?? delayMs + config.shutdownGraceMs + DEADLINE_ALLOWANCE_MS;
+    armShutdownDeadline(deadlineMs, log);
+    log.info({ signal, delayMs, graceMs: config.shutdownGraceMs, deadlineMs }, 'shutting down: readiness is 503, serving until the delay ends, then draining');
+    if (delayMs > 0) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, delayMs);
+        skipDelay = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      log.info('shutdown delay over: draining requests');
+    }
     node.close().then(
       () => {
         log.info('shutdown complete');
@@ -48,9 +70,12 @@ async function main(): Promise<void> {
       },
     );
   };
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
 }
+
+/** What closing storage, the transport and the actors may take beyond the request drain. */
+const DEADLINE_ALLOWANCE_MS = 10_000;
 
 main().catch((err: unknown) => {
   process.stderr.write(`troupe: failed to start: ${err instanceof Error ? err.message : String(err)}\n`);

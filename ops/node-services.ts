@@ -11,6 +11,7 @@ import { ConnectionTokenRefreshes } from '../actors/integrations/oauth/connectio
 import { WebhookSweeper } from '../actors/integrations/webhooks/sweeper.js';
 import type { PushOnEvents } from '../actors/integrations/web-push/event-notifications.js';
 import type { StoredPolicySource } from '../actors/policy/enforcement.js';
+import { NodeDrain } from '../actors/node-drain.js';
 
 /** What the node made before its services: they share it (the keys with the authenticator, the rest with the actors). */
 export interface ServiceParts {
@@ -38,6 +39,7 @@ export function buildNodeServices(base: Omit<Deps, 'services'>, parts: ServicePa
     connectionTokens: new ConnectionTokenRefreshes(),
     pushOnEvents: parts.pushOnEvents,
     webhookSweeper: new WebhookSweeper(),
+    drain: new NodeDrain(),
     cluster: parts.cluster,
   };
 }

@@ -34,6 +34,9 @@ import { allRoutes } from '../http/routes.js';
 import { PushOnEvents } from '../actors/integrations/web-push/event-notifications.js';
 import { lifecycleOf } from '../actors/node-services.js';
 import { buildNodeServices } from './node-services.js';
+import { DependencyWatch } from './dependency-watch.js';
+import { registerFleetGauges } from '../actors/fleet/fleet-metrics.js';
+import { readinessProbesFor } from '../http/routes/readiness.js';
 import { consoleRoutes } from '../http/console/routes.js';
 import { loadConsoleAssets } from '../http/console/assets.js';
 import { consoleDistDir } from '../http/console/location.js';
@@ -48,6 +51,8 @@ export interface TroupeNode {
   readonly actors: ActorSystem;
   readonly http: HttpServer;
   readonly url: string;
+  /** Readiness answers 503 from now on while the node keeps serving (the first moment of a shutdown). */
+  beginDrain(): void;
   /** Graceful: stop accepting, drain HTTP, stop consuming, drain actors, close connections. Idempotent. */
   close(): Promise<void>;
 }
@@ -87,7 +92,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     const db = await openStorage(config, options, log);
     closers.push(() => db.destroy());
 
-    const cache = openCache(config, options);
+    const cache = openCache(config, options, log);
     closers.push(() => cache.close());
 
     // Cluster (decision 0010): when the broker connection drops, RabbitMQ gives this node's shards to standbys at
@@ -101,7 +106,8 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       defaultAskTimeoutMs: config.askTimeoutMs,
     });
     const pushOnEvents = new PushOnEvents();
-    for (const kind of actorKinds({ transport, pushOnEvents })) actors.register(kind);
+    for (const kind of actorKinds({ transport, pushOnEvents, metrics })) actors.register(kind);
+    registerFleetGauges(metrics, db, () => clock.now(), config.sessionLeaseMs);
 
     const keys = deriveSigningKeys(secrets);
     const auth = createAuthenticator({ db, keys, clock, transport, log });
@@ -165,13 +171,23 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     // Runs that were waiting when the cluster last stopped pick up where their snapshots left them.
     await resumeActiveRuns({ db, log, tell: (address, message) => transport.tell(address, message) })
       .catch((err: unknown) => log.warn({ err }, 'could not resume workflow runs'));
-    log.info({ port: http.port, storage: config.databaseUrl ? 'postgres' : 'pglite', transport: transport.kind, cache: config.redisUrl ? 'redis' : 'memory' }, 'troupe node ready');
+    const engines = { storage: config.databaseUrl ? 'postgres' : 'pglite', transport: transport.kind, cache: config.redisUrl ? 'redis' : 'memory' };
+    // The start log says what is reachable (each unreachable one also logs a warning), and troupe_up keeps saying it.
+    const { accepting: _accepting, ...dependencyProbes } = readinessProbesFor(deps);
+    const watch = new DependencyWatch(dependencyProbes, engines, log.child({ component: 'dependencies' }), metrics);
+    const dependencies = await watch.start();
+    closers.push(async () => watch.stop());
+    log.info({ port: http.port, ...engines, dependencies }, 'troupe node ready');
 
     let closing: Promise<void> | undefined;
     return {
       deps, actors, http,
       url: `http://127.0.0.1:${http.port}`,
-      close: () => (closing ??= closeAll()),
+      beginDrain: () => services.drain.begin(clock.now()),
+      close: () => {
+        services.drain.begin(clock.now());
+        return (closing ??= closeAll());
+      },
     };
   } catch (err) {
     await closeAll();
@@ -192,10 +208,14 @@ async function openStorage(config: Config, options: NodeOptions, log: Logger): P
   return db;
 }
 
-function openCache(config: Config, options: NodeOptions): Cache {
-  return config.redisUrl
-    ? new RedisCache({ url: config.redisUrl, keyPrefix: options.cachePrefix ?? 'troupe:' })
-    : new MemoryCache();
+function openCache(config: Config, options: NodeOptions, log: Logger): Cache {
+  if (!config.redisUrl) return new MemoryCache();
+  const cacheLog = log.child({ component: 'cache' });
+  return new RedisCache({
+    url: config.redisUrl, keyPrefix: options.cachePrefix ?? 'troupe:', connectionName: `troupe-${config.nodeId}`,
+    onUnreachable: (err) => cacheLog.warn({ err: err.message }, 'redis is unreachable: rate limits and nonce checks fall back as the spec says until it is back'),
+    onReachable: () => cacheLog.info('redis connection is ready again'),
+  });
 }
 
 function openTransport(config: Config, options: NodeOptions, log: Logger, metrics: Registry, onShardsLost: (shards: readonly number[]) => void): Transport {

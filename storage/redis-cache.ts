@@ -20,6 +20,10 @@ export interface RedisCacheOptions {
   connectTimeoutMs?: number;
   /** Shown in Redis `CLIENT LIST`, so an operator can tell nodes apart, e.g. `troupe-<nodeId>`. */
   connectionName?: string;
+  /** The first connection error after each time the connection was ready (or since start): once per outage. */
+  onUnreachable?: (err: Error) => void;
+  /** The connection is ready again after `onUnreachable` was called. */
+  onReachable?: () => void;
 }
 
 /** Reconnect backoff: 100 ms, 200 ms, … capped at 2 s, forever; a cache that is down is not fatal to a node. */
@@ -49,9 +53,20 @@ export class RedisCache implements Cache {
       ...(opts.connectionName ? { connectionName: opts.connectionName } : {}),
     };
     this.redis = new Redis(opts.url, options);
-    // Connection errors are reported to the caller of each command; without a listener ioredis would also emit an
-    // unhandled 'error' event and take the process down.
-    this.redis.on('error', () => undefined);
+    // Connection errors are reported to the caller of each command and, once per outage, to `onUnreachable` (an
+    // operator must hear that Redis is gone; ioredis repeats the error on every reconnect attempt). Without a
+    // listener ioredis would also emit an unhandled 'error' event and take the process down.
+    let reported = false;
+    this.redis.on('error', (err: Error) => {
+      if (reported || this.closed) return;
+      reported = true;
+      opts.onUnreachable?.(err);
+    });
+    this.redis.on('ready', () => {
+      if (!reported) return;
+      reported = false;
+      opts.onReachable?.();
+    });
   }
 
   async get(key: string): Promise<string | undefined> {

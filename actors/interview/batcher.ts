@@ -31,6 +31,8 @@ export class InterviewBatcher implements NodeService {
   private readonly tag = randomBytes(4).toString('hex');
   /** Node-wide, so ids stay unique even when an interview's `seq` restarts after being forgotten. */
   private frames = 0;
+  /** Frames handed to the transport and not yet confirmed: shutdown waits for them before the transport closes. */
+  private readonly publishing = new Set<Promise<void>>();
 
   constructor(
     private readonly publish: (topic: string, frame: InterviewFrame & { id: string }) => Promise<void>,
@@ -64,9 +66,13 @@ export class InterviewBatcher implements NodeService {
   /** Nothing to start: timers exist only while tokens wait. */
   start(): void {}
 
-  /** The node's shutdown: what is buffered goes out now. */
+  /**
+   * The node's shutdown (before the transport closes): what is buffered goes out now, and the frames on their way
+   * are confirmed, so tokens posted in the last 100 ms before a shutdown still reach live viewers.
+   */
   async stop(): Promise<void> {
     this.flushAll();
+    await Promise.allSettled([...this.publishing]);
   }
 
   /** Publishes whatever is buffered now (shutdown). */
@@ -89,7 +95,9 @@ export class InterviewBatcher implements NodeService {
     this.seqs.set(key, seq);
     if (this.seqs.size > MAX_TRACKED_INTERVIEWS) this.seqs.delete(this.seqs.keys().next().value!);
     const frame = { id: `${this.tag}.${++this.frames}`, interviewId: p.interviewId, seq, tokens, at: new Date(this.now()).toISOString() };
-    this.publish(streamTopics.interviewFrame(p.orgId, p.interviewId), frame).catch(this.onPublishError);
+    const published = this.publish(streamTopics.interviewFrame(p.orgId, p.interviewId), frame).catch(this.onPublishError);
+    this.publishing.add(published);
+    void published.finally(() => this.publishing.delete(published));
   }
 }
 

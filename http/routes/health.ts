@@ -4,6 +4,8 @@ import type { Route } from '../types.js';
 
 /** The dependencies /readyz checks; each maps to the error code a caller would see while it is down. */
 export const readinessCodes = {
+  /** False from the first moment of a shutdown: load balancers stop sending while the node still serves. */
+  accepting: 'SHUTTING_DOWN',
   storage: 'STORAGE_UNAVAILABLE',
   transport: 'TRANSPORT_UNAVAILABLE',
   cache: 'CACHE_UNAVAILABLE',
@@ -37,7 +39,7 @@ export function healthRoutes<D extends { readonly metrics: Registry }>(
       method: 'get',
       path: '/readyz',
       auth: 'none',
-      summary: 'Storage, transport and cache are reachable (503 naming those that are not)',
+      summary: 'Storage, transport and cache are reachable and the node is not shutting down (503 naming what is not)',
       tags: ['health'],
       responseSchema: {
         type: 'object',
@@ -65,7 +67,8 @@ export function healthRoutes<D extends { readonly metrics: Registry }>(
   ];
 }
 
-async function runProbes(probes: ReadinessProbes): Promise<Record<string, boolean>> {
+/** Runs every probe at once, each bounded by the probe timeout; a probe that throws or is late reads as down. */
+export async function runProbes(probes: ReadinessProbes): Promise<Record<string, boolean>> {
   const entries = Object.entries(probes).filter((e): e is [string, () => Promise<boolean>] => typeof e[1] === 'function');
   const results = await Promise.all(entries.map(async ([name, probe]) => [name, await probeWithin(probe, PROBE_TIMEOUT_MS)] as const));
   return Object.fromEntries(results);

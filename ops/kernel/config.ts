@@ -27,6 +27,16 @@ export interface Config {
   readonly shardCount: number;
   /** How long a shutdown may drain in-flight requests before closing. @default 10000 */
   readonly shutdownGraceMs: number;
+  /**
+   * On SIGTERM the node keeps serving this long with /readyz answering 503, so load balancers stop sending before
+   * the socket closes; SIGINT skips it. @default 2000
+   */
+  readonly shutdownDelayMs: number;
+  /**
+   * The most a whole shutdown may take before the process exits regardless (a close that never settles, a logger
+   * blocked on a full pipe). Unset: delay + grace + 10 s.
+   */
+  readonly shutdownDeadlineMs: number | undefined;
   /** Actors idle this long are passivated (state is already durable). @default 300000 */
   readonly passivateAfterMs: number;
   /** Default deadline for an ask from the HTTP edge to an actor. @default 5000 */

@@ -80,6 +80,22 @@ export async function eventually(condition: () => boolean | Promise<boolean>, wh
 }
 
 /**
+ * Skips the running test, saying why, when RabbitMQ's management plugin does not answer (the broker runs without
+ * `rabbitmq-plugins enable rabbitmq_management`; .ci/run enables it). Tests that close connections from the broker
+ * side need it.
+ */
+export async function skipUnlessManagementApi(test: Mocha.Context): Promise<void> {
+  const base = new URL(managementUrlFor(engines.amqp));
+  const origin = `${base.protocol}//${base.host}`;
+  const authorization = `Basic ${Buffer.from(`${decodeURIComponent(base.username)}:${decodeURIComponent(base.password)}`).toString('base64')}`;
+  const answered = await fetch(`${origin}/api/overview`, { headers: { authorization }, signal: AbortSignal.timeout(2_000) })
+    .then((res) => res.ok, () => false);
+  if (answered) return;
+  console.warn(`      skipped: RabbitMQ's management API does not answer at ${origin} (enable it: rabbitmq-plugins enable rabbitmq_management)`);
+  test.skip();
+}
+
+/**
  * Closes the broker connection whose client-provided name is `name` through the management API, as an operator or
  * a network partition would. The API lists a connection only after its statistics interval, so this can take seconds.
  */

@@ -39,6 +39,21 @@ describe('interview batcher', () => {
     expect(frames.map((f) => f.tokens)).to.deep.equal([['a', 'b']]);
   });
 
+  it('at shutdown publishes the tokens still waiting and waits until the transport confirmed them', async () => {
+    const confirmed: string[][] = [];
+    let release: () => void = () => undefined;
+    const slow = new Promise<void>((resolve) => { release = resolve; });
+    const b = new InterviewBatcher(async (_topic, f) => { await slow; confirmed.push([...f.tokens]); }, () => Date.now(), () => {});
+    b.add('o', 'iv', ['last', 'words']);
+    let stopped = false;
+    const stopping = b.stop().then(() => { stopped = true; });
+    await clock.tickAsync(0);
+    expect(stopped, 'stop waits for the frame on its way').to.equal(false);
+    release();
+    await stopping;
+    expect(confirmed).to.deep.equal([['last', 'words']]);
+  });
+
   it('keeps interviews and orgs apart, with unique frame ids', async () => {
     const { b, frames } = collect();
     b.add('o1', 'iv', ['x']);
