@@ -1,4 +1,5 @@
 import { TroupeError } from '../ops/kernel/errors.js';
+import type { Envelope } from './envelope.js';
 
 /**
  * A told message has no waiting caller, but it still carries a deadline so a message stuck behind an outage for
@@ -17,3 +18,11 @@ export function assertTimeout(timeoutMs: number): void {
 
 /** Events feed live views (SSE); one that waited a minute behind a backlog describes a moment nobody is watching. */
 export const EVENT_TTL_MS = 60_000;
+
+/**
+ * The deadline a delivery handler gets: the asker's, so the owner works on an ask exactly as long as someone waits
+ * for its answer (not a default of its own). A tell's deadline is only its time to live, so none is passed on.
+ */
+export function askDeadline(envelope: Envelope): number | undefined {
+  return envelope.type === 'ask' ? envelope.deadline : undefined;
+}

@@ -8,7 +8,7 @@ import {
   assertAddress, createEnvelope, decodeEnvelope, encodeEnvelope, errorReply, okReply, readReply,
   type Envelope, type Reply,
 } from './envelope.js';
-import { DEFAULT_TELL_TTL_MS, EVENT_TTL_MS, assertTimeout } from './deadlines.js';
+import { DEFAULT_TELL_TTL_MS, EVENT_TTL_MS, askDeadline, assertTimeout } from './deadlines.js';
 
 export interface LocalTransportOptions {
   /** @default 'local' */
@@ -143,7 +143,7 @@ export class LocalTransport implements Transport {
       if (Date.now() > envelope.deadline) return undefined;
       let reply: Reply;
       try {
-        reply = okReply(await handler(envelope.to, envelope.payload));
+        reply = okReply(await handler(envelope.to, envelope.payload, askDeadline(envelope)));
       } catch (err) {
         if (!(err instanceof TroupeError)) this.log.error({ err, address: envelope.to, messageId: envelope.id }, 'delivery handler crashed');
         reply = errorReply(asTroupeError(err));

@@ -16,8 +16,11 @@ export interface AskOptions {
   timeoutMs: number;
 }
 
-/** Runs a delivered message on this node and returns the reply; a thrown TroupeError travels back to the asker. */
-export type DeliveryHandler = (address: string, message: unknown) => Promise<unknown>;
+/**
+ * Runs a delivered message on this node and returns the reply; a thrown TroupeError travels back to the asker.
+ * `deadline` (epoch ms) is the asker's: when it stops waiting. Absent for a tell, which no one waits for.
+ */
+export type DeliveryHandler = (address: string, message: unknown, deadline?: number) => Promise<unknown>;
 
 export type EventHandler = (topic: string, event: unknown) => void;
 

@@ -42,7 +42,7 @@ export interface ActorRef<M extends { type: string }, R = unknown> {
 
 export interface ActorSystem {
   register<S, M extends { type: string }, R, E>(behavior: ActorBehavior<S, M, R, E>): void;
-  /** The transport's DeliveryHandler: `ask` with the default deadline. */
+  /** The transport's DeliveryHandler: `ask` until the asker's deadline; a tell gets the default deadline. */
   readonly deliver: DeliveryHandler;
   ask(address: string, message: unknown, timeoutMs?: number): Promise<unknown>;
   tell(address: string, message: unknown): void;
@@ -455,7 +455,7 @@ export function createActorSystem(opts: ActorSystemOptions): ActorSystem {
 
   return {
     register,
-    deliver: (address, message) => ask(address, message),
+    deliver: (address, message, deadline) => ask(address, message, deadline === undefined ? undefined : Math.max(1, deadline - Date.now())),
     ask,
     tell,
     ref: <M extends { type: string }, R>(kind: string, id: string): ActorRef<M, R> => {

@@ -28,9 +28,14 @@ class ScriptedHandler {
   private releaseHung: () => void = () => undefined;
   private hung = new Promise<void>((resolve) => (this.releaseHung = resolve));
 
-  readonly handle: DeliveryHandler = async (address, message) => {
+  readonly deadlines = new Map<string, number | undefined>();
+
+  readonly handle: DeliveryHandler = async (address, message, deadline) => {
     const kind = address.slice(0, address.indexOf('/'));
     switch (kind) {
+      case 'deadline':
+        this.deadlines.set(address, deadline);
+        return undefined;
       case 'echo':
         return { address, message };
       case 'nothing':
@@ -106,6 +111,15 @@ export function transportContract(kind: string, start: TransportFactory): void {
       const err = await rejection(transport.ask('hang/1', {}, { timeoutMs: 300 }));
       expect(err.code).to.equal('TRANSPORT_TIMEOUT');
       expect(Date.now() - startedAt).to.be.within(250, 3_000);
+    });
+
+    it('hands the handler the asker\'s deadline with an ask, and none with a tell', async () => {
+      const asked = Date.now();
+      await transport.ask('deadline/ask', {}, { timeoutMs: 7_000 });
+      expect(handler.deadlines.get('deadline/ask')).to.be.within(asked + 7_000, Date.now() + 7_000);
+      await transport.tell('deadline/tell', {});
+      await eventually(() => handler.deadlines.has('deadline/tell'), 'tell handled');
+      expect(handler.deadlines.get('deadline/tell')).to.equal(undefined);
     });
 
     it('refuses a malformed address as a validation error', async () => {

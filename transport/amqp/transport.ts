@@ -8,7 +8,7 @@ import { shardOf } from '../shards.js';
 import { KeyedSerial } from '../keyed-serial.js';
 import { Tally } from '../tally.js';
 import { assertPattern, assertTopic, matchesTopic } from '../topic-pattern.js';
-import { DEFAULT_TELL_TTL_MS, EVENT_TTL_MS, assertTimeout } from '../deadlines.js';
+import { DEFAULT_TELL_TTL_MS, EVENT_TTL_MS, askDeadline, assertTimeout } from '../deadlines.js';
 import {
   EnvelopeVersionError, MalformedEnvelopeError, assertAddress, createEnvelope, decodeEnvelope, encodeEnvelope, errorReply, newMessageId,
   okReply, readReply, type Envelope, type Reply,
@@ -671,7 +671,7 @@ export class AmqpTransport implements Transport {
           }
           let reply: Reply;
           try {
-            reply = okReply(await this.handler!(envelope.to, envelope.payload));
+            reply = okReply(await this.handler!(envelope.to, envelope.payload, askDeadline(envelope)));
           } catch (err) {
             if (!(err instanceof TroupeError)) {
               this.log.error({ err, address: envelope.to, messageId: envelope.id }, 'delivery handler crashed on an in-process ask');
@@ -1174,7 +1174,7 @@ export class AmqpTransport implements Transport {
     }
     let reply: Reply;
     try {
-      reply = okReply(await this.handler!(envelope.to, envelope.payload));
+      reply = okReply(await this.handler!(envelope.to, envelope.payload, askDeadline(envelope)));
     } catch (err) {
       if (!(err instanceof TroupeError)) {
         this.metrics?.countDelivery('crashed');

@@ -66,6 +66,20 @@ describe('actor runtime: delivery', () => {
     await system.stop();
   });
 
+  it('works on a delivered ask until the asker\'s deadline, not its own default', async () => {
+    const { system, store } = counterSystem({ defaultAskTimeoutMs: 30 });
+    const hold = store.holdSaves();
+    const answered = system.deliver('counter/a', { type: 'counter.increment' }, Date.now() + 2_000);
+    await new Promise((resolve) => setTimeout(resolve, 120)); // four of the runtime's own default deadlines
+    hold.release();
+    expect(await answered).to.deep.include({ count: 1 });
+    const late = store.holdSaves();
+    const err = await rejectionOf(system.deliver('counter/b', { type: 'counter.increment' }, Date.now() + 40));
+    expect(err).to.deep.include({ code: 'TRANSPORT_TIMEOUT' });
+    late.release();
+    await system.stop();
+  });
+
   it('tell applies the message without an answer; a told rejection is logged', async () => {
     const { system, store, counter, logs } = counterSystem();
     counter('a').tell({ type: 'counter.toggle' });
