@@ -6,6 +6,7 @@ import { createOrgBehavior } from './org/index.js';
 import { publishRevocation } from './identity/revocation.js';
 import { createSessionBehavior } from './session/index.js';
 import { withSessionEvents } from './fleet/session-events.js';
+import { withWorkerSignals } from './fleet/worker-signals.js';
 import { createDaemonHostBehavior } from './daemon-host/index.js';
 import { createWorkflowBehavior } from './workflow/actor.js';
 import { createWorkflowRunBehavior } from './workflow-run/actor.js';
@@ -49,7 +50,9 @@ export function actorKinds(ports: ActorKindPorts = {}): ActorBehavior<any, any, 
     // Status changes also go to live session streams once durable (decision 0012).
     // Its dispatcher is told by web push when a session ends (issue 8 §5), once the end is durable.
     // Its claim wait is observed for the fleet's metrics (issue 20).
-    withClaimWait(withSessionPush(withSessionEvents(createSessionBehavior(transport ? { tell: (address, message) => transport.tell(address, message) } : {}), transport), pushOnEvents), metrics),
+    // Workers hear of offers, stops and queued prompts on their daemon event stream (decision 0021).
+    withClaimWait(withSessionPush(withWorkerSignals(withSessionEvents(
+      createSessionBehavior(transport ? { tell: (address, message) => transport.tell(address, message) } : {}), transport), transport), pushOnEvents), metrics),
     // Announces pending-mutation counts on `daemon.pending`, keeping every node's heartbeat index exact (decision 0007).
     createDaemonHostBehavior(transport ? { transport } : {}),
     createWorkflowBehavior(),

@@ -5,6 +5,7 @@ import type { DaemonServices } from './daemon-host/services.js';
 import type { CredentialServices } from './credentials/rotation.js';
 import type { NodeStreams } from './fleet/node-streams.js';
 import type { InterviewBatcher } from './interview/batcher.js';
+import type { WorkerStreams } from './fleet/worker-streams.js';
 import type { OutboundGuard } from './integrations/outbound/guarded-request.js';
 import type { VapidKeyStore } from './integrations/web-push/vapid.js';
 import type { PushOnEvents } from './integrations/web-push/event-notifications.js';
@@ -37,6 +38,8 @@ export interface NodeServices {
   readonly credentials: CredentialServices & NodeService;
   /** Interview token deltas, batched into frames. */
   readonly interviews: InterviewBatcher & NodeService;
+  /** Workers connected to this node's daemon event stream, and the offers, stops and nudges sent to them. */
+  readonly workers: WorkerStreams;
   /** The deployment's VAPID key pair, loaded (or made) once. */
   readonly vapid: VapidKeyStore;
   /** Single-flight refreshes of integration OAuth tokens. */
@@ -62,7 +65,7 @@ export interface NodeService {
 /** The services with a life, in start order (the node stops them in reverse). */
 export function lifecycleOf(services: NodeServices): NodeService[] {
   return [
-    services.policies, services.streams, services.daemon, services.credentials, services.interviews,
+    services.policies, services.streams, services.workers, services.daemon, services.credentials, services.interviews,
     services.pushOnEvents, services.webhookSweeper,
   ];
 }

@@ -18,6 +18,7 @@ import { m2mClientRoutes } from './routes/m2m-clients.js';
 import { credentialRoutes } from './routes/credentials.js';
 import { pluginOptionRoutes } from './routes/plugin-options.js';
 import { streamRoutes } from './routes/streams.js';
+import { workerProtocolRoutes } from './routes/worker-protocol.js';
 import { fleetRoutes } from './routes/fleet.js';
 import { clusterRoutes } from './routes/cluster.js';
 import { agentCardRoutes } from './routes/agent-cards.js';
@@ -44,6 +45,7 @@ export function allRoutes(): Route<Deps>[] {
     ...identityRoutes(),
     ...sessionRoutes(),
     ...daemonRoutes(),
+    ...workerProtocolRoutes(),
     ...workflowRoutes(),
     ...approvalRoutes(),
     ...templateRoutes(),

@@ -80,6 +80,8 @@ export interface Route<Deps = unknown> {
   readonly path: string;
   readonly auth: AuthMode;
   readonly summary: string;
+  /** Longer prose for the OpenAPI document: an event stream's events, a protocol's rules. */
+  readonly description?: string;
   readonly tags?: readonly string[];
   /** Default 'json' for post/put/patch, 'none' otherwise. */
   readonly bodyKind?: BodyKind;

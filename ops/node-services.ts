@@ -5,6 +5,7 @@ import { createDaemonServices } from '../actors/daemon-host/services.js';
 import { createCredentialServices } from '../actors/credentials/rotation.js';
 import { createNodeStreams } from '../actors/fleet/node-streams.js';
 import { createInterviewBatcher } from '../actors/interview/batcher.js';
+import { createWorkerStreams } from '../actors/fleet/worker-streams.js';
 import { OutboundGuard } from '../actors/integrations/outbound/guarded-request.js';
 import { VapidKeyStore } from '../actors/integrations/web-push/vapid.js';
 import { ConnectionTokenRefreshes } from '../actors/integrations/oauth/connection-token.js';
@@ -35,6 +36,7 @@ export function buildNodeServices(base: Omit<Deps, 'services'>, parts: ServicePa
     streams,
     credentials: createCredentialServices(base, streams),
     interviews: createInterviewBatcher(base),
+    workers: createWorkerStreams(base),
     vapid: new VapidKeyStore(base),
     connectionTokens: new ConnectionTokenRefreshes(),
     pushOnEvents: parts.pushOnEvents,

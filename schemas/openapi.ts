@@ -8,6 +8,7 @@ export interface DocumentedRoute {
   readonly path: string;
   readonly auth: 'none' | 'admin' | 'org' | 'human' | 'runtime' | 'any';
   readonly summary: string;
+  readonly description?: string;
   readonly tags?: readonly string[];
   readonly bodyKind?: 'json' | 'form' | 'raw' | 'none';
   readonly bodySchema?: Record<string, unknown>;
@@ -81,6 +82,7 @@ function operation(route: DocumentedRoute, path: string): Record<string, unknown
   const op: Record<string, unknown> = {
     operationId: `${route.method}${path.replace(/[{}]/g, '').replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ?? '').toUpperCase())}`,
     summary: route.summary,
+    ...(route.description ? { description: route.description } : {}),
     tags: route.tags ? [...route.tags] : [],
     security: schemesByAuth[route.auth].map((name) => ({ [name]: [] })),
   };

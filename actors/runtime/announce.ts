@@ -10,8 +10,11 @@ import type { ActorBehavior, EffectContext } from './machine.js';
 export interface Announcement<S, T> {
   /** A type no machine uses for its own effects, e.g. `sessionEvents.announce`. */
   readonly effectType: string;
-  /** What to announce for a change from `previous` to `next`, or undefined for nothing. */
-  announce(previous: S, next: S, id: string): T | undefined;
+  /**
+   * What to announce for a change from `previous` to `next`, or undefined for nothing. `message` is what made the
+   * change, for announcements that depend on why it happened (a stop, a queued prompt), not only on what changed.
+   */
+  announce(previous: S, next: S, id: string, message: { type: string }): T | undefined;
   /** Runs after the change is durable; best effort, its failure never fails the turn. */
   deliver(event: T, ctx: EffectContext<{ type: string }>): Promise<void>;
 }
@@ -30,7 +33,7 @@ export function withAnnouncement<S, M extends { type: string }, R, E extends { t
       decide(state, message, ctx) {
         const decision = behavior.machine.decide(state, message, ctx);
         if (!decision.ok || decision.next === state) return decision;
-        const event = announcement.announce(state, decision.next, ctx.id);
+        const event = announcement.announce(state, decision.next, ctx.id, message);
         if (event === undefined) return decision;
         const added: AnnouncedEffect<T> = { type: announcement.effectType, event };
         return { ...decision, effects: [...decision.effects, added as unknown as E] };

@@ -94,6 +94,11 @@ const sessionDetailReply = {
         properties: { from: { type: 'string' }, status: { type: 'string' }, run: { type: 'integer' }, workerId: { type: ['string', 'null'] }, at: { type: 'string' } },
       },
     },
+    output: {
+      type: ['object', 'null'], required: ['tail', 'totalBytes', 'truncated', 'updatedAt'],
+      description: "The last 64 KiB of the current run's agent output as its worker relayed it (null until the agent prints)",
+      properties: { tail: { type: 'string' }, totalBytes: { type: 'integer' }, truncated: { type: 'boolean' }, updatedAt: { type: 'string' } },
+    },
     can: {
       type: 'object', required: ['stop', 'prompt'], description: 'Whether the caller may stop or prompt it (the routes still decide)',
       properties: { stop: { type: 'boolean' }, prompt: { type: 'boolean' } },

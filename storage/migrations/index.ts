@@ -19,6 +19,7 @@ import { revokedUserTokensMigration } from './0017_revoked_user_tokens.js';
 import { oauthConnectionRefreshMigration } from './0018_oauth_connection_refresh.js';
 import { sessionTransitionsMigration } from './0030_session_transitions.js';
 import { gateDecisionCommentsMigration } from './0031_gate_decision_comments.js';
+import { sessionOutputMigration } from './0032_session_output.js';
 
 /**
  * Every migration, in order. A static list rather than a directory scan, so the same source runs under tsx,
@@ -52,4 +53,5 @@ export const migrations: readonly Migration[] = [
   oauthConnectionRefreshMigration, // 0018
   sessionTransitionsMigration, // 0030
   gateDecisionCommentsMigration, // 0031
+  sessionOutputMigration, // 0032
 ];

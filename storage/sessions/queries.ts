@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { sessionOutput } from './output.js';
 
 /**
  * Reads of the session read models. Every query is scoped by org (another org's session is simply not found),
@@ -49,9 +50,10 @@ export async function sessionDetail(db: Knex, orgId: string, sessionId: string):
     .where({ 's.id': sessionId, 's.org_id': orgId })
     .first('s.*', 'p.name as project_name', 'p.slug as project_slug', 'w.hostname as worker_hostname', 'w.last_seen_at as worker_last_seen_at');
   if (!row) return undefined;
-  const [prompts, activities] = await Promise.all([
+  const [prompts, activities, output] = await Promise.all([
     db('session_prompts').where({ session_id: sessionId, org_id: orgId }).orderBy([{ column: 'created_at' }, { column: 'id' }]).limit(200),
     db('session_activities').where({ session_id: sessionId, org_id: orgId }).orderBy([{ column: 'created_at' }, { column: 'id' }]).limit(200),
+    sessionOutput(db, orgId, sessionId, Number(row.epoch)),
   ]);
   const workerId = (row.worker_id ?? row.last_worker_id) as string | null;
   const workflowRun = await workflowRunOf(db, orgId, row.requested_by as string | null);
@@ -88,6 +90,8 @@ export async function sessionDetail(db: Knex, orgId: string, sessionId: string):
     startedAt: iso(row.started_at),
     finishedAt: iso(row.finished_at),
     lastToolCalledAt: iso(row.last_tool_called_at),
+    /** The last 64 KiB of the current run's agent output (decision 0022); null until the agent prints. */
+    output,
   };
 }
 

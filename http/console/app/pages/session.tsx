@@ -1,4 +1,4 @@
-import { useRef, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { post, type ApiError } from '../api.js';
 import { asApiError, useApi, useEventStream } from '../data.js';
 import { Empty, ErrorNote, Live, Loading, money, PageHeader, Status, Time } from '../ui/bits.js';
@@ -14,6 +14,7 @@ interface Detail {
   phase: string | null;
   error: string | null;
   costUsd: number;
+  output: { tail: string; totalBytes: number; truncated: boolean } | null;
   run: number;
   requestedBy: string;
   workflowRun: { runId: string; workflowId: string; version: number } | null;
@@ -43,6 +44,8 @@ export function SessionPage({ id }: { id: string }) {
     reset: () => detail.reload(),
   });
   const tokens = useRef(0);
+  // The detail carries the kept tail of the output; what streams in after each load of it is appended.
+  useEffect(() => { setOutput(''); }, [detail.data]);
   const stream = useEventStream(`/api/interview/${encodeURIComponent(id)}/stream`, {
     'interview.delta': (data) => {
       const frame = data as { tokens: string[] };
@@ -55,6 +58,7 @@ export function SessionPage({ id }: { id: string }) {
   const s = detail.data;
   if (!s) return <Loading what="the session" />;
   const live = !TERMINAL.includes(s.status);
+  const shown = (s.output?.tail ?? '') + output;
 
   const act = async (what: string, call: () => Promise<unknown>) => {
     setActionError(undefined);
@@ -108,9 +112,10 @@ export function SessionPage({ id }: { id: string }) {
 
       <section aria-labelledby="output-title">
         <h2 id="output-title">Agent output</h2>
-        {output === '' ? (
-          <p class="muted">{live ? 'Waiting for the agent to stream its output… (shown as it arrives; earlier output is not kept by the node)' : 'No output was streamed while this page was open.'}</p>
-        ) : <pre class="output" aria-live="polite" data-tokens={tokens.current}>{output}</pre>}
+        {s.output?.truncated ? <p class="muted">Showing the last 64 KiB of {s.output.totalBytes} bytes.</p> : null}
+        {shown === '' ? (
+          <p class="muted">{live ? 'Waiting for the agent to print… (shown as it arrives)' : 'The agent printed nothing.'}</p>
+        ) : <pre class="output" aria-live="polite" data-tokens={tokens.current}>{shown}</pre>}
       </section>
 
       <section aria-labelledby="timeline-title">

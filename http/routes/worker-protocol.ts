@@ -1,0 +1,149 @@
+import { TroupeError } from '../../ops/kernel/errors.js';
+import type { Deps } from '../../actors/deps.js';
+import { publicIdPattern } from '../../actors/session/index.js';
+import { workerStreams } from '../../actors/fleet/worker-streams.js';
+import { interviewBatcher } from '../../actors/interview/batcher.js';
+import { daemonServices } from '../../actors/daemon-host/services.js';
+import { sessionScope } from '../../storage/sessions/queries.js';
+import { appendSessionOutput, MAX_OUTPUT_TAIL_BYTES, sessionsHeldBy } from '../../storage/sessions/output.js';
+import { orgPrincipal } from './sessions.js';
+import type { HttpRequest, Route } from '../types.js';
+
+/**
+ * What `troupe worker` needs beyond the daemon protocol of spec 4.2 (decisions 0021 and 0022): a stream on which
+ * the server pushes offers, stops and nudges to a connected worker; the list of sessions the server says it holds,
+ * for reconciling after an outage; and the relay of its agents' output, kept with the session and streamed live.
+ */
+
+type RuntimePrincipal = Extract<ReturnType<typeof orgPrincipal>, { kind: 'runtime' }>;
+
+function runtimeCaller(req: HttpRequest): RuntimePrincipal {
+  const p = orgPrincipal(req);
+  if (p.kind !== 'runtime') throw new TroupeError('AUTH_FORBIDDEN', 'this operation takes a worker runtime token');
+  return p;
+}
+
+const sessionId = { type: 'string', pattern: '^[0-9a-f]{16}$' } as const;
+
+const offeredSession = {
+  type: 'object', required: ['id', 'projectId', 'prompt'],
+  properties: {
+    id: sessionId, projectId: { type: 'string', format: 'uuid' }, prompt: { type: 'string' },
+    agentCardId: { type: 'string' }, workType: { type: 'string' }, provider: { type: 'string' },
+  },
+} as const;
+
+/** The events of `GET /api/daemon/events`, documented once for the OpenAPI description and the worker. */
+export const DAEMON_EVENTS_DESCRIPTION = [
+  'The server\'s push channel to a connected worker (decision 0021). Server-sent events, each `data` a JSON object:',
+  '',
+  '- `ready` `{workerId}`: subscribed; from here on nothing for this worker is missed while the stream stays open. '
+  + 'A worker (re)connecting polls once and reconciles what it holds (`GET /api/daemon/sessions`), since events sent '
+  + 'while it was away are not replayed.',
+  `- \`offer\` \`{session: ${'{id, projectId, prompt, agentCardId?, workType?, provider?}'}}\`: a session of one of the `
+  + 'worker\'s projects entered the queue. A worker with free capacity claims it (`POST /api/sessions/{id}/status` '
+  + '`claimed`); the first claim wins, the others get 409 and drop it. Sent to every connected worker of the project.',
+  '- `poll` `{projectId?, sessionId?}`: work may be waiting that only `POST /v1/daemon/poll` hands out (a session '
+  + 'behind an issue lock, a waiter promoted, a prompt queued for a session the worker holds): poll now.',
+  '- `stop` `{sessionId, status, reason}`: the worker held this session and no longer does (stopped by a user: '
+  + '`status: stopped`; reclaimed after a lost lease: `pending`; failed by the lease: `failed`). End the agent; report '
+  + 'nothing more for it. Sent within milliseconds of the change being durable.',
+  '- `mutation` `{pending}`: mutations wait for this worker: heartbeat now to receive them.',
+  '',
+  'Keep-alive comments arrive every few seconds. The poll (`pollIntervalSeconds`) stays the fallback for anything a '
+  + 'stream missed; a stream opened with a token lists the projects of that token, so a worker reconnects after a '
+  + '`project.add`/`project.remove` mutation refreshed its token.',
+].join('\n');
+
+export function workerProtocolRoutes(): Route<Deps>[] {
+  return [
+    {
+      method: 'get',
+      path: '/api/daemon/events',
+      auth: 'runtime',
+      sse: true,
+      summary: 'Daemon event stream (SSE): offers of new work, stops of held sessions, poll and mutation nudges',
+      description: DAEMON_EVENTS_DESCRIPTION,
+      tags: ['daemon', 'streams'],
+      async handler(req, deps) {
+        const p = runtimeCaller(req);
+        const workers = workerStreams(deps);
+        await workers.ready();
+        return {
+          kind: 'sse',
+          open(stream) {
+            const detach = workers.attach({
+              workerId: p.workerId, orgId: p.orgId, projectIds: new Set(p.projectIds),
+              send: (event, data) => { stream.send({ event, data }); },
+            });
+            stream.onClose(detach);
+            stream.send({ event: 'ready', data: { workerId: p.workerId } });
+          },
+        };
+      },
+    },
+    {
+      method: 'get',
+      path: '/api/daemon/sessions',
+      auth: 'runtime',
+      summary: 'The sessions the calling worker holds (claimed, running, paused, finalizing), for reconciling after an outage',
+      description: 'A session the worker runs but is not listed here was stopped or reclaimed while the worker could not '
+        + 'hear of it: the worker ends its agent and reports nothing for it. Only sessions claimed before this request '
+        + 'was sent can be judged by its answer.',
+      tags: ['daemon'],
+      responseSchema: {
+        type: 'object', required: ['sessions'],
+        properties: {
+          sessions: {
+            type: 'array',
+            items: { type: 'object', required: ['id', 'status', 'run'], properties: { id: sessionId, status: { type: 'string' }, run: { type: 'integer' } } },
+          },
+        },
+      },
+      async handler(req, deps) {
+        const p = runtimeCaller(req);
+        daemonServices(deps).liveness.record(p.workerId, deps.clock.now());
+        return { body: { sessions: await sessionsHeldBy(deps.db, p.orgId, p.workerId) } };
+      },
+    },
+    {
+      method: 'post',
+      path: '/api/sessions/:id/output',
+      auth: 'runtime',
+      summary: "Agent output of a session the worker holds: kept with the session (its last 64 KiB) and relayed live on the session's interview stream",
+      description: `Each chunk (an agent's stdout line with its newline) is appended to the session's kept output, of which `
+        + `the last ${MAX_OUTPUT_TAIL_BYTES} bytes of the current run are shown in \`GET /api/public/sessions/{id}\` as \`output\`, `
+        + 'and relayed as token deltas on `GET /api/interview/{id}/stream` (the interview named by the session id; frames of at '
+        + 'most 20 tokens, at most 100 ms late). 409 when the worker no longer holds the session (stopped, reclaimed, ended): '
+        + 'the worker stops relaying it.',
+      tags: ['sessions', 'daemon'],
+      bodySchema: {
+        type: 'object', additionalProperties: false, required: ['workerId', 'chunks'],
+        properties: {
+          workerId: { type: 'string', minLength: 1, maxLength: 64 },
+          chunks: { type: 'array', minItems: 1, maxItems: 1000, items: { type: 'string', maxLength: MAX_OUTPUT_TAIL_BYTES } },
+        },
+      },
+      successStatus: 202,
+      responseSchema: {
+        type: 'object', required: ['ok', 'accepted', 'keptBytes', 'totalBytes'],
+        properties: { ok: { const: true }, accepted: { type: 'integer' }, keptBytes: { type: 'integer' }, totalBytes: { type: 'integer' } },
+      },
+      async handler(req, deps) {
+        const p = runtimeCaller(req);
+        const body = req.body as { workerId: string; chunks: string[] };
+        if (body.workerId !== p.workerId) throw new TroupeError('AUTH_FORBIDDEN', 'workerId does not match the runtime token');
+        const id = req.params.id ?? '';
+        const scope = publicIdPattern.test(id) ? await sessionScope(deps.db, p.orgId, id) : undefined;
+        // Another org's session, or one outside the worker's projects, is not found.
+        if (!scope || !p.projectIds.includes(scope.projectId)) throw new TroupeError('NOT_FOUND', 'session not found');
+        const now = deps.clock.now();
+        const appended = await appendSessionOutput(deps.db, p.orgId, id, p.workerId, body.chunks.join(''), now);
+        if (!appended) throw new TroupeError('CONFLICT', 'this worker does not hold the session (stopped, reclaimed or ended)');
+        interviewBatcher(deps).add(p.orgId, id, body.chunks);
+        daemonServices(deps).liveness.record(p.workerId, now);
+        return { status: 202, body: { ok: true, accepted: body.chunks.length, ...appended } };
+      },
+    },
+  ];
+}

@@ -1,0 +1,62 @@
+// Invariant: a session's durable changes tell workers exactly what they must act on: entering the queue offers the
+// session (or, behind a tracker issue, asks the project's workers to poll); losing its holder other than by the
+// holder's own report sends that worker a stop; a queued prompt asks the holder to poll; nothing else is sent.
+import { expect } from 'chai';
+import { runCommand } from '../../support/harness.js';
+import { createSessionBehavior, initialSessionState, publicSessionId, type SessionMsg, type SessionState } from '../../../actors/session/index.js';
+import { workerSignalsOf } from '../../../actors/fleet/worker-signals.js';
+
+const behavior = createSessionBehavior();
+const ORG = '11111111-1111-4111-8111-111111111111';
+const PROJECT = '22222222-2222-4222-8222-222222222222';
+const id = publicSessionId('t-1');
+const dispatch = (trackerIssue: string | null): SessionMsg => ({
+  type: 'session.dispatch', orgId: ORG, projectId: PROJECT, trackerSessionId: 't-1', prompt: 'Fix it',
+  agentCardId: null, trackerIssue, workType: 'fix', provider: null, requestedBy: 'apiKey:k',
+});
+
+/** Runs `messages` from the initial state; returns the signals of the last one. */
+function signalsAfter(messages: SessionMsg[]) {
+  let state: SessionState = initialSessionState();
+  let signals: ReturnType<typeof workerSignalsOf>;
+  for (const m of messages) {
+    const r = runCommand(behavior, state, m, { id });
+    if (!r.ok) throw new Error(`${m.type} refused: ${JSON.stringify(r)}`);
+    signals = workerSignalsOf(state, r.state, id, m);
+    state = r.state;
+  }
+  return signals!;
+}
+
+const claim: SessionMsg = { type: 'session.transition', status: 'claimed', workerId: 'w1' };
+const run: SessionMsg = { type: 'session.transition', status: 'running', workerId: 'w1' };
+const stop: SessionMsg = { type: 'session.stop', requestedBy: 'user:u' };
+
+describe('worker signals of session changes', () => {
+  it('offers a new session, and asks for a poll when a tracker issue may hold it back', () => {
+    expect(signalsAfter([dispatch(null)])).to.deep.equal({
+      orgId: ORG, signals: [{ kind: 'offer', projectId: PROJECT, session: { id, projectId: PROJECT, prompt: 'Fix it', workType: 'fix' } }],
+    });
+    expect(signalsAfter([dispatch('ENG-1')])!.signals).to.deep.equal([{ kind: 'poll', projectId: PROJECT }]);
+  });
+
+  it('sends the holder a stop when a user stops it or its lease is lost, never for its own reports', () => {
+    expect(signalsAfter([dispatch(null), claim])).to.equal(undefined);
+    expect(signalsAfter([dispatch(null), claim, run])).to.equal(undefined);
+    expect(signalsAfter([dispatch(null), claim, run, stop])!.signals)
+      .to.deep.equal([{ kind: 'stop', workerId: 'w1', sessionId: id, status: 'stopped', reason: 'stopped' }]);
+    const reclaimed = signalsAfter([dispatch(null), claim, run, { type: 'session.leaseExpired', workerId: 'w1' }])!.signals;
+    expect(reclaimed.map((s) => s.kind)).to.deep.equal(['offer', 'stop']);
+    expect(reclaimed[1]).to.deep.include({ workerId: 'w1', status: 'pending' });
+    const finalize: SessionMsg = { type: 'session.transition', status: 'finalizing', workerId: 'w1' };
+    expect(signalsAfter([dispatch(null), claim, run, finalize, { type: 'session.transition', status: 'completed', workerId: 'w1' }])).to.equal(undefined);
+    expect(signalsAfter([dispatch(null), claim, run, finalize, stop]), 'the agent has exited by finalizing').to.equal(undefined);
+  });
+
+  it('asks the holder to poll for a queued prompt, and the project after an issue session ends', () => {
+    const prompt: SessionMsg = { type: 'session.prompt', promptId: 'p1', prompt: 'more', requestedBy: 'user:u' };
+    expect(signalsAfter([dispatch(null), claim, run, prompt])!.signals).to.deep.equal([{ kind: 'prompt', workerId: 'w1', sessionId: id }]);
+    expect(signalsAfter([dispatch(null), prompt]), 'nobody holds a pending session').to.equal(undefined);
+    expect(signalsAfter([dispatch('ENG-1'), claim, run, stop])!.signals.map((s) => s.kind)).to.deep.equal(['stop', 'poll']);
+  });
+});
