@@ -35,7 +35,8 @@ const TERMINAL = ['completed', 'failed', 'stopped'];
 export function SessionPage({ id }: { id: string }) {
   const me = useMe();
   const detail = useApi<Detail>(`/api/public/sessions/${encodeURIComponent(id)}`);
-  const [output, setOutput] = useState('');
+  // Everything streamed while the page is open, and what streamed since the detail (with its kept tail) last loaded.
+  const [output, setOutput] = useState({ all: '', sinceLoad: '' });
   const [actionError, setActionError] = useState<ApiError | undefined>(undefined);
   const [notice, setNotice] = useState('');
   const projectId = detail.data?.project.id;
@@ -45,12 +46,13 @@ export function SessionPage({ id }: { id: string }) {
   });
   const tokens = useRef(0);
   // The detail carries the kept tail of the output; what streams in after each load of it is appended.
-  useEffect(() => { setOutput(''); }, [detail.data]);
+  useEffect(() => { setOutput((o) => ({ ...o, sinceLoad: '' })); }, [detail.data]);
   const stream = useEventStream(`/api/interview/${encodeURIComponent(id)}/stream`, {
     'interview.delta': (data) => {
       const frame = data as { tokens: string[] };
       tokens.current += frame.tokens.length;
-      setOutput((text) => text + frame.tokens.join(''));
+      const text = frame.tokens.join('');
+      setOutput((o) => ({ all: o.all + text, sinceLoad: o.sinceLoad + text }));
     },
   });
 
@@ -58,7 +60,9 @@ export function SessionPage({ id }: { id: string }) {
   const s = detail.data;
   if (!s) return <Loading what="the session" />;
   const live = !TERMINAL.includes(s.status);
-  const shown = (s.output?.tail ?? '') + output;
+  // The kept tail covers what streamed before the last load; without one (output relayed only as interview deltas)
+  // the page shows what it saw stream.
+  const shown = s.output ? s.output.tail + output.sinceLoad : output.all;
 
   const act = async (what: string, call: () => Promise<unknown>) => {
     setActionError(undefined);
@@ -114,7 +118,7 @@ export function SessionPage({ id }: { id: string }) {
         <h2 id="output-title">Agent output</h2>
         {s.output?.truncated ? <p class="muted">Showing the last 64 KiB of {s.output.totalBytes} bytes.</p> : null}
         {shown === '' ? (
-          <p class="muted">{live ? 'Waiting for the agent to print… (shown as it arrives)' : 'The agent printed nothing.'}</p>
+          <p class="muted">{live ? 'Waiting for the agent to stream its output… (shown as it arrives)' : 'The agent printed nothing.'}</p>
         ) : <pre class="output" aria-live="polite" data-tokens={tokens.current}>{shown}</pre>}
       </section>
 
