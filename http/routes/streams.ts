@@ -4,6 +4,9 @@ import { interviewBatcher, interviewIdPattern, MAX_FRAME_DELAY_MS, MAX_TOKENS_PE
 import { interviewChannel, nodeStreams, type SessionEvent, type StampedEvent } from '../../actors/fleet/node-streams.js';
 import { interviewDeltasBody, interviewDeltasReply } from '../../schemas/daemon-extras/bodies.js';
 import { orgPrincipal } from './sessions.js';
+import { publicIdPattern } from '../../actors/session/index.js';
+import { sessionScope } from '../../storage/sessions/queries.js';
+import type { OrgPrincipal } from '../../schemas/identity/principal.js';
 import type { SseStream, Route } from '../types.js';
 
 /**
@@ -36,6 +39,16 @@ function interviewId(raw: string | undefined): string {
   return raw;
 }
 
+/**
+ * An interview named by a session's id is that session's agent output, so it belongs to the session's project: a
+ * worker registered for other projects may neither write into it nor read it, and a project role applies as on
+ * the session itself. Any other interview id is org-wide.
+ */
+async function authorizeInterview(deps: Deps, p: OrgPrincipal, action: 'read' | 'report', id: string): Promise<void> {
+  const scope = publicIdPattern.test(id) ? await sessionScope(deps.db, p.orgId, id) : undefined;
+  await deps.authz.authorize(p, action, scope ? { type: 'Session', id, orgId: p.orgId, projectId: scope.projectId } : { type: 'Session', id: '*', orgId: p.orgId });
+}
+
 export function streamRoutes(): Route<Deps>[] {
   return [
     {
@@ -50,6 +63,7 @@ export function streamRoutes(): Route<Deps>[] {
       async handler(req, deps) {
         const p = orgPrincipal(req);
         const id = interviewId(req.params.id);
+        await authorizeInterview(deps, p, 'report', id);
         const tokens = (req.body as { tokens: string[] }).tokens;
         interviewBatcher(deps).add(p.orgId, id, tokens);
         return { status: 202, body: { ok: true, accepted: tokens.length } };
@@ -65,6 +79,7 @@ export function streamRoutes(): Route<Deps>[] {
       async handler(req, deps) {
         const p = orgPrincipal(req);
         const id = interviewId(req.params.id);
+        await authorizeInterview(deps, p, 'read', id);
         const streams = nodeStreams(deps);
         await streams.ready();
         const channel = interviewChannel(p.orgId, id);
