@@ -1,5 +1,6 @@
 import { Ajv, type ErrorObject } from 'ajv';
 import addFormatsModule from 'ajv-formats';
+import nextVocabularyModule from 'ajv/dist/vocabularies/next.js';
 
 /**
  * Unknown keywords and formats are errors (a typo in a schema must not silently accept everything); the checks that
@@ -25,6 +26,15 @@ export const queryAjv = new Ajv({ ...options, coerceTypes: true });
 const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (a: Ajv) => Ajv;
 addFormats(ajv);
 addFormats(queryAjv);
+
+/**
+ * `dependentRequired`, `dependentSchemas`, `minContains`/`maxContains`: the 2019-09 keywords that replaced draft-07's
+ * `dependencies`. OpenAPI 3.1 documents are JSON Schema 2020-12, which has no `dependencies`, so schemas that both
+ * validate requests and appear in `GET /api/openapi.json` use these (the default Ajv class leaves them out).
+ */
+const nextVocabulary = ((nextVocabularyModule as unknown as { default?: unknown }).default ?? nextVocabularyModule) as Parameters<Ajv['addVocabulary']>[0];
+ajv.addVocabulary(nextVocabulary);
+queryAjv.addVocabulary(nextVocabulary);
 
 /** Compiles a schema once per instance, reusing an earlier compilation of the same `$id`. */
 export function compileSchema(instance: Ajv, schema: Record<string, unknown>) {

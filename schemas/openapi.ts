@@ -1,3 +1,5 @@
+import { ajv, compileSchema } from './ajv.js';
+
 /**
  * The OpenAPI 3.1 document, built from the route table so it cannot drift from what the server serves.
  * Routes are described structurally (the fields of `http/types.ts` Route that matter here), keeping schemas/ free of
@@ -26,6 +28,11 @@ export interface OpenApiOptions {
   readonly version?: string;
   /** The codes an error body may carry (the keys of `ops/kernel/errors.ts` errorRegistry). */
   readonly errorCodes?: readonly string[];
+  /**
+   * Where the API is reached. Default: `/`, which OpenAPI resolves against the URL the document was fetched from,
+   * so the document a node serves names that node without knowing the address it is reached at.
+   */
+  readonly servers?: readonly { readonly url: string; readonly description?: string }[];
 }
 
 /** `{error, code, details?}`: the body of every 4xx and 5xx reply. */
@@ -72,6 +79,7 @@ export function buildOpenApi(routes: readonly DocumentedRoute[], options: OpenAp
   return {
     openapi: '3.1.0',
     info: { title: options.title ?? 'Troupe', version: options.version ?? '0.1.0' },
+    servers: (options.servers ?? [{ url: '/', description: 'The node that served this document' }]).map((server) => ({ ...server })),
     paths,
     components: { schemas: { Error: errorSchema(options.errorCodes) }, securitySchemes },
   };
@@ -119,13 +127,23 @@ function operation(route: DocumentedRoute, path: string): Record<string, unknown
   return op;
 }
 
+/**
+ * The server reads an empty JSON or form body as `{}` (http/body.ts), so an operation needs a body exactly when
+ * `{}` fails its schema: then the body is `required: true`, and a generated client makes the caller pass one.
+ */
+function bodyIsRequired(schema: Record<string, unknown> | undefined): boolean {
+  if (schema === undefined) return false;
+  return !compileSchema(ajv, schema)({});
+}
+
 function requestBody(kind: 'json' | 'form' | 'raw', schema: Record<string, unknown> | undefined): Record<string, unknown> {
   const body = schema ?? { type: 'object' };
+  const required = bodyIsRequired(schema);
   switch (kind) {
     case 'json':
-      return { required: false, content: { 'application/json': { schema: body } } };
+      return { required, content: { 'application/json': { schema: body } } };
     case 'form':
-      return { required: false, content: { 'application/x-www-form-urlencoded': { schema: body }, 'application/json': { schema: body } } };
+      return { required, content: { 'application/x-www-form-urlencoded': { schema: body }, 'application/json': { schema: body } } };
     case 'raw':
       return { required: true, content: { '*/*': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } } } };
   }

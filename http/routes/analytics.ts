@@ -11,7 +11,7 @@ import { graphProjection } from '../../actors/analytics/graph.js';
 import { paletteKinds, projectPalette, type PaletteKind } from '../../storage/analytics/palette.js';
 import { sessionsByStatus } from '../../storage/analytics/operator.js';
 import {
-  aggregatesReply, graphQuery, graphReply, graphWriteBody, graphWriteReply, MAX_OBSERVATIONS_PAGE, operatorSessionsQuery, paletteQuery,
+  aggregatesReply, graphQuery, graphReply, graphWriteBody, graphWriteReply, MAX_OBSERVATIONS_PAGE, operatorSessionRow, operatorSessionsQuery, paletteQuery,
   paletteReply, phaseMetricsQuery, phaseMetricsReply, routerQuery, routerReply,
 } from '../../schemas/analytics/http.js';
 import { orgPrincipal } from './sessions.js';
@@ -164,7 +164,7 @@ export function analyticsRoutes(): Route<Deps>[] {
       summary: "The org's sessions, optionally of one status, most recently active first (the operator's `troupe sessions`)",
       tags: ['analytics', 'sessions'],
       querySchema: operatorSessionsQuery,
-      responseSchema: { type: 'object', required: ['sessions'], properties: { sessions: { type: 'array' } } },
+      responseSchema: { type: 'object', required: ['sessions'], properties: { sessions: { type: 'array', items: operatorSessionRow } } },
       async handler(req, deps) {
         const p = orgPrincipal(req);
         await deps.authz.authorize(p, 'read', { type: 'Session', id: 'list', orgId: p.orgId });

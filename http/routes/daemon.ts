@@ -11,7 +11,7 @@ import { registrationTokensByPrefix } from '../../storage/identity/credentials.j
 import { listProjects, projectsInOrg } from '../../storage/identity/orgs.js';
 import { findMutation, mutationHistory, workerInOrg } from '../../storage/sessions/daemon.js';
 import { pollForWorker } from '../../storage/sessions/queries.js';
-import { enqueueMutationBody, heartbeatBody, pollBody, registerBody } from '../../schemas/sessions/daemon.js';
+import { enqueueMutationBody, heartbeatBody, mutationViewSchema, offeredSessionSchema, pollBody, registerBody } from '../../schemas/sessions/daemon.js';
 import { orgPrincipal, requesterOf } from './sessions.js';
 import type { HttpRequest, Route } from '../types.js';
 
@@ -133,7 +133,7 @@ export function daemonRoutes(): Route<Deps>[] {
       bodySchema: heartbeatBody,
       responseSchema: {
         type: 'object', required: ['ok', 'mutations'],
-        properties: { ok: { const: true }, mutations: { type: 'array' }, runtimeJwt: { type: 'string' } },
+        properties: { ok: { const: true }, mutations: { type: 'array', items: mutationViewSchema }, runtimeJwt: { type: 'string' } },
       },
       async handler(req, deps) {
         const body = req.body as { workerId: string };
@@ -159,7 +159,7 @@ export function daemonRoutes(): Route<Deps>[] {
       summary: "Pending sessions of the worker's projects (and prompts queued for sessions it holds)",
       tags: ['daemon'],
       bodySchema: pollBody,
-      responseSchema: { type: 'object', required: ['sessions'], properties: { sessions: { type: 'array' } } },
+      responseSchema: { type: 'object', required: ['sessions'], properties: { sessions: { type: 'array', items: offeredSessionSchema } } },
       async handler(req, deps) {
         const body = req.body as { workerId: string; capacity: number };
         const p = runtimePrincipal(req, body.workerId);
@@ -214,7 +214,7 @@ export function daemonRoutes(): Route<Deps>[] {
       tags: ['daemon'],
       bodySchema: enqueueMutationBody,
       successStatus: 201,
-      responseSchema: { type: 'object', required: ['mutation'], properties: { mutation: { type: 'object' } } },
+      responseSchema: { type: 'object', required: ['mutation'], properties: { mutation: mutationViewSchema } },
       async handler(req, deps) {
         const p = orgPrincipal(req);
         const body = req.body as { workerHostId: string; op: string; params: Record<string, unknown> };
@@ -243,7 +243,7 @@ export function daemonRoutes(): Route<Deps>[] {
       summary: 'Cancel an undelivered mutation (409 once delivered or cancelled; 404 unknown or of another org)',
       tags: ['daemon'],
       bodyKind: 'none',
-      responseSchema: { type: 'object', required: ['mutation'], properties: { mutation: { type: 'object' } } },
+      responseSchema: { type: 'object', required: ['mutation'], properties: { mutation: mutationViewSchema } },
       async handler(req, deps) {
         const p = orgPrincipal(req);
         const id = req.params.id ?? '';
@@ -266,7 +266,7 @@ export function daemonRoutes(): Route<Deps>[] {
       summary: 'Mutation history of one daemon host, newest first',
       tags: ['daemon'],
       querySchema: { type: 'object', required: ['workerHostId'], properties: { workerHostId: { type: 'string', minLength: 1, maxLength: 64 } } },
-      responseSchema: { type: 'object', required: ['mutations'], properties: { mutations: { type: 'array' } } },
+      responseSchema: { type: 'object', required: ['mutations'], properties: { mutations: { type: 'array', items: mutationViewSchema } } },
       async handler(req, deps) {
         const p = orgPrincipal(req);
         const workerHostId = req.query.get('workerHostId')!;

@@ -6,7 +6,7 @@ import { analyseDefinition } from '../../actors/workflow/definition.js';
 import { diffVersions } from '../../actors/workflow/diff.js';
 import { findTemplate, templateVersions, type TemplateRow } from '../../storage/templates/templates.js';
 import {
-  publishTemplateBody, putTemplateBody, templateDiffReply, templateReply, templateSlugPattern, TEMPLATE_SLUG_PATTERN,
+  publishTemplateBody, putTemplateBody, templateDiffReply, templateReply, templateSlugPattern, templateStateReply, TEMPLATE_SLUG_PATTERN,
 } from '../../schemas/templates/templates.js';
 import type { HttpRequest, Route } from '../types.js';
 
@@ -77,7 +77,7 @@ export function templateRoutes(): Route<Deps>[] {
       summary: `Create or edit a template's draft (org admin or owner); the live version is untouched until publish. Slug: ${TEMPLATE_SLUG_PATTERN}. 201 when created, 409 when expectedRevision is stale`,
       tags: ['templates'],
       bodySchema: putTemplateBody,
-      responseSchema: { type: 'object', required: ['slug', 'draftRevision', 'liveVersion'] },
+      responseSchema: templateStateReply,
       async handler(req, deps) {
         const p = human(req);
         const slug = req.params.slug ?? '';
@@ -137,7 +137,7 @@ export function templateRoutes(): Route<Deps>[] {
       summary: 'Publish the draft as the next immutable version, which becomes live (org admin or owner); 409 when the draft equals the live version',
       tags: ['templates'],
       bodySchema: publishTemplateBody,
-      responseSchema: { type: 'object', required: ['slug', 'liveVersion', 'draftRevision'] },
+      responseSchema: templateStateReply,
       async handler(req, deps) {
         const p = human(req);
         const slug = slugOf(req);

@@ -53,9 +53,26 @@ export const routerReply = {
         },
       },
     },
-    observations: { type: 'array', items: { type: 'object', required: ['id', 'sessionId', 'workType', 'status', 'success', 'createdAt'] } },
+    observations: {
+      type: 'array',
+      items: {
+        type: 'object', required: ['id', 'sessionId', 'workType', 'status', 'success', 'createdAt'],
+        properties: {
+          id: { type: 'string' }, sessionId: { type: 'string' }, provider: { type: ['string', 'null'] }, workType: { type: 'string' },
+          status: { type: 'string' }, success: { type: 'boolean' }, costUsd: { type: 'number' }, durationMs: { type: ['number', 'null'] },
+          createdAt: iso,
+        },
+      },
+    },
     nextCursor: { type: ['string', 'null'] },
-    health: { type: 'object', required: ['status'] },
+    health: {
+      type: 'object', required: ['status'],
+      properties: {
+        status: { enum: ['healthy', 'degraded', 'no_data'], description: "'degraded': the last day's success rate is under half on 10 or more runs" },
+        arms: { type: 'integer' }, coldArms: { type: 'integer' }, observations24h: { type: 'integer' },
+        successRate24h: { type: ['number', 'null'] }, routedDispatches24h: { type: 'integer' }, lastObservationAt: { type: ['string', 'null'] },
+      },
+    },
   },
 } as const;
 
@@ -161,7 +178,11 @@ export const paletteReply = {
       type: 'object',
       additionalProperties: {
         type: 'array',
-        items: { type: 'object', required: ['id', 'kind', 'provider', 'name'] },
+        items: {
+          type: 'object', required: ['id', 'kind', 'provider', 'name'],
+          description: 'One palette entry; members beyond these depend on the kind (an integration, OAuth connection, plugin verb, worker…)',
+          properties: { id: { type: 'string' }, kind: { type: 'string' }, provider: { type: 'string' }, name: { type: 'string' } },
+        },
       },
     },
   },
@@ -172,5 +193,17 @@ export const operatorSessionsQuery = {
   properties: {
     status: { enum: ['pending', 'claimed', 'running', 'paused', 'finalizing', 'completed', 'failed', 'stopped'] },
     limit: { type: 'string', pattern: '^[0-9]{1,3}$' },
+  },
+} as const;
+
+/** One row of `GET /api/fleet/sessions` (storage/analytics/operator.ts). */
+export const operatorSessionRow = {
+  type: 'object',
+  required: ['id', 'projectId', 'status', 'phase', 'provider', 'workType', 'trackerIssue', 'workerId', 'workerHostname', 'costUsd', 'createdAt', 'updatedAt'],
+  properties: {
+    id: { type: 'string' }, projectId: { type: 'string' }, status: operatorSessionsQuery.properties.status,
+    phase: { type: ['string', 'null'] }, provider: { type: ['string', 'null'] }, workType: { type: ['string', 'null'] },
+    trackerIssue: { type: ['string', 'null'] }, workerId: { type: ['string', 'null'] }, workerHostname: { type: ['string', 'null'] },
+    costUsd: { type: 'number' }, createdAt: iso, updatedAt: iso,
   },
 } as const;

@@ -94,8 +94,15 @@ export const conversationBody = {
     state: builderState, answer: { type: 'object', maxProperties: 20 }, conversation: conversationToken,
   },
   if: { properties: { action: { const: 'start' } } },
-  then: { required: ['goal'], properties: { state: false, answer: false, conversation: false } },
-  else: { required: ['state', 'answer', 'conversation'], properties: { goal: false, target: false, workflowId: false, agentCardId: false } },
+  // Each branch restates the members it requires, so the branch is readable (and lintable) on its own.
+  then: { required: ['goal'], properties: { goal, state: false, answer: false, conversation: false } },
+  else: {
+    required: ['state', 'answer', 'conversation'],
+    properties: {
+      state: builderState, answer: { type: 'object', maxProperties: 20 }, conversation: conversationToken,
+      goal: false, target: false, workflowId: false, agentCardId: false,
+    },
+  },
 } as const;
 
 export const synthesisRequest = {
@@ -162,7 +169,7 @@ export const applyBody = {
     proposalId: uuid,
     proposalVersion: { type: 'integer', minimum: 1, maximum: 1_000_000 },
   },
-  dependencies: { proposalId: ['proposalVersion'], proposalVersion: ['proposalId'] },
+  dependentRequired: { proposalId: ['proposalVersion'], proposalVersion: ['proposalId'] },
 } as const;
 
 /** Spec 2.2. */

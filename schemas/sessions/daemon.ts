@@ -95,3 +95,35 @@ export const pollBody = {
     capacity: { type: 'integer', minimum: 0, maximum: 100 },
   },
 } as const;
+
+const isoTime = { type: 'string', format: 'date-time' } as const;
+
+/** A mutation as the heartbeat delivers it and the history lists it; `params` follows its op's schema above. */
+export const mutationViewSchema = {
+  type: 'object',
+  required: ['id', 'orgId', 'workerHostId', 'requestedBy', 'op', 'params', 'status', 'createdAt'],
+  properties: {
+    id: uuid, orgId: uuid, workerHostId: { type: 'string' }, requestedBy: { type: 'string' },
+    op: { enum: Object.keys(mutationParamsSchemas) },
+    params: { type: 'object', description: "The op's parameters (see the enqueue body: one schema per op)" },
+    status: { enum: ['pending', 'delivered', 'cancelled'] },
+    createdAt: isoTime, deliveredAt: isoTime, cancelledAt: isoTime,
+  },
+} as const;
+
+/**
+ * What a poll offers: a pending session of one of the worker's projects to claim, or, with `queuedPrompts`, a
+ * session the worker already holds and the prompts queued for it since its last poll.
+ */
+export const offeredSessionSchema = {
+  type: 'object',
+  required: ['id', 'projectId', 'prompt'],
+  properties: {
+    id: { type: 'string' }, projectId: { type: 'string' }, prompt: { type: 'string' },
+    agentCardId: { type: 'string' }, workType: { type: 'string' }, provider: { type: 'string' },
+    queuedPrompts: {
+      type: 'array',
+      items: { type: 'object', required: ['id', 'text'], properties: { id: { type: 'string' }, text: { type: 'string' } } },
+    },
+  },
+} as const;

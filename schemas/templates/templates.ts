@@ -55,9 +55,23 @@ export const templateMessageSchema = {
   ],
 } as const;
 
+const str = { type: 'string' } as const;
+const liveVersion = { type: ['integer', 'null'], description: 'The published version runs use; null before the first publish' } as const;
+
 const versionSummary = {
   type: 'object',
   required: ['version', 'name', 'description', 'definitionYaml', 'definitionVersion', 'schemaHash', 'publishedBy', 'publishedAt'],
+  properties: {
+    version: { type: 'integer' }, name: str, description: str, definitionYaml: str, definitionVersion: str, schemaHash: str,
+    publishedBy: str, changeReason: { type: ['string', 'null'] }, publishedAt: str,
+  },
+} as const;
+
+/** What saving a draft and publishing answer: where the template stands now. */
+export const templateStateReply = {
+  type: 'object',
+  required: ['slug', 'draftRevision', 'liveVersion'],
+  properties: { slug: str, draftRevision: { type: 'integer' }, liveVersion },
 } as const;
 
 export const templateReply = {
@@ -67,12 +81,23 @@ export const templateReply = {
     template: {
       type: 'object',
       required: ['slug', 'name', 'description', 'definitionYaml', 'draftRevision', 'liveVersion', 'hasUnpublishedChanges'],
+      properties: {
+        slug: str, name: str, description: str, definitionYaml: str, draftRevision: { type: 'integer' }, liveVersion,
+        draftUpdatedAt: str, draftUpdatedBy: str, createdAt: str, hasUnpublishedChanges: { type: 'boolean' },
+      },
     },
     versions: { type: 'array', items: versionSummary },
   },
 } as const;
 
+const nodeIds = { type: 'array', items: str } as const;
+
 export const templateDiffReply = {
   type: 'object',
   required: ['slug', 'liveVersion', 'draftRevision', 'changed', 'nameChanged', 'descriptionChanged', 'yamlChanged', 'nodesAdded', 'nodesRemoved', 'nodesModified', 'edgesAdded', 'edgesRemoved'],
+  properties: {
+    slug: str, liveVersion, draftRevision: { type: 'integer' }, changed: { type: 'boolean' }, nameChanged: { type: 'boolean' },
+    descriptionChanged: { type: 'boolean' }, yamlChanged: { type: 'boolean' }, nodesAdded: nodeIds, nodesRemoved: nodeIds,
+    nodesModified: nodeIds, edgesAdded: { type: 'integer' }, edgesRemoved: { type: 'integer' },
+  },
 } as const;

@@ -2,17 +2,20 @@
  * Request and reply schemas of the workflow, run, approval-gate and audit routes (CONTRACT.md "Workflows",
  * "Workflow runs", "Approval gates", "Audit"). Sizes are bounded so one request cannot make a snapshot huge.
  */
-const jsonArray = { type: 'array', maxItems: 2000 } as const;
 const jsonObject = { type: 'object', maxProperties: 200 } as const;
+/** Canvas nodes and edges are the editor's objects, stored as sent; the definition YAML is what runs. */
+const canvasNode = { type: 'object', description: 'A canvas node (the editor\'s object, stored as sent)' } as const;
+const canvasEdge = { type: 'object', description: 'A canvas edge (the editor\'s object, stored as sent)' } as const;
+const providerName = { type: 'string', maxLength: 200, description: 'A provider the workflow needs' } as const;
 const name = { type: 'string', minLength: 1, maxLength: 200 } as const;
 
 const contentMembers = {
-  nodes: jsonArray,
-  edges: jsonArray,
+  nodes: { type: 'array', maxItems: 2000, items: canvasNode },
+  edges: { type: 'array', maxItems: 2000, items: canvasEdge },
   viewport: jsonObject,
   definitionYaml: { type: 'string', maxLength: 512 * 1024 },
   triggerConfig: jsonObject,
-  providerRequirements: { type: 'array', maxItems: 100 },
+  providerRequirements: { type: 'array', maxItems: 100, items: providerName },
   workflowConfig: jsonObject,
 } as const;
 
@@ -41,9 +44,9 @@ export const workflowReply = {
     id: { type: 'string' }, orgId: { type: 'string' }, projectId: { type: 'string' }, name: { type: 'string' },
     status: { enum: ['draft', 'published', 'archived'] }, version: { type: 'integer' },
     publishedVersion: { type: ['integer', 'null'] },
-    nodes: { type: 'array' }, edges: { type: 'array' }, viewport: { type: 'object' },
+    nodes: { type: 'array', items: canvasNode }, edges: { type: 'array', items: canvasEdge }, viewport: { type: 'object' },
     definitionYaml: { type: 'string' }, definitionVersion: { enum: ['v1.1', 'v2'] }, schemaHash: { type: 'string' },
-    triggerConfig: { type: 'object' }, providerRequirements: { type: 'array' }, workflowConfig: { type: 'object' },
+    triggerConfig: { type: 'object' }, providerRequirements: { type: 'array', items: providerName }, workflowConfig: { type: 'object' },
     createdBy: { type: 'string' }, createdAt: { type: 'string' }, updatedAt: { type: 'string' },
   },
 } as const;
@@ -66,9 +69,9 @@ export const versionReply = {
   type: 'object',
   required: ['version', 'name', 'nodes', 'edges', 'definitionYaml', 'definitionVersion', 'schemaHash', 'changedBy', 'createdAt'],
   properties: {
-    version: { type: 'integer' }, status: { type: 'string' }, name: { type: 'string' }, nodes: { type: 'array' }, edges: { type: 'array' },
+    version: { type: 'integer' }, status: { type: 'string' }, name: { type: 'string' }, nodes: { type: 'array', items: canvasNode }, edges: { type: 'array', items: canvasEdge },
     viewport: { type: 'object' }, definitionYaml: { type: 'string' }, definitionVersion: { type: 'string' }, triggerConfig: { type: 'object' },
-    providerRequirements: { type: 'array' }, workflowConfig: { type: 'object' }, schemaHash: { type: 'string' },
+    providerRequirements: { type: 'array', items: providerName }, workflowConfig: { type: 'object' }, schemaHash: { type: 'string' },
     changedBy: { type: 'string' }, changeReason: { type: ['string', 'null'] }, createdAt: { type: 'string' },
   },
 } as const;
@@ -143,12 +146,25 @@ export const startRunReply = {
   properties: { runId: { type: 'string' }, version: { type: 'integer' } },
 } as const;
 
+/** One step of a run (actors/workflow-run Step): which node, how it went, and what it waits on. */
+const runStep = {
+  type: 'object',
+  required: ['nodeId', 'kind', 'status', 'startedAt'],
+  properties: {
+    nodeId: { type: 'string' }, kind: { type: 'string' },
+    status: { enum: ['running', 'waiting', 'suspended', 'completed', 'failed'] },
+    startedAt: { type: 'string' }, endedAt: { type: 'string' }, sessionId: { type: 'string' }, gateId: { type: 'string' },
+    decision: { type: 'string' }, driver: { type: 'string' }, branch: { type: 'boolean' }, iteration: { type: 'integer' },
+    wakeAt: { type: 'string' }, error: { type: 'string' },
+  },
+} as const;
+
 export const runReply = {
   type: 'object',
   required: ['runId', 'workflowId', 'version', 'status', 'steps'],
   properties: {
     runId: { type: 'string' }, workflowId: { type: 'string' }, version: { type: 'integer' },
-    status: { type: 'string' }, steps: { type: 'array' }, error: { type: ['string', 'null'] },
+    status: { type: 'string' }, steps: { type: 'array', items: runStep }, error: { type: ['string', 'null'] },
   },
 } as const;
 
