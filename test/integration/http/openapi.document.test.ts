@@ -1,9 +1,12 @@
 // Invariant: the OpenAPI document a started node serves is one a generated client can rely on: Redocly's linter
 // (recommended rules) finds no error in it, every array says what it holds, every operation that needs a body marks
-// it required, no draft-07 keyword that OpenAPI 3.1 (JSON Schema 2020-12) lacks appears, `servers` is set.
+// it required, no draft-07 keyword that OpenAPI 3.1 (JSON Schema 2020-12) lacks appears, `servers` is set; and the
+// checked-in client types are exactly what `npm run client:generate` makes of that document today.
+import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { createConfig, lintFromString, type NormalizedProblem } from '@redocly/openapi-core';
 import { ajv, compileSchema } from '../../../schemas/ajv.js';
+import { GENERATED_TYPES_PATH, renderClientTypes } from '../../../http/client/render-types.js';
 import { startTestNode, type TestNode } from '../../support/node.js';
 
 /**
@@ -86,5 +89,16 @@ describe('the OpenAPI document a node serves', function () {
   it('names where the API is served', () => {
     expect(doc.servers).to.be.an('array').that.is.not.empty;
     expect(doc.servers[0].url).to.equal('/');
+  });
+
+  it('matches the checked-in client types (run `npm run client:generate` after changing a route)', async () => {
+    const checkedIn = readFileSync(new URL(`../../../${GENERATED_TYPES_PATH}`, import.meta.url), 'utf8');
+    const fresh = await renderClientTypes(text);
+    if (fresh !== checkedIn) {
+      const a = checkedIn.split('\n');
+      const b = fresh.split('\n');
+      const line = a.findIndex((l, i) => l !== b[i]);
+      expect.fail(`${GENERATED_TYPES_PATH} is stale (first difference at line ${line + 1}: ${JSON.stringify(a[line])} vs ${JSON.stringify(b[line])}); run npm run client:generate`);
+    }
   });
 });
