@@ -28,7 +28,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Storage, transport and cache are reachable (503 naming those that are not) */
+        /** Storage, transport and cache are reachable and the node is not shutting down (503 naming what is not) */
         get: operations["getReadyz"];
         put?: never;
         post?: never;
@@ -739,6 +739,74 @@ export interface paths {
         put?: never;
         /** Cancel an undelivered mutation (409 once delivered or cancelled; 404 unknown or of another org) */
         post: operations["postApiDaemonMutationsIdCancel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/daemon/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Daemon event stream (SSE): offers of new work, stops of held sessions, poll and mutation nudges
+         * @description The server's push channel to a connected worker (decision 0021). Server-sent events, each `data` a JSON object:
+         *
+         *     - `ready` `{workerId}`: subscribed; from here on nothing for this worker is missed while the stream stays open. A worker (re)connecting polls once and reconciles what it holds (`GET /api/daemon/sessions`), since events sent while it was away are not replayed.
+         *     - `offer` `{session: {id, projectId, prompt, agentCardId?, workType?, provider?}}`: a session of one of the worker's projects entered the queue. A worker with free capacity claims it (`POST /api/sessions/{id}/status` `claimed`); the first claim wins, the others get 409 and drop it. Sent to every connected worker of the project.
+         *     - `poll` `{projectId?, sessionId?}`: work may be waiting that only `POST /v1/daemon/poll` hands out (a session behind an issue lock, a waiter promoted, a prompt queued for a session the worker holds): poll now.
+         *     - `stop` `{sessionId, status, reason}`: the worker held this session and no longer does (stopped by a user: `status: stopped`; reclaimed after a lost lease: `pending`; failed by the lease: `failed`). End the agent; report nothing more for it. Sent within milliseconds of the change being durable.
+         *     - `mutation` `{pending}`: mutations wait for this worker: heartbeat now to receive them.
+         *
+         *     Keep-alive comments arrive every few seconds. The poll (`pollIntervalSeconds`) stays the fallback for anything a stream missed; a stream opened with a token lists the projects of that token, so a worker reconnects after a `project.add`/`project.remove` mutation refreshed its token.
+         */
+        get: operations["getApiDaemonEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/daemon/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The sessions the calling worker holds (claimed, running, paused, finalizing), for reconciling after an outage
+         * @description A session the worker runs but is not listed here was stopped or reclaimed while the worker could not hear of it: the worker ends its agent and reports nothing for it. Only sessions claimed before this request was sent can be judged by its answer.
+         */
+        get: operations["getApiDaemonSessions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/sessions/{id}/output": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Agent output of a session the worker holds: kept with the session (its last 64 KiB) and relayed live on the session's interview stream
+         * @description Each chunk (an agent's stdout line with its newline) is appended to the session's kept output, of which the last 65536 bytes of the current run are shown in `GET /api/public/sessions/{id}` as `output`, and relayed as token deltas on `GET /api/interview/{id}/stream` (the interview named by the session id; frames of at most 20 tokens, at most 100 ms late). 409 when the worker no longer holds the session (stopped, reclaimed, ended): the worker stops relaying it.
+         */
+        post: operations["postApiSessionsIdOutput"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1744,7 +1812,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Storage, transport and cache are reachable (503 naming those that are not) */
+            /** @description Storage, transport and cache are reachable and the node is not shutting down (503 naming what is not) */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -5133,6 +5201,13 @@ export interface operations {
                             workerId?: string | null;
                             at: string;
                         }[];
+                        /** @description The last 64 KiB of the current run's agent output as its worker relayed it (null until the agent prints) */
+                        output?: {
+                            tail: string;
+                            totalBytes: number;
+                            truncated: boolean;
+                            updatedAt: string;
+                        } | null;
                         /** @description Whether the caller may stop or prompt it (the routes still decide) */
                         can: {
                             stop: boolean;
@@ -5967,6 +6042,225 @@ export interface operations {
             };
             /** @description Authenticated but not allowed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server or dependency error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getApiDaemonEvents: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Resume after this event. */
+                "Last-Event-ID"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description An event stream */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated but not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server or dependency error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getApiDaemonSessions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The sessions the calling worker holds (claimed, running, paused, finalizing), for reconciling after an outage */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        sessions: {
+                            id: string;
+                            status: string;
+                            run: number;
+                        }[];
+                    };
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated but not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server or dependency error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postApiSessionsIdOutput: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    workerId: string;
+                    chunks: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description Agent output of a session the worker holds: kept with the session (its last 64 KiB) and relayed live on the session's interview stream */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        ok: true;
+                        accepted: number;
+                        keptBytes: number;
+                        totalBytes: number;
+                    };
+                };
+            };
+            /** @description Malformed or invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated but not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body larger than the route accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported content type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
