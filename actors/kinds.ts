@@ -10,6 +10,7 @@ import { withWorkerSignals } from './fleet/worker-signals.js';
 import { createDaemonHostBehavior } from './daemon-host/index.js';
 import { createWorkflowBehavior } from './workflow/actor.js';
 import { createWorkflowRunBehavior } from './workflow-run/actor.js';
+import { createScheduleBehavior, type SchedulePorts } from './workflow-schedule/actor.js';
 import { createApprovalGateBehavior } from './approval-gate/actor.js';
 import type { AskFn } from './workflow-run/ports.js';
 import { createPolicyBehavior } from './policy/index.js';
@@ -35,11 +36,19 @@ export interface ActorKindPorts {
   readonly pushOnEvents?: PushOnEvents;
   /** The node's registry, for the fleet's claim-wait histogram; not observed without it. */
   readonly metrics?: Registry;
+  /** The node's schedule service (timers, run starts); without it schedules neither arm timers nor start runs. */
+  readonly schedules?: SchedulePorts;
 }
+
+/** Schedules on a node without the schedule service: they decide fires, and the starts wait for a node that has one. */
+const noSchedules: SchedulePorts = {
+  arm: () => undefined,
+  startRun: () => Promise.reject(new Error('no schedule service on this node')),
+};
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export function actorKinds(ports: ActorKindPorts = {}): ActorBehavior<any, any, any, any>[] {
-  const { transport, pushOnEvents, metrics } = ports;
+  const { transport, pushOnEvents, metrics, schedules } = ports;
   const ask: AskFn = <R>(address: string, message: unknown, timeoutMs?: number) => {
     if (!transport) return Promise.reject(new Error(`no transport to reach ${address}`));
     return transport.ask<R>(address, message, { timeoutMs: timeoutMs ?? ACTOR_ASK_TIMEOUT_MS });
@@ -55,8 +64,10 @@ export function actorKinds(ports: ActorKindPorts = {}): ActorBehavior<any, any, 
       createSessionBehavior(transport ? { tell: (address, message) => transport.tell(address, message) } : {}), transport), transport), pushOnEvents), metrics),
     // Announces pending-mutation counts on `daemon.pending`, keeping every node's heartbeat index exact (decision 0007).
     createDaemonHostBehavior(transport ? { transport } : {}),
-    createWorkflowBehavior(),
+    // Each version's deployment goes to the workflow's schedule (decision 0027).
+    createWorkflowBehavior(transport ? { tell: (address, message) => transport.tell(address, message) } : {}),
     createWorkflowRunBehavior({ ask }),
+    createScheduleBehavior(schedules ?? noSchedules),
     // An opened gate is pushed to the subscribed users who may decide it (issue 8 §5).
     withGatePush(createApprovalGateBehavior({ ask }), pushOnEvents),
     createPolicyBehavior(),

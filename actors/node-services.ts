@@ -13,6 +13,7 @@ import type { ConnectionTokenRefreshes } from './integrations/oauth/connection-t
 import type { WebhookSweeper } from './integrations/webhooks/sweeper.js';
 import type { StoredPolicySource } from './policy/enforcement.js';
 import type { NodeDrain } from './node-drain.js';
+import type { WorkflowSchedules } from './workflow-schedule/service.js';
 
 /**
  * The node's long-lived, in-memory machinery: one instance of each per node, built once by the composition root
@@ -50,6 +51,8 @@ export interface NodeServices {
   readonly webhookSweeper: WebhookSweeper & NodeService;
   /** Set when the node begins to shut down; readiness reads it. */
   readonly drain: NodeDrain;
+  /** Schedule triggers: timers for the fires this node decides, and the scan for overdue fires and deployments. */
+  readonly schedules: WorkflowSchedules;
   /** Cluster membership and shard placement; absent on a node without a broker. */
   readonly cluster: { status(): ClusterStatus } | undefined;
 }
@@ -66,6 +69,6 @@ export interface NodeService {
 export function lifecycleOf(services: NodeServices): NodeService[] {
   return [
     services.policies, services.streams, services.workers, services.daemon, services.credentials, services.interviews,
-    services.pushOnEvents, services.webhookSweeper,
+    services.pushOnEvents, services.webhookSweeper, services.schedules,
   ];
 }

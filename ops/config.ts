@@ -46,6 +46,7 @@ const bindings: EnvBinding[] = [
   ...oauthAppBindings('sentry'),
   // Below a few seconds a delivery still on its way through the broker would be sent twice for nothing.
   { env: 'TROUPE_WEBHOOK_RESEND_AFTER_MS', key: 'webhookResendAfterMs', schema: { type: 'integer', minimum: 1000 }, parse: integer },
+  { env: 'TROUPE_SCHEDULE_SCAN_MS', key: 'scheduleScanMs', schema: { type: 'integer', minimum: 100, maximum: 60000 }, parse: integer },
 ];
 
 /** TROUPE_<PROVIDER>_OAUTH_{BASE_URL,CLIENT_ID,CLIENT_SECRET} for one integration OAuth provider. */
@@ -95,6 +96,7 @@ const defaults = (): Config => ({
   sentryOAuthClientId: undefined,
   sentryOAuthClientSecret: undefined,
   webhookResendAfterMs: 60_000,
+  scheduleScanMs: 1_000,
 });
 
 export class ConfigError extends Error {

@@ -13,12 +13,14 @@ import { WebhookSweeper } from '../actors/integrations/webhooks/sweeper.js';
 import type { PushOnEvents } from '../actors/integrations/web-push/event-notifications.js';
 import type { StoredPolicySource } from '../actors/policy/enforcement.js';
 import { NodeDrain } from '../actors/node-drain.js';
+import type { WorkflowSchedules } from '../actors/workflow-schedule/service.js';
 
 /** What the node made before its services: they share it (the keys with the authenticator, the rest with the actors). */
 export interface ServiceParts {
   readonly keys: SigningKeys;
   readonly policies: StoredPolicySource;
   readonly pushOnEvents: PushOnEvents;
+  readonly schedules: WorkflowSchedules;
   readonly cluster: NodeServices['cluster'];
 }
 
@@ -42,6 +44,7 @@ export function buildNodeServices(base: Omit<Deps, 'services'>, parts: ServicePa
     pushOnEvents: parts.pushOnEvents,
     webhookSweeper: new WebhookSweeper(),
     drain: new NodeDrain(),
+    schedules: parts.schedules,
     cluster: parts.cluster,
   };
 }

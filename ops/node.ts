@@ -32,6 +32,7 @@ import { StoredPolicySource } from '../actors/policy/enforcement.js';
 import { startHttpServer, type HttpServer } from '../http/server.js';
 import { allRoutes } from '../http/routes.js';
 import { PushOnEvents } from '../actors/integrations/web-push/event-notifications.js';
+import { WorkflowSchedules } from '../actors/workflow-schedule/service.js';
 import { lifecycleOf } from '../actors/node-services.js';
 import { buildNodeServices } from './node-services.js';
 import { DependencyWatch } from './dependency-watch.js';
@@ -106,7 +107,9 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       defaultAskTimeoutMs: config.askTimeoutMs,
     });
     const pushOnEvents = new PushOnEvents();
-    for (const kind of actorKinds({ transport, pushOnEvents, metrics })) actors.register(kind);
+    // Made before the actors because the schedule actor arms its timers and starts runs through it (decision 0027).
+    const schedules = new WorkflowSchedules();
+    for (const kind of actorKinds({ transport, pushOnEvents, metrics, schedules })) actors.register(kind);
     registerFleetGauges(metrics, db, () => clock.now(), config.sessionLeaseMs);
 
     const keys = deriveSigningKeys(secrets);
@@ -149,7 +152,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       await cluster.start();
       closers.push(() => cluster.close());
     }
-    const services = buildNodeServices(base, { keys, policies: storedPolicies, pushOnEvents, cluster });
+    const services = buildNodeServices(base, { keys, policies: storedPolicies, pushOnEvents, schedules, cluster });
     const deps: Deps = { ...base, services };
     // Node services stop after HTTP drained (pushed later, closed earlier) and before the transport and actors.
     for (const service of lifecycleOf(services)) {

@@ -31,6 +31,7 @@ export function createWorkflowRunBehavior(ports: RunPorts): ActorBehavior<RunSta
       await writeRun(trx, {
         id, orgId: next.orgId, projectId: next.projectId, workflowId: next.workflowId, version: next.version,
         status: next.status, steps: next.steps, error: next.error, startedBy: next.startedBy,
+        trigger: next.trigger ?? { kind: 'manual' }, input: next.input,
         createdAt: next.createdAt, updatedAt: next.updatedAt,
       });
     },

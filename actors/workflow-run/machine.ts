@@ -47,6 +47,15 @@ export type Pending =
   | { readonly kind: 'gate'; readonly nodeId: string; readonly gateId: string }
   | { readonly kind: 'wait'; readonly nodeId: string; readonly token: string; readonly wakeAt: number };
 
+/** How a run started (issue 17): by hand, by a schedule's fire, or by a provider delivery. */
+export interface RunTrigger {
+  readonly kind: 'manual' | 'schedule' | 'webhook';
+  /** The fire a scheduled run belongs to (ISO 8601). */
+  readonly fireTime?: string;
+  /** The provider delivery (`provider_webhook_events.id`) a webhook run started from. */
+  readonly eventId?: string;
+}
+
 export interface LiveRun {
   readonly status: Exclude<RunStatus, 'absent'>;
   readonly orgId: string;
@@ -56,6 +65,8 @@ export interface LiveRun {
   readonly plan: Plan;
   readonly input: Readonly<Record<string, unknown>>;
   readonly startedBy: string;
+  /** Absent in runs started before triggers existed: those were manual. */
+  readonly trigger?: RunTrigger;
   readonly createdAt: string;
   readonly updatedAt: string;
   readonly visits: number;
@@ -70,6 +81,7 @@ export type RunMsg =
   | {
       readonly type: 'run.start'; readonly orgId: string; readonly projectId: string; readonly workflowId: string;
       readonly version: number; readonly plan: Plan; readonly input: Record<string, unknown>; readonly startedBy: string;
+      readonly trigger?: RunTrigger;
     }
   | { readonly type: 'run.resume' }
   | { readonly type: 'run.wake'; readonly token: string }
@@ -107,7 +119,7 @@ type On<T extends RunMsgType, To = readonly RunStatus[], In = LiveRun> =
 const start: On<'run.start', readonly RunStatus[], { status: 'absent' }> = (_state, msg, ctx) => {
   const started: LiveRun = {
     status: 'running', orgId: msg.orgId, projectId: msg.projectId, workflowId: msg.workflowId, version: msg.version,
-    plan: msg.plan, input: msg.input, startedBy: msg.startedBy, createdAt: iso(ctx.now), updatedAt: iso(ctx.now),
+    plan: msg.plan, input: msg.input, startedBy: msg.startedBy, trigger: msg.trigger ?? { kind: 'manual' }, createdAt: iso(ctx.now), updatedAt: iso(ctx.now),
     visits: 0, loopCounts: {}, steps: [], pending: null, error: null,
   };
   return walk(started, msg.plan.start ?? null, ctx);

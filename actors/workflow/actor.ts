@@ -3,19 +3,29 @@ import type { ActorBehavior } from '../runtime/machine.js';
 import { workflowMessageSchema } from '../../schemas/workflows/messages.js';
 import { appendAudit } from '../../storage/audit-log.js';
 import { writeVersion } from '../../storage/workflows/workflows.js';
+import { writeDeployment } from '../../storage/workflows/triggers.js';
+import { workflowScheduleAddress } from '../workflow-schedule/actor.js';
+import { configureMessage } from '../workflow-schedule/service.js';
 import {
   workflowMachine, initialWorkflowState, type WorkflowEffect, type WorkflowMsg, type WorkflowState, type WorkflowView,
 } from './machine.js';
 
 /**
  * The workflow actor (`workflow/<id>`). Its projection appends the version snapshot, moves the `workflows` read
- * model, and appends `workflow.version_created` to the org's audit chain, all in the snapshot transaction: a
- * version exists, is listed and is audited together, or not at all.
+ * model, records what the execution layer is deployed with (`workflow_triggers`), and appends
+ * `workflow.version_created` to the org's audit chain, all in the snapshot transaction: a version exists, is listed,
+ * is deployed and is audited together, or not at all. After that it tells the workflow's schedule about the
+ * deployment (a lost tell is made good by the schedule service's scan, decision 0027).
  */
 export const WORKFLOW_KIND = 'workflow';
 export const workflowAddress = (id: string): string => `${WORKFLOW_KIND}/${id}`;
 
-export function createWorkflowBehavior(): ActorBehavior<WorkflowState, WorkflowMsg, WorkflowView, WorkflowEffect> {
+export interface WorkflowPorts {
+  /** Delivers to another actor through the transport; without it (unit tests) schedules hear only from the scan. */
+  readonly tell?: (address: string, message: unknown) => Promise<void>;
+}
+
+export function createWorkflowBehavior(ports: WorkflowPorts = {}): ActorBehavior<WorkflowState, WorkflowMsg, WorkflowView, WorkflowEffect> {
   return {
     kind: WORKFLOW_KIND,
     initial: initialWorkflowState,
@@ -34,6 +44,7 @@ export function createWorkflowBehavior(): ActorBehavior<WorkflowState, WorkflowM
           nodes: [...s.nodes], edges: [...s.edges], viewport: { ...s.viewport },
           triggerConfig: { ...s.triggerConfig }, providerRequirements: [...s.providerRequirements], workflowConfig: { ...s.workflowConfig },
         });
+        await writeDeployment(trx, { workflowId: id, ...effect.deployment }, new Date(s.createdAt));
         await appendAudit(trx, {
           orgId: next.orgId,
           type: 'workflow.version_created',
@@ -42,6 +53,13 @@ export function createWorkflowBehavior(): ActorBehavior<WorkflowState, WorkflowM
           payload: { workflowId: id, version: s.version, changedBy: s.changedBy, changeReason: s.changeReason, status: s.status, schemaHash: s.schemaHash },
           at: new Date(s.createdAt),
         });
+      }
+    },
+    async afterPersist(effects, ctx) {
+      if (!ports.tell) return;
+      for (const { deployment } of effects) {
+        await ports.tell(workflowScheduleAddress(ctx.id), configureMessage(deployment))
+          .catch((err: unknown) => ctx.log.warn({ err }, 'could not hand the deployment to the schedule; the scan will'));
       }
     },
   };

@@ -4,6 +4,7 @@ import { parseDocument } from 'yaml';
 import { TroupeError } from '../../ops/kernel/errors.js';
 import { canonicalJson } from '../../ops/kernel/canonical-json.js';
 import { parseExpression } from '../workflow-run/expression.js';
+import { triggerOf, type Trigger } from './trigger.js';
 import {
   definitionV11Schema, definitionV2Schema, MAX_DEFINITION_BYTES, MAX_NODES, type DefinitionVersion,
 } from '../../schemas/workflows/definition.js';
@@ -43,7 +44,10 @@ export interface Plan {
 export interface AnalysedDefinition {
   readonly definitionVersion: DefinitionVersion;
   readonly schemaHash: string;
+  /** The definition's trigger as written (what `triggerConfig` defaults to). */
   readonly trigger: Record<string, unknown>;
+  /** The same trigger, checked and with its defaults filled in: what the execution layer deploys. */
+  readonly deployedTrigger: Trigger;
   readonly providers: readonly string[];
   readonly config: Record<string, unknown>;
   readonly plan: Plan;
@@ -92,6 +96,7 @@ export function analyseDefinition(yamlText: string): AnalysedDefinition {
     ? ((raw.edges ?? []) as PlanEdge[]).map((e) => (e.when === undefined ? { source: e.source, target: e.target } : { source: e.source, target: e.target, when: e.when }))
     : nodes.slice(1).map((n, i) => ({ source: (nodes[i] as DefinitionNode).id, target: n.id }));
   checkGraph(version, nodes, edges);
+  const deployedTrigger = triggerOf(raw.trigger as Record<string, unknown>);
   const plan: Plan = {
     name: raw.name as string,
     ...(nodes[0] ? { start: nodes[0].id } : {}),
@@ -102,6 +107,7 @@ export function analyseDefinition(yamlText: string): AnalysedDefinition {
     definitionVersion: version,
     schemaHash: schemaHashOf(yamlText),
     trigger: raw.trigger as Record<string, unknown>,
+    deployedTrigger,
     providers: (raw.providers ?? []) as string[],
     config: (raw.config ?? {}) as Record<string, unknown>,
     plan,
@@ -181,7 +187,9 @@ function schemaError(errors: readonly ErrorObject[]): TroupeError {
   if (first.keyword === 'discriminator' && params.tag) segments.push(params.tag);
   const what = first.keyword === 'required' ? 'is required'
     : first.keyword === 'additionalProperties' ? 'is not allowed'
-      : first.keyword === 'discriminator' ? 'names no known node kind (agent, approval, condition, loop, wait, plugin)'
+      : first.keyword === 'discriminator' ? (params.tag === 'type'
+        ? 'names no known trigger type (manual, schedule, webhook)'
+        : 'names no known node kind (agent, approval, condition, loop, wait, plugin)')
         : first.message ?? 'is invalid';
   return invalid(['definitionYaml', ...segments].join('.'), what);
 }

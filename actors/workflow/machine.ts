@@ -2,6 +2,7 @@ import { accept, reject, type DecideContext, type Decision, type Rejection } fro
 import { choose, defineMachine, go, type Take } from '../runtime/define-machine.js';
 import { TroupeError } from '../../ops/kernel/errors.js';
 import { analyseDefinition, emptyDefinitionYaml } from './definition.js';
+import type { Trigger } from './trigger.js';
 
 /**
  * One workflow: its status and its current canvas. Every accepted change is a new, immutable version snapshot
@@ -94,7 +95,24 @@ export interface WorkflowView {
   readonly current: VersionSnapshot;
 }
 
-export type WorkflowEffect = { readonly type: 'versionCreated'; readonly actorId: string; readonly snapshot: VersionSnapshot };
+/**
+ * Every accepted change is a version (`snapshot`), and with it what the execution layer is deployed with: the
+ * checked trigger of the new current version and the version runs start on (null unless published).
+ */
+export type WorkflowEffect = {
+  readonly type: 'versionCreated';
+  readonly actorId: string;
+  readonly snapshot: VersionSnapshot;
+  readonly deployment: Deployment;
+};
+
+export interface Deployment {
+  readonly orgId: string;
+  readonly projectId: string;
+  readonly workflowVersion: number;
+  readonly publishedVersion: number | null;
+  readonly trigger: Trigger;
+}
 
 export const initialWorkflowState = (): WorkflowState => ({ status: 'absent' });
 
@@ -117,7 +135,8 @@ const update: On<'workflow.update', readonly LiveStatus[]> = (state, msg, ctx) =
   const next = msg.status ?? state.status;
   if (!ctx.to.includes(next)) return reject('ILLEGAL_TRANSITION', `cannot move a ${state.status} workflow to ${next}`);
   if ((next === 'published' || state.status === 'published') && !msg.mayPublish) return noPublishAuthority();
-  return snapshot(state, state, next, { ...state.current, ...defined(msg.changes) }, msg.actor, msg.changeReason ?? null, ctx);
+  const changes = defined(msg.changes);
+  return snapshot(state, state, next, { ...state.current, ...changes, ...triggerFollowingYaml(changes) }, msg.actor, msg.changeReason ?? null, ctx);
 };
 
 /** A rollback is a new version with an old version's content, in the same status. */
@@ -190,7 +209,10 @@ function snapshot(
     createdAt: owner.createdAt,
     current,
   };
-  return accept(next, viewOf(ctx.id, next), [{ type: 'versionCreated', actorId: actor.id, snapshot: current }]);
+  const deployment: Deployment = {
+    orgId: next.orgId, projectId: next.projectId, workflowVersion: version, publishedVersion: next.publishedVersion, trigger: analysed.deployedTrigger,
+  };
+  return accept(next, viewOf(ctx.id, next), [{ type: 'versionCreated', actorId: actor.id, snapshot: current, deployment }]);
 }
 
 function fillContent(c: ContentChanges & { name: string }): WorkflowContent {
@@ -208,6 +230,19 @@ function fillContent(c: ContentChanges & { name: string }): WorkflowContent {
     providerRequirements: c.providerRequirements ?? [...fromYaml.providers],
     workflowConfig: c.workflowConfig ?? fromYaml.config,
   };
+}
+
+/**
+ * A new definition brings its own trigger: unless the change states `triggerConfig` too, the snapshot's trigger
+ * configuration follows the YAML, so it never describes a trigger the deployed definition no longer has.
+ */
+function triggerFollowingYaml(changes: ContentChanges): ContentChanges {
+  if (changes.definitionYaml === undefined || changes.triggerConfig !== undefined) return {};
+  try {
+    return { triggerConfig: analyseDefinition(changes.definitionYaml).trigger };
+  } catch {
+    return {}; // reported by snapshot()
+  }
 }
 
 function defined(changes: ContentChanges): ContentChanges {

@@ -37,6 +37,7 @@ export function runRoutes(): Route<Deps>[] {
         const msg: RunMsg = {
           type: 'run.start', orgId: w.orgId, projectId: w.projectId, workflowId: w.id, version: version.version,
           plan: analyseDefinition(version.definitionYaml).plan, input: req.body?.input ?? {}, startedBy: changeActorOf(p).label,
+          trigger: { kind: 'manual' },
         };
         const view = await deps.ask<RunView>(workflowRunAddress(runId), msg);
         return { status: 201, body: { runId, version: view.version, status: view.status } };
@@ -44,7 +45,7 @@ export function runRoutes(): Route<Deps>[] {
     },
     {
       method: 'get', path: '/api/workflows/:id/runs', auth: 'org', tags: ['workflows'],
-      summary: 'Runs of a workflow, newest first, each with the version it is pinned to; paged by cursor',
+      summary: 'Runs of a workflow, newest first, each with how it started (manual, schedule with its fire time, webhook with its delivery), the version it is pinned to, its input and status; paged by cursor',
       querySchema: schemas.listRunsQuery, responseSchema: schemas.runListReply,
       async handler(req, deps) {
         const p = req.principal;
@@ -61,6 +62,7 @@ export function runRoutes(): Route<Deps>[] {
           body: {
             runs: page.map((r) => ({
               runId: r.id, version: r.version, status: r.status, startedBy: r.startedBy, error: r.error, createdAt: r.createdAt, updatedAt: r.updatedAt,
+              trigger: r.trigger.kind, fireTime: r.trigger.fireTime ?? null, eventId: r.trigger.eventId ?? null, input: r.input,
             })),
             nextCursor: rows.length > limit && last ? encodeCursor(last.createdAt, last.id) : null,
           },

@@ -14,6 +14,7 @@ import {
 } from '../../storage/workflows/workflows.js';
 import * as schemas from '../../schemas/workflows/http.js';
 import { runRoutes } from './workflow-runs.js';
+import { scheduleRoutes } from './workflow-schedule.js';
 
 /**
  * Workflow routes (CONTRACT.md "Workflows", spec 4.4). Writes go to the workflow actor (`workflow/<id>`), which
@@ -206,5 +207,6 @@ export function workflowRoutes(): Route<Deps>[] {
       },
     },
     ...runRoutes(),
+    ...scheduleRoutes(),
   ];
 }

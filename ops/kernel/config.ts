@@ -80,4 +80,9 @@ export interface Config {
   readonly sentryOAuthClientSecret: string | undefined;
   /** A provider delivery recorded but not finished this long is handed on again (the webhook sweeper). @default 60000 */
   readonly webhookResendAfterMs: number;
+  /**
+   * How often every node looks for schedule fires nobody acted on (their node died) and deployments a schedule has
+   * not applied; a fire is ticked once it is this overdue. @default 1000
+   */
+  readonly scheduleScanMs: number;
 }

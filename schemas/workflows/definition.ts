@@ -21,16 +21,53 @@ const nodeId = { type: 'string', pattern: '^[A-Za-z][A-Za-z0-9_-]{0,63}$' } as c
 export const PLUGIN_VERB_PATTERN = '^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,127}\\.[A-Za-z0-9][A-Za-z0-9_:@/-]{0,127}$';
 const text = (max: number) => ({ type: 'string', minLength: 1, maxLength: max }) as const;
 
+/** Bounds of a schedule trigger's catch-up window (seconds): a fire missed by more than this is skipped. */
+export const MAX_CATCHUP_WINDOW_SECONDS = 24 * 3600;
+export const DEFAULT_CATCHUP_WINDOW_SECONDS = 60;
+/** The providers whose verified deliveries can start a run (the unified webhook ingest's four). */
+export const WEBHOOK_TRIGGER_PROVIDERS = ['linear', 'github', 'circleci', 'vercel'] as const;
+/** A webhook trigger's filter: payload paths (`issue.labels.0.name`) each with the value, or values, it must hold. */
+export const MAX_FILTER_ENTRIES = 20;
+const filterValue = { type: ['string', 'number', 'boolean'], maxLength: 500 } as const;
+
+/**
+ * The trigger (issue 17): `manual` starts runs only through `POST /runs`; `schedule` fires on a cron expression
+ * (5 fields, or 6 with leading seconds) in an IANA time zone (UTC by default); `webhook` starts a run for each
+ * verified delivery of `provider` whose event type is `event` and whose payload matches `filter`. The cron text
+ * and the zone are checked beyond the schema when a definition is analysed (actors/workflow/trigger.ts).
+ */
 const trigger = {
   type: 'object',
   required: ['type'],
-  properties: {
-    type: { enum: ['manual', 'webhook', 'schedule'] },
-    cron: text(128),
-    provider: text(64),
-    event: text(128),
-  },
-  additionalProperties: true,
+  discriminator: { propertyName: 'type' },
+  oneOf: [
+    { type: 'object', properties: { type: { const: 'manual' } }, additionalProperties: true },
+    {
+      type: 'object', required: ['type', 'cron'],
+      properties: {
+        type: { const: 'schedule' },
+        cron: text(128),
+        timezone: text(64),
+        overlap: { enum: ['skip', 'allow'] },
+        catchupWindowSeconds: { type: 'integer', minimum: 0, maximum: MAX_CATCHUP_WINDOW_SECONDS },
+      },
+      additionalProperties: false,
+    },
+    {
+      type: 'object', required: ['type', 'provider', 'event'],
+      properties: {
+        type: { const: 'webhook' },
+        provider: { enum: WEBHOOK_TRIGGER_PROVIDERS },
+        event: text(128),
+        filter: {
+          type: 'object', maxProperties: MAX_FILTER_ENTRIES,
+          propertyNames: { pattern: '^[A-Za-z0-9_-]{1,64}(\\.[A-Za-z0-9_-]{1,64}){0,9}$' },
+          additionalProperties: { anyOf: [filterValue, { type: 'array', minItems: 1, maxItems: 50, items: filterValue }] },
+        },
+      },
+      additionalProperties: false,
+    },
+  ],
 } as const;
 
 // `discriminator` makes ajv pick the branch by `kind`, so an error names the field that is wrong in that kind.
@@ -116,6 +153,30 @@ export const definitionV11Schema = {
   },
   additionalProperties: false,
 } as const;
+
+/** A trigger as deployed: checked, defaults filled in (actors/workflow/trigger.ts `triggerOf`). */
+export type OverlapPolicy = 'skip' | 'allow';
+export type WebhookTriggerProvider = (typeof WEBHOOK_TRIGGER_PROVIDERS)[number];
+export type FilterValue = string | number | boolean;
+
+export type Trigger =
+  | { readonly type: 'manual' }
+  | {
+      readonly type: 'schedule';
+      readonly cron: string;
+      readonly timezone: string;
+      readonly overlap: OverlapPolicy;
+      readonly catchupWindowSeconds: number;
+    }
+  | {
+      readonly type: 'webhook';
+      readonly provider: WebhookTriggerProvider;
+      readonly event: string;
+      readonly filter: Readonly<Record<string, FilterValue | readonly FilterValue[]>>;
+    };
+
+export type ScheduleTrigger = Extract<Trigger, { type: 'schedule' }>;
+export type WebhookTrigger = Extract<Trigger, { type: 'webhook' }>;
 
 export const definitionVersions = ['v1.1', 'v2'] as const;
 export type DefinitionVersion = (typeof definitionVersions)[number];

@@ -90,14 +90,50 @@ export const runListReply = {
     runs: {
       type: 'array',
       items: {
-        type: 'object', required: ['runId', 'version', 'status', 'startedBy', 'createdAt'],
+        type: 'object', required: ['runId', 'version', 'status', 'startedBy', 'trigger', 'fireTime', 'input', 'createdAt'],
         properties: {
           runId: { type: 'string' }, version: { type: 'integer', description: 'The pinned workflow version' }, status: { type: 'string' },
           startedBy: { type: 'string' }, error: { type: ['string', 'null'] }, createdAt: { type: 'string' }, updatedAt: { type: 'string' },
+          trigger: { enum: ['manual', 'schedule', 'webhook'], description: 'How the run started' },
+          fireTime: { type: ['string', 'null'], format: 'date-time', description: "The schedule fire a scheduled run belongs to" },
+          eventId: { type: ['string', 'null'], description: 'The provider delivery a webhook run started from' },
+          input: { type: 'object', description: "The run's input (a webhook run's: the delivery's payload)" },
         },
       },
     },
     nextCursor: { type: ['string', 'null'] },
+  },
+} as const;
+
+const fire = {
+  type: 'object', required: ['fireTime', 'version', 'outcome', 'runId', 'runStatus', 'detail'],
+  properties: {
+    fireTime: { type: 'string', format: 'date-time' },
+    version: { type: 'integer', description: 'The published version the fire ran (or would have run)' },
+    outcome: {
+      enum: ['starting', 'started', 'skipped-overlap', 'skipped-missed', 'failed'],
+      description: 'skipped-overlap: the previous run was still live (overlap: skip); skipped-missed: no node ran the schedule then, and a later fire was due or the catch-up window had passed',
+    },
+    runId: { type: ['string', 'null'] },
+    runStatus: { type: ['string', 'null'], description: "The fire's run's status now" },
+    detail: { type: ['string', 'null'] },
+  },
+} as const;
+
+export const scheduleReply = {
+  type: 'object',
+  required: ['workflowId', 'status', 'cron', 'timezone', 'overlap', 'catchupWindowSeconds', 'version', 'nextFireTimes', 'pendingFireTime', 'lastFires'],
+  properties: {
+    workflowId: { type: 'string' },
+    status: { enum: ['none', 'active', 'ended'], description: 'none: never published with a schedule trigger; ended: archived, unpublished or given another trigger' },
+    cron: { type: ['string', 'null'] },
+    timezone: { type: ['string', 'null'] },
+    overlap: { enum: ['skip', 'allow', null] },
+    catchupWindowSeconds: { type: ['integer', 'null'] },
+    version: { type: ['integer', 'null'], description: 'The published version each fire starts a run of' },
+    nextFireTimes: { type: 'array', items: { type: 'string', format: 'date-time' }, description: 'The next five fires (empty unless active)' },
+    pendingFireTime: { type: ['string', 'null'], format: 'date-time', description: 'A fire whose run is being started' },
+    lastFires: { type: 'array', items: fire, description: 'The last ten fires, newest first' },
   },
 } as const;
 

@@ -35,6 +35,11 @@ export const runMessageSchema = {
   properties: {
     type: { enum: ['run.start', 'run.resume', 'run.wake', 'run.agentFinished', 'run.gateDecided'] },
     orgId: id, nodeId: id, gateId: id, sessionId: id, token: id,
+    input: { type: 'object' },
+    trigger: {
+      type: 'object', required: ['kind'], additionalProperties: false,
+      properties: { kind: { enum: ['manual', 'schedule', 'webhook'] }, fireTime: { type: 'string', format: 'date-time' }, eventId: id },
+    },
     status: { type: 'string', maxLength: 32 },
     decision: { enum: ['approved', 'rejected', 'escalated'] },
     comment: { type: 'string', maxLength: 2000 },
@@ -50,4 +55,29 @@ export const gateMessageSchema = {
     orgId: id,
     decision: { enum: ['approved', 'rejected', 'escalated'] },
   },
+} as const;
+
+/** The schedule actor's messages (actors/workflow-schedule/machine.ts). */
+export const scheduleMessageSchema = {
+  $id: 'troupe:workflow-schedule-message',
+  type: 'object',
+  required: ['type'],
+  oneOf: [
+    {
+      properties: {
+        type: { const: 'schedule.configure' }, orgId: id, projectId: id,
+        workflowVersion: { type: 'integer', minimum: 1 }, publishedVersion: { type: ['integer', 'null'], minimum: 1 },
+        trigger: { type: 'object', required: ['type'], properties: { type: { enum: ['manual', 'schedule', 'webhook'] } } },
+      },
+      required: ['orgId', 'projectId', 'workflowVersion', 'publishedVersion', 'trigger'],
+    },
+    { properties: { type: { const: 'schedule.tick' } } },
+    {
+      properties: {
+        type: { const: 'schedule.fired' }, fireTime: { type: 'integer', minimum: 0 }, runId: id,
+        outcome: { enum: ['started', 'skipped-overlap', 'failed'] }, detail: { type: 'string', maxLength: 2000 },
+      },
+      required: ['fireTime', 'runId', 'outcome'],
+    },
+  ],
 } as const;

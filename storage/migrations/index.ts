@@ -20,6 +20,7 @@ import { oauthConnectionRefreshMigration } from './0018_oauth_connection_refresh
 import { sessionTransitionsMigration } from './0030_session_transitions.js';
 import { gateDecisionCommentsMigration } from './0031_gate_decision_comments.js';
 import { sessionOutputMigration } from './0032_session_output.js';
+import { workflowTriggersMigration } from './0040_workflow_triggers.js';
 
 /**
  * Every migration, in order. A static list rather than a directory scan, so the same source runs under tsx,
@@ -54,4 +55,5 @@ export const migrations: readonly Migration[] = [
   sessionTransitionsMigration, // 0030
   gateDecisionCommentsMigration, // 0031
   sessionOutputMigration, // 0032
+  workflowTriggersMigration, // 0040
 ];

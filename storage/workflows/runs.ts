@@ -14,14 +14,25 @@ export interface RunRow {
   readonly steps: readonly unknown[];
   readonly error: string | null;
   readonly startedBy: string;
+  readonly trigger: RunTriggerRecord;
+  readonly input: Readonly<Record<string, unknown>>;
   readonly createdAt: string;
   readonly updatedAt: string;
+}
+
+/** How a run started (actors/workflow-run `RunTrigger`). */
+export interface RunTriggerRecord {
+  readonly kind: 'manual' | 'schedule' | 'webhook';
+  readonly fireTime?: string;
+  readonly eventId?: string;
 }
 
 export async function writeRun(trx: Knex.Transaction, run: RunRow): Promise<void> {
   const row = {
     org_id: run.orgId, project_id: run.projectId, workflow_id: run.workflowId, version: run.version, status: run.status,
     steps: JSON.stringify(run.steps), error: run.error, started_by: run.startedBy, created_at: run.createdAt, updated_at: run.updatedAt,
+    trigger_kind: run.trigger.kind, fire_time: run.trigger.fireTime ?? null, trigger_ref: run.trigger.eventId ?? null,
+    input: JSON.stringify(run.input),
   };
   await trx('workflow_runs').insert({ id: run.id, ...row }).onConflict('id').merge(row);
 }
@@ -36,6 +47,10 @@ function toRun(r: Record<string, any>): RunRow {
   return {
     id: r.id, orgId: r.org_id, projectId: r.project_id, workflowId: r.workflow_id, version: Number(r.version), status: r.status,
     steps: r.steps, error: r.error ?? null, startedBy: r.started_by, createdAt: iso(r.created_at), updatedAt: iso(r.updated_at),
+    trigger: {
+      kind: r.trigger_kind ?? 'manual', ...(r.fire_time ? { fireTime: iso(r.fire_time) } : {}), ...(r.trigger_ref ? { eventId: r.trigger_ref } : {}),
+    },
+    input: (typeof r.input === 'string' ? JSON.parse(r.input) : r.input) ?? {},
   };
 }
 

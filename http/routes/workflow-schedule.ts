@@ -1,0 +1,52 @@
+import type { Deps } from '../../actors/deps.js';
+import { TroupeError } from '../../ops/kernel/errors.js';
+import { CronSchedule } from '../../actors/workflow-schedule/cron.js';
+import { findWorkflow } from '../../storage/workflows/workflows.js';
+import { findSchedule, recentFires } from '../../storage/workflows/schedules.js';
+import { scheduleReply } from '../../schemas/workflows/http.js';
+import type { Route } from '../types.js';
+import { workflowResource } from './workflows.js';
+
+/** Fires listed ahead and behind (issue 17: "next fire times and the last ten fires and their runs"). */
+const NEXT_FIRES = 5;
+const LAST_FIRES = 10;
+
+const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
+
+/** A workflow's schedule as its actor last projected it (decision 0027). */
+export function scheduleRoutes(): Route<Deps>[] {
+  return [{
+    method: 'get', path: '/api/workflows/:id/schedule', auth: 'org', tags: ['workflows'],
+    summary: "A workflow's schedule: whether it is active, its cron expression and zone, the published version it fires, its next fire times, and its last ten fires with their runs",
+    responseSchema: scheduleReply,
+    async handler(req, deps) {
+      const p = req.principal;
+      if (!p || p.kind === 'admin') throw new TroupeError('INTERNAL', 'route reached without an org principal');
+      const w = await findWorkflow(deps.db, p.orgId, req.params.id ?? '');
+      if (!w) throw new TroupeError('NOT_FOUND', 'workflow not found');
+      await deps.authz.authorize(p, 'read', workflowResource(w));
+      const [schedule, fires] = await Promise.all([findSchedule(deps.db, p.orgId, w.id), recentFires(deps.db, p.orgId, w.id, LAST_FIRES)]);
+      const active = schedule?.status === 'active';
+      const upcoming = active && schedule.nextFireAt !== null && schedule.cron !== null && schedule.timezone !== null
+        ? [schedule.nextFireAt, ...new CronSchedule(schedule.cron, schedule.timezone).nextFires(schedule.nextFireAt, NEXT_FIRES - 1)]
+        : [];
+      return {
+        body: {
+          workflowId: w.id,
+          status: schedule?.status ?? 'none',
+          cron: schedule?.cron ?? null,
+          timezone: schedule?.timezone ?? null,
+          overlap: schedule?.overlap ?? null,
+          catchupWindowSeconds: schedule?.catchupWindowSeconds ?? null,
+          version: schedule?.version ?? null,
+          nextFireTimes: upcoming.map((at) => new Date(at).toISOString()),
+          pendingFireTime: iso(schedule?.pendingFireAt ?? null),
+          lastFires: fires.map((f) => ({
+            fireTime: new Date(f.fireTime).toISOString(), version: f.version, outcome: f.outcome, runId: f.runId,
+            runStatus: f.runStatus, detail: f.detail,
+          })),
+        },
+      };
+    },
+  }];
+}
