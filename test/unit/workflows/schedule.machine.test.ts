@@ -5,7 +5,7 @@ import { expect } from 'chai';
 import { runCommand, harnessNow } from '../../support/harness.js';
 import { walkTable } from '../../support/table-walk.js';
 import { createScheduleBehavior } from '../../../actors/workflow-schedule/actor.js';
-import { scheduledRunId, type ScheduleEffect, type ScheduleState } from '../../../actors/workflow-schedule/machine.js';
+import { scheduledRunId, type ScheduleEffect, type ScheduleMsg, type ScheduleReply, type ScheduleState } from '../../../actors/workflow-schedule/machine.js';
 import { triggerOf } from '../../../actors/workflow/trigger.js';
 import { CronSchedule } from '../../../actors/workflow-schedule/cron.js';
 
@@ -25,7 +25,7 @@ function scheduled(now = harnessNow): Live {
 }
 const withPending = (s: Live): Live => ({ ...s, pending: { fireTime: harnessNow, runId: scheduledRunId(WF, harnessNow), version: 2 } });
 
-walkTable(behavior, {
+walkTable<ScheduleState, ScheduleMsg, ScheduleReply, ScheduleEffect>(behavior, {
   title: 'schedule machine table',
   statesIn: (status) => {
     if (status === 'absent') return [{ status: 'absent' }];
