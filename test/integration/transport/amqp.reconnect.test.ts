@@ -46,8 +46,8 @@ async function closeFromBroker(transport: AmqpTransport): Promise<void> {
 /** Client-side network failure (a reset socket): no AMQP close handshake. A socket that dies silently is caught by heartbeats instead. */
 function destroySocket(transport: AmqpTransport): void {
   // Reaches into amqplib's connection for its socket; tests only.
-  const internals = transport as unknown as { session?: { model: { connection: { stream: Socket } } } };
-  internals.session!.model.connection.stream.destroy(new Error('simulated network failure'));
+  const internals = transport as unknown as { link: { session?: { model: { connection: { stream: Socket } } } } };
+  internals.link.session!.model.connection.stream.destroy(new Error('simulated network failure'));
 }
 
 (skipEngine.amqp ? describe.skip : describe)('AMQP transport: reconnect', function () {
