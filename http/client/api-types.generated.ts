@@ -940,7 +940,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Runs of a workflow, newest first, each with the version it is pinned to; paged by cursor */
+        /** Runs of a workflow, newest first, each with how it started (manual, schedule with its fire time, webhook with its delivery), the version it is pinned to, its input and status; paged by cursor */
         get: operations["getApiWorkflowsIdRuns"];
         put?: never;
         /** Start a run on the currently published version */
@@ -960,6 +960,23 @@ export interface paths {
         };
         /** A run: its pinned version, status and steps */
         get: operations["getApiWorkflowRunsRunId"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workflows/{id}/schedule": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A workflow's schedule: whether it is active, its cron expression and zone, the published version it fires, its next fire times, and its last ten fires with their runs */
+        get: operations["getApiWorkflowsIdSchedule"];
         put?: never;
         post?: never;
         delete?: never;
@@ -6997,7 +7014,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Runs of a workflow, newest first, each with the version it is pinned to; paged by cursor */
+            /** @description Runs of a workflow, newest first, each with how it started (manual, schedule with its fire time, webhook with its delivery), the version it is pinned to, its input and status; paged by cursor */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -7013,6 +7030,20 @@ export interface operations {
                             error?: string | null;
                             createdAt: string;
                             updatedAt?: string;
+                            /**
+                             * @description How the run started
+                             * @enum {unknown}
+                             */
+                            trigger: "manual" | "schedule" | "webhook";
+                            /**
+                             * Format: date-time
+                             * @description The schedule fire a scheduled run belongs to
+                             */
+                            fireTime: string | null;
+                            /** @description The provider delivery a webhook run started from */
+                            eventId?: string | null;
+                            /** @description The run's input (a webhook run's: the delivery's payload) */
+                            input: Record<string, never>;
                         }[];
                         nextCursor: string | null;
                     };
@@ -7198,6 +7229,101 @@ export interface operations {
                             error?: string;
                         }[];
                         error?: string | null;
+                    };
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated but not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server or dependency error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getApiWorkflowsIdSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A workflow's schedule: whether it is active, its cron expression and zone, the published version it fires, its next fire times, and its last ten fires with their runs */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        workflowId: string;
+                        /**
+                         * @description none: never published with a schedule trigger; ended: archived, unpublished or given another trigger
+                         * @enum {unknown}
+                         */
+                        status: "none" | "active" | "ended";
+                        cron: string | null;
+                        timezone: string | null;
+                        /** @enum {unknown} */
+                        overlap: "skip" | "allow" | null;
+                        catchupWindowSeconds: number | null;
+                        /** @description The published version each fire starts a run of */
+                        version: number | null;
+                        /** @description The next five fires (empty unless active) */
+                        nextFireTimes: string[];
+                        /**
+                         * Format: date-time
+                         * @description A fire whose run is being started
+                         */
+                        pendingFireTime: string | null;
+                        /** @description The last ten fires, newest first */
+                        lastFires: {
+                            /** Format: date-time */
+                            fireTime: string;
+                            /** @description The published version the fire ran (or would have run) */
+                            version: number;
+                            /**
+                             * @description skipped-overlap: the previous run was still live (overlap: skip); skipped-missed: no node ran the schedule then, and a later fire was due or the catch-up window had passed
+                             * @enum {unknown}
+                             */
+                            outcome: "starting" | "started" | "skipped-overlap" | "skipped-missed" | "failed";
+                            runId: string | null;
+                            /** @description The fire's run's status now */
+                            runStatus: string | null;
+                            detail: string | null;
+                        }[];
                     };
                 };
             };
