@@ -14,6 +14,7 @@ import type { WebhookSweeper } from './integrations/webhooks/sweeper.js';
 import type { StoredPolicySource } from './policy/enforcement.js';
 import type { NodeDrain } from './node-drain.js';
 import type { WorkflowSchedules } from './workflow-schedule/service.js';
+import type { AuditOutbox } from './audit/outbox-drain.js';
 
 /**
  * The node's long-lived, in-memory machinery: one instance of each per node, built once by the composition root
@@ -49,6 +50,8 @@ export interface NodeServices {
   readonly pushOnEvents: PushOnEvents & NodeService;
   /** Re-drives provider deliveries left unfinished. */
   readonly webhookSweeper: WebhookSweeper & NodeService;
+  /** Audit entries recorded off the request path and moved into the chain by a drain (decision 0041). */
+  readonly audit: AuditOutbox & NodeService;
   /** Set when the node begins to shut down; readiness reads it. */
   readonly drain: NodeDrain;
   /** Schedule triggers: timers for the fires this node decides, and the scan for overdue fires and deployments. */
@@ -67,8 +70,9 @@ export interface NodeService {
 
 /** The services with a life, in start order (the node stops them in reverse). */
 export function lifecycleOf(services: NodeServices): NodeService[] {
+  // The audit outbox starts first and stops last: every other service may still record an entry while it stops.
   return [
-    services.policies, services.streams, services.workers, services.daemon, services.credentials, services.interviews,
+    services.audit, services.policies, services.streams, services.workers, services.daemon, services.credentials, services.interviews,
     services.pushOnEvents, services.webhookSweeper, services.schedules,
   ];
 }

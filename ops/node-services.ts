@@ -14,6 +14,7 @@ import type { PushOnEvents } from '../actors/integrations/web-push/event-notific
 import type { StoredPolicySource } from '../actors/policy/enforcement.js';
 import { NodeDrain } from '../actors/node-drain.js';
 import type { WorkflowSchedules } from '../actors/workflow-schedule/service.js';
+import { AuditOutbox } from '../actors/audit/outbox-drain.js';
 
 /** What the node made before its services: they share it (the keys with the authenticator, the rest with the actors). */
 export interface ServiceParts {
@@ -43,6 +44,7 @@ export function buildNodeServices(base: Omit<Deps, 'services'>, parts: ServicePa
     connectionTokens: new ConnectionTokenRefreshes(),
     pushOnEvents: parts.pushOnEvents,
     webhookSweeper: new WebhookSweeper(),
+    audit: new AuditOutbox(base.db, base.log.child({ component: 'audit-outbox' })),
     drain: new NodeDrain(),
     schedules: parts.schedules,
     cluster: parts.cluster,

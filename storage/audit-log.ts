@@ -84,37 +84,50 @@ interface AuditRow {
  * the same commit as the change it records; the org's chain stays locked until that transaction ends.
  */
 export async function appendAudit(db: Knex | Knex.Transaction, input: AuditInput): Promise<{ seq: number; hash: string }> {
-  const orgId = requireField('orgId', input.orgId);
-  const type = requireField('type', input.type);
-  const actor = requireField('actor', input.actor);
-  // An empty subject is no subject (e.g. a webhook that sent no id), not an error.
-  const subject = input.subject === undefined || input.subject === null || input.subject === '' ? null : requireField('subject', input.subject);
-  const payload = normalisePayload(input.payload);
-  const at = input.at ?? new Date();
-  if (!(at instanceof Date) || Number.isNaN(at.getTime())) throw new TroupeError('VALIDATION_FAILED', 'audit time is not a valid date');
-  const createdAt = at.toISOString();
-  const id = randomUUID();
+  const [appended] = await appendAuditEntries(db, requireField('orgId', input.orgId), [input]);
+  return appended!;
+}
+
+/**
+ * Appends entries of one org in the order given, under one lock and one read of the chain's head (the audit
+ * outbox drain moves many at a time). Every entry is checked before anything is written.
+ */
+export async function appendAuditEntries(
+  db: Knex | Knex.Transaction, orgId: string, inputs: readonly AuditInput[],
+): Promise<Array<{ seq: number; hash: string }>> {
+  const checked = inputs.map((input) => {
+    if (requireField('orgId', input.orgId) !== orgId) throw new TroupeError('INTERNAL', 'audit entries of one append must share their org');
+    const type = requireField('type', input.type);
+    const actor = requireField('actor', input.actor);
+    // An empty subject is no subject (e.g. a webhook that sent no id), not an error.
+    const subject = input.subject === undefined || input.subject === null || input.subject === '' ? null : requireField('subject', input.subject);
+    const payload = normalisePayload(input.payload);
+    const at = input.at ?? new Date();
+    if (!(at instanceof Date) || Number.isNaN(at.getTime())) throw new TroupeError('VALIDATION_FAILED', 'audit time is not a valid date');
+    return { type, actor, subject, payload, createdAt: at.toISOString(), id: randomUUID() };
+  });
+  if (checked.length === 0) return [];
 
   return withStorageErrors(() =>
     db.transaction(async (trx) => {
       await trx.raw("select pg_advisory_xact_lock(hashtext('troupe.audit_log'), hashtext(?))", [orgId]);
       const last = await trx<AuditRow>('audit_log').select('seq', 'hash').where({ org_id: orgId }).orderBy('seq', 'desc').first();
-      const seq = last ? Number(last.seq) + 1 : 1;
-      const prevHash = last ? last.hash : GENESIS_HASH;
-      const hash = chainHash(prevHash, { orgId, seq, id, type, actor, subject, payload, createdAt });
-      await trx('audit_log').insert({
-        org_id: orgId,
-        seq,
-        id,
-        type,
-        actor,
-        subject,
-        payload: JSON.stringify(payload),
-        prev_hash: prevHash,
-        hash,
-        created_at: createdAt,
-      });
-      return { seq, hash };
+      let seq = last ? Number(last.seq) : 0;
+      let prevHash = last ? last.hash : GENESIS_HASH;
+      const rows = [];
+      const appended = [];
+      for (const entry of checked) {
+        seq += 1;
+        const hash = chainHash(prevHash, { orgId, seq, ...entry });
+        rows.push({
+          org_id: orgId, seq, id: entry.id, type: entry.type, actor: entry.actor, subject: entry.subject,
+          payload: JSON.stringify(entry.payload), prev_hash: prevHash, hash, created_at: entry.createdAt,
+        });
+        appended.push({ seq, hash });
+        prevHash = hash;
+      }
+      await trx('audit_log').insert(rows);
+      return appended;
     }),
   );
 }

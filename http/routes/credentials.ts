@@ -2,7 +2,6 @@ import { TroupeError } from '../../ops/kernel/errors.js';
 import type { Deps } from '../../actors/deps.js';
 import { roleAtLeast, type OrgPrincipal } from '../../actors/identity/principal.js';
 import { credentialServices } from '../../actors/credentials/rotation.js';
-import { appendAudit } from '../../storage/audit-log.js';
 import { upsertCredential } from '../../storage/credentials/credentials.js';
 import { credentialKind, credentialReply, putCredentialBody, rotateBody, rotateReply } from '../../schemas/daemon-extras/bodies.js';
 import { orgPrincipal, requesterOf } from './sessions.js';
@@ -17,14 +16,10 @@ import type { Route } from '../types.js';
 const kindPattern = new RegExp(credentialKind.pattern);
 
 /**
- * The audit entry of a credential change, written after the reply: its failure is logged, never answered
- * (spec 4.2: deferred and non-fatal). The value itself is never audited.
+ * The audit entry of a credential change (spec 4.2: deferred and non-fatal): durable in the audit outbox before the
+ * reply, appended to the chain by the outbox drain, so neither the chain lock nor a crash touches the request
+ * (decision 0041). The value itself is never audited.
  */
-function deferAudit(deps: Deps, entry: { orgId: string; type: string; actor: string; subject: string; payload: Record<string, unknown> }): void {
-  setImmediate(() => {
-    appendAudit(deps.db, entry).catch((err: unknown) => deps.log.warn({ err, type: entry.type, orgId: entry.orgId }, 'deferred audit write failed'));
-  });
-}
 
 /** Spec 4.2: user and session callers need admin or owner; API keys pass on the org guard alone. */
 async function mayRotate(deps: Deps, p: OrgPrincipal, kind: string): Promise<void> {
@@ -63,8 +58,13 @@ export function credentialRoutes(): Route<Deps>[] {
         }
         const { sealedValue } = services.providers.get(body.provider).accept({ orgId: p.orgId, kind, value: body.value }, deps.secrets);
         const at = deps.clock.now();
-        await upsertCredential(deps.db, { orgId: p.orgId, kind, provider: body.provider, sealedValue, updatedBy: requesterOf(p), at });
-        deferAudit(deps, { orgId: p.orgId, type: 'credential.stored', actor: requesterOf(p), subject: kind, payload: { provider: body.provider } });
+        // The entry commits with the credential: stored without its audit entry is impossible.
+        await deps.db.transaction(async (trx) => {
+          await upsertCredential(trx, { orgId: p.orgId, kind, provider: body.provider, sealedValue, updatedBy: requesterOf(p), at });
+          await deps.services.audit.record({
+            orgId: p.orgId, type: 'credential.stored', actor: requesterOf(p), subject: kind, payload: { provider: body.provider }, at: new Date(at),
+          }, trx);
+        });
         return { body: { orgId: p.orgId, kind, provider: body.provider, updatedAt: new Date(at).toISOString() } };
       },
     },
@@ -83,9 +83,9 @@ export function credentialRoutes(): Route<Deps>[] {
         if (body.orgId !== p.orgId) throw new TroupeError('TENANT_MISMATCH');
         await mayRotate(deps, p, body.kind);
         const result = await credentialServices(deps).rotate(p.orgId, body.kind);
-        deferAudit(deps, {
+        await deps.services.audit.recordOrLog({
           orgId: p.orgId, type: 'credential.rotated', actor: requesterOf(p), subject: body.kind,
-          payload: { kind: body.kind, sessionCount: result.sessionCount, rotatedAt: result.rotatedAt },
+          payload: { kind: body.kind, sessionCount: result.sessionCount, rotatedAt: result.rotatedAt }, at: new Date(deps.clock.now()),
         });
         return { body: result };
       },

@@ -19,6 +19,8 @@ import { revokeUserToken } from '../../storage/identity/revoked-user-tokens.js';
 import { findTeam, insertTeam, listTeamMembers, upsertTeamMember } from '../../storage/identity/teams.js';
 import { isUuid, type TeamRole, type UserRecord } from '../../storage/identity/rows.js';
 import * as schemas from '../../schemas/identity/http.js';
+import { auditTrail } from './audit-trail.js';
+import { requesterOf } from './sessions.js';
 
 /**
  * Identity routes: provisioning (platform admin), login/logout, caller context, API keys, registration tokens
@@ -136,6 +138,9 @@ export async function createOrg(req: HttpRequest<CreateOrgBody>, deps: Deps): Pr
     );
     throw err;
   });
+  await auditTrail(deps, org.id, 'org.provisioned', 'admin', org.id, { slug: org.slug, ownerId: user.id, ownerCreated: userCreated, projectId: project.id });
+  await auditTrail(deps, org.id, 'key.created', 'admin', apiKey.id, { name: 'provisioning', scopes: [...apiKey.scopes] });
+  await auditTrail(deps, org.id, 'registration_token.created', 'admin', registration.id, { name: 'default', projects: [] });
   return {
     status: 201,
     body: {
@@ -169,6 +174,7 @@ export async function createOrgUser(req: HttpRequest<CreateOrgUserBody>, deps: D
   }, req.body.role, projects);
   // An existing member's role may just have changed: every node must re-read it.
   await announceRevocation(deps, [tags.member(org.id, user.id)]);
+  await auditTrail(deps, org.id, 'member.provisioned', 'admin', user.id, { role: req.body.role, projects, password: passwordHash !== undefined });
   const token = await userToken(deps, user.id, org.id);
   return { status: 201, body: { user: publicUser(user), userToken: token.token, role: req.body.role } };
 }
@@ -186,11 +192,18 @@ export async function login(req: HttpRequest<LoginBody>, deps: Deps): Promise<Re
   // Unknown email, no password set, and wrong password all run one scrypt verification and end in the same 401.
   const stored = found?.passwordHash ?? (await decoyPasswordHash());
   const passwordOk = await verifyPassword(req.body.password, stored);
-  if (!found || found.passwordHash === null || !passwordOk) throw new TroupeError('AUTH_INVALID', 'email or password is wrong');
+  if (!found) throw new TroupeError('AUTH_INVALID', 'email or password is wrong');
   const memberships = await listMemberships(deps.db, found.user.id);
   const chosen = req.body.orgId === undefined ? memberships[0] : memberships.find((m) => m.org.id === req.body.orgId);
-  if (!chosen) throw new TroupeError('AUTH_INVALID', 'email or password is wrong');
+  if (found.passwordHash === null || !passwordOk || !chosen) {
+    // A failed sign-in to a known user is on the record of the org it named (or each of the user's orgs).
+    const orgs = chosen ? [chosen.org.id] : memberships.map((m) => m.org.id);
+    const reason = found.passwordHash === null ? 'no password set' : !passwordOk ? 'wrong password' : 'not a member of the org named';
+    for (const orgId of orgs) await auditTrail(deps, orgId, 'auth.login_failed', `user:${found.user.id}`, found.user.id, { reason });
+    throw new TroupeError('AUTH_INVALID', 'email or password is wrong');
+  }
   const token = await userToken(deps, found.user.id, chosen.org.id);
+  await auditTrail(deps, chosen.org.id, 'auth.login', `user:${found.user.id}`, found.user.id);
   const maxAge = Math.max(0, Math.floor((token.expiresAt - deps.clock.now()) / 1000));
   return {
     body: { userToken: token.token, orgId: chosen.org.id, expiresAt: new Date(token.expiresAt).toISOString() },
@@ -237,6 +250,7 @@ async function endUserSession(deps: Deps, token: string): Promise<void> {
   await revokeUserToken(deps.db, { id, orgId: principal.orgId, userId: principal.userId, expiresAt: verified.expiresAt }, deps.clock.now());
   // Before answering, as for API keys: the caller's next request to this node is already refused.
   await announceRevocation(deps, [tags.userToken(id)]);
+  await auditTrail(deps, principal.orgId, 'auth.logout', requesterOf(principal), principal.userId, { tokenId: id });
 }
 
 async function acceptedUserToken(deps: Deps, token: string) {
@@ -291,17 +305,23 @@ interface CreateKeyBody { name: string; scopes?: string[]; requesterId?: string 
 
 async function createKeyIn(orgId: string, p: OrgPrincipal, body: CreateKeyBody, deps: Deps) {
   await deps.authz.authorize(p, 'manage-keys', { type: 'Org', id: orgId, orgId });
-  return issueApiKey(deps, orgId, {
+  const key = await issueApiKey(deps, orgId, {
     name: body.name.trim(),
     scopes: body.scopes ?? DEFAULT_KEY_SCOPES,
     requesterId: body.requesterId ?? null,
     createdBy: await humanBehind(deps, p),
   });
+  await auditKeyCreated(deps, p, key);
+  return key;
 }
 
 export async function createKey(req: HttpRequest<CreateKeyBody>, deps: Deps): Promise<Reply> {
   const p = ownOrg(req);
   return { status: 201, body: keyReply(await createKeyIn(p.orgId, p, req.body, deps)) };
+}
+
+async function auditKeyCreated(deps: Deps, p: OrgPrincipal, key: ApiKeyIssued): Promise<void> {
+  await auditTrail(deps, p.orgId, 'key.created', requesterOf(p), key.id, { name: key.name, scopes: [...key.scopes], requesterId: key.requesterId });
 }
 
 export async function createKeyDeprecated(req: HttpRequest<CreateKeyBody>, deps: Deps): Promise<Reply> {
@@ -321,6 +341,7 @@ export async function revokeKey(req: HttpRequest, deps: Deps): Promise<Reply> {
   const revoked = await deps.ask<CredentialRevoked>(orgAddress(p.orgId), { type: 'org.revokeApiKey', keyId } satisfies OrgMsg);
   // Before answering: once the caller hears "revoked", this node must already refuse the key.
   await announceRevocation(deps, [tags.apiKey(keyId)]);
+  if (!revoked.alreadyRevoked) await auditTrail(deps, p.orgId, 'key.revoked', requesterOf(p), keyId);
   return { body: { id: revoked.id, revoked: true, revokedAt: new Date(revoked.revokedAt).toISOString() } };
 }
 
@@ -334,6 +355,7 @@ export async function createRegistrationToken(req: HttpRequest<CreateRegistratio
   const unknown = projects.find((id) => !known.has(id));
   if (unknown) throw new TroupeError('NOT_FOUND', `project ${unknown} not found in this org`, { field: 'projects' });
   const issued = await issueRegistrationToken(deps, p.orgId, req.body?.name?.trim() ?? 'registration token', projects);
+  await auditTrail(deps, p.orgId, 'registration_token.created', requesterOf(p), issued.id, { name: issued.name, projects: [...issued.projects] });
   return { status: 201, body: { id: issued.id, registrationToken: issued.registrationToken, projects: issued.projects } };
 }
 
@@ -344,6 +366,7 @@ export async function revokeRegistrationToken(req: HttpRequest, deps: Deps): Pro
   await deps.authz.authorize(p, 'manage-keys', { type: 'Org', id: p.orgId, orgId: p.orgId });
   const revoked = await deps.ask<CredentialRevoked>(orgAddress(p.orgId), { type: 'org.revokeRegistrationToken', tokenId } satisfies OrgMsg);
   await announceRevocation(deps, [tags.registration(tokenId)]);
+  if (!revoked.alreadyRevoked) await auditTrail(deps, p.orgId, 'registration_token.revoked', requesterOf(p), tokenId);
   return { body: { id: revoked.id, revoked: true, revokedAt: new Date(revoked.revokedAt).toISOString() } };
 }
 
@@ -352,6 +375,7 @@ export async function createTeam(req: HttpRequest<{ name: string }>, deps: Deps)
   const id = randomUUID();
   await deps.authz.authorize(p, 'manage-members', { type: 'Team', id, orgId: p.orgId });
   const team = await insertTeam(deps.db, { id, orgId: p.orgId, name: req.body.name.trim() });
+  await auditTrail(deps, p.orgId, 'team.created', requesterOf(p), id, { name: team.name });
   return { status: 201, body: { team } };
 }
 
@@ -368,6 +392,7 @@ export async function addTeamMember(req: HttpRequest<{ userId: string; role?: Te
   const user = await findOrgMember(deps.db, team.orgId, req.body.userId);
   if (!user) throw new TroupeError('NOT_FOUND', 'user not found in this org', { field: 'userId' });
   await upsertTeamMember(deps.db, team.orgId, team.id, user.id, req.body.role ?? 'member');
+  await auditTrail(deps, team.orgId, 'team.member_set', requesterOf(p), team.id, { userId: user.id, role: req.body.role ?? 'member' });
   const member = (await listTeamMembers(deps.db, team.orgId, team.id)).find((m) => m.userId === user.id);
   return { status: 201, body: { member } };
 }

@@ -12,6 +12,7 @@ import { MAX_PROMPT_LENGTH } from '../../schemas/sessions/session-actor.js';
 import { recordRoutingDecision } from '../../storage/analytics/router.js';
 import { chooseProvider, DEFAULT_WORK_TYPE } from '../../actors/analytics/router.js';
 import type { HttpRequest, Route } from '../types.js';
+import { auditTrail } from './audit-trail.js';
 import { assertSignedDispatch } from '../../actors/integrations/requesters/signed-dispatch.js';
 import { errorIssuesForSession } from '../../actors/integrations/error-tracker/index.js';
 
@@ -187,6 +188,9 @@ export function sessionRoutes(): Route<Deps>[] {
         const session = await scopedSession(deps, p.orgId, req.params.id);
         await deps.authz.authorize(p, 'operate', { type: 'Session', id: session.id, orgId: p.orgId, projectId: session.projectId });
         const reply = await deps.ask<SessionReply>(sessionAddress(session.id), { type: 'session.stop', requestedBy: requesterOf(p) });
+        if (reply.kind === 'stopped' && reply.stopped) {
+          await auditTrail(deps, p.orgId, 'session.stopped', requesterOf(p), session.id, { previousStatus: reply.previousStatus });
+        }
         return { body: withoutKind(reply) };
       },
     },
@@ -211,6 +215,10 @@ export function sessionRoutes(): Route<Deps>[] {
         const reply = await deps.ask<SessionReply>(sessionAddress(session.id), {
           type: 'session.prompt', promptId: randomUUID(), prompt: (req.body as { prompt: string }).prompt, requestedBy: requesterOf(p),
         });
+        // The prompt's text is the user's prose: the chain records that one was sent, not what it said.
+        if (reply.kind === 'prompted') {
+          await auditTrail(deps, p.orgId, 'session.prompted', requesterOf(p), session.id, { promptId: reply.promptId, status: reply.status });
+        }
         return { body: withoutKind(reply) };
       },
     },

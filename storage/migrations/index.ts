@@ -21,6 +21,7 @@ import { sessionTransitionsMigration } from './0030_session_transitions.js';
 import { gateDecisionCommentsMigration } from './0031_gate_decision_comments.js';
 import { sessionOutputMigration } from './0032_session_output.js';
 import { workflowTriggersMigration } from './0040_workflow_triggers.js';
+import { auditOutboxMigration } from './0044_audit_outbox.js';
 
 /**
  * Every migration, in order. A static list rather than a directory scan, so the same source runs under tsx,
@@ -56,4 +57,5 @@ export const migrations: readonly Migration[] = [
   gateDecisionCommentsMigration, // 0031
   sessionOutputMigration, // 0032
   workflowTriggersMigration, // 0040
+  auditOutboxMigration, // 0044
 ];
