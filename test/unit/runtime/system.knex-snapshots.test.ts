@@ -15,7 +15,8 @@ describe('actor runtime on the knex snapshot store (PGlite)', () => {
   let db: TestDb;
   const systems: ActorSystem[] = [];
 
-  before(async () => {
+  before(async function () {
+    this.timeout(60_000); // a migrated PGlite takes tens of seconds to start on a busy machine
     db = await withPgliteDb();
     await db.knex.schema.createTable('test_counter_view', (t) => {
       t.text('id').primary();
