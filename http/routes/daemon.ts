@@ -119,8 +119,11 @@ export function daemonRoutes(): Route<Deps>[] {
         if (reply.kind !== 'registered') throw new TroupeError('INTERNAL', 'unexpected reply to register');
         const svc = daemonServices(deps);
         const { token } = await issueRuntimeToken(deps, svc, { wid: workerId, org: found.orgId, prj: reply.projectIds, reg: found.id });
+        // A worker heartbeats at least three times per lease, so a short lease (tests, fast failover) never reclaims
+        // the sessions of a worker that is alive.
+        const heartbeatIntervalSeconds = Math.min(HEARTBEAT_INTERVAL_SECONDS, Math.max(1, Math.floor(svc.leaseMs / 3000)));
         return {
-          body: { workerId, runtimeJwt: token, heartbeatIntervalSeconds: HEARTBEAT_INTERVAL_SECONDS, pollIntervalSeconds: POLL_INTERVAL_SECONDS },
+          body: { workerId, runtimeJwt: token, heartbeatIntervalSeconds, pollIntervalSeconds: POLL_INTERVAL_SECONDS },
         };
       },
     },

@@ -10,6 +10,7 @@ import { mutationsCommand } from './commands/mutations.js';
 import { clusterCommands } from './commands/cluster.js';
 import { auditCommands } from './commands/audit.js';
 import { m2mCommands } from './commands/m2m.js';
+import { workerCommand } from './worker/command.js';
 
 /**
  * `troupe <command>`: every command prints JSON on stdout (so scripts can pipe it to jq) and a one-line reason on
@@ -34,6 +35,7 @@ export function buildProgram(): Command {
   program.addCommand(clusterCommands());
   program.addCommand(auditCommands());
   program.addCommand(m2mCommands());
+  program.addCommand(workerCommand());
   return program;
 }
 

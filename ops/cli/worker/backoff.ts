@@ -1,0 +1,41 @@
+/**
+ * Exponential backoff with full jitter (AWS Architecture Blog, "Exponential Backoff And Jitter"): the n-th retry
+ * waits a uniformly random time in [0, min(cap, base × 2^n)], so a fleet of workers that lost the server at the same
+ * moment does not come back at the same moment.
+ */
+export class Backoff {
+  private attempt = 0;
+
+  constructor(private readonly baseMs = 1000, private readonly capMs = 30_000, private readonly random: () => number = Math.random) {}
+
+  /** The wait before the next try, and counts it. */
+  next(): number {
+    const ceiling = Math.min(this.capMs, this.baseMs * 2 ** Math.min(this.attempt, 30));
+    this.attempt++;
+    return Math.floor(this.random() * ceiling);
+  }
+
+  /** The ceiling the next wait is drawn under (for logs). */
+  ceiling(): number {
+    return Math.min(this.capMs, this.baseMs * 2 ** Math.min(this.attempt, 30));
+  }
+
+  reset(): void {
+    this.attempt = 0;
+  }
+
+  get failures(): number {
+    return this.attempt;
+  }
+}
+
+export const sleep = (ms: number, signal?: AbortSignal): Promise<void> => new Promise((resolve) => {
+  if (signal?.aborted) return resolve();
+  const timer = setTimeout(done, ms);
+  function done() {
+    clearTimeout(timer);
+    signal?.removeEventListener('abort', done);
+    resolve();
+  }
+  signal?.addEventListener('abort', done, { once: true });
+});

@@ -1,0 +1,108 @@
+import os from 'node:os';
+import path from 'node:path';
+import { Command, Option } from 'commander';
+import { CliError, CliFinding } from '../client.js';
+import { createWorkerApi } from './api.js';
+import { createLog, type LogFormat } from './log.js';
+import { RegistrationRefused, Worker, type WorkerOptions } from './worker.js';
+
+/**
+ * `troupe worker`: runs agent sessions on this machine (issue 15 §1; the flags and their environment variables are
+ * the issue's interface). Exit codes: 0 after a drain (SIGTERM or SIGINT), 2 when the registration token is refused,
+ * 1 on any other failure to start.
+ */
+const envInt = (name: string): number | undefined => {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return undefined;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0) throw new CliError(`${name} must be a whole number, not ${JSON.stringify(raw)}`);
+  return n;
+};
+
+function positive(value: string | undefined, what: string, min: number): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min) throw new CliError(`${what} must be a whole number of at least ${min}, not ${JSON.stringify(value)}`);
+  return n;
+}
+
+interface Flags {
+  url?: string;
+  registrationToken?: string;
+  agentCommand?: string;
+  capacity?: string;
+  name?: string;
+  stateDir?: string;
+  workDir?: string;
+  drainTimeout?: string;
+  pool?: string;
+  logFormat: LogFormat;
+  verbose?: boolean;
+}
+
+export function resolveWorkerOptions(flags: Flags, globalUrl?: string): WorkerOptions {
+  const url = flags.url ?? globalUrl ?? process.env.TROUPE_URL;
+  const registrationToken = flags.registrationToken ?? process.env.TROUPE_REGISTRATION_TOKEN;
+  const agentCommand = flags.agentCommand ?? process.env.TROUPE_AGENT_COMMAND;
+  if (!url) throw new CliError('no server: pass --url or set TROUPE_URL');
+  if (!registrationToken) throw new CliError('no registration token: pass --registration-token or set TROUPE_REGISTRATION_TOKEN (printed by `troupe org create`)');
+  if (!agentCommand) throw new CliError("no agent: pass --agent-command 'CMD' or set TROUPE_AGENT_COMMAND");
+  const capacity = positive(flags.capacity ?? process.env.TROUPE_WORKER_CAPACITY, '--capacity', 1) ?? 4;
+  const name = flags.name ?? process.env.TROUPE_WORKER_NAME ?? os.hostname();
+  const stateDir = path.resolve(flags.stateDir ?? process.env.TROUPE_WORKER_STATE_DIR ?? path.join(os.homedir(), '.troupe', 'worker', name));
+  const workDir = path.resolve(flags.workDir ?? process.env.TROUPE_WORKER_WORK_DIR ?? path.join(stateDir, 'work'));
+  const drainTimeoutSeconds = positive(flags.drainTimeout ?? process.env.TROUPE_WORKER_DRAIN_TIMEOUT, '--drain-timeout', 0) ?? 60;
+  const pool = flags.pool ?? process.env.TROUPE_WORKER_POOL;
+  return {
+    url, registrationToken, agentCommand, capacity, name, stateDir, workDir, drainTimeoutSeconds,
+    ...(pool ? { pool } : {}),
+    killGraceMs: envInt('TROUPE_WORKER_KILL_GRACE_MS') ?? 10_000,
+    backoffBaseMs: envInt('TROUPE_WORKER_BACKOFF_BASE_MS') ?? 1000,
+    backoffCapMs: envInt('TROUPE_WORKER_BACKOFF_CAP_MS') ?? 30_000,
+  };
+}
+
+export function workerCommand(): Command {
+  return new Command('worker')
+    .description('run agent sessions of your projects on this machine (see README: The worker)')
+    .option('--url <url>', 'the Troupe server (env TROUPE_URL)')
+    .option('--registration-token <token>', 'registration token of the org (env TROUPE_REGISTRATION_TOKEN)')
+    .option('--agent-command <cmd>', 'shell command run for each session (env TROUPE_AGENT_COMMAND)')
+    .option('--capacity <n>', 'sessions run at once (env TROUPE_WORKER_CAPACITY, default 4)')
+    .option('--name <name>', 'name shown in the fleet (env TROUPE_WORKER_NAME, default the hostname)')
+    .option('--state-dir <dir>', 'identity, unsent reports, credentials (env TROUPE_WORKER_STATE_DIR, default ~/.troupe/worker/<name>)')
+    .option('--work-dir <dir>', "a fresh directory per session is made here (env TROUPE_WORKER_WORK_DIR, default <state dir>/work)")
+    .option('--drain-timeout <seconds>', 'on SIGTERM, how long running sessions may finish (env TROUPE_WORKER_DRAIN_TIMEOUT, default 60)')
+    .option('--pool <id>', "resource pool its sessions run in; a pool.deleted mutation naming it stops them (env TROUPE_WORKER_POOL)")
+    .addOption(new Option('--log-format <format>', 'text lines or one JSON object per line').choices(['text', 'json']).default('text'))
+    .option('--verbose', 'also log debug lines (agent stderr, stream reconnects)')
+    .action(async (flags: Flags, cmd: Command) => {
+      const globalUrl = (cmd.optsWithGlobals() as { url?: string }).url;
+      const opts = resolveWorkerOptions(flags, globalUrl);
+      const log = createLog(flags.logFormat, undefined, flags.verbose ?? false);
+      const worker = new Worker(opts, createWorkerApi(opts.url), log);
+      const onSignal = (sig: NodeJS.Signals) => {
+        log('info', 'worker.signal', `${sig} received`);
+        void worker.drain();
+      };
+      process.on('SIGTERM', onSignal);
+      process.on('SIGINT', onSignal);
+      log('info', 'worker.starting', `worker ${opts.name} for ${opts.url}: capacity ${opts.capacity}, state ${opts.stateDir}`, {
+        name: opts.name, capacity: opts.capacity, stateDir: opts.stateDir, workDir: opts.workDir,
+      });
+      try {
+        await worker.run();
+      } catch (err) {
+        if (err instanceof RegistrationRefused) {
+          log('error', 'worker.registration_refused', err.message);
+          throw new CliFinding(2);
+        }
+        throw err;
+      } finally {
+        process.off('SIGTERM', onSignal);
+        process.off('SIGINT', onSignal);
+      }
+      if (worker.fatalError instanceof RegistrationRefused) throw new CliFinding(2);
+      if (worker.fatalError) throw new CliFinding(1);
+    });
+}

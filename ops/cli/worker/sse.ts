@@ -1,0 +1,61 @@
+/**
+ * Reads a `text/event-stream` body into events (the WHATWG rules the server's streams use: `event:`, `data:` lines,
+ * a blank line ends an event, `:` lines are comments). Calls `onEvent` for each; resolves when the stream ends and
+ * rejects when it breaks or stays silent longer than `idleMs` (the server sends a comment every 15 s).
+ */
+export async function readEvents(
+  body: ReadableStream<Uint8Array>, onEvent: (event: string, data: unknown) => void, idleMs: number,
+): Promise<void> {
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = '';
+  let event = 'message';
+  let data: string[] = [];
+  let idle: NodeJS.Timeout | undefined;
+  let rearm: () => void = () => {};
+  const silent = new Promise<never>((_resolve, reject) => {
+    const arm = () => {
+      clearTimeout(idle);
+      idle = setTimeout(() => {
+        reader.cancel().catch(() => undefined);
+        reject(new Error(`event stream silent for ${idleMs} ms`));
+      }, idleMs);
+    };
+    arm();
+    rearm = arm;
+  });
+  silent.catch(() => undefined);
+  try {
+    for (;;) {
+      const { value, done } = await Promise.race([reader.read(), silent]);
+      if (done) return;
+      rearm();
+      buffer += decoder.decode(value, { stream: true });
+      let nl: number;
+      while ((nl = buffer.indexOf('\n')) >= 0) {
+        const line = buffer.slice(0, nl).replace(/\r$/, '');
+        buffer = buffer.slice(nl + 1);
+        if (line === '') {
+          if (data.length > 0) {
+            const text = data.join('\n');
+            let parsed: unknown;
+            try { parsed = JSON.parse(text); } catch { parsed = text; }
+            onEvent(event, parsed);
+          }
+          event = 'message';
+          data = [];
+        } else if (line.startsWith(':')) {
+          continue;
+        } else {
+          const colon = line.indexOf(':');
+          const field = colon < 0 ? line : line.slice(0, colon);
+          const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
+          if (field === 'event') event = value;
+          else if (field === 'data') data.push(value);
+        }
+      }
+    }
+  } finally {
+    clearTimeout(idle);
+  }
+}

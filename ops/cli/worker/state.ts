@@ -1,0 +1,104 @@
+import { chmodSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+
+/**
+ * The worker's state dir (mode 0700, every file 0600), which makes a restarted worker the same worker:
+ * - `worker.json`: the URL it registered with, its workerId and runtime token, and the intervals the server gave;
+ * - `reports/<sessionId>.json`: terminal reports not yet acknowledged by the server, sent when it is back;
+ * - `credentials/<kind>`: the latest value of each rotated credential (agents read `$TROUPE_CREDENTIALS_DIR/<kind>`);
+ * - `model-access.json`: the model-access policy delivered by `modelAccess.set`, given to new sessions' agents.
+ * Writes go to a temporary file renamed into place, so a crash never leaves half a file.
+ */
+export interface Identity {
+  readonly url: string;
+  readonly name: string;
+  readonly workerId: string;
+  readonly runtimeJwt: string;
+  readonly heartbeatIntervalSeconds: number;
+  readonly pollIntervalSeconds: number;
+}
+
+/** A terminal outcome the worker owes the server: the statuses still to send, in order. */
+export interface PendingReport {
+  readonly sessionId: string;
+  readonly workerId: string;
+  readonly steps: readonly ('running' | 'finalizing' | 'completed' | 'failed')[];
+  readonly costUsd: number;
+  readonly error?: string;
+  readonly exitCode: number | null;
+}
+
+export class StateDir {
+  readonly reportsDir: string;
+  readonly credentialsDir: string;
+
+  constructor(readonly dir: string) {
+    this.reportsDir = path.join(dir, 'reports');
+    this.credentialsDir = path.join(dir, 'credentials');
+    for (const d of [dir, this.reportsDir, this.credentialsDir]) {
+      mkdirSync(d, { recursive: true, mode: 0o700 });
+      chmodSync(d, 0o700);
+    }
+  }
+
+  loadIdentity(): Identity | undefined {
+    return this.readJson<Identity>(path.join(this.dir, 'worker.json'));
+  }
+
+  saveIdentity(identity: Identity): void {
+    this.writeFile(path.join(this.dir, 'worker.json'), JSON.stringify(identity, null, 2));
+  }
+
+  forgetIdentity(): void {
+    rmSync(path.join(this.dir, 'worker.json'), { force: true });
+  }
+
+  saveReport(report: PendingReport): void {
+    this.writeFile(path.join(this.reportsDir, `${report.sessionId}.json`), JSON.stringify(report));
+  }
+
+  dropReport(sessionId: string): void {
+    rmSync(path.join(this.reportsDir, `${sessionId}.json`), { force: true });
+  }
+
+  pendingReports(): PendingReport[] {
+    return readdirSync(this.reportsDir).filter((f) => f.endsWith('.json'))
+      .map((f) => this.readJson<PendingReport>(path.join(this.reportsDir, f)))
+      .filter((r): r is PendingReport => r !== undefined);
+  }
+
+  /** Where a credential of `kind` is kept; `kind` is the server's credential kind (`^[a-z0-9][a-z0-9._-]*$`). */
+  writeCredential(kind: string, value: string): string {
+    if (!/^[a-z0-9][a-z0-9._-]{0,63}$/.test(kind)) throw new Error(`refusing credential kind ${JSON.stringify(kind)}`);
+    const file = path.join(this.credentialsDir, kind);
+    this.writeFile(file, value);
+    return file;
+  }
+
+  modelAccess(): unknown {
+    return this.readJson(path.join(this.dir, 'model-access.json'));
+  }
+
+  setModelAccess(policy: unknown): void {
+    this.writeFile(path.join(this.dir, 'model-access.json'), JSON.stringify(policy));
+  }
+
+  clearModelAccess(): void {
+    rmSync(path.join(this.dir, 'model-access.json'), { force: true });
+  }
+
+  private readJson<T>(file: string): T | undefined {
+    try {
+      return JSON.parse(readFileSync(file, 'utf8')) as T;
+    } catch {
+      return undefined;
+    }
+  }
+
+  private writeFile(file: string, text: string): void {
+    const tmp = `${file}.${process.pid}.tmp`;
+    writeFileSync(tmp, text, { mode: 0o600 });
+    chmodSync(tmp, 0o600);
+    renameSync(tmp, file);
+  }
+}
