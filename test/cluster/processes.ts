@@ -24,7 +24,7 @@ const running = new Set<ChildProcess>();
 export async function startNodeProcess(nodeId: string, env: NodeJS.ProcessEnv, readyWithinMs = 60_000): Promise<NodeProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'ops/main.ts'], {
     cwd: repoRoot,
-    env: { ...process.env, ...env, TROUPE_NODE_ID: nodeId, PORT: '0', HOST: '127.0.0.1' },
+    env: { ...process.env, ...env, TROUPE_NODE_ID: nodeId, PORT: env.PORT ?? '0', HOST: '127.0.0.1' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   running.add(child);

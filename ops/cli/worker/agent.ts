@@ -59,7 +59,9 @@ export class Agent {
   private stdinOpen = true;
 
   constructor(spec: AgentSpec, hooks: AgentHooks) {
-    this.child = spawn('/bin/sh', ['-c', spec.command], {
+    // The shell that runs the command is the group's leader; a SIGHUP (credential rotation) meant for the agent
+    // would end it, and its exit would end the session. A trap keeps it alive; its children still get the default.
+    this.child = spawn('/bin/sh', ['-c', `trap : HUP\n${spec.command}`], {
       cwd: spec.workDir, env: spec.env, detached: true, stdio: ['pipe', 'pipe', 'pipe'],
     });
     const closed = new Promise<void>((resolve) => this.child.once('close', () => resolve()));

@@ -29,9 +29,11 @@ export class Backoff {
   }
 }
 
-export const sleep = (ms: number, signal?: AbortSignal): Promise<void> => new Promise((resolve) => {
+/** Resolves after `ms`, or at once when `signal` aborts. An `unref`'d sleep does not keep the process alive. */
+export const sleep = (ms: number, signal?: AbortSignal, unref = false): Promise<void> => new Promise((resolve) => {
   if (signal?.aborted) return resolve();
   const timer = setTimeout(done, ms);
+  if (unref) timer.unref();
   function done() {
     clearTimeout(timer);
     signal?.removeEventListener('abort', done);

@@ -623,7 +623,7 @@ export class Worker {
     this.log('info', 'worker.draining', `draining: no new work; ${this.running.size} session(s) may finish within ${timeout}s`, { running: this.running.size });
     if (this.running.size > 0) {
       const allDone = new Promise<void>((resolve) => { this.drained = resolve; });
-      const deadline = sleep(timeout * 1000);
+      const deadline = sleep(timeout * 1000, undefined, true);
       await Promise.race([allDone, deadline]);
       for (const s of this.running.values()) this.stopAgent(s, `the worker was drained: the drain timeout of ${timeout}s passed`, true);
       await allDone;
@@ -642,7 +642,7 @@ export class Worker {
     this.heartbeatWake.abort();
     this.eventsAbort?.abort();
     this.credentialsAbort?.abort();
-    await Promise.race([Promise.allSettled(this.loops), sleep(5000)]);
+    await Promise.race([Promise.allSettled(this.loops), sleep(5000, undefined, true)]);
   }
 
   private fatal(err: unknown): void {
