@@ -15,6 +15,7 @@ import type { StoredPolicySource } from './policy/enforcement.js';
 import type { NodeDrain } from './node-drain.js';
 import type { WorkflowSchedules } from './workflow-schedule/service.js';
 import type { AuditOutbox } from './audit/outbox-drain.js';
+import type { RateLimits } from '../storage/rate-limits.js';
 
 /**
  * The node's long-lived, in-memory machinery: one instance of each per node, built once by the composition root
@@ -56,6 +57,8 @@ export interface NodeServices {
   readonly drain: NodeDrain;
   /** Schedule triggers: timers for the fires this node decides, and the scan for overdue fires and deployments. */
   readonly schedules: WorkflowSchedules;
+  /** Per-credential, per-login and per-source rate limits (decision 0026). */
+  readonly rateLimits: RateLimits;
   /** Cluster membership and shard placement; absent on a node without a broker. */
   readonly cluster: { status(): ClusterStatus } | undefined;
 }

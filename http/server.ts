@@ -10,7 +10,9 @@ import { assertSafeHeaders, copyRequest, Exchange, HeaderBag, type CopiedRequest
 import { httpMetrics, type HttpMetrics } from './metrics.js';
 import { defaultSseOptions, parseLastEventId, UwsSseStream, type SseOptions } from './sse.js';
 import { HeartbeatWheel } from './sse-heartbeats.js';
-import type { BodyKind, HttpRequest, Reply, Route } from './types.js';
+import type { BodyKind, HttpRequest, RateLimitKind, Reply, Route } from './types.js';
+import type { Principal } from '../actors/identity/principal.js';
+import { clientAddressOf } from './client-address.js';
 import { loadUws, type TemplatedApp, type UwsRequest, type UwsResponse, type us_listen_socket } from './uws.js';
 import { compileRouteValidators, validateBody, validateQuery, type RouteValidators } from './validation.js';
 import { ChurnSet } from '../ops/kernel/churn-map.js';
@@ -24,6 +26,13 @@ export interface HttpServerOptions<D extends AuthDeps> {
   readonly log: Logger;
   readonly metrics: Registry;
   readonly sse?: Partial<SseOptions>;
+  /** Proxies in front that append to X-Forwarded-For (config `trustProxyHops`). @default 0 */
+  readonly trustProxyHops?: number;
+  /**
+   * Counts a request against the caller's per-credential rate limit of `kind`; throws RATE_LIMITED (429 with
+   * Retry-After) when it is used up. Called after authentication, before the body is decoded. @default none
+   */
+  readonly limitRequest?: (kind: RateLimitKind, principal: Principal) => Promise<void>;
 }
 
 export interface HttpServer {
@@ -36,6 +45,8 @@ export interface HttpServer {
 }
 
 const JSON_TYPE = 'application/json; charset=utf-8';
+/** Who the per-credential limits apply to: people and their tools. Workers (runtime tokens) are trusted for their org. */
+const limitedKinds: ReadonlySet<string> = new Set(['user', 'apiKey', 'machine']);
 const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
 const UNMATCHED = '(unmatched)';
 /** Requests slower than this are logged at info even when they succeed. */
@@ -49,6 +60,7 @@ interface CompiledRoute<D> {
   readonly bodyKind: BodyKind;
   readonly bodyLimit: number;
   readonly validators: RouteValidators;
+  readonly rateLimit: RateLimitKind | undefined;
 }
 
 /** Starts one uWS server for a route table; see ops/decisions/0005-http-edge.md for the order of checks. */
@@ -60,6 +72,7 @@ export async function startHttpServer<D extends AuthDeps>(options: HttpServerOpt
   const heartbeats = new HeartbeatWheel(sseOptions.heartbeatMs);
   const compiled = options.routes.map(compileRoute);
   const inFlight = new ChurnSet<Exchange>();
+  const trustProxyHops = options.trustProxyHops ?? 0;
   const streams = new ChurnSet<UwsSseStream>();
   const idleWaiters: Array<() => void> = [];
   let draining = false;
@@ -111,6 +124,7 @@ export async function startHttpServer<D extends AuthDeps>(options: HttpServerOpt
       bodyKind,
       bodyLimit: route.bodyLimit ?? DEFAULT_BODY_LIMIT,
       validators: compileRouteValidators(route),
+      rateLimit: route.rateLimit === 'none' ? undefined : route.rateLimit ?? (route.method === 'get' ? undefined : 'write'),
     };
   }
 
@@ -151,6 +165,9 @@ export async function startHttpServer<D extends AuthDeps>(options: HttpServerOpt
       const rawBody = await bodyBytes;
       const principal = await authenticate(c.route.auth, { authorization: copied.headers.authorization, cookie: copied.headers.cookie }, deps);
       assertSameOriginWrite(copied.method, copied.headers, principal);
+      if (c.rateLimit !== undefined && options.limitRequest !== undefined && principal !== undefined && limitedKinds.has(principal.kind)) {
+        await options.limitRequest(c.rateLimit, principal);
+      }
       const body = decodeBody(c.bodyKind, copied.headers['content-type'], rawBody);
       const query = new URLSearchParams(copied.rawQuery);
       validateQuery(c.validators.query, query);
@@ -165,6 +182,7 @@ export async function startHttpServer<D extends AuthDeps>(options: HttpServerOpt
         rawBody,
         requestId: copied.requestId,
         principal,
+        clientAddress: () => (exchange.clientGone ? '' : clientAddressOf(exchange.res, copied.headers['x-forwarded-for'], trustProxyHops)),
       };
       reply = await c.route.handler(request, deps);
     } catch (err) {
@@ -255,7 +273,9 @@ export async function startHttpServer<D extends AuthDeps>(options: HttpServerOpt
     closeConnection: boolean,
   ): void {
     const { status, body } = toErrorReply(err, log, { reqId: copied.requestId, method: copied.method, route: pattern });
-    exchange.respond(status, extraHeaders, JSON_TYPE, copied.requestId, JSON.stringify(body), closeConnection);
+    const retryAfter = status === 429 ? body.details?.retryAfterSeconds : undefined;
+    const headers = typeof retryAfter === 'number' ? { ...extraHeaders, 'retry-after': String(retryAfter) } : extraHeaders;
+    exchange.respond(status, headers, JSON_TYPE, copied.requestId, JSON.stringify(body), closeConnection);
     accessLog(copied, pattern, status, started);
   }
 

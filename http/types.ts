@@ -20,6 +20,8 @@ export interface HttpRequest<Body = unknown> {
   readonly requestId: string;
   /** Set by the auth step for every route whose `auth` is not 'none'. */
   readonly principal: Principal | undefined;
+  /** The client's address (see http/client-address.ts); read when a limit keyed by source needs it. */
+  clientAddress(): string;
 }
 
 export interface JsonReply {
@@ -70,6 +72,8 @@ export type AuthMode = 'none' | 'admin' | 'org' | 'human' | 'runtime' | 'any';
 
 export type BodyKind = 'json' | 'form' | 'raw' | 'none';
 
+export type RateLimitKind = 'write' | 'dispatch';
+
 export interface RouteContext<Deps> {
   readonly deps: Deps;
 }
@@ -100,6 +104,12 @@ export interface Route<Deps = unknown> {
   readonly responseSchema?: Record<string, unknown>;
   /** Status of a success reply, for the OpenAPI document; default 200. */
   readonly successStatus?: number;
+  /**
+   * Which per-credential rate limit a request with an org user, API key or machine token counts against
+   * (decision 0026): 'dispatch' counts against both the dispatch and the write limit. @default 'write' for post,
+   * put, patch and delete; none for get. Runtime tokens (workers) are never limited here.
+   */
+  readonly rateLimit?: RateLimitKind | 'none';
   /** Marks a route deprecated in OpenAPI. */
   readonly deprecated?: boolean;
   /** Response is an event stream. */

@@ -47,6 +47,12 @@ const bindings: EnvBinding[] = [
   // Below a few seconds a delivery still on its way through the broker would be sent twice for nothing.
   { env: 'TROUPE_WEBHOOK_RESEND_AFTER_MS', key: 'webhookResendAfterMs', schema: { type: 'integer', minimum: 1000 }, parse: integer },
   { env: 'TROUPE_SCHEDULE_SCAN_MS', key: 'scheduleScanMs', schema: { type: 'integer', minimum: 100, maximum: 60000 }, parse: integer },
+  { env: 'TROUPE_RATE_LIMIT_WRITES_PER_MINUTE', key: 'rateLimitWritesPerMinute', schema: { type: 'integer', minimum: 1 }, parse: integer },
+  { env: 'TROUPE_RATE_LIMIT_DISPATCHES_PER_MINUTE', key: 'rateLimitDispatchesPerMinute', schema: { type: 'integer', minimum: 1 }, parse: integer },
+  { env: 'TROUPE_RATE_LIMIT_LOGIN_FAILURES_PER_EMAIL_PER_HOUR', key: 'rateLimitLoginFailuresPerEmailPerHour', schema: { type: 'integer', minimum: 1 }, parse: integer },
+  { env: 'TROUPE_RATE_LIMIT_WEBHOOK_FAILURES_PER_MINUTE', key: 'rateLimitWebhookFailuresPerMinute', schema: { type: 'integer', minimum: 1 }, parse: integer },
+  { env: 'TROUPE_TRUST_PROXY_HOPS', key: 'trustProxyHops', schema: { type: 'integer', minimum: 0, maximum: 10 }, parse: integer },
+  { env: 'TROUPE_MARKETPLACE_LISTINGS_PER_ORG', key: 'marketplaceListingsPerOrg', schema: { type: 'integer', minimum: 1 }, parse: integer },
 ];
 
 /** TROUPE_<PROVIDER>_OAUTH_{BASE_URL,CLIENT_ID,CLIENT_SECRET} for one integration OAuth provider. */
@@ -97,6 +103,12 @@ const defaults = (): Config => ({
   sentryOAuthClientSecret: undefined,
   webhookResendAfterMs: 60_000,
   scheduleScanMs: 1_000,
+  rateLimitWritesPerMinute: 600,
+  rateLimitDispatchesPerMinute: 120,
+  rateLimitLoginFailuresPerEmailPerHour: 100,
+  rateLimitWebhookFailuresPerMinute: 30,
+  trustProxyHops: 0,
+  marketplaceListingsPerOrg: 50,
 });
 
 export class ConfigError extends Error {

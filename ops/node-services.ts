@@ -15,6 +15,8 @@ import type { StoredPolicySource } from '../actors/policy/enforcement.js';
 import { NodeDrain } from '../actors/node-drain.js';
 import type { WorkflowSchedules } from '../actors/workflow-schedule/service.js';
 import { AuditOutbox } from '../actors/audit/outbox-drain.js';
+import { createRateLimits } from '../storage/rate-limits.js';
+import { RedisCache } from '../storage/redis-cache.js';
 
 /** What the node made before its services: they share it (the keys with the authenticator, the rest with the actors). */
 export interface ServiceParts {
@@ -47,6 +49,14 @@ export function buildNodeServices(base: Omit<Deps, 'services'>, parts: ServicePa
     audit: new AuditOutbox(base.db, base.log.child({ component: 'audit-outbox' })),
     drain: new NodeDrain(),
     schedules: parts.schedules,
+    rateLimits: createRateLimits(
+      {
+        writesPerMinute: base.config.rateLimitWritesPerMinute, dispatchesPerMinute: base.config.rateLimitDispatchesPerMinute,
+        loginFailuresPerEmailPerHour: base.config.rateLimitLoginFailuresPerEmailPerHour,
+        webhookFailuresPerMinute: base.config.rateLimitWebhookFailuresPerMinute,
+      },
+      base.cache instanceof RedisCache ? base.cache.client : undefined,
+    ),
     cluster: parts.cluster,
   };
 }

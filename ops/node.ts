@@ -26,6 +26,7 @@ import { createAuthorizer } from '../actors/identity/authorizer.js';
 import { DenialRecorder } from '../storage/governance/authz-denials.js';
 import { denialOf } from '../actors/identity/denials.js';
 import { auditBreakGlass } from '../actors/identity/break-glass.js';
+import { limitRequest } from '../actors/identity/request-limits.js';
 import { deriveSigningKeys } from '../actors/identity/tokens.js';
 import { projectRoleOf } from '../storage/identity/orgs.js';
 import { StoredPolicySource } from '../actors/policy/enforcement.js';
@@ -168,7 +169,10 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     if (consoleAssets.missing !== undefined) log.warn(consoleAssets.missing);
     // The console's pages sit beside the API but outside its route table, so they are not in the OpenAPI document.
     const routes = [...allRoutes(), ...consoleRoutes<Deps>(consoleAssets)];
-    const http = await startHttpServer({ routes, deps, host: config.host, port: config.port, log, metrics });
+    const http = await startHttpServer({
+      routes, deps, host: config.host, port: config.port, log, metrics, trustProxyHops: config.trustProxyHops,
+      limitRequest: (kind, principal) => limitRequest(services.rateLimits, kind, principal),
+    });
     closers.push(() => http.close(config.shutdownGraceMs));
     if (cluster) cluster.url = `http://${config.host === '0.0.0.0' ? os.hostname() : config.host}:${http.port}`;
     // Runs that were waiting when the cluster last stopped pick up where their snapshots left them.

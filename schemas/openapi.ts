@@ -19,6 +19,8 @@ export interface DocumentedRoute {
   readonly successStatus?: number;
   readonly deprecated?: boolean;
   readonly sse?: boolean;
+  /** Per-credential rate limit (decision 0026); writes default to 'write'. */
+  readonly rateLimit?: 'write' | 'dispatch' | 'none';
   /** Replies that do not use the `{error, code}` shape (e.g. OAuth's RFC 6749 errors), by status. */
   readonly errorResponses?: Readonly<Record<string, { readonly description: string; readonly schema: Record<string, unknown> }>>;
 }
@@ -118,6 +120,8 @@ function operation(route: DocumentedRoute, path: string): Record<string, unknown
   }
   if (bodyKind !== 'none') responses['413'] = errorResponse('Body larger than the route accepts');
   if (bodyKind === 'json' || bodyKind === 'form') responses['415'] = errorResponse('Unsupported content type');
+  const limited = route.rateLimit !== 'none' && route.method !== 'get' && route.auth !== 'none' && route.auth !== 'admin' && route.auth !== 'runtime';
+  if (limited) responses['429'] = rateLimited(`Too many ${route.rateLimit === 'dispatch' ? 'dispatches' : 'writes'} from this credential`);
   responses['4XX'] = errorResponse('Client error');
   responses['5XX'] = errorResponse('Server or dependency error');
   for (const [code, custom] of Object.entries(route.errorResponses ?? {})) {
@@ -134,6 +138,14 @@ function operation(route: DocumentedRoute, path: string): Record<string, unknown
 function bodyIsRequired(schema: Record<string, unknown> | undefined): boolean {
   if (schema === undefined) return false;
   return !compileSchema(ajv, schema)({});
+}
+
+/** A 429 reply: `{error, code: RATE_LIMITED}` with the seconds to wait in Retry-After. */
+function rateLimited(description: string): Record<string, unknown> {
+  return {
+    ...errorResponse(description),
+    headers: { 'Retry-After': { description: 'Seconds until the credential may try again', schema: { type: 'integer', minimum: 1 } } },
+  };
 }
 
 function requestBody(kind: 'json' | 'form' | 'raw', schema: Record<string, unknown> | undefined): Record<string, unknown> {

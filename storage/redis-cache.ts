@@ -41,6 +41,11 @@ export class RedisCache implements Cache {
   private readonly commandTimeoutMs: number;
   private closed = false;
 
+  /** The connection itself, for rate-limiter-flexible's store: the same key prefix, timeouts and reconnection. */
+  get client(): Redis {
+    return this.redis;
+  }
+
   constructor(opts: RedisCacheOptions) {
     this.commandTimeoutMs = opts.commandTimeoutMs ?? 500;
     const options: RedisOptions = {

@@ -2,7 +2,7 @@ import type { Deps } from '../deps.js';
 import { TroupeError } from '../../ops/kernel/errors.js';
 import { decodeUtf8 } from '../../ops/kernel/utf8.js';
 import { appendAudit } from '../../storage/audit-log.js';
-import { connectedIncidentIo, recordDelivery } from '../../storage/governance/incidents.js';
+import { connectedIncidentIo, incidentIoConnectionOf, recordDelivery } from '../../storage/governance/incidents.js';
 import { incidentAddress, incidentIdFor } from '../incident/actor.js';
 import type { IncidentMsg, IncidentReply } from '../incident/machine.js';
 import { mapIncidentEvent } from './incident-io-events.js';
@@ -11,15 +11,20 @@ import {
 } from './standard-webhooks.js';
 
 /**
- * The incident.io ingest (spec 4.7, 5.6, 7, 8; decision 0009). Order of checks:
- * 1. size (the edge already stopped reading past the cap; this is the same limit, for callers without the edge);
- * 2. headers well-formed (`webhook-timestamp` digits only, `v1,<base64>` signatures);
- * 3. which org signed it: every connected per-org secret is opened and tried; exactly one must match. Only when
- *    none does is the legacy environment secret tried, and only for exactly one connected environment-only row;
- * 4. timestamp within five minutes of our clock (checked after the org is known, so the refusal lands in its audit);
- * 5. the webhook id not seen before (replay store in the database, shared by all nodes);
- * 6. strict UTF-8 and JSON, then the event.
- * Every refusal of 1–5 is 401; a body that is validly signed but not UTF-8 or JSON is the sender's bug: 400.
+ * The incident.io ingest (spec 4.7, 5.6, 7, 8; decisions 0009, 0025). Order of checks:
+ * 1. the source address has not had too many deliveries refused this minute (429, before any signature work);
+ * 2. size (the edge already stopped reading past the cap; this is the same limit, for callers without the edge);
+ * 3. headers well-formed (`webhook-timestamp` digits only, `v1,<base64>` signatures);
+ * 4. which org signed it. A delivery URL that names its org (`?org=`, as the connect route hands out) is checked
+ *    against that org's secret only (its own, or the legacy environment secret if the platform admin gave it that).
+ *    A URL without one (the spec's bare path) makes us search: every connected per-org secret is tried and exactly
+ *    one must match, then the legacy secret for the one environment-only row; that search is refused outright once
+ *    more than UNROUTED_SEARCH_LIMIT orgs hold secrets, so a delivery never costs more than that many HMACs;
+ * 5. timestamp within five minutes of our clock (checked after the org is known, so the refusal lands in its audit);
+ * 6. the webhook id not seen before in that org (replay store in the database, shared by all nodes);
+ * 7. strict UTF-8 and JSON, then the event.
+ * Every refusal of 2–6 is 401 and counts against the source; a body that is validly signed but not UTF-8 or JSON is
+ * the sender's bug: 400.
  */
 export const INCIDENT_IO_PROVIDER = 'incident-io';
 export const INCIDENT_WEBHOOK_MAX_BYTES = 1024 * 1024;
@@ -29,20 +34,41 @@ export type IncidentWebhookResult =
   | { ok: true; skipped: true; event_type: string }
   | { ok: true; created: boolean; updated: boolean; resolved: boolean; event_type: string; incidentId: string };
 
+/** Without `?org=`, deliveries are searched for among at most this many orgs' secrets (HMACs per delivery). */
+export const UNROUTED_SEARCH_LIMIT = 16;
+
 export interface WebhookInput {
   readonly headers: Readonly<Record<string, string | undefined>>;
   readonly rawBody: Buffer;
+  /** The delivery URL's `?org=`, when it names one: only that org's secret is tried. */
+  readonly orgId?: string | undefined;
+  /** The sender's address: refused deliveries are counted per source. */
+  readonly source?: string;
 }
 
-type WebhookDeps = Pick<Deps, 'db' | 'secrets' | 'clock' | 'config' | 'log' | 'ask'>;
+type WebhookDeps = Pick<Deps, 'db' | 'secrets' | 'clock' | 'config' | 'log' | 'ask'> & { readonly services: Pick<Deps['services'], 'rateLimits'> };
 
 export async function receiveIncidentIoWebhook(deps: WebhookDeps, input: WebhookInput): Promise<IncidentWebhookResult> {
+  const failures = deps.services.rateLimits.webhookFailures;
+  const source = input.source ?? 'unknown';
+  await failures.assertOpen(source);
+  try {
+    return await receive(deps, input);
+  } catch (err) {
+    if (err instanceof WebhookRefusal) await failures.note(source);
+    throw err;
+  }
+}
+
+async function receive(deps: WebhookDeps, input: WebhookInput): Promise<IncidentWebhookResult> {
   let orgId: string | undefined;
   let headers: SignedHeaders | undefined;
   try {
     if (input.rawBody.length > INCIDENT_WEBHOOK_MAX_BYTES) throw new WebhookRefusal('oversize');
     headers = parseSignedHeaders(input.headers);
-    orgId = await signingOrg(deps, headers, input.rawBody);
+    orgId = input.orgId !== undefined
+      ? await namedOrg(deps, input.orgId, headers, input.rawBody)
+      : await signingOrg(deps, headers, input.rawBody);
     assertFresh(headers.timestamp, deps.clock.now());
   } catch (err) {
     if (err instanceof WebhookRefusal) await refuse(deps, err, orgId, headers);
@@ -81,15 +107,37 @@ export async function receiveIncidentIoWebhook(deps: WebhookDeps, input: Webhook
     return { ok: true, created: reply.created, updated: reply.updated, resolved: reply.resolved, event_type: eventType, incidentId: reply.incidentId };
   } catch (err) {
     // The delivery was not processed: forget its id so the provider's retry is not refused as a replay.
-    await deps.db('webhook_deliveries').where({ provider: INCIDENT_IO_PROVIDER, webhook_id: headers.id }).delete()
+    await deps.db('webhook_deliveries').where({ provider: INCIDENT_IO_PROVIDER, org_id: orgId, webhook_id: headers.id }).delete()
       .catch((cause: unknown) => deps.log.warn({ err: cause }, 'could not release webhook id after a failed delivery'));
     throw err;
   }
 }
 
-/** The one org whose secret signed this delivery; throws WebhookRefusal otherwise. */
+/** The org the URL names, when its secret (or the environment secret it was given) signed this delivery. */
+async function namedOrg(deps: WebhookDeps, orgId: string, headers: SignedHeaders, body: Buffer): Promise<string> {
+  const connection = await incidentIoConnectionOf(deps.db, orgId);
+  if (!connection) throw new WebhookRefusal('no-matching-secret');
+  let key: Buffer | undefined;
+  if (connection.sealedSecret === null) {
+    key = deps.config.incidentIoSecret === undefined ? undefined : secretKey(deps.config.incidentIoSecret);
+  } else {
+    try {
+      key = secretKey(deps.secrets.open(connection.sealedSecret, sealContext(orgId)));
+    } catch {
+      throw new WebhookRefusal('undecryptable-secret');
+    }
+  }
+  if (!key || !signedBy(key, headers, body)) throw new WebhookRefusal('no-matching-secret');
+  return orgId;
+}
+
+/** The one org whose secret signed a delivery whose URL names none; throws WebhookRefusal otherwise. */
 async function signingOrg(deps: WebhookDeps, headers: SignedHeaders, body: Buffer): Promise<string> {
   const connections = await connectedIncidentIo(deps.db);
+  if (connections.filter((c) => c.sealedSecret !== null).length > UNROUTED_SEARCH_LIMIT) {
+    deps.log.warn({ limit: UNROUTED_SEARCH_LIMIT }, 'incident.io delivery without ?org= refused: too many orgs to search; use the URL the connect route gives');
+    throw new WebhookRefusal('unrouted');
+  }
   const matches: string[] = [];
   let undecryptable = 0;
   for (const c of connections) {
@@ -109,7 +157,8 @@ async function signingOrg(deps: WebhookDeps, headers: SignedHeaders, body: Buffe
   if (matches.length === 1) return matches[0]!;
   if (matches.length > 1) throw new WebhookRefusal('ambiguous-secret');
 
-  // The legacy environment secret: only for exactly one connected environment-only row, never for per-org rows.
+  // The legacy environment secret: only for the one connected environment-only row (the platform admin's choice,
+  // and the database allows no second), never for per-org rows.
   const legacy = deps.config.incidentIoSecret === undefined ? undefined : secretKey(deps.config.incidentIoSecret);
   const environmentRows = connections.filter((c) => c.sealedSecret === null);
   if (legacy && environmentRows.length === 1 && signedBy(legacy, headers, body)) return environmentRows[0]!.orgId;

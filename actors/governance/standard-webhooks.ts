@@ -17,7 +17,7 @@ const SIGNATURE_BYTES = 32;
 
 export type RefusalReason =
   | 'missing-headers' | 'malformed-id' | 'malformed-timestamp' | 'stale-timestamp' | 'malformed-signature'
-  | 'no-matching-secret' | 'ambiguous-secret' | 'undecryptable-secret' | 'replayed' | 'oversize' | 'bad-utf8' | 'bad-json';
+  | 'no-matching-secret' | 'ambiguous-secret' | 'undecryptable-secret' | 'unrouted' | 'replayed' | 'oversize' | 'bad-utf8' | 'bad-json';
 
 export class WebhookRefusal extends Error {
   constructor(readonly reason: RefusalReason) {

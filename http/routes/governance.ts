@@ -16,12 +16,13 @@ import {
   type PolicyScope, type PolicyStatus,
 } from '../../schemas/governance/policy.js';
 import {
-  incidentIoIntegrationBody, incidentIoIntegrationReply, incidentListReply, incidentWebhookReply, listIncidentsQuery,
+  incidentIoEnvironmentSecretBody, incidentIoEnvironmentSecretReply, incidentIoIntegrationBody, incidentIoIntegrationReply,
+  incidentListReply, incidentWebhookQuery, incidentWebhookReply, listIncidentsQuery,
 } from '../../schemas/governance/incident.js';
 import { securityMetricsQuery, securityMetricsReply } from '../../schemas/governance/security-metrics.js';
 import { findPolicy, listPolicies, listPolicyVersions, policyViewOf } from '../../storage/governance/policies.js';
-import { connectIncidentIo, listIncidents } from '../../storage/governance/incidents.js';
-import { projectsInOrg } from '../../storage/identity/orgs.js';
+import { assignIncidentIoEnvironmentSecret, connectIncidentIo, listIncidents } from '../../storage/governance/incidents.js';
+import { findOrg, projectsInOrg } from '../../storage/identity/orgs.js';
 import { secretKey } from '../../actors/governance/standard-webhooks.js';
 import type { HttpRequest, Route } from '../types.js';
 
@@ -61,6 +62,15 @@ const policyResource = (orgId: string, id: string, scope?: PolicyScope, scopeId?
 async function announce(deps: Deps, orgId: string): Promise<void> {
   // The write is durable already; a lost announcement only delays enforcement by the memo TTL.
   await announcePolicyChange(deps, orgId).catch((err: unknown) => deps.log.warn({ err, orgId }, 'could not announce a policy change'));
+}
+
+const incidentWebhookUrl = (orgId: string): string => `/api/webhooks/ingest/incident-io?org=${orgId}`;
+
+function assignEnvironmentSecret(deps: Deps, orgId: string | null): Promise<{ previousOrgId: string | null }> {
+  const at = deps.clock.now();
+  return assignIncidentIoEnvironmentSecret(deps.db, orgId, at, (affected, type) => ({
+    orgId: affected, type, actor: 'platform-admin', subject: INCIDENT_IO_PROVIDER, payload: { assignedTo: orgId }, at: new Date(at),
+  }));
 }
 
 interface CreatePolicyBody {
@@ -180,26 +190,26 @@ export function governanceRoutes(): Route<Deps>[] {
     },
     {
       method: 'put', path: '/api/org/:orgId/integrations/incident-io', auth: 'human', tags: ['governance'],
-      summary: 'Connect incident.io: store the org\'s whsec_ signing secret (encrypted at rest), or {useEnvironmentSecret: true} for the one environment-only row',
+      summary: 'Connect incident.io: store the org\'s whsec_ signing secret (encrypted at rest); the reply names the delivery URL (the legacy environment secret is the platform admin\'s to give)',
       bodySchema: incidentIoIntegrationBody, responseSchema: incidentIoIntegrationReply,
-      async handler(req: HttpRequest<{ signingSecret?: string; useEnvironmentSecret?: true }>, deps) {
+      async handler(req: HttpRequest<{ signingSecret: string }>, deps) {
         const h = human(req);
         if (req.params.orgId !== h.orgId) throw new TroupeError('NOT_FOUND', 'org not found');
         await deps.authz.authorize(h.principal, 'manage-credentials', { type: 'Integration', id: INCIDENT_IO_PROVIDER, orgId: h.orgId });
         const secret = req.body.signingSecret;
-        if (secret !== undefined && !secretKey(secret)) {
+        if (!secretKey(secret)) {
           throw new TroupeError('VALIDATION_FAILED', 'signingSecret: must be whsec_ followed by base64 of at least 16 bytes', { field: 'signingSecret' });
         }
         const now = deps.clock.now();
-        const sealedSecret = secret === undefined ? null : deps.secrets.seal(secret, sealContext(h.orgId));
+        const sealedSecret = deps.secrets.seal(secret, sealContext(h.orgId));
         await connectIncidentIo(deps.db, { orgId: h.orgId, sealedSecret, updatedBy: h.userId, at: now }, {
           orgId: h.orgId, type: 'integration.connected', actor: h.userId, subject: INCIDENT_IO_PROVIDER,
-          payload: { secretSource: sealedSecret === null ? 'environment' : 'org' }, at: new Date(now),
+          payload: { secretSource: 'org' }, at: new Date(now),
         });
         return {
           body: {
-            orgId: h.orgId, provider: INCIDENT_IO_PROVIDER, connected: true,
-            secretSource: sealedSecret === null ? 'environment' : 'org', updatedAt: new Date(now).toISOString(),
+            orgId: h.orgId, provider: INCIDENT_IO_PROVIDER, connected: true, secretSource: 'org',
+            updatedAt: new Date(now).toISOString(), webhookUrl: incidentWebhookUrl(h.orgId),
           },
         };
       },
@@ -208,9 +218,11 @@ export function governanceRoutes(): Route<Deps>[] {
       method: 'post', path: '/api/webhooks/ingest/incident-io', auth: 'none', tags: ['governance', 'webhooks'],
       summary: 'incident.io webhook, verified as Standard Webhooks; every verification failure (including over 1 MiB and a repeated webhook-id) is 401',
       bodyKind: 'raw', bodyLimit: INCIDENT_WEBHOOK_MAX_BYTES, bodyTooLarge: 'AUTH_INVALID', responseSchema: incidentWebhookReply,
+      querySchema: incidentWebhookQuery,
       async handler(req, deps) {
         try {
-          return { body: await receiveIncidentIoWebhook(deps, { headers: req.headers, rawBody: req.rawBody }) };
+          const input = { headers: req.headers, rawBody: req.rawBody, orgId: req.query.get('org') ?? undefined, source: req.clientAddress() };
+          return { body: await receiveIncidentIoWebhook(deps, input) };
         } catch (err) {
           if (err instanceof WebhookRefusal) {
             // The reason stays in our logs and the org's audit chain; the sender learns only that it was refused.
@@ -218,6 +230,28 @@ export function governanceRoutes(): Route<Deps>[] {
           }
           throw err;
         }
+      },
+    },
+    {
+      method: 'put', path: '/api/admin/integrations/incident-io/environment-secret', auth: 'admin', tags: ['governance', 'admin'],
+      summary: 'Give the legacy TROUPE_INCIDENT_IO_SECRET to one org (taking it from any other); that org\'s deliveries are verified with it',
+      bodySchema: incidentIoEnvironmentSecretBody, responseSchema: incidentIoEnvironmentSecretReply,
+      async handler(req: HttpRequest<{ orgId: string }>, deps) {
+        if (deps.config.incidentIoSecret === undefined) {
+          throw new TroupeError('CONFLICT', 'TROUPE_INCIDENT_IO_SECRET is not set on this deployment');
+        }
+        if (!(await findOrg(deps.db, req.body.orgId))) throw new TroupeError('NOT_FOUND', 'org not found');
+        const { previousOrgId } = await assignEnvironmentSecret(deps, req.body.orgId);
+        return { body: { orgId: req.body.orgId, previousOrgId, webhookUrl: incidentWebhookUrl(req.body.orgId) } };
+      },
+    },
+    {
+      method: 'delete', path: '/api/admin/integrations/incident-io/environment-secret', auth: 'admin', tags: ['governance', 'admin'],
+      summary: 'Take the legacy TROUPE_INCIDENT_IO_SECRET from whichever org has it',
+      responseSchema: incidentIoEnvironmentSecretReply,
+      async handler(_req, deps) {
+        const { previousOrgId } = await assignEnvironmentSecret(deps, null);
+        return { body: { orgId: null, previousOrgId, webhookUrl: null } };
       },
     },
     {

@@ -33,7 +33,6 @@ import { requesterOf } from './sessions.js';
 export const DEFAULT_KEY_SCOPES = ['read', 'write'] as const;
 /** The key handed out with a new org acts for the org's owner at admin level. */
 export const PROVISIONING_KEY_SCOPES = ['admin'] as const;
-const LOGIN_ATTEMPTS_PER_MINUTE = 10;
 
 const userToken = (deps: Deps, userId: string, orgId: string) => signToken(deps.services.keys, deps.clock, 'user', { sub: userId, org: orgId });
 
@@ -187,21 +186,27 @@ function sessionCookie(deps: Deps, value: string, maxAgeSeconds: number): string
 
 export async function login(req: HttpRequest<LoginBody>, deps: Deps): Promise<Reply> {
   const email = req.body.email.trim().toLowerCase();
-  await limitLoginAttempts(deps, email);
+  const limits = loginLimits(deps, email, req.clientAddress());
+  await limits.assertOpen();
   const found = await findLoginByEmail(deps.db, email);
   // Unknown email, no password set, and wrong password all run one scrypt verification and end in the same 401.
   const stored = found?.passwordHash ?? (await decoyPasswordHash());
   const passwordOk = await verifyPassword(req.body.password, stored);
-  if (!found) throw new TroupeError('AUTH_INVALID', 'email or password is wrong');
+  if (!found) {
+    await limits.failed();
+    throw new TroupeError('AUTH_INVALID', 'email or password is wrong');
+  }
   const memberships = await listMemberships(deps.db, found.user.id);
   const chosen = req.body.orgId === undefined ? memberships[0] : memberships.find((m) => m.org.id === req.body.orgId);
   if (found.passwordHash === null || !passwordOk || !chosen) {
+    await limits.failed();
     // A failed sign-in to a known user is on the record of the org it named (or each of the user's orgs).
     const orgs = chosen ? [chosen.org.id] : memberships.map((m) => m.org.id);
     const reason = found.passwordHash === null ? 'no password set' : !passwordOk ? 'wrong password' : 'not a member of the org named';
     for (const orgId of orgs) await auditTrail(deps, orgId, 'auth.login_failed', `user:${found.user.id}`, found.user.id, { reason });
     throw new TroupeError('AUTH_INVALID', 'email or password is wrong');
   }
+  await limits.succeeded();
   const token = await userToken(deps, found.user.id, chosen.org.id);
   await auditTrail(deps, chosen.org.id, 'auth.login', `user:${found.user.id}`, found.user.id);
   const maxAge = Math.max(0, Math.floor((token.expiresAt - deps.clock.now()) / 1000));
@@ -211,16 +216,27 @@ export async function login(req: HttpRequest<LoginBody>, deps: Deps): Promise<Re
   };
 }
 
-/** Bounds online guessing per email. Best effort: with the cache down, the scrypt cost still bounds the rate. */
-async function limitLoginAttempts(deps: Deps, email: string): Promise<void> {
-  let attempts: number;
-  try {
-    attempts = await deps.cache.increment(`login-attempts:${email}`, 60_000);
-  } catch (err) {
-    if (err instanceof TroupeError && err.code === 'CACHE_UNAVAILABLE') return;
-    throw err;
-  }
-  if (attempts > LOGIN_ATTEMPTS_PER_MINUTE) throw new TroupeError('RATE_LIMITED', 'too many login attempts; wait a minute');
+/**
+ * Bounds online guessing (decision 0026). Failed logins are counted per (email, source address) and, more slowly,
+ * per email from anywhere: one caller can no longer lock a user out by failing ten times a minute, because the
+ * user's own address has its own count, while a guesser spread over many addresses still meets the email's ceiling.
+ * A success clears its source's count. Both counts are checked before the password is.
+ */
+function loginLimits(deps: Deps, email: string, source: string) {
+  const { loginFailuresBySource: bySource, loginFailuresByEmail: byEmail } = deps.services.rateLimits;
+  const sourceKey = `${email}|${source}`;
+  return {
+    async assertOpen() {
+      await bySource.assertOpen(sourceKey);
+      await byEmail.assertOpen(email);
+    },
+    async failed() {
+      await Promise.all([bySource.note(sourceKey), byEmail.note(email)]);
+    },
+    async succeeded() {
+      await bySource.forget(sourceKey);
+    },
+  };
 }
 
 /**

@@ -116,7 +116,7 @@ export function sessionRoutes(): Route<Deps>[] {
   return [
     {
       method: 'post',
-      path: '/api/agent-dispatch',
+      path: '/api/agent-dispatch', rateLimit: 'dispatch',
       auth: 'org',
       summary: 'Dispatch an agent session (pending until a worker of the project claims it)',
       tags: ['sessions'],
@@ -196,7 +196,7 @@ export function sessionRoutes(): Route<Deps>[] {
     },
     {
       method: 'post',
-      path: '/api/public/sessions/:id/prompt',
+      path: '/api/public/sessions/:id/prompt', rateLimit: 'dispatch',
       auth: 'org',
       summary: 'Send a session a prompt (a terminal session is re-dispatched; a live one gets it on its next poll)',
       tags: ['sessions'],

@@ -21,7 +21,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export function runRoutes(): Route<Deps>[] {
   return [
     {
-      method: 'post', path: '/api/workflows/:id/runs', auth: 'org', tags: ['workflows'],
+      method: 'post', path: '/api/workflows/:id/runs', auth: 'org', tags: ['workflows'], rateLimit: 'dispatch',
       summary: 'Start a run on the currently published version', bodySchema: schemas.startRunBody,
       responseSchema: schemas.startRunReply, successStatus: 201,
       async handler(req: HttpRequest<{ input?: Record<string, unknown> } | undefined>, deps) {

@@ -85,4 +85,22 @@ export interface Config {
    * not applied; a fire is ticked once it is this overdue. @default 1000
    */
   readonly scheduleScanMs: number;
+  /** Write requests (POST, PUT, PATCH, DELETE) one user, API key or machine client may make per minute. @default 600 */
+  readonly rateLimitWritesPerMinute: number;
+  /** Dispatches (sessions, workflow runs, prompts) one user, API key or machine client may make per minute. @default 120 */
+  readonly rateLimitDispatchesPerMinute: number;
+  /**
+   * Reverse proxies in front of this node that append to X-Forwarded-For: the client's address is that many entries
+   * from the right. 0 uses the socket's peer address and ignores the header (a client could forge it). @default 0
+   */
+  readonly trustProxyHops: number;
+  /**
+   * Failed logins for one email, from all sources together, per hour: the ceiling above the per-(email, source)
+   * limit of 10 a minute. @default 100
+   */
+  readonly rateLimitLoginFailuresPerEmailPerHour: number;
+  /** Refused webhook deliveries one source address may send per minute; later ones get 429 unverified. @default 30 */
+  readonly rateLimitWebhookFailuresPerMinute: number;
+  /** Marketplace listings one org may publish. @default 50 */
+  readonly marketplaceListingsPerOrg: number;
 }

@@ -82,13 +82,34 @@ export const incidentWebhookReply = {
 export const incidentIoIntegrationBody = {
   type: 'object',
   additionalProperties: false,
-  minProperties: 1,
-  maxProperties: 1,
+  required: ['signingSecret'],
   properties: {
+    // The legacy environment secret is not the org's to take: the platform admin gives it to one org (decision 0025).
     signingSecret: { type: 'string', pattern: '^whsec_[A-Za-z0-9+/]{32,88}={0,2}$' },
-    /** Connects the org as the one environment-only row, verified with TROUPE_INCIDENT_IO_SECRET. */
-    useEnvironmentSecret: { const: true },
   },
+} as const;
+
+/** The platform admin's choice of the one org the legacy TROUPE_INCIDENT_IO_SECRET verifies deliveries for. */
+export const incidentIoEnvironmentSecretBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['orgId'],
+  properties: { orgId: uuid },
+} as const;
+
+export const incidentIoEnvironmentSecretReply = {
+  type: 'object',
+  required: ['orgId', 'previousOrgId'],
+  properties: {
+    orgId: { anyOf: [uuid, { type: 'null' }] }, previousOrgId: { anyOf: [uuid, { type: 'null' }] },
+    webhookUrl: { anyOf: [{ type: 'string' }, { type: 'null' }] },
+  },
+} as const;
+
+export const incidentWebhookQuery = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { org: { ...uuid, description: 'The receiving org: only its secret is tried (the connect route gives this URL)' } },
 } as const;
 
 export const incidentIoIntegrationReply = {
@@ -97,5 +118,6 @@ export const incidentIoIntegrationReply = {
   properties: {
     orgId: uuid, provider: { const: 'incident-io' }, connected: { type: 'boolean' },
     secretSource: { enum: ['org', 'environment'] }, updatedAt: { type: 'string' },
+    webhookUrl: { type: 'string', description: 'The path incident.io should deliver to: it names the org, so only its secret is tried' },
   },
 } as const;

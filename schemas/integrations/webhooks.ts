@@ -28,7 +28,8 @@ export const providerIntegrationReply = {
 export const providerWebhookQuery = {
   type: 'object',
   additionalProperties: false,
-  properties: { org: { type: 'string', format: 'uuid' } },
+  required: ['org'],
+  properties: { org: { type: 'string', format: 'uuid', description: 'The receiving org: a delivery is checked against its secret only' } },
 } as const;
 
 export const providerWebhookReply = {

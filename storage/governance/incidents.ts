@@ -98,7 +98,37 @@ export async function disconnectIncidentIo(db: Knex, orgId: string, at: number):
   return Number(n) > 0;
 }
 
-/** Every connected row, across orgs: a delivery names no org, so the one whose secret signed it is searched for. */
+/** An org's connected row, if any. */
+export async function incidentIoConnectionOf(db: Knex, orgId: string): Promise<IncidentIoConnection | undefined> {
+  const r = await db('incident_io_connections').where({ org_id: orgId, connected: true }).first('org_id', 'sealed_secret', 'updated_at');
+  return r ? { orgId: String(r.org_id), sealedSecret: textOrNull(r.sealed_secret), updatedAt: iso(r.updated_at) } : undefined;
+}
+
+/**
+ * Gives the legacy environment secret to `orgId` (null: to no org), taking it from whichever org had it; each org
+ * whose connection changes gets an entry in its audit chain, in the same transaction. Returns the previous holder.
+ * The database holds at most one connected environment-only row (migration 0036).
+ */
+export async function assignIncidentIoEnvironmentSecret(
+  db: Knex, orgId: string | null, at: number, audit: (orgId: string, type: string) => AuditInput,
+): Promise<{ previousOrgId: string | null }> {
+  return db.transaction(async (trx) => {
+    const holder = await trx('incident_io_connections').where({ connected: true }).whereNull('sealed_secret').forUpdate().first('org_id');
+    const previousOrgId = holder ? String(holder.org_id) : null;
+    if (previousOrgId === orgId) return { previousOrgId };
+    if (previousOrgId !== null) {
+      await trx('incident_io_connections').where({ org_id: previousOrgId }).update({ connected: false, updated_at: new Date(at) });
+      await appendAudit(trx, audit(previousOrgId, 'integration.environment_secret_removed'));
+    }
+    if (orgId !== null) {
+      await upsertIncidentIoConnection(trx, { orgId, sealedSecret: null, updatedBy: 'platform-admin', at });
+      await appendAudit(trx, audit(orgId, 'integration.environment_secret_assigned'));
+    }
+    return { previousOrgId };
+  });
+}
+
+/** Every connected row, across orgs: a delivery that names no org is searched for among them. */
 export async function connectedIncidentIo(db: Knex): Promise<IncidentIoConnection[]> {
   const rows = await db('incident_io_connections').where({ connected: true }).select('org_id', 'sealed_secret', 'updated_at');
   return rows.map((r: Record<string, unknown>) => ({ orgId: String(r.org_id), sealedSecret: textOrNull(r.sealed_secret), updatedAt: iso(r.updated_at) }));
@@ -113,9 +143,10 @@ export async function connectedIncidentIo(db: Knex): Promise<IncidentIoConnectio
  */
 export async function recordDelivery(db: Knex, d: { provider: string; webhookId: string; orgId: string; at: number; pruneBeforeMs: number }): Promise<boolean> {
   await db('webhook_deliveries').where('received_at', '<', new Date(d.pruneBeforeMs)).andWhere({ provider: d.provider }).delete();
+  // Keyed by org (migration 0036): another org's ids neither collide with this org's nor tell it anything.
   const inserted = await db('webhook_deliveries')
     .insert({ provider: d.provider, webhook_id: d.webhookId, org_id: d.orgId, received_at: new Date(d.at) })
-    .onConflict(['provider', 'webhook_id']).ignore().returning('webhook_id');
+    .onConflict(['provider', 'org_id', 'webhook_id']).ignore().returning('webhook_id');
   return inserted.length === 1;
 }
 

@@ -29,16 +29,6 @@ export async function upsertProviderIntegration(
   return { created: row !== undefined && new Date(row.created_at).getTime() === new Date(row.updated_at).getTime() };
 }
 
-/**
- * The connections a delivery may have come from: every org connected to the provider, or only the hinted org.
- * This is the one lookup not scoped by an authenticated org: the signature, checked next, is what names the org.
- */
-export async function candidateIntegrations(db: Knex, provider: string, orgHint: string | undefined): Promise<ProviderIntegration[]> {
-  const q = db('provider_integrations').where({ provider }).select<Row[]>('org_id', 'provider', 'sealed_secret', 'project_id');
-  if (orgHint !== undefined) q.andWhere({ org_id: orgHint });
-  return (await q.orderBy('org_id')).map(toIntegration);
-}
-
 export async function findProviderIntegration(db: Knex, orgId: string, provider: string): Promise<ProviderIntegration | undefined> {
   const row = await db('provider_integrations').where({ org_id: orgId, provider }).first<Row | undefined>('org_id', 'provider', 'sealed_secret', 'project_id');
   return row ? toIntegration(row) : undefined;

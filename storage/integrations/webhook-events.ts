@@ -3,7 +3,9 @@ import { isUniqueViolation } from '../identity/orgs.js';
 
 /**
  * Accepted provider deliveries (decision 0014). The row is written before the 200 and is what makes a repeat a
- * duplicate: (org, provider, delivery id) is unique. The provider-event actor fills status, outcome and session.
+ * duplicate: (org, provider, delivery id) is unique, and so is (org, provider, digest of the signed body), because
+ * some providers' delivery ids travel in an unsigned header (decision 0025). The provider-event actor fills status,
+ * outcome and session.
  */
 export type WebhookEventStatus = 'received' | 'routed' | 'ignored' | 'failed';
 
@@ -33,22 +35,29 @@ const toRecord = (r: Row): WebhookEventRecord => ({
   sessionId: r.session_id, receivedAt: new Date(r.received_at).toISOString(), routedAt: r.routed_at ? new Date(r.routed_at).toISOString() : null,
 });
 
-/** Records a delivery; when the provider already delivered it to this org, returns the first record instead. */
+/**
+ * Records a delivery; when the provider already delivered it to this org (the same delivery id, or the same signed
+ * bytes under another id), returns the first record instead.
+ */
 export async function recordWebhookEvent(
   db: Knex,
-  event: { id: string; orgId: string; provider: string; deliveryId: string; eventType: string; correlationId: string; at: Date },
+  event: {
+    id: string; orgId: string; provider: string; deliveryId: string; bodySha256: string; eventType: string; correlationId: string; at: Date;
+  },
 ): Promise<{ fresh: boolean; event: WebhookEventRecord }> {
   try {
     const rows = await db('provider_webhook_events').insert({
-      id: event.id, org_id: event.orgId, provider: event.provider, delivery_id: event.deliveryId, event_type: event.eventType,
-      correlation_id: event.correlationId, status: 'received', received_at: event.at,
+      id: event.id, org_id: event.orgId, provider: event.provider, delivery_id: event.deliveryId, body_sha256: event.bodySha256,
+      event_type: event.eventType, correlation_id: event.correlationId, status: 'received', received_at: event.at,
     }).returning('*') as Row[];
     return { fresh: true, event: toRecord(rows[0]!) };
   } catch (err) {
     if (!isUniqueViolation(err)) throw err;
   }
   const existing = await db('provider_webhook_events')
-    .where({ org_id: event.orgId, provider: event.provider, delivery_id: event.deliveryId }).first<Row | undefined>();
+    .where({ org_id: event.orgId, provider: event.provider })
+    .andWhere((w) => w.where({ delivery_id: event.deliveryId }).orWhere({ body_sha256: event.bodySha256 }))
+    .orderBy('received_at').first<Row | undefined>();
   if (!existing) throw new Error('webhook event vanished between its conflict and its read');
   return { fresh: false, event: toRecord(existing) };
 }

@@ -20,6 +20,7 @@ import { oauthConnectionRefreshMigration } from './0018_oauth_connection_refresh
 import { sessionTransitionsMigration } from './0030_session_transitions.js';
 import { gateDecisionCommentsMigration } from './0031_gate_decision_comments.js';
 import { sessionOutputMigration } from './0032_session_output.js';
+import { webhookRoutingAndReplaysMigration } from './0036_webhook_routing_and_replays.js';
 import { workflowTriggersMigration } from './0040_workflow_triggers.js';
 import { auditOutboxMigration } from './0044_audit_outbox.js';
 
@@ -56,6 +57,7 @@ export const migrations: readonly Migration[] = [
   sessionTransitionsMigration, // 0030
   gateDecisionCommentsMigration, // 0031
   sessionOutputMigration, // 0032
+  webhookRoutingAndReplaysMigration, // 0036
   workflowTriggersMigration, // 0040
   auditOutboxMigration, // 0044
 ];

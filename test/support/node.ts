@@ -68,6 +68,11 @@ export async function startTestNode(opts: { engines?: EngineSet; config?: Partia
     adminToken,
     logLevel: 'silent',
     shardCount: 4,
+    // Suites send more writes and refused webhooks from one credential and address than any client should; the
+    // rate-limit suite (test/integration/http/rate-limits.test.ts) passes the limits it tests.
+    rateLimitWritesPerMinute: 1_000_000,
+    rateLimitDispatchesPerMinute: 1_000_000,
+    rateLimitWebhookFailuresPerMinute: 1_000_000,
     ...opts.config,
   });
   const schema = `t_node_${label}`;

@@ -1,9 +1,9 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { Deps } from '../../deps.js';
 import { TroupeError } from '../../../ops/kernel/errors.js';
 import { decodeUtf8 } from '../../../ops/kernel/utf8.js';
 import { listProjects } from '../../../storage/identity/orgs.js';
-import { candidateIntegrations, type ProviderIntegration } from '../../../storage/integrations/provider-integrations.js';
+import { findProviderIntegration, type ProviderIntegration } from '../../../storage/integrations/provider-integrations.js';
 import { forgetWebhookEvent, recordWebhookEvent } from '../../../storage/integrations/webhook-events.js';
 import { storeRouteMessage } from '../../../storage/integrations/webhook-resend.js';
 import { providerEventAddress } from './actor.js';
@@ -13,19 +13,23 @@ import { planRoute } from './routing.js';
 import { sessionScope } from '../../../storage/sessions/queries.js';
 
 /**
- * The unified provider webhook (spec 4.7, 6.3; decision 0014). Order of checks, each on the exact bytes received:
- * 1. the provider is one of the four (404 otherwise); the edge has already capped the body (413);
- * 2. its signature header is present and well-formed (401);
- * 3. which org signed it: the secret of every org connected to that provider, or only the hinted org's, is opened
- *    and tried; exactly one must match (401) — O(connected orgs) AES-GCM opens and HMACs per delivery;
- * 4. the signed body is UTF-8 JSON (400: validly signed garbage is the sender's bug) and carries the provider's
+ * The unified provider webhook (spec 4.7, 6.3; decisions 0014, 0025). Order of checks, each on the exact bytes
+ * received:
+ * 1. the provider is one of the four (404 otherwise); the edge has already capped the body (413) and required the
+ *    delivery URL's `?org=` (400);
+ * 2. the source address has not had too many deliveries refused this minute (429, before any signature work);
+ * 3. its signature header is present and well-formed (401);
+ * 4. the named org's secret, and only that one, is opened and checked (401 when the org is not connected or the
+ *    signature does not match): one AES-GCM open and one HMAC per delivery, whatever the number of orgs;
+ * 5. the signed body is UTF-8 JSON (400: validly signed garbage is the sender's bug) and carries the provider's
  *    delivery id (400); Linear's signed `webhookTimestamp` is within a minute (401);
- * 5. the delivery is recorded under (org, provider, delivery id): a repeat answers `duplicate: true` with the first
- *    answer's ids and is not routed again;
- * 6. a fresh delivery is told to its `provider-event/<eventId>` actor; the 200 goes out only once the transport
+ * 6. the delivery is recorded under (org, provider, delivery id) and (org, provider, SHA-256 of the body): a repeat
+ *    of either answers `duplicate: true` with the first answer's ids and is not routed again (an unsigned delivery-id
+ *    header does not make a replayed body new);
+ * 7. a fresh delivery is told to its `provider-event/<eventId>` actor; the 200 goes out only once the transport
  *    has accepted it (a broker confirm on RabbitMQ). If that fails the record is dropped, so the provider's retry
  *    is accepted, and the caller gets 503.
- * Refusals of 2–4 carry one generic message; the reason goes to the log.
+ * Refusals of 3–5 carry one generic message and count against the source (2); the reason goes to the log.
  */
 export const PROVIDER_WEBHOOK_MAX_BYTES = 1024 * 1024;
 
@@ -40,13 +44,15 @@ export interface ProviderWebhookInput {
   readonly provider: string;
   readonly headers: Readonly<Record<string, string | undefined>>;
   readonly rawBody: Buffer;
-  /** Optional `?org=` of the delivery URL: only that org's secret is tried. */
-  readonly orgHint: string | undefined;
+  /** The delivery URL's `?org=`: the one org whose secret is tried. */
+  readonly orgId: string;
+  /** The sender's address: refused deliveries are counted per source. */
+  readonly source: string;
   /** Becomes the correlation id, so the answer, the log line and the stored event share one id. */
   readonly requestId: string;
 }
 
-type IngestDeps = Pick<Deps, 'db' | 'secrets' | 'clock' | 'log' | 'transport'>;
+type IngestDeps = Pick<Deps, 'db' | 'secrets' | 'clock' | 'log' | 'transport'> & { readonly services: Pick<Deps['services'], 'rateLimits'> };
 
 export const webhookSealContext = (orgId: string, provider: WebhookProvider): string => `${orgId}:webhook:${provider}`;
 
@@ -56,16 +62,19 @@ export async function receiveProviderWebhook(deps: IngestDeps, input: ProviderWe
   if (input.rawBody.length > PROVIDER_WEBHOOK_MAX_BYTES) throw new TroupeError('HTTP_BODY_TOO_LARGE');
   const scheme = schemes[provider];
 
+  const failures = deps.services.rateLimits.webhookFailures;
+  await failures.assertOpen(input.source);
   let integration: ProviderIntegration;
   let body: Record<string, unknown>;
   try {
     const signatures = scheme.signatures(input.headers);
-    integration = await signingIntegration(deps, provider, input.orgHint, signatures, input.rawBody);
+    integration = await signingIntegration(deps, provider, input.orgId, signatures, input.rawBody);
     body = parseSignedBody(input.rawBody);
     scheme.assertFresh?.(body, deps.clock.now());
   } catch (err) {
     if (err instanceof ProviderWebhookRefusal) {
       deps.log.warn({ provider, reason: err.reason, reqId: input.requestId }, 'provider webhook refused');
+      await failures.note(input.source);
       throw new TroupeError('AUTH_INVALID', 'webhook signature verification failed');
     }
     throw err;
@@ -77,7 +86,8 @@ export async function receiveProviderWebhook(deps: IngestDeps, input: ProviderWe
   const orgId = integration.orgId;
 
   const recorded = await recordWebhookEvent(deps.db, {
-    id: randomUUID(), orgId, provider, deliveryId, eventType, correlationId: input.requestId, at: new Date(deps.clock.now()),
+    id: randomUUID(), orgId, provider, deliveryId, bodySha256: createHash('sha256').update(input.rawBody).digest('hex'), eventType,
+    correlationId: input.requestId, at: new Date(deps.clock.now()),
   });
   const answer = { ok: true as const, eventId: recorded.event.id, correlationId: recorded.event.correlationId };
   if (!recorded.fresh) return { ...answer, duplicate: true };
@@ -105,24 +115,21 @@ export async function receiveProviderWebhook(deps: IngestDeps, input: ProviderWe
   return { ...answer, duplicate: false };
 }
 
-/** The one connected org whose secret made one of `signatures`; throws ProviderWebhookRefusal otherwise. */
+/** The named org's connection when its secret made one of `signatures`; throws ProviderWebhookRefusal otherwise. */
 async function signingIntegration(
-  deps: IngestDeps, provider: WebhookProvider, orgHint: string | undefined, signatures: Buffer[], body: Buffer,
+  deps: IngestDeps, provider: WebhookProvider, orgId: string, signatures: Buffer[], body: Buffer,
 ): Promise<ProviderIntegration> {
-  const candidates = await candidateIntegrations(deps.db, provider, orgHint);
-  const matches: ProviderIntegration[] = [];
-  for (const c of candidates) {
-    let secret: string;
-    try {
-      secret = deps.secrets.open(c.sealedSecret, webhookSealContext(c.orgId, provider));
-    } catch {
-      deps.log.error({ orgId: c.orgId, provider }, 'a webhook secret could not be opened (master key changed?)');
-      continue;
-    }
-    if (signedWith(provider, secret, signatures, body)) matches.push(c);
+  const integration = await findProviderIntegration(deps.db, orgId, provider);
+  if (!integration) throw new ProviderWebhookRefusal('not-connected');
+  let secret: string;
+  try {
+    secret = deps.secrets.open(integration.sealedSecret, webhookSealContext(orgId, provider));
+  } catch {
+    deps.log.error({ orgId, provider }, 'a webhook secret could not be opened (master key changed?)');
+    throw new ProviderWebhookRefusal('no-matching-secret');
   }
-  if (matches.length === 1) return matches[0]!;
-  throw new ProviderWebhookRefusal(matches.length > 1 ? 'ambiguous-secret' : 'no-matching-secret');
+  if (!signedWith(provider, secret, signatures, body)) throw new ProviderWebhookRefusal('no-matching-secret');
+  return integration;
 }
 
 function parseSignedBody(raw: Buffer): Record<string, unknown> {

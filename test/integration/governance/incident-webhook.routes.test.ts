@@ -1,8 +1,10 @@
-// Invariant: the incident.io webhook accepts a delivery only when exactly one connected org secret (or, failing
-// that, the legacy environment secret for exactly one environment-only row) signed it, within five minutes, once;
+// Invariant: the incident.io webhook accepts a delivery only when the org its URL names signed it (a URL without one:
+// exactly one connected org secret, or failing that the legacy environment secret of the one org the platform admin
+// gave it to), within five minutes, once per org;
 // every other delivery — unsigned, tampered, stale, non-digit timestamp, replayed, ambiguous, over 1 MiB — is 401
 // and changes nothing. Accepted events create, update and resolve the org's incident, which the human-only list shows.
 import { expect } from 'chai';
+import sinon from 'sinon';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { startTestNode, type TestNode } from '../../support/node.js';
 import { secretKey, sign } from '../../../actors/governance/standard-webhooks.js';
@@ -10,6 +12,7 @@ import { receiveIncidentIoWebhook } from '../../../actors/governance/incident-we
 import { addUser, nonHumanTokens, provisionOrg, type ProvisionedOrg, governanceEngineSets } from './governance-fixtures.js';
 
 const PATH = '/api/webhooks/ingest/incident-io';
+const ENV_SECRET = '/api/admin/integrations/incident-io/environment-secret';
 const newSecret = (): string => `whsec_${randomBytes(24).toString('base64')}`;
 
 function signed(secret: string, body: string | Buffer, opts: { id?: string; timestamp?: string; extraSignatures?: string[] } = {}) {
@@ -160,27 +163,78 @@ for (const { set, skip } of governanceEngineSets) describe(`governance: incident
     before(async () => { t = await startTestNode({ engines: set, config: { incidentIoSecret: legacy } }); });
     after(async () => { await t?.close(); });
     const body = () => event('incident.created', { id: `inc-${randomUUID()}` });
-    const deliver = (b: string, headers: Record<string, string>) => t.call('POST', PATH, { rawBody: b, headers });
+    const deliver = (b: string, headers: Record<string, string>, org?: string) =>
+      t.call('POST', org ? `${PATH}?org=${org}` : PATH, { rawBody: b, headers });
 
-    it('uses the legacy secret only for exactly one environment-only row, never for per-org rows', async () => {
+    it('uses the legacy secret for the one org the platform admin gives it to, never for per-org rows (issue 16)', async () => {
       const perOrg = await provisionOrg(t);
       await t.call('PUT', `/api/org/${perOrg.orgId}/integrations/incident-io`, { token: perOrg.ownerToken, body: { signingSecret: newSecret() } });
       const b1 = body();
       expect((await deliver(b1, signed(legacy, b1))).status, 'no environment-only row').to.equal(401);
 
+      // An org cannot take the environment secret for itself.
       const envOrg = await provisionOrg(t);
-      const put = await t.call('PUT', `/api/org/${envOrg.orgId}/integrations/incident-io`, { token: envOrg.ownerToken, body: { useEnvironmentSecret: true } });
-      expect(put.json).to.include({ secretSource: 'environment' });
+      const taken = await t.call('PUT', `/api/org/${envOrg.orgId}/integrations/incident-io`, { token: envOrg.ownerToken, body: { useEnvironmentSecret: true } });
+      expect(taken.status, taken.text).to.equal(400);
+      expect((await t.call('PUT', ENV_SECRET, { token: envOrg.ownerToken, body: { orgId: envOrg.orgId } })).status, 'org credentials on the admin route').to.equal(403);
+
+      const given = await t.call('PUT', ENV_SECRET, { token: t.adminToken, body: { orgId: envOrg.orgId } });
+      expect(given.status, given.text).to.equal(200);
+      expect(given.json).to.deep.equal({ orgId: envOrg.orgId, previousOrgId: null, webhookUrl: `${PATH}?org=${envOrg.orgId}` });
       const b2 = body();
       const ok = await deliver(b2, signed(legacy, b2));
       expect(ok.status, ok.text).to.equal(200);
       const listed = await t.call('GET', '/api/incidents', { token: envOrg.ownerToken });
       expect(listed.json.incidents.map((i: { id: string }) => i.id)).to.deep.equal([ok.json.incidentId]);
+      const b2routed = body();
+      expect((await deliver(b2routed, signed(legacy, b2routed), envOrg.orgId)).status, 'routed by ?org= too').to.equal(200);
 
+      // Another org's attempt changes nothing; the admin moving it does, and both chains say so.
       const secondEnv = await provisionOrg(t);
-      await t.call('PUT', `/api/org/${secondEnv.orgId}/integrations/incident-io`, { token: secondEnv.ownerToken, body: { useEnvironmentSecret: true } });
+      expect((await t.call('PUT', `/api/org/${secondEnv.orgId}/integrations/incident-io`, { token: secondEnv.ownerToken, body: { useEnvironmentSecret: true } })).status).to.equal(400);
       const b3 = body();
-      expect((await deliver(b3, signed(legacy, b3))).status, 'two environment-only rows').to.equal(401);
+      expect((await deliver(b3, signed(legacy, b3))).status, 'still the first org\'s').to.equal(200);
+      const moved = await t.call('PUT', ENV_SECRET, { token: t.adminToken, body: { orgId: secondEnv.orgId } });
+      expect(moved.json).to.include({ orgId: secondEnv.orgId, previousOrgId: envOrg.orgId });
+      const b4 = body();
+      const b4ok = await deliver(b4, signed(legacy, b4));
+      expect(b4ok.status, b4ok.text).to.equal(200);
+      expect((await t.call('GET', '/api/incidents', { token: secondEnv.ownerToken })).json.incidents.map((i: { id: string }) => i.id)).to.deep.equal([b4ok.json.incidentId]);
+      const b5 = body();
+      expect((await deliver(b5, signed(legacy, b5), envOrg.orgId)).status, 'the first org lost it').to.equal(401);
+      const auditTypes = async (o: ProvisionedOrg) =>
+        (await t.call('GET', '/api/audit?limit=20', { token: o.ownerToken })).json.entries.map((e: { type: string }) => e.type);
+      expect(await auditTypes(envOrg)).to.include.members(['integration.environment_secret_assigned', 'integration.environment_secret_removed']);
+      expect(await auditTypes(secondEnv)).to.include('integration.environment_secret_assigned');
+
+      const removed = await t.call('DELETE', ENV_SECRET, { token: t.adminToken });
+      expect(removed.json).to.deep.equal({ orgId: null, previousOrgId: secondEnv.orgId, webhookUrl: null });
+      const b6 = body();
+      expect((await deliver(b6, signed(legacy, b6))).status).to.equal(401);
+      expect((await t.call('PUT', ENV_SECRET, { token: t.adminToken, body: { orgId: randomUUID() } })).status, 'an org that does not exist').to.equal(404);
+    });
+
+    it('checks a delivery whose URL names an org against that org\'s secret only, and keeps replay ids per org (issue 16)', async () => {
+      const [a, b] = [await provisionOrg(t), await provisionOrg(t)];
+      const [secretA, secretB] = [newSecret(), newSecret()];
+      for (const [o, secret] of [[a, secretA], [b, secretB]] as const) {
+        const put = await t.call('PUT', `/api/org/${o.orgId}/integrations/incident-io`, { token: o.ownerToken, body: { signingSecret: secret } });
+        expect(put.json.webhookUrl).to.equal(`${PATH}?org=${o.orgId}`);
+      }
+      const open = sinon.spy(t.node.deps.secrets, 'open');
+      try {
+        const toA = body();
+        expect((await deliver(toA, signed(secretB, toA), a.orgId)).status, "B's signature on A's URL").to.equal(401);
+        expect(open.callCount, "only A's secret is opened").to.equal(1);
+      } finally {
+        open.restore();
+      }
+      // The same webhook-id in two orgs is two deliveries: one org's ids neither collide with nor reveal another's.
+      const id = `msg_${randomUUID()}`;
+      const [ba, bb] = [body(), body()];
+      expect((await deliver(ba, signed(secretA, ba, { id }), a.orgId)).status).to.equal(200);
+      expect((await deliver(bb, signed(secretB, bb, { id }), b.orgId)).status).to.equal(200);
+      expect((await deliver(ba, signed(secretA, ba, { id }), a.orgId)).status, 'a replay within the org').to.equal(401);
     });
 
     it('refuses a delivery that two orgs\' secrets both verify', async () => {

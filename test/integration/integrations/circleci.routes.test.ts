@@ -44,7 +44,7 @@ for (const { set, skip } of engineSets) describe(`integrations: CircleCI job fai
   let other: Org;
   const secret = randomBytes(20).toString('hex');
 
-  const deliver = (body: string, signature = circleciSignature(secret, body)) => t.call('POST', '/api/webhooks/ingest/circleci', {
+  const deliver = (body: string, signature = circleciSignature(secret, body)) => t.call('POST', `/api/webhooks/ingest/circleci?org=${org.orgId}`, {
     rawBody: body, headers: { 'content-type': 'application/json', 'circleci-signature': signature, 'circleci-event-type': 'job-completed' },
   });
   const ciActivities = (o: Org, sessionId: string) => sessionActivities(t, o, sessionId, 'ci.job_failed');

@@ -31,15 +31,15 @@ for (const { set, skip } of engineSets) describe(`integrations: GitHub and Verce
 
   /** One GitHub delivery: its body, event and delivery id are fixed, so sending it again is GitHub re-sending it. */
   const githubDelivery = (event: string, payload: Record<string, unknown>) => ({ event, body: JSON.stringify(payload), id: randomUUID() });
-  const deliverGithub = async (d: { event: string; body: string; id: string }, secret = githubSecret) =>
-    t.call('POST', '/api/webhooks/ingest/github', {
+  const deliverGithub = async (d: { event: string; body: string; id: string }, secret = githubSecret, to = org) =>
+    t.call('POST', `/api/webhooks/ingest/github?org=${to.orgId}`, {
       rawBody: d.body,
       headers: {
         'content-type': 'application/json', 'x-github-event': d.event, 'x-github-delivery': d.id,
         'x-hub-signature-256': await octokitSign(secret, d.body),
       },
     });
-  const deliverVercel = (body: string) => t.call('POST', '/api/webhooks/ingest/vercel', {
+  const deliverVercel = (body: string) => t.call('POST', `/api/webhooks/ingest/vercel?org=${org.orgId}`, {
     rawBody: body, headers: { 'content-type': 'application/json', 'x-vercel-signature': vercelSignature(vercelSecret, body) },
   });
 
@@ -93,7 +93,7 @@ for (const { set, skip } of engineSets) describe(`integrations: GitHub and Verce
       expect(await sessionsOf(org, trackerIssue)).to.have.length(1);
 
       // The other org watching the same repository gets its own session from its own delivery, not this one.
-      const theirs = await deliverGithub({ ...delivery, id: randomUUID() }, otherGithubSecret);
+      const theirs = await deliverGithub({ ...delivery, id: randomUUID() }, otherGithubSecret, other);
       expect(theirs.status, theirs.text).to.equal(200);
       await deliverySettled(t, other.orgId, theirs.json.eventId);
       const theirSessions = await sessionsOf(other, trackerIssue);

@@ -5,6 +5,7 @@
 // Linear issue creation dispatches a session in that org. Anything else (tampered, unsigned, stale, unknown provider,
 // over 1 MiB, hostile bytes) is refused with a 4xx and changes nothing; the connect route is admin-only and org-scoped.
 import { expect } from 'chai';
+import sinon from 'sinon';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { sign as octokitSign, verify as octokitVerify } from '@octokit/webhooks-methods';
 import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
@@ -39,8 +40,9 @@ for (const { set, skip } of engineSets) describe(`integrations: provider webhook
   });
   after(async () => { await t?.close(); });
 
-  const deliver = (provider: string, body: string | Buffer, headers: Record<string, string>, orgHint?: string) =>
-    t.call('POST', ingest(provider, orgHint), { rawBody: body, headers: { 'content-type': 'application/json', ...headers } });
+  /** A delivery to the URL the connect route hands out (`?org=`), org A's unless another is named. */
+  const deliver = (provider: string, body: string | Buffer, headers: Record<string, string>, orgId: string | undefined = org.orgId) =>
+    t.call('POST', ingest(provider, orgId), { rawBody: body, headers: { 'content-type': 'application/json', ...headers } });
 
   describe('signature schemes', () => {
     it("GitHub's documented test vector and @octokit/webhooks-methods agree with our verifier", async () => {
@@ -72,19 +74,50 @@ for (const { set, skip } of engineSets) describe(`integrations: provider webhook
       expect(await t.node.deps.db('provider_webhook_events').where({ delivery_id: delivery }).count({ n: '*' })).to.deep.equal([{ n: 1 }]);
     });
 
-    it('finds the signing org among several connected to the same provider, with or without the org hint', async () => {
+    it('checks a delivery against the secret of the org its URL names, and no other (issue 16)', async () => {
       const body = JSON.stringify({ action: 'closed' });
       const headers = { ...signatureHeaderFor('github', otherSecret, body), 'x-github-delivery': randomUUID(), 'x-github-event': 'issues' };
-      const r = await deliver('github', body, headers);
+      const r = await deliver('github', body, headers, other.orgId);
       expect(r.status, r.text).to.equal(200);
       expect((await findWebhookEvent(t.node.deps.db, other.orgId, r.json.eventId))?.orgId).to.equal(other.orgId);
       expect(await findWebhookEvent(t.node.deps.db, org.orgId, r.json.eventId)).to.equal(undefined);
       // The same delivery id in another org is that org's own delivery, not a duplicate.
       const mine = await deliver('github', body, { ...headers, ...signatureHeaderFor('github', secrets.github, body) }, org.orgId);
       expect(mine.json).to.include({ duplicate: false });
-      // A hint naming the wrong org makes the right signature fail.
-      const wrongHint = await deliver('github', body, { ...headers, 'x-github-delivery': randomUUID() }, org.orgId);
-      expect(wrongHint.status).to.equal(401);
+      // Another org's valid signature sent to this org's URL is refused: only the named org's secret is tried.
+      const elsewhere = await deliver('github', body, { ...headers, 'x-github-delivery': randomUUID() }, org.orgId);
+      expect(elsewhere.status).to.equal(401);
+      // No org in the URL: refused before any secret is opened; an org not connected to the provider: 401.
+      const unnamed = await deliver('github', body, { ...headers, 'x-github-delivery': randomUUID() }, '');
+      expect([unnamed.status, unnamed.json.code]).to.deep.equal([400, 'HTTP_BAD_QUERY']);
+      const notConnected = await deliver('vercel', body, signatureHeaderFor('vercel', secrets.vercel, body), other.orgId);
+      expect(notConnected.status).to.equal(401);
+    });
+
+    it('does one secret open and one HMAC per delivery, however many orgs connect the provider (issue 16)', async () => {
+      const open = sinon.spy(t.node.deps.secrets, 'open');
+      try {
+        const body = JSON.stringify({ action: 'opened', pad: 'x'.repeat(1000) });
+        const forged = { ...signatureHeaderFor('github', newSecret(), body), 'x-github-delivery': randomUUID(), 'x-github-event': 'issues' };
+        expect((await deliver('github', body, forged)).status).to.equal(401);
+        expect(open.callCount, 'only the named org\'s secret is opened').to.equal(1);
+      } finally {
+        open.restore();
+      }
+    });
+
+    it('treats a replayed signed body under a fresh delivery id as the duplicate it is (GitHub and Linear, issue 16)', async () => {
+      const gh = JSON.stringify({ action: 'opened', issue: { number: randomUUID() } });
+      const ghHeaders = { ...signatureHeaderFor('github', secrets.github, gh), 'x-github-event': 'issues' };
+      const first = await deliver('github', gh, { ...ghHeaders, 'x-github-delivery': randomUUID() });
+      const replay = await deliver('github', gh, { ...ghHeaders, 'x-github-delivery': randomUUID() });
+      expect(replay.status, replay.text).to.equal(200);
+      expect(replay.json).to.deep.equal({ ...first.json, duplicate: true });
+      const ln = JSON.stringify({ action: 'update', type: 'Comment', data: { id: randomUUID() }, webhookTimestamp: Date.now() });
+      const lnHeaders = signatureHeaderFor('linear', secrets.linear, ln);
+      const lnFirst = await deliver('linear', ln, { ...lnHeaders, 'linear-delivery': randomUUID() });
+      const lnReplay = await deliver('linear', ln, { ...lnHeaders, 'linear-delivery': randomUUID() });
+      expect(lnReplay.json).to.deep.equal({ ...lnFirst.json, duplicate: true });
     });
 
     it('Linear: hex HMAC-SHA256 in Linear-Signature, Linear-Delivery, webhookTimestamp within a minute', async () => {

@@ -1,0 +1,97 @@
+import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import type { Redis } from 'ioredis';
+import { TroupeError } from '../ops/kernel/errors.js';
+
+/**
+ * Rate limits on rate-limiter-flexible: fixed windows of `points` per `durationSeconds` per key. With Redis every
+ * node of a cluster counts in the same keys (under the cache's key prefix); without it, or while Redis is down, each
+ * node counts in its own memory (the library's insurance limiter), so a Redis outage loosens limits to per node but
+ * never fails a request.
+ */
+export interface RateLimitRule {
+  readonly points: number;
+  readonly durationSeconds: number;
+}
+
+export interface RateLimit {
+  /** Counts one against `key`; throws RATE_LIMITED (429, with `retryAfterSeconds`) once the window is used up. */
+  consume(key: string): Promise<void>;
+  /** Counts one against `key` and never throws: for failures that are counted now and refused on the next call. */
+  note(key: string): Promise<void>;
+  /** Throws RATE_LIMITED when `key` has used up its window, without counting. */
+  assertOpen(key: string): Promise<void>;
+  /** Forgets `key` (a successful login clears its source's failures). */
+  forget(key: string): Promise<void>;
+}
+
+export function createRateLimit(name: string, rule: RateLimitRule, redis: Redis | undefined, message: string): RateLimit {
+  const memory = new RateLimiterMemory({ keyPrefix: `rl:${name}`, points: rule.points, duration: rule.durationSeconds });
+  const limiter: RateLimiterAbstract = redis
+    ? new RateLimiterRedis({
+      storeClient: redis, keyPrefix: `rl:${name}`, points: rule.points, duration: rule.durationSeconds,
+      rejectIfRedisNotReady: true, insuranceLimiter: memory,
+    })
+    : memory;
+  const refused = (res: RateLimiterRes) => {
+    const retryAfterSeconds = Math.max(1, Math.ceil(res.msBeforeNext / 1000));
+    return new TroupeError('RATE_LIMITED', message, { retryAfterSeconds, limit: rule.points, windowSeconds: rule.durationSeconds });
+  };
+  return {
+    async consume(key) {
+      try {
+        await limiter.consume(key);
+      } catch (err) {
+        if (err instanceof RateLimiterRes) throw refused(err);
+        throw err;
+      }
+    },
+    async note(key) {
+      await limiter.consume(key).catch((err: unknown) => {
+        if (!(err instanceof RateLimiterRes)) throw err;
+      });
+    },
+    async assertOpen(key) {
+      const res = await limiter.get(key);
+      if (res !== null && res.consumedPoints >= rule.points && res.msBeforeNext > 0) throw refused(res);
+    },
+    async forget(key) {
+      await limiter.delete(key);
+    },
+  };
+}
+
+/** A login source may fail this often per email per minute; then it waits, while other sources may still try. */
+export const LOGIN_FAILURES_PER_SOURCE_PER_MINUTE = 10;
+
+/** The node's rate limits (decision 0026), one set per node, Redis-backed when the node has Redis. */
+export interface RateLimits {
+  /** Write requests (POST, PUT, PATCH, DELETE) per user, API key or machine client. */
+  readonly writes: RateLimit;
+  /** Dispatches (sessions, workflow runs, prompts) per user, API key or machine client. */
+  readonly dispatches: RateLimit;
+  /** Failed logins per (email, source address). */
+  readonly loginFailuresBySource: RateLimit;
+  /** Failed logins per email, from any source: the slower global ceiling. */
+  readonly loginFailuresByEmail: RateLimit;
+  /** Refused webhook deliveries per source address, counted before any signature is computed. */
+  readonly webhookFailures: RateLimit;
+}
+
+export function createRateLimits(
+  limits: {
+    readonly writesPerMinute: number; readonly dispatchesPerMinute: number; readonly loginFailuresPerEmailPerHour: number;
+    readonly webhookFailuresPerMinute: number;
+  },
+  redis: Redis | undefined,
+): RateLimits {
+  return {
+    writes: createRateLimit('writes', { points: limits.writesPerMinute, durationSeconds: 60 }, redis, 'too many write requests from this credential'),
+    dispatches: createRateLimit('dispatches', { points: limits.dispatchesPerMinute, durationSeconds: 60 }, redis, 'too many dispatches from this credential'),
+    loginFailuresBySource: createRateLimit('login-source', { points: LOGIN_FAILURES_PER_SOURCE_PER_MINUTE, durationSeconds: 60 }, redis,
+      'too many failed logins for this email from this address; wait a minute'),
+    loginFailuresByEmail: createRateLimit('login-email', { points: limits.loginFailuresPerEmailPerHour, durationSeconds: 3600 }, redis,
+      'too many failed logins for this email; wait before trying again'),
+    webhookFailures: createRateLimit('webhook-failures', { points: limits.webhookFailuresPerMinute, durationSeconds: 60 }, redis,
+      'too many refused webhook deliveries from this address'),
+  };
+}
