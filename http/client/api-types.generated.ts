@@ -133,7 +133,7 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
-        /** Connect incident.io: store the org's whsec_ signing secret (encrypted at rest), or {useEnvironmentSecret: true} for the one environment-only row */
+        /** Connect incident.io: store the org's whsec_ signing secret (encrypted at rest); the reply names the delivery URL (the legacy environment secret is the platform admin's to give) */
         put: operations["putApiOrgOrgIdIntegrationsIncidentIo"];
         post?: never;
         delete?: never;
@@ -154,6 +154,24 @@ export interface paths {
         /** incident.io webhook, verified as Standard Webhooks; every verification failure (including over 1 MiB and a repeated webhook-id) is 401 */
         post: operations["postApiWebhooksIngestIncidentIo"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/integrations/incident-io/environment-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Give the legacy TROUPE_INCIDENT_IO_SECRET to one org (taking it from any other); that org's deliveries are verified with it */
+        put: operations["putApiAdminIntegrationsIncidentIoEnvironmentSecret"];
+        post?: never;
+        /** Take the legacy TROUPE_INCIDENT_IO_SECRET from whichever org has it */
+        delete: operations["deleteApiAdminIntegrationsIncidentIoEnvironmentSecret"];
         options?: never;
         head?: never;
         patch?: never;
@@ -202,7 +220,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Unified provider webhook, verified with the provider's own signature on the raw body; 200 at once, routing deferred; a repeated delivery id answers duplicate: true. 401 bad signature, 404 unknown provider, 413 over 1 MiB */
+        /** Unified provider webhook for the org the URL names (?org=, as the integration's webhookUrl has it), verified with that org's secret and the provider's own signature on the raw body; 200 at once, routing deferred; a repeated delivery id or signed body answers duplicate: true. 400 no org, 401 bad signature or org not connected, 404 unknown provider, 413 over 1 MiB, 429 too many refused deliveries from this address */
         post: operations["postApiWebhooksIngestProvider"];
         delete?: never;
         options?: never;
@@ -2139,6 +2157,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Client error */
             "4XX": {
                 headers: {
@@ -2358,6 +2387,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Client error */
             "4XX": {
                 headers: {
@@ -2481,14 +2521,12 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    signingSecret?: string;
-                    /** @constant */
-                    useEnvironmentSecret?: true;
+                    signingSecret: string;
                 };
             };
         };
         responses: {
-            /** @description Connect incident.io: store the org's whsec_ signing secret (encrypted at rest), or {useEnvironmentSecret: true} for the one environment-only row */
+            /** @description Connect incident.io: store the org's whsec_ signing secret (encrypted at rest); the reply names the delivery URL (the legacy environment secret is the platform admin's to give) */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -2503,6 +2541,183 @@ export interface operations {
                         /** @enum {unknown} */
                         secretSource: "org" | "environment";
                         updatedAt?: string;
+                        /** @description The path incident.io should deliver to: it names the org, so only its secret is tried */
+                        webhookUrl?: string;
+                    };
+                };
+            };
+            /** @description Malformed or invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated but not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body larger than the route accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server or dependency error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postApiWebhooksIngestIncidentIo: {
+        parameters: {
+            query?: {
+                org?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "*/*": string;
+            };
+        };
+        responses: {
+            /** @description incident.io webhook, verified as Standard Webhooks; every verification failure (including over 1 MiB and a repeated webhook-id) is 401 */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        ok: boolean;
+                        created?: boolean;
+                        updated?: boolean;
+                        resolved?: boolean;
+                        event_type?: string;
+                        incidentId?: string;
+                        skipped?: boolean;
+                    };
+                };
+            };
+            /** @description Malformed or invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body larger than the route accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server or dependency error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    putApiAdminIntegrationsIncidentIoEnvironmentSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** Format: uuid */
+                    orgId: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Give the legacy TROUPE_INCIDENT_IO_SECRET to one org (taking it from any other); that org's deliveries are verified with it */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        orgId: string | null;
+                        previousOrgId: string | null;
+                        webhookUrl?: string | null;
                     };
                 };
             };
@@ -2571,38 +2786,30 @@ export interface operations {
             };
         };
     };
-    postApiWebhooksIngestIncidentIo: {
+    deleteApiAdminIntegrationsIncidentIoEnvironmentSecret: {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        requestBody: {
-            content: {
-                "*/*": string;
-            };
-        };
+        requestBody?: never;
         responses: {
-            /** @description incident.io webhook, verified as Standard Webhooks; every verification failure (including over 1 MiB and a repeated webhook-id) is 401 */
+            /** @description Take the legacy TROUPE_INCIDENT_IO_SECRET from whichever org has it */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        ok: boolean;
-                        created?: boolean;
-                        updated?: boolean;
-                        resolved?: boolean;
-                        event_type?: string;
-                        incidentId?: string;
-                        skipped?: boolean;
+                        orgId: string | null;
+                        previousOrgId: string | null;
+                        webhookUrl?: string | null;
                     };
                 };
             };
-            /** @description Malformed or invalid request */
-            400: {
+            /** @description Missing or invalid credentials */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2610,8 +2817,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Body larger than the route accepts */
-            413: {
+            /** @description Authenticated but not allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2803,6 +3010,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Client error */
             "4XX": {
                 headers: {
@@ -2825,8 +3043,8 @@ export interface operations {
     };
     postApiWebhooksIngestProvider: {
         parameters: {
-            query?: {
-                org?: string;
+            query: {
+                org: string;
             };
             header?: never;
             path: {
@@ -2840,7 +3058,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Unified provider webhook, verified with the provider's own signature on the raw body; 200 at once, routing deferred; a repeated delivery id answers duplicate: true. 401 bad signature, 404 unknown provider, 413 over 1 MiB */
+            /** @description Unified provider webhook for the org the URL names (?org=, as the integration's webhookUrl has it), verified with that org's secret and the provider's own signature on the raw body; 200 at once, routing deferred; a repeated delivery id or signed body answers duplicate: true. 400 no org, 401 bad signature or org not connected, 404 unknown provider, 413 over 1 MiB, 429 too many refused deliveries from this address */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -3044,6 +3262,17 @@ export interface operations {
             /** @description Unsupported content type */
             415: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4194,6 +4423,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Client error */
             "4XX": {
                 headers: {
@@ -4296,6 +4536,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Client error */
             "4XX": {
                 headers: {
@@ -4356,6 +4607,17 @@ export interface operations {
             /** @description Authenticated but not allowed */
             403: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4460,6 +4722,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Client error */
             "4XX": {
                 headers: {
@@ -4520,6 +4793,17 @@ export interface operations {
             /** @description Authenticated but not allowed */
             403: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4619,6 +4903,17 @@ export interface operations {
             /** @description Unsupported content type */
             415: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4811,6 +5106,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Client error */
             "4XX": {
                 headers: {
@@ -4905,6 +5211,17 @@ export interface operations {
             /** @description Unsupported content type */
             415: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many dispatches from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5074,6 +5391,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Client error */
             "4XX": {
                 headers: {
@@ -5164,6 +5492,17 @@ export interface operations {
             /** @description Unsupported content type */
             415: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many dispatches from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5987,6 +6326,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Client error */
             "4XX": {
                 headers: {
@@ -6060,6 +6410,17 @@ export interface operations {
             /** @description Authenticated but not allowed */
             403: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6405,6 +6766,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Client error */
             "4XX": {
                 headers: {
@@ -6675,6 +7047,17 @@ export interface operations {
             /** @description Unsupported content type */
             415: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6980,6 +7363,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Client error */
             "4XX": {
                 headers: {
@@ -7164,6 +7558,17 @@ export interface operations {
             /** @description Unsupported content type */
             415: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many dispatches from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7539,6 +7944,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Client error */
             "4XX": {
                 headers: {
@@ -7628,6 +8044,17 @@ export interface operations {
             /** @description Unsupported content type */
             415: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7816,6 +8243,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Client error */
             "4XX": {
                 headers: {
@@ -7978,6 +8416,17 @@ export interface operations {
             /** @description Unsupported content type */
             415: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8661,6 +9110,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Client error */
             "4XX": {
                 headers: {
@@ -9086,6 +9546,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Client error */
             "4XX": {
                 headers: {
@@ -9224,6 +9695,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Client error */
             "4XX": {
                 headers: {
@@ -9341,6 +9823,17 @@ export interface operations {
             /** @description Unsupported content type */
             415: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9641,6 +10134,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Client error */
             "4XX": {
                 headers: {
@@ -9740,6 +10244,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Client error */
             "4XX": {
                 headers: {
@@ -9831,6 +10346,17 @@ export interface operations {
             /** @description Unsupported content type */
             415: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9986,6 +10512,17 @@ export interface operations {
             /** @description Unsupported content type */
             415: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10488,6 +11025,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Client error */
             "4XX": {
                 headers: {
@@ -10684,6 +11232,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Client error */
             "4XX": {
                 headers: {
@@ -10860,6 +11419,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Client error */
             "4XX": {
                 headers: {
@@ -10966,6 +11536,17 @@ export interface operations {
             /** @description Unsupported content type */
             415: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11105,6 +11686,17 @@ export interface operations {
             /** @description Authenticated but not allowed */
             403: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11297,6 +11889,17 @@ export interface operations {
             /** @description Unsupported content type */
             415: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11499,6 +12102,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Client error */
             "4XX": {
                 headers: {
@@ -11574,6 +12188,17 @@ export interface operations {
             /** @description Authenticated but not allowed */
             403: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11735,6 +12360,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Client error */
             "4XX": {
                 headers: {
@@ -11819,6 +12455,17 @@ export interface operations {
             /** @description Unsupported content type */
             415: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11915,6 +12562,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Client error */
             "4XX": {
                 headers: {
@@ -12003,6 +12661,17 @@ export interface operations {
             /** @description Unsupported content type */
             415: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
