@@ -18,8 +18,14 @@
  * node in-process (LocalTransport, in A's process) for the rate a single node reaches without the broker.
  * Prints one table; exits 1 when G4 is missed. Every process it starts, it stops; its topology is deleted.
  *
+ * `--baseline <checkout>` (another worktree of this repository, with node_modules) also starts a node A and B from
+ * that checkout's copy of this file, on the same cores with a topology of their own, and runs steps 2 and 3 on them
+ * next to this tree's in every round (after it in odd rounds, before it in even ones): how a change to the transport moves the broker path, measured in one run
+ * (this ÷ baseline, median of the per-round ratios).
+ *
  *   npx tsx ops/bench/cluster.ts [--url amqp://guest:guest@127.0.0.1:5672] [--rounds 5] [--seconds 3] [--warmup 3]
- *     [--concurrency 256] [--window 1000] [--shards 16] [--cpu-prof <dir>]   (--cpu-prof profiles nodes A and B)
+ *     [--concurrency 256] [--window 1000] [--shards 16] [--baseline <dir>] [--cpu-prof <dir>]
+ *     (--cpu-prof profiles nodes A and B)
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
@@ -48,6 +54,7 @@ const { values } = parseArgs({
     concurrency: { type: 'string', default: '256' },
     window: { type: 'string', default: '1000' },
     shards: { type: 'string', default: '16' },
+    baseline: { type: 'string' },
     'cpu-prof': { type: 'string' },
   },
 });
@@ -156,7 +163,20 @@ async function runNode(role: 'holder' | 'asker', prefix: string): Promise<void> 
 
 interface Worker {
   request<T>(message: unknown, timeoutMs: number): Promise<T>;
+  /** CPU seconds (user + system) the process has used so far, from /proc: works for a checkout that cannot say. */
+  cpuSeconds(): number;
   stop(): Promise<void>;
+}
+
+/** Linux reports a process's CPU time in clock ticks of 1/100 s (USER_HZ, fixed at 100 on every architecture). */
+const TICKS_PER_SECOND = 100;
+
+function cpuSecondsOf(pid: number): number {
+  // Fields after the command name (which may hold spaces, so split after its closing parenthesis): utime is the
+  // 14th field of the line and stime the 15th.
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
 }
 
 /** Starts `script` pinned to `core` with an IPC channel and waits for its `{ready}`. */
@@ -178,6 +198,7 @@ async function startWorker(script: string, args: readonly string[], core: string
   await request(undefined, 60_000);
   return {
     request,
+    cpuSeconds: () => cpuSecondsOf(child.pid!),
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return;
       const kill = setTimeout(() => child.kill('SIGKILL'), 15_000);
@@ -195,6 +216,8 @@ async function bench(): Promise<void> {
   const concurrency = clamp(values.concurrency, 1, 5_000);
   const window = clamp(values.window, 1, 10_000);
   const prefix = `troupe-bench-${randomBytes(4).toString('hex')}`;
+  const baselinePrefix = `${prefix}-base`;
+  const baselineScript = values.baseline === undefined ? undefined : path.join(path.resolve(values.baseline), 'ops', 'bench', 'cluster.ts');
   const ceilingQueue = `${prefix}.ceiling`;
   const self = fileURLToPath(import.meta.url);
   const ceilingScript = path.join(path.dirname(self), 'ceilings', 'amqp-confirmed-publish.ts');
@@ -221,14 +244,38 @@ async function bench(): Promise<void> {
     workers.push(floorAnswerer);
     const floorAsker = await startWorker(floorScript, ['--role', 'asker', ...floorArgs], '1');
     workers.push(floorAsker);
+    let baseline: { holder: Worker; asker: Worker } | undefined;
+    if (baselineScript !== undefined) {
+      const baseCommon = ['--url', values.url, '--prefix', baselinePrefix, '--shards', String(SHARDS)];
+      const holder = await startWorker(baselineScript, ['--role', 'holder', ...baseCommon], '0');
+      workers.push(holder);
+      const asker = await startWorker(baselineScript, ['--role', 'asker', ...baseCommon], '1');
+      workers.push(asker);
+      baseline = { holder, asker };
+    }
     const bound = (s: number) => (s + 60) * 1000;
     const ceilingRun = (run: RunRequest) => publisher.request<LoadResult>({ run }, bound(run.seconds));
     const askRun = (run: RunRequest) => asker.request<LoadResult>({ run }, bound(run.seconds));
 
+    const baselineRun = (run: RunRequest) => baseline!.asker.request<LoadResult>({ run }, bound(run.seconds));
     if (warmup > 0) {
       await ceilingRun({ seconds: warmup });
       await askRun({ seconds: warmup, concurrency });
+      if (baseline) await baselineRun({ seconds: warmup, concurrency });
     }
+    const abRows: Array<Record<string, string | number>> = [];
+    const abRates: number[] = [];
+    const abPacedP99s: number[] = [];
+    const abCpu: number[] = [];
+    /** Runs a closed-loop load and answers it with the CPU nodes A and B spent per answered ask (seconds). */
+    const withCpu = async (nodes: readonly Worker[], load: () => Promise<LoadResult>) => {
+      const cpuBefore = nodes.reduce((sum, node) => sum + node.cpuSeconds(), 0);
+      const began = performance.now();
+      const result = await load();
+      const answered = result.rate * ((performance.now() - began) / 1000);
+      const cpu = nodes.reduce((sum, node) => sum + node.cpuSeconds(), 0) - cpuBefore;
+      return { result, cpuPerAsk: cpu / Math.max(1, answered) };
+    };
     const rows: Array<Record<string, string | number>> = [];
     const ratios: number[] = [];
     const pacedP99s: number[] = [];
@@ -240,9 +287,29 @@ async function bench(): Promise<void> {
     const paths: number[] = [];
     for (let round = 1; round <= rounds; round += 1) {
       const ceiling = (await ceilingRun({ seconds })).rate;
-      const brokerPath = await askRun({ seconds, concurrency });
       const pacedRate = Math.max(1, Math.floor(ceiling * GOAL_RATIO / 2));
+      // The baseline goes second in odd rounds and first in even ones, so neither tree always follows the other.
+      const baselinePair = async () => {
+        const { result: rate, cpuPerAsk } = await withCpu([baseline!.asker, baseline!.holder], () => baselineRun({ seconds, concurrency }));
+        return { rate, cpuPerAsk, paced: await baselineRun({ seconds, perSecond: pacedRate }) };
+      };
+      const before = baseline && round % 2 === 0 ? await baselinePair() : undefined;
+      const { result: brokerPath, cpuPerAsk } = await withCpu([asker, holder], () => askRun({ seconds, concurrency }));
       const paced = await askRun({ seconds, perSecond: pacedRate });
+      const after = baseline && round % 2 === 1 ? await baselinePair() : undefined;
+      const pair = before ?? after;
+      if (pair) {
+        const { rate: theirs, paced: theirsPaced } = pair;
+        abRates.push(brokerPath.rate / theirs.rate);
+        abCpu.push(cpuPerAsk / pair.cpuPerAsk);
+        abPacedP99s.push(paced.p99 / theirsPaced.p99);
+        abRows.push({
+          round, 'this asks/s': Math.round(brokerPath.rate), 'baseline asks/s': Math.round(theirs.rate), 'rate ratio': Number((brokerPath.rate / theirs.rate).toFixed(3)),
+          'this CPU µs/ask': Math.round(cpuPerAsk * 1e6), 'baseline CPU µs/ask': Math.round(pair.cpuPerAsk * 1e6),
+          'CPU ratio': Number((cpuPerAsk / pair.cpuPerAsk).toFixed(3)), 'this paced p99 ms': paced.p99, 'baseline paced p99 ms': theirsPaced.p99, 'p99 ratio': Number((paced.p99 / theirsPaced.p99).toFixed(3)),
+          failures: theirs.failures + theirsPaced.failures,
+        });
+      }
       // The same round trip in plain amqplib at the same rate: the floor the broker and these cores set (decision 0019).
       const floor = await floorAsker.request<LoadResult>({ run: { seconds, perSecond: pacedRate } }, bound(seconds));
       floorP99s.push(floor.p99);
@@ -287,12 +354,18 @@ async function bench(): Promise<void> {
     printTable(rows);
     const met = ratio >= GOAL_RATIO && p99 <= GOAL_P99_MS;
     console.log(`G4: median ratio ${ratio.toFixed(2)} (goal ≥ ${GOAL_RATIO}); median p99 at half the goal rate ${p99.toFixed(2)} ms (goal ≤ ${GOAL_P99_MS} ms) → ${met ? 'met' : 'MISSED'}`);
+    if (baseline) {
+      console.log(`\nthis tree against the baseline ${values.baseline}, steps 2 and 3 interleaved in each round:`);
+      printTable(abRows);
+      console.log(`this ÷ baseline, median of ${rounds} rounds: A→B asks/s ${median(abRates).toFixed(3)}, CPU of A and B per ask ${median(abCpu).toFixed(3)} (lower is better), paced p99 ${median(abPacedP99s).toFixed(3)} (lower is better)`);
+    }
     process.exitCode = met ? 0 : 1;
   } finally {
     for (const worker of workers.reverse()) await worker.stop();
     const cleanup = await amqp.connect(values.url);
     const channel = await cleanup.createChannel();
     await deleteTopology(channel, shardTopology({ prefix, shardCount: SHARDS, nodeId: 'bench-holder', deliveryLimit: 5 }));
+    if (baselineScript !== undefined) await deleteTopology(channel, shardTopology({ prefix: baselinePrefix, shardCount: SHARDS, nodeId: 'bench-holder', deliveryLimit: 5 }));
     await channel.deleteQueue(ceilingQueue);
     for (let i = 0; i < SHARDS; i += 1) await channel.deleteQueue(`${ceilingQueue}.q${i}`);
     await cleanup.close();
