@@ -1,0 +1,58 @@
+import http from 'node:http';
+import type { NodeProcess } from '../cluster/processes.js';
+import type { FaultWorld } from './world.js';
+import { MixedLoad, type LoadRates } from './load.js';
+
+/** The org, workers and load of one fault run, provisioned through the first node's HTTP interface. */
+export interface Tenant {
+  readonly orgId: string;
+  readonly apiKey: string;
+  readonly projectId: string;
+  readonly workers: Array<{ workerId: string; runtimeJwt: string }>;
+}
+
+async function post(url: string, path: string, token: string | undefined, body: unknown): Promise<any> {
+  const res = await fetch(`${url}${path}`, {
+    method: 'POST', body: JSON.stringify(body), signal: AbortSignal.timeout(15_000),
+    headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+  });
+  const json = await res.json().catch(() => undefined);
+  if (!res.ok) throw new Error(`${path} answered ${res.status}: ${JSON.stringify(json)}`);
+  return json;
+}
+
+export async function provisionTenant(world: FaultWorld, workers = 8): Promise<Tenant> {
+  const url = world.nodes[0]!.url;
+  const created = await post(url, '/api/admin/orgs', world.adminToken, { name: 'Faults', owner: { email: `faults-${Date.now()}@example.com` } });
+  const tenant: Tenant = { orgId: created.org.id, apiKey: created.apiKey.fullKey, projectId: created.project.id, workers: [] };
+  for (let i = 0; i < workers; i++) {
+    const w = await post(url, '/v1/daemon/register', undefined, { registrationToken: created.registrationToken, hostname: `faults-${i}`, maxAgents: 50 });
+    tenant.workers.push({ workerId: w.workerId, runtimeJwt: w.runtimeJwt });
+  }
+  return tenant;
+}
+
+export function loadOn(world: FaultWorld, tenant: Tenant, rates: LoadRates): MixedLoad {
+  return new MixedLoad({ urls: world.nodes.map((n) => n.url), apiKey: tenant.apiKey, projectId: tenant.projectId, workers: tenant.workers }, rates);
+}
+
+/** GET /readyz of a node: its status code, or 0 when it did not answer within `ms`. */
+export function readyz(node: NodeProcess, ms = 3_000): Promise<number> {
+  return new Promise((resolve) => {
+    const req = http.get(`${node.url}/readyz`, { timeout: ms }, (res) => { res.resume(); resolve(res.statusCode ?? 0); });
+    req.on('timeout', () => req.destroy());
+    req.on('error', () => resolve(0));
+  });
+}
+
+/** Milliseconds until `probe` holds (polled every 100 ms), or undefined after `withinMs`. */
+export async function msUntil(probe: () => Promise<boolean> | boolean, withinMs: number): Promise<number | undefined> {
+  const started = Date.now();
+  while (Date.now() - started < withinMs) {
+    if (await probe()) return Date.now() - started;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return undefined;
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
