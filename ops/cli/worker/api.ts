@@ -1,17 +1,15 @@
+import {
+  createTroupeClient, TroupeApiError, TroupeUnreachableError, unwrap, type paths,
+} from '../../../http/client/index.js';
+
 /**
- * Every HTTP call the worker makes, in one place (the daemon protocol of spec 4.2 and decisions 0021–0023), so the
- * worker's logic never builds a request itself. A call answers the parsed body, or throws `ApiError` (the server
- * answered non-2xx: `status`, `code`) or `Unreachable` (no answer: network, timeout, 5xx from a proxy is ApiError).
+ * Every HTTP call the worker makes, through the typed client generated from the OpenAPI document (http/client,
+ * decision 0039), so each path, body and reply is checked by the compiler. The worker's logic sees two failures:
+ * `ApiError` (the server answered with an error status: `status`, `code`, the error body) and `Unreachable` (no
+ * answer: the server is down, the network broke, or it answered too late).
  */
-export interface OfferedSession {
-  readonly id: string;
-  readonly projectId: string;
-  readonly prompt: string;
-  readonly agentCardId?: string;
-  readonly workType?: string;
-  readonly provider?: string;
-  readonly queuedPrompts?: readonly { id: string; text: string }[];
-}
+type PollReply = paths['/v1/daemon/poll']['post']['responses']['200']['content']['application/json'];
+export type OfferedSession = PollReply['sessions'][number];
 
 export interface Mutation {
   readonly id: string;
@@ -19,12 +17,7 @@ export interface Mutation {
   readonly params: Record<string, unknown>;
 }
 
-export interface Registration {
-  readonly workerId: string;
-  readonly runtimeJwt: string;
-  readonly heartbeatIntervalSeconds: number;
-  readonly pollIntervalSeconds: number;
-}
+export type Registration = paths['/v1/daemon/register']['post']['responses']['200']['content']['application/json'];
 
 export class ApiError extends Error {
   constructor(readonly status: number, readonly code: string | undefined, message: string, readonly body: unknown) {
@@ -38,7 +31,7 @@ export interface WorkerApi {
   register(body: { registrationToken: string; hostname: string; maxAgents: number }): Promise<Registration>;
   heartbeat(token: string, body: { workerId: string; activeSessionIds: string[]; load: number }): Promise<{ mutations: Mutation[]; runtimeJwt?: string }>;
   poll(token: string, body: { workerId: string; capacity: number }): Promise<{ sessions: OfferedSession[] }>;
-  status(token: string, sessionId: string, body: { workerId: string; status: string; costUsd?: number; error?: string }): Promise<{ previousStatus: string; newStatus: string }>;
+  status(token: string, sessionId: string, body: { workerId: string; status: ReportStatus; costUsd?: number; error?: string }): Promise<{ previousStatus: string; newStatus: string }>;
   output(token: string, sessionId: string, body: { workerId: string; chunks: string[] }): Promise<unknown>;
   stepHeartbeat(token: string, sessionId: string, body: { workerId: string }): Promise<unknown>;
   heldSessions(token: string): Promise<{ sessions: { id: string; status: string }[] }>;
@@ -46,54 +39,39 @@ export interface WorkerApi {
   stream(token: string, path: '/api/daemon/events' | '/api/daemon/credentials/stream', signal: AbortSignal): Promise<Response>;
 }
 
-export function createWorkerApi(baseUrl: string, timeoutMs = 15_000): WorkerApi {
-  const url = baseUrl.replace(/\/+$/, '');
-  async function call<T>(method: string, path: string, token: string | undefined, body?: unknown): Promise<T> {
-    let res: Response;
-    try {
-      res = await fetch(`${url}${path}`, {
-        method,
-        headers: {
-          ...(token ? { authorization: `Bearer ${token}` } : {}),
-          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-        },
-        body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(timeoutMs),
-      });
-    } catch (err) {
-      throw new Unreachable(`${method} ${path}: ${(err as Error).message}`);
+export type ReportStatus = paths['/api/sessions/{id}/status']['post']['requestBody']['content']['application/json']['status'];
+
+/** Maps the client's failures onto the worker's two. */
+async function call<T>(pending: Promise<T>): Promise<T> {
+  try {
+    return await pending;
+  } catch (err) {
+    if (err instanceof TroupeApiError) throw new ApiError(err.status, err.code, err.message, err.body);
+    if (err instanceof TroupeUnreachableError || (err instanceof Error && (err.name === 'AbortError' || err.name === 'TimeoutError'))) {
+      throw new Unreachable(err.message);
     }
-    const text = await res.text().catch(() => '');
-    let parsed: unknown;
-    try { parsed = text ? JSON.parse(text) : undefined; } catch { parsed = text; }
-    if (!res.ok) {
-      const e = parsed as { error?: string; code?: string } | undefined;
-      throw new ApiError(res.status, e?.code, `${method} ${path}: ${res.status}${e?.code ? ` ${e.code}` : ''}: ${e?.error ?? text}`, parsed);
-    }
-    return parsed as T;
+    throw err;
   }
+}
+
+export function createWorkerApi(baseUrl: string, timeoutMs = 15_000): WorkerApi {
+  const api = createTroupeClient({ baseUrl, timeoutMs });
+  const auth = (token: string) => ({ authorization: `Bearer ${token}` });
   return {
-    register: (body) => call('POST', '/v1/daemon/register', undefined, body),
-    heartbeat: (token, body) => call('POST', '/v1/daemon/heartbeat', token, body),
-    poll: (token, body) => call('POST', '/v1/daemon/poll', token, body),
-    status: (token, id, body) => call('POST', `/api/sessions/${id}/status`, token, body),
-    output: (token, id, body) => call('POST', `/api/sessions/${id}/output`, token, body),
-    stepHeartbeat: (token, id, body) => call('POST', `/api/sessions/${id}/step-heartbeat`, token, body),
-    heldSessions: (token) => call('GET', '/api/daemon/sessions', token),
+    register: (body) => call(unwrap(api.POST('/v1/daemon/register', { body }))),
+    heartbeat: async (token, body) => {
+      const reply = await call(unwrap(api.POST('/v1/daemon/heartbeat', { body, headers: auth(token) })));
+      return { mutations: reply.mutations as unknown as Mutation[], ...(reply.runtimeJwt ? { runtimeJwt: reply.runtimeJwt } : {}) };
+    },
+    poll: (token, body) => call(unwrap(api.POST('/v1/daemon/poll', { body, headers: auth(token) }))),
+    status: (token, id, body) => call(unwrap(api.POST('/api/sessions/{id}/status', { params: { path: { id } }, body, headers: auth(token) }))),
+    output: (token, id, body) => call(unwrap(api.POST('/api/sessions/{id}/output', { params: { path: { id } }, body, headers: auth(token) }))),
+    stepHeartbeat: (token, id, body) => call(unwrap(api.POST('/api/sessions/{id}/step-heartbeat', { params: { path: { id } }, body, headers: auth(token) }))),
+    heldSessions: (token) => call(unwrap(api.GET('/api/daemon/sessions', { headers: auth(token) }))),
     async stream(token, path, signal) {
-      let res: Response;
-      try {
-        res = await fetch(`${url}${path}`, { headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' }, signal });
-      } catch (err) {
-        throw new Unreachable(`GET ${path}: ${(err as Error).message}`);
-      }
-      if (!res.ok) {
-        const text = await res.text().catch(() => '');
-        let code: string | undefined;
-        try { code = (JSON.parse(text) as { code?: string }).code; } catch { code = undefined; }
-        throw new ApiError(res.status, code, `GET ${path}: ${res.status}: ${text}`, text);
-      }
-      return res;
+      const outcome = await call(api.GET(path, { headers: { ...auth(token), accept: 'text/event-stream' }, parseAs: 'stream', signal }));
+      if (!outcome.response.ok) await call(unwrap(Promise.resolve(outcome)));
+      return outcome.response;
     },
   };
 }
