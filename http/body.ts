@@ -1,5 +1,6 @@
 import { TroupeError } from '../ops/kernel/errors.js';
 import { decodeUtf8 } from '../ops/kernel/utf8.js';
+import { parseJsonBody } from '../ops/kernel/json-text.js';
 import type { BodyKind } from './types.js';
 
 /** Default cap per route (CONTRACT: "413 body over the route's cap (1 MiB default)"). */
@@ -116,14 +117,7 @@ function unsupported(expected: string, got: string | undefined): TroupeError {
   return new TroupeError('HTTP_UNSUPPORTED_MEDIA_TYPE', `expected content-type ${expected}`, { contentType: got ?? null });
 }
 
-function parseJson(raw: Buffer): unknown {
-  const text = decodeUtf8(raw);
-  try {
-    return JSON.parse(text);
-  } catch {
-    throw new TroupeError('HTTP_BAD_JSON');
-  }
-}
+const parseJson = parseJsonBody;
 
 /**
  * Turns the raw bytes into what the handler sees as `body`, by the route's body kind:

@@ -170,7 +170,7 @@ export async function startHttpServer<D extends AuthDeps>(options: HttpServerOpt
       }
       const body = decodeBody(c.bodyKind, copied.headers['content-type'], rawBody);
       const query = new URLSearchParams(copied.rawQuery);
-      validateQuery(c.validators.query, query);
+      validateQuery(c.validators.query, query, c.validators.integerParams);
       validateBody(c.validators.body, body);
       const request: HttpRequest = {
         method: copied.method,

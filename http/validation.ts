@@ -9,6 +9,8 @@ export type LazyValidator = () => ValidateFunction;
 export interface RouteValidators {
   body: LazyValidator | undefined;
   query: LazyValidator | undefined;
+  /** Query parameters the schema types as integers: their text must be plain digits before ajv coerces it. */
+  integerParams: readonly string[];
 }
 
 /**
@@ -20,8 +22,23 @@ export function compileRouteValidators(route: Route<any>): RouteValidators {
   return {
     body: route.bodySchema ? once(() => compileFor(route, ajv, route.bodySchema!)) : undefined,
     query: route.querySchema ? once(() => compileFor(route, queryAjv, route.querySchema!)) : undefined,
+    integerParams: integerParamsOf(route.querySchema),
   };
 }
+
+function integerParamsOf(schema: Record<string, unknown> | undefined): string[] {
+  const properties = (schema?.properties ?? {}) as Record<string, { type?: unknown }>;
+  return Object.entries(properties)
+    .filter(([, p]) => p.type === 'integer' || (Array.isArray(p.type) && p.type.includes('integer')))
+    .map(([name]) => name);
+}
+
+/**
+ * Ajv's coercion reads query text with `Number`, which takes `1e309` (Infinity, which passes `integer` and
+ * `maximum`), `0x10` and ` 7 `; handlers then read the same text with `Number` and an Infinity limit dropped the SQL
+ * LIMIT. An integer parameter is therefore plain decimal digits (an optional minus), at most 15 of them.
+ */
+const PLAIN_INTEGER = /^-?[0-9]{1,15}$/;
 
 /** Compiles both of a route's validators at once; throws naming the route when a schema does not compile. */
 export function compileRouteValidatorsNow(route: Route<any>): void {
@@ -53,8 +70,15 @@ export function validateBody(validator: LazyValidator | undefined, body: unknown
  * Query parameters are checked as an object of their first values; coercion applies to that copy only, the
  * handler still reads the URLSearchParams it was given.
  */
-export function validateQuery(validator: LazyValidator | undefined, query: URLSearchParams): void {
+export function validateQuery(validator: LazyValidator | undefined, query: URLSearchParams, integerParams: readonly string[] = []): void {
   if (!validator) return;
+  for (const name of integerParams) {
+    for (const value of query.getAll(name)) {
+      if (!PLAIN_INTEGER.test(value)) {
+        throw new TroupeError('HTTP_BAD_QUERY', `query parameter '${name}' must be a whole number in decimal digits`, { field: name });
+      }
+    }
+  }
   const validate = validator();
   const values: Record<string, string> = {};
   for (const [key, value] of query) if (!(key in values)) values[key] = value;

@@ -1,6 +1,5 @@
 import type { Deps } from '../deps.js';
-import { TroupeError } from '../../ops/kernel/errors.js';
-import { decodeUtf8 } from '../../ops/kernel/utf8.js';
+import { parseJsonBody } from '../../ops/kernel/json-text.js';
 import { appendAudit } from '../../storage/audit-log.js';
 import { connectedIncidentIo, incidentIoConnectionOf, recordDelivery } from '../../storage/governance/incidents.js';
 import { incidentAddress, incidentIdFor } from '../incident/actor.js';
@@ -75,13 +74,7 @@ async function receive(deps: WebhookDeps, input: WebhookInput): Promise<Incident
     throw err;
   }
 
-  let body: unknown;
-  try {
-    body = JSON.parse(decodeUtf8(input.rawBody));
-  } catch (err) {
-    if (err instanceof TroupeError) throw err;
-    throw new TroupeError('HTTP_BAD_JSON');
-  }
+  const body = parseJsonBody(input.rawBody);
   const event = mapIncidentEvent(body);
 
   const now = deps.clock.now();

@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Deps } from '../../deps.js';
 import { TroupeError } from '../../../ops/kernel/errors.js';
-import { decodeUtf8 } from '../../../ops/kernel/utf8.js';
+import { parseJsonBody } from '../../../ops/kernel/json-text.js';
 import { listProjects } from '../../../storage/identity/orgs.js';
 import { findProviderIntegration, type ProviderIntegration } from '../../../storage/integrations/provider-integrations.js';
 import { forgetWebhookEvent, recordWebhookEvent } from '../../../storage/integrations/webhook-events.js';
@@ -133,13 +133,7 @@ async function signingIntegration(
 }
 
 function parseSignedBody(raw: Buffer): Record<string, unknown> {
-  let value: unknown;
-  try {
-    value = JSON.parse(decodeUtf8(raw));
-  } catch (err) {
-    if (err instanceof TroupeError) throw err;
-    throw new TroupeError('HTTP_BAD_JSON');
-  }
+  const value = parseJsonBody(raw);
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new TroupeError('VALIDATION_FAILED', 'a provider webhook body is a JSON object', { field: 'body' });
   }
