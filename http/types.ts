@@ -114,6 +114,11 @@ export interface Route<Deps = unknown> {
   readonly deprecated?: boolean;
   /** Response is an event stream. */
   readonly sse?: boolean;
+  /**
+   * The events an event stream sends, by event name: the schema of each event's `data` and the name it has among the
+   * document's components (so the generated client exports its type, e.g. `components['schemas']['SessionStatusEvent']`).
+   */
+  readonly sseEvents?: Readonly<Record<string, { readonly schemaName: string; readonly schema: Record<string, unknown> }>>;
   /** Replies that do not use the `{error, code}` shape, by status, for the OpenAPI document. */
   readonly errorResponses?: Readonly<Record<string, { readonly description: string; readonly schema: Record<string, unknown> }>>;
   handler(req: HttpRequest<any>, deps: Deps): Promise<Reply>;

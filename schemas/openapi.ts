@@ -21,6 +21,7 @@ export interface DocumentedRoute {
   readonly sse?: boolean;
   /** Per-credential rate limit (decision 0026); writes default to 'write'. */
   readonly rateLimit?: 'write' | 'dispatch' | 'none';
+  readonly sseEvents?: Readonly<Record<string, { readonly schemaName: string; readonly schema: Record<string, unknown> }>>;
   /** Replies that do not use the `{error, code}` shape (e.g. OAuth's RFC 6749 errors), by status. */
   readonly errorResponses?: Readonly<Record<string, { readonly description: string; readonly schema: Record<string, unknown> }>>;
 }
@@ -74,16 +75,23 @@ const errorResponse = (description: string) => ({ description, content: { 'appli
 
 export function buildOpenApi(routes: readonly DocumentedRoute[], options: OpenApiOptions = {}): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
+  const schemas: Record<string, unknown> = { Error: errorSchema(options.errorCodes) };
   for (const route of routes) {
     const path = route.path.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
     (paths[path] ??= {})[route.method] = operation(route, path);
+    for (const { schemaName, schema } of Object.values(route.sseEvents ?? {})) {
+      if (schemaName in schemas && JSON.stringify(schemas[schemaName]) !== JSON.stringify(schema)) {
+        throw new Error(`two different schemas are named ${schemaName} (${route.method} ${route.path})`);
+      }
+      schemas[schemaName] = schema;
+    }
   }
   return {
     openapi: '3.1.0',
     info: { title: options.title ?? 'Troupe', version: options.version ?? '0.1.0' },
     servers: (options.servers ?? [{ url: '/', description: 'The node that served this document' }]).map((server) => ({ ...server })),
     paths,
-    components: { schemas: { Error: errorSchema(options.errorCodes) }, securitySchemes },
+    components: { schemas, securitySchemes },
   };
 }
 
@@ -109,9 +117,7 @@ function operation(route: DocumentedRoute, path: string): Record<string, unknown
   if (bodyKind !== 'none') op.requestBody = requestBody(bodyKind, route.bodySchema);
 
   const status = String(route.successStatus ?? 200);
-  const success = route.sse
-    ? { description: 'An event stream', content: { 'text/event-stream': { schema: { type: 'string' } } } }
-    : { description: route.summary, content: { 'application/json': { schema: route.responseSchema ?? {} } } };
+  const success = route.sse ? eventStreamResponse(route.sseEvents) : { description: route.summary, content: { 'application/json': { schema: route.responseSchema ?? {} } } };
   const responses: Record<string, unknown> = { [status]: success };
   if (bodyKind !== 'none' || route.querySchema) responses['400'] = errorResponse('Malformed or invalid request');
   if (route.auth !== 'none') {
@@ -145,6 +151,26 @@ function rateLimited(description: string): Record<string, unknown> {
   return {
     ...errorResponse(description),
     headers: { 'Retry-After': { description: 'Seconds until the credential may try again', schema: { type: 'integer', minimum: 1 } } },
+  };
+}
+
+/**
+ * OpenAPI 3.1 cannot type the events of a stream (3.2's `itemSchema` will), so the event names and their data
+ * schemas are listed in the description and in `x-sse-events`, each data schema a component of its own.
+ */
+function eventStreamResponse(events: DocumentedRoute['sseEvents']): Record<string, unknown> {
+  const entries = Object.entries(events ?? {});
+  const named = entries.map(([event, { schemaName }]) => `\`${event}\` (data: ${schemaName})`).join(', ');
+  return {
+    description: entries.length > 0 ? `An event stream of ${named}` : 'An event stream',
+    content: {
+      'text/event-stream': {
+        schema: { type: 'string' },
+        ...(entries.length > 0
+          ? { 'x-sse-events': Object.fromEntries(entries.map(([event, { schemaName }]) => [event, { $ref: `#/components/schemas/${schemaName}` }])) }
+          : {}),
+      },
+    },
   };
 }
 

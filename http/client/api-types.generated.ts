@@ -1788,6 +1788,34 @@ export interface components {
             /** @description Machine-readable detail, e.g. the field a validation error is about. */
             details?: Record<string, never>;
         };
+        InterviewDeltaEvent: {
+            /** @description The interview; a session's agent output streams under the session's id */
+            interviewId: string;
+            /** @description Position of the frame among those its ingesting node published for the interview */
+            seq: number;
+            /** @description Text deltas in order; their concatenation is the output */
+            tokens: string[];
+            /** Format: date-time */
+            at: string;
+        };
+        /** @description Events after the Last-Event-ID sent are no longer available: reload the state, then keep listening */
+        StreamResetEvent: {
+            reason: string;
+        };
+        SessionStatusEvent: {
+            sessionId: string;
+            orgId: string;
+            projectId: string;
+            previousStatus: string;
+            status: string;
+            /** @description The run the change belongs to (a terminal session prompted again starts the next) */
+            epoch: number;
+            /**
+             * Format: date-time
+             * @description When the session decided the change
+             */
+            at: string;
+        };
     };
     responses: never;
     parameters: never;
@@ -5549,6 +5577,70 @@ export interface operations {
                     "application/json": {
                         id: string;
                         status: string;
+                        orgId: string;
+                        project: {
+                            id: string;
+                            name: string | null;
+                            slug: string | null;
+                        };
+                        /** @description The worker holding the session, or the last one that held it (holdsClaim false); null before any claimed it */
+                        worker: {
+                            id: string;
+                            hostname: string | null;
+                            /** Format: date-time */
+                            lastSeenAt: string | null;
+                            holdsClaim: boolean;
+                        } | null;
+                        trackerSessionId?: string | null;
+                        trackerIssue?: string | null;
+                        waitingForIssueLock?: boolean;
+                        prompt: string;
+                        agentCardId?: string | null;
+                        workType: string | null;
+                        provider: string | null;
+                        phase: string | null;
+                        error: string | null;
+                        costUsd: number;
+                        /** @description How many times the session was dispatched (a prompt after it ended dispatches it again) */
+                        run: number;
+                        requestedBy?: string | null;
+                        /** @description The workflow run (and so the pinned version) whose agent step dispatched the session */
+                        workflowRun?: {
+                            runId: string;
+                            workflowId: string;
+                            version: number;
+                        } | null;
+                        prompts: {
+                            id: string;
+                            text: string;
+                            run: number;
+                            queued: boolean;
+                            /** Format: date-time */
+                            createdAt: string | null;
+                            /** Format: date-time */
+                            deliveredAt?: string | null;
+                            /** Format: date-time */
+                            archivedAt?: string | null;
+                        }[];
+                        activities: {
+                            id: string;
+                            kind: string;
+                            body: string;
+                            /** Format: date-time */
+                            createdAt: string | null;
+                        }[];
+                        /** Format: date-time */
+                        createdAt: string | null;
+                        /** Format: date-time */
+                        updatedAt: string | null;
+                        /** Format: date-time */
+                        claimedAt?: string | null;
+                        /** Format: date-time */
+                        startedAt?: string | null;
+                        /** Format: date-time */
+                        finishedAt?: string | null;
+                        /** Format: date-time */
+                        lastToolCalledAt?: string | null;
                         /** @description Every status the session moved through, oldest first (run counts dispatches) */
                         timeline: {
                             from: string;
@@ -10658,7 +10750,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description An event stream */
+            /** @description An event stream of `interview.delta` (data: InterviewDeltaEvent), `reset` (data: StreamResetEvent) */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -10719,7 +10811,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description An event stream */
+            /** @description An event stream of `session.status` (data: SessionStatusEvent), `reset` (data: StreamResetEvent) */
             200: {
                 headers: {
                     [name: string]: unknown;

@@ -129,3 +129,5 @@ function describeCause(cause: unknown): string {
   }
   return String(cause);
 }
+
+export { eventStream, streamEvents, type StreamEvent } from './events.js';

@@ -84,10 +84,55 @@ const transitionReply = {
   properties: { sessionId: sessionIdParam, previousStatus: { type: 'string' }, newStatus: { type: 'string' } },
 } as const;
 
+const nullableString = { type: ['string', 'null'] } as const;
+const nullableTime = { type: ['string', 'null'], format: 'date-time' } as const;
+
 const sessionDetailReply = {
-  type: 'object', required: ['id', 'status', 'timeline', 'can'],
+  type: 'object',
+  required: [
+    'id', 'status', 'orgId', 'project', 'worker', 'prompt', 'provider', 'workType', 'phase', 'error', 'costUsd', 'run', 'prompts',
+    'activities', 'createdAt', 'updatedAt', 'timeline', 'can',
+  ],
   properties: {
-    id: sessionIdParam, status: { type: 'string' },
+    id: sessionIdParam, status: { type: 'string' }, orgId: { type: 'string' },
+    project: {
+      type: 'object', required: ['id', 'name', 'slug'],
+      properties: { id: { type: 'string' }, name: nullableString, slug: nullableString },
+    },
+    worker: {
+      type: ['object', 'null'], required: ['id', 'hostname', 'lastSeenAt', 'holdsClaim'],
+      description: 'The worker holding the session, or the last one that held it (holdsClaim false); null before any claimed it',
+      properties: { id: { type: 'string' }, hostname: nullableString, lastSeenAt: nullableTime, holdsClaim: { type: 'boolean' } },
+    },
+    trackerSessionId: nullableString, trackerIssue: nullableString, waitingForIssueLock: { type: 'boolean' },
+    prompt: { type: 'string' }, agentCardId: nullableString, workType: nullableString, provider: nullableString,
+    phase: nullableString, error: nullableString, costUsd: { type: 'number' },
+    run: { type: 'integer', description: 'How many times the session was dispatched (a prompt after it ended dispatches it again)' },
+    requestedBy: nullableString,
+    workflowRun: {
+      type: ['object', 'null'], required: ['runId', 'workflowId', 'version'],
+      description: 'The workflow run (and so the pinned version) whose agent step dispatched the session',
+      properties: { runId: { type: 'string' }, workflowId: { type: 'string' }, version: { type: 'integer' } },
+    },
+    prompts: {
+      type: 'array',
+      items: {
+        type: 'object', required: ['id', 'text', 'run', 'queued', 'createdAt'],
+        properties: {
+          id: { type: 'string' }, text: { type: 'string' }, run: { type: 'integer' }, queued: { type: 'boolean' },
+          createdAt: nullableTime, deliveredAt: nullableTime, archivedAt: nullableTime,
+        },
+      },
+    },
+    activities: {
+      type: 'array',
+      items: {
+        type: 'object', required: ['id', 'kind', 'body', 'createdAt'],
+        properties: { id: { type: 'string' }, kind: { type: 'string' }, body: { type: 'string' }, createdAt: nullableTime },
+      },
+    },
+    createdAt: nullableTime, updatedAt: nullableTime, claimedAt: nullableTime, startedAt: nullableTime, finishedAt: nullableTime,
+    lastToolCalledAt: nullableTime,
     timeline: {
       type: 'array', description: 'Every status the session moved through, oldest first (run counts dispatches)',
       items: {

@@ -7,6 +7,7 @@ import { orgPrincipal } from './sessions.js';
 import { publicIdPattern } from '../../actors/session/index.js';
 import { sessionScope } from '../../storage/sessions/queries.js';
 import type { OrgPrincipal } from '../../schemas/identity/principal.js';
+import { interviewDeltaEventSchema, sessionStatusEventSchema, streamResetEvent } from '../../schemas/sessions/stream-events.js';
 import type { SseStream, Route } from '../types.js';
 
 /**
@@ -75,6 +76,7 @@ export function streamRoutes(): Route<Deps>[] {
       auth: 'any',
       sse: true,
       summary: 'Interview token deltas (SSE): `interview.delta` frames {interviewId, seq, tokens, at} in order; `Last-Event-ID` resumes',
+      sseEvents: { 'interview.delta': { schemaName: 'InterviewDeltaEvent', schema: interviewDeltaEventSchema }, ...streamResetEvent },
       tags: ['interview', 'streams'],
       async handler(req, deps) {
         const p = orgPrincipal(req);
@@ -97,6 +99,7 @@ export function streamRoutes(): Route<Deps>[] {
       auth: 'org',
       sse: true,
       summary: 'Live session events of the org (SSE): `session.status` {sessionId, projectId, previousStatus, status, epoch, at}; `Last-Event-ID` resumes',
+      sseEvents: { 'session.status': { schemaName: 'SessionStatusEvent', schema: sessionStatusEventSchema }, ...streamResetEvent },
       tags: ['sessions', 'streams'],
       querySchema: { type: 'object', additionalProperties: false, properties: { projectId: { type: 'string', maxLength: 64 } } },
       async handler(req, deps) {

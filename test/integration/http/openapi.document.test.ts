@@ -10,10 +10,14 @@ import { GENERATED_TYPES_PATH, renderClientTypes } from '../../../http/client/re
 import { startTestNode, type TestNode } from '../../support/node.js';
 
 /**
- * Redocly's `recommended` set, less `info-license`: Troupe is not published under a licence, and the document must
- * not claim one to satisfy a linter.
+ * Redocly's `recommended` set, less two rules: `info-license`, as Troupe is not published under a licence and the
+ * document must not claim one to satisfy a linter; and `no-unused-components`, as the event schemas of streams are
+ * components referenced from `x-sse-events` (OpenAPI 3.1 has no place for them), which the linter does not follow.
  */
-const lintRules: Parameters<typeof createConfig>[0] = { extends: ['recommended'], rules: { 'info-license': 'off' } };
+const lintRules: Parameters<typeof createConfig>[0] = {
+  extends: ['recommended'],
+  rules: { 'info-license': 'off', 'no-unused-components': 'off' },
+};
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
@@ -84,6 +88,13 @@ describe('the OpenAPI document a node serves', function () {
     const reply = (path: string) => doc.paths[path].post.responses['200'].content['application/json'].schema;
     expect(reply('/v1/daemon/poll').properties.sessions.items.required).to.include.members(['id', 'projectId', 'prompt']);
     expect(reply('/v1/daemon/heartbeat').properties.mutations.items.properties.op.enum).to.include.members(['project.add', 'pool.deleted']);
+  });
+
+  it('types the events of the session and interview streams', () => {
+    const events = (path: string) => doc.paths[path].get.responses['200'].content['text/event-stream']['x-sse-events'];
+    expect(events('/api/sessions/events')['session.status']).to.deep.equal({ $ref: '#/components/schemas/SessionStatusEvent' });
+    expect(events('/api/interview/{id}/stream')['interview.delta']).to.deep.equal({ $ref: '#/components/schemas/InterviewDeltaEvent' });
+    expect(doc.components.schemas.SessionStatusEvent.required).to.include.members(['sessionId', 'status']);
   });
 
   it('names where the API is served', () => {

@@ -1,0 +1,39 @@
+import { EventSourceParserStream } from 'eventsource-parser/stream';
+
+/**
+ * Reading the API's event streams (`GET /api/sessions/events`, `/api/interview/{id}/stream`, …) through the typed
+ * client: ask for the body as a stream, then iterate its events.
+ *
+ *   const body = await unwrap(api.GET('/api/sessions/events', { ...eventStream, signal }));
+ *   for await (const event of streamEvents(body)) if (event.event === 'session.status') …
+ *
+ * The events' `data` types are in the generated `components['schemas']` (e.g. `SessionStatusEvent`), named in the
+ * document's `x-sse-events` of each stream.
+ */
+
+/** Spread into a call's options: the reply is read as a stream, and the client's request timeout does not apply. */
+export const eventStream = { parseAs: 'stream', headers: { accept: 'text/event-stream' } } as const;
+
+export interface StreamEvent {
+  /** The event's id, to resume after it with `Last-Event-ID`; absent on events that cannot be resumed from. */
+  readonly id: string | undefined;
+  /** The event name (`message` when the server named none). */
+  readonly event: string;
+  /** `data` parsed as JSON (the API sends JSON), or the raw text when it is not. */
+  readonly data: unknown;
+}
+
+/** The events of an event-stream body until it ends (the server closed it, or the request's signal aborted it). */
+export async function* streamEvents(body: ReadableStream<Uint8Array> | null | undefined): AsyncGenerator<StreamEvent> {
+  if (!body) return;
+  const events = body.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream());
+  for await (const message of events as unknown as AsyncIterable<{ id?: string; event?: string; data: string }>) {
+    let data: unknown = message.data;
+    try {
+      data = JSON.parse(message.data);
+    } catch {
+      // Not JSON: keep the text.
+    }
+    yield { id: message.id || undefined, event: message.event || 'message', data };
+  }
+}
