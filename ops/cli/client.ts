@@ -1,9 +1,11 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { createTroupeClient, type TroupeApi } from '../../http/client/index.js';
 
 /**
- * The CLI talks to a running node over HTTP. The node's URL and the credential come from flags, then the
- * environment, then (for the admin token on embedded defaults) the file the node generated in its data dir.
+ * The CLI talks to a running node through the typed client (http/client). The node's URL and the credential come
+ * from flags, then the environment, then (for the admin token on embedded defaults) the file the node generated in
+ * its data dir.
  */
 export interface ClientOptions {
   url?: string;
@@ -12,8 +14,9 @@ export interface ClientOptions {
   dataDir?: string;
 }
 
+/** A failure the CLI explains itself (a missing credential, a bad flag): one line on stderr, exit 1. */
 export class CliError extends Error {
-  constructor(message: string, readonly status?: number, readonly body?: unknown) {
+  constructor(message: string, readonly exitCode = 1) {
     super(message);
   }
 }
@@ -46,32 +49,12 @@ export function resolveToken(opts: ClientOptions): string {
   return token;
 }
 
-export async function request(url: string, method: string, route: string, bearer: string, body?: unknown): Promise<unknown> {
-  let response: Response;
-  try {
-    response = await fetch(`${url}${route}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${bearer}`,
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      },
-      body: body === undefined ? undefined : JSON.stringify(body),
-      signal: AbortSignal.timeout(30_000),
-    });
-  } catch (err) {
-    throw new CliError(`cannot reach Troupe at ${url}: ${(err as Error).message}`);
-  }
-  const text = await response.text();
-  let parsed: unknown = text;
-  try {
-    parsed = text ? JSON.parse(text) : null;
-  } catch {
-    // Not JSON: keep the text for the message below.
-  }
-  if (!response.ok) {
-    const reason = (parsed as { error?: string; code?: string } | null)?.error ?? text;
-    const code = (parsed as { code?: string } | null)?.code;
-    throw new CliError(`${method} ${route} failed: ${response.status}${code ? ` ${code}` : ''}: ${reason}`, response.status, parsed);
-  }
-  return parsed;
+/** The API with the platform admin token. */
+export function adminApi(opts: ClientOptions): TroupeApi {
+  return createTroupeClient({ baseUrl: resolveUrl(opts), token: resolveAdminToken(opts) });
+}
+
+/** The API with an org credential (a user token or API key). */
+export function orgApi(opts: ClientOptions): TroupeApi {
+  return createTroupeClient({ baseUrl: resolveUrl(opts), token: resolveToken(opts) });
 }

@@ -1,4 +1,5 @@
 import { Command, CommanderError } from 'commander';
+import { TroupeApiError, TroupeUnreachableError } from '../../http/client/index.js';
 import { CliError, CliFinding } from './client.js';
 import { orgCommands } from './commands/org.js';
 import { userCommands } from './commands/user.js';
@@ -49,6 +50,11 @@ export async function runCli(argv: string[]): Promise<number> {
     if (err instanceof CliFinding) return err.exitCode;
     if (err instanceof CliError) {
       process.stderr.write(`troupe: ${err.message}\n`);
+      return err.exitCode;
+    }
+    // The node refused (4xx/5xx with its {error, code}) or could not be reached: its reason, on one line.
+    if (err instanceof TroupeApiError || err instanceof TroupeUnreachableError) {
+      process.stderr.write(`troupe: ${err.message.replace(/\s*\n\s*/g, ' ')}\n`);
       return 1;
     }
     process.stderr.write(`troupe: ${(err as Error).stack ?? String(err)}\n`);

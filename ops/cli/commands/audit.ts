@@ -1,5 +1,6 @@
 import { Command } from 'commander';
-import { CliFinding, request, resolveAdminToken, resolveUrl, type ClientOptions } from '../client.js';
+import { unwrap } from '../../../http/client/index.js';
+import { adminApi, CliFinding, type ClientOptions } from '../client.js';
 import { printJson } from '../main.js';
 
 export function auditCommands(): Command {
@@ -9,10 +10,10 @@ export function auditCommands(): Command {
     .description('recompute the chain; exits 2 when a link is broken (firstBrokenSeq says where)')
     .requiredOption('--org <orgId>', 'org id')
     .action(async (opts: { org: string }, cmd: Command) => {
-      const global = cmd.optsWithGlobals() as ClientOptions;
-      const result = await request(resolveUrl(global), 'GET', `/api/admin/orgs/${encodeURIComponent(opts.org)}/audit/verify`, resolveAdminToken(global));
+      const api = adminApi(cmd.optsWithGlobals() as ClientOptions);
+      const result = await unwrap(api.GET('/api/admin/orgs/{orgId}/audit/verify', { params: { path: { orgId: opts.org } } }));
       printJson(result);
-      if ((result as { valid?: boolean }).valid === false) throw new CliFinding(2);
+      if (result.valid === false) throw new CliFinding(2);
     });
   return audit;
 }

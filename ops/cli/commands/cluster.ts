@@ -1,5 +1,6 @@
 import { Command } from 'commander';
-import { request, resolveAdminToken, resolveUrl, type ClientOptions } from '../client.js';
+import { unwrap } from '../../../http/client/index.js';
+import { adminApi, type ClientOptions } from '../client.js';
 import { printJson } from '../main.js';
 import type { ClusterStatus } from '../../../transport/cluster/index.js';
 
@@ -11,8 +12,8 @@ export function clusterCommands(): Command {
     .description('live nodes and the shards each holds, as seen by the node at --url')
     .option('--json', 'print the raw status as JSON')
     .action(async (opts: { json?: boolean }, cmd: Command) => {
-      const global = cmd.optsWithGlobals() as ClientOptions;
-      const status = (await request(resolveUrl(global), 'GET', '/api/admin/cluster', resolveAdminToken(global))) as ClusterStatus;
+      // The reply's schema is an open object; its shape is the cluster module's ClusterStatus.
+      const status = (await unwrap(adminApi(cmd.optsWithGlobals() as ClientOptions).GET('/api/admin/cluster'))) as unknown as ClusterStatus;
       if (opts.json) printJson(status);
       else process.stdout.write(renderClusterTable(status));
     });

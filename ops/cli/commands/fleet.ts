@@ -1,5 +1,6 @@
 import { Command } from 'commander';
-import { request, resolveToken, resolveUrl, type ClientOptions } from '../client.js';
+import { unwrap } from '../../../http/client/index.js';
+import { orgApi, type ClientOptions } from '../client.js';
 import { printJson } from '../main.js';
 import { flatten, renderTable } from './sessions.js';
 
@@ -9,8 +10,7 @@ export function fleetCommand(): Command {
     .option('--json', 'print the JSON the node answered')
     .option('--token <token>', 'user token or API key of the org (env TROUPE_TOKEN)')
     .action(async (opts: { json?: boolean; token?: string }, cmd: Command) => {
-      const global = cmd.optsWithGlobals() as ClientOptions & { token?: string };
-      const stats = await request(resolveUrl(global), 'GET', '/api/fleet/stats', resolveToken(global));
+      const stats = await unwrap(orgApi(cmd.optsWithGlobals() as ClientOptions).GET('/api/fleet/stats'));
       if (opts.json) return printJson(stats);
       process.stdout.write(renderTable(flatten(stats).map(({ key, value }) => ({ figure: key, value })), ['figure', 'value']));
     });

@@ -1,5 +1,6 @@
 import { Command } from 'commander';
-import { request, resolveToken, resolveUrl, type ClientOptions } from '../client.js';
+import { unwrap } from '../../../http/client/index.js';
+import { orgApi, type ClientOptions } from '../client.js';
 import { printJson } from '../main.js';
 
 export function keyCommands(): Command {
@@ -12,9 +13,9 @@ export function keyCommands(): Command {
     .option('--scope <scope...>', 'scopes to grant')
     .option('--token <token>', 'user token or API key of the org (env TROUPE_TOKEN)')
     .action(async (opts: { org: string; name: string; scope?: string[]; token?: string }, cmd: Command) => {
-      const global = cmd.optsWithGlobals() as ClientOptions & { token?: string };
       const body = { name: opts.name, ...(opts.scope ? { scopes: opts.scope } : {}) };
-      printJson(await request(resolveUrl(global), 'POST', `/api/org/${encodeURIComponent(opts.org)}/keys`, resolveToken(global), body));
+      const api = orgApi(cmd.optsWithGlobals() as ClientOptions);
+      printJson(await unwrap(api.POST('/api/org/{orgId}/keys', { params: { path: { orgId: opts.org } }, body })));
     });
   key
     .command('revoke')
@@ -23,8 +24,8 @@ export function keyCommands(): Command {
     .requiredOption('--id <keyId>', 'key id')
     .option('--token <token>', 'user token or API key of the org (env TROUPE_TOKEN)')
     .action(async (opts: { org: string; id: string; token?: string }, cmd: Command) => {
-      const global = cmd.optsWithGlobals() as ClientOptions & { token?: string };
-      printJson(await request(resolveUrl(global), 'DELETE', `/api/org/${encodeURIComponent(opts.org)}/keys/${encodeURIComponent(opts.id)}`, resolveToken(global)));
+      const api = orgApi(cmd.optsWithGlobals() as ClientOptions);
+      printJson(await unwrap(api.DELETE('/api/org/{orgId}/keys/{id}', { params: { path: { orgId: opts.org, id: opts.id } } })));
     });
   return key;
 }

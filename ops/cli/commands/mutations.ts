@@ -1,5 +1,6 @@
 import { Command } from 'commander';
-import { request, resolveToken, resolveUrl, type ClientOptions } from '../client.js';
+import { unwrap } from '../../../http/client/index.js';
+import { orgApi, type ClientOptions } from '../client.js';
 import { printJson } from '../main.js';
 import { renderTable } from './sessions.js';
 
@@ -10,9 +11,8 @@ export function mutationsCommand(): Command {
     .option('--json', 'print the JSON the node answered')
     .option('--token <token>', 'user token or API key of the org (env TROUPE_TOKEN)')
     .action(async (opts: { host: string; json?: boolean; token?: string }, cmd: Command) => {
-      const global = cmd.optsWithGlobals() as ClientOptions & { token?: string };
-      const route = `/api/daemon/mutations?${new URLSearchParams({ workerHostId: opts.host })}`;
-      const reply = await request(resolveUrl(global), 'GET', route, resolveToken(global)) as { mutations: Record<string, unknown>[] };
+      const api = orgApi(cmd.optsWithGlobals() as ClientOptions);
+      const reply = await unwrap(api.GET('/api/daemon/mutations', { params: { query: { workerHostId: opts.host } } }));
       if (opts.json) return printJson(reply);
       process.stdout.write(renderTable(reply.mutations, ['id', 'op', 'status', 'requestedBy', 'createdAt', 'deliveredAt', 'cancelledAt', 'params']));
     });

@@ -1,5 +1,6 @@
 import { Command } from 'commander';
-import { request, resolveAdminToken, resolveUrl, type ClientOptions } from '../client.js';
+import { unwrap } from '../../../http/client/index.js';
+import { adminApi, type ClientOptions } from '../client.js';
 import { printJson } from '../main.js';
 
 export function orgCommands(): Command {
@@ -13,14 +14,13 @@ export function orgCommands(): Command {
     .option('--plan <plan>', 'plan name')
     .option('--owner-password <password>', "owner's password for browser login")
     .action(async (opts: { name: string; owner: string; slug?: string; plan?: string; ownerPassword?: string }, cmd: Command) => {
-      const global = cmd.optsWithGlobals() as ClientOptions;
       const body = {
         name: opts.name,
         ...(opts.slug ? { slug: opts.slug } : {}),
         ...(opts.plan ? { plan: opts.plan } : {}),
         owner: { email: opts.owner, ...(opts.ownerPassword ? { password: opts.ownerPassword } : {}) },
       };
-      printJson(await request(resolveUrl(global), 'POST', '/api/admin/orgs', resolveAdminToken(global), body));
+      printJson(await unwrap(adminApi(cmd.optsWithGlobals() as ClientOptions).POST('/api/admin/orgs', { body })));
     });
   return org;
 }

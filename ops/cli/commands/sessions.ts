@@ -1,5 +1,6 @@
 import { Command } from 'commander';
-import { request, resolveToken, resolveUrl, type ClientOptions } from '../client.js';
+import { unwrap } from '../../../http/client/index.js';
+import { CliError, orgApi, type ClientOptions } from '../client.js';
 import { printJson } from '../main.js';
 
 /**
@@ -24,6 +25,12 @@ export function flatten(value: unknown, prefix = ''): { key: string; value: unkn
 }
 
 export const SESSION_STATUSES = ['pending', 'claimed', 'running', 'paused', 'finalizing', 'completed', 'failed', 'stopped'] as const;
+type SessionStatus = (typeof SESSION_STATUSES)[number];
+
+function sessionStatus(value: string): SessionStatus {
+  if (!(SESSION_STATUSES as readonly string[]).includes(value)) throw new CliError(`--status must be one of ${SESSION_STATUSES.join(', ')}, got ${JSON.stringify(value)}`);
+  return value as SessionStatus;
+}
 
 export function sessionsCommand(): Command {
   return new Command('sessions')
@@ -33,9 +40,9 @@ export function sessionsCommand(): Command {
     .option('--json', 'print the JSON the node answered')
     .option('--token <token>', 'user token or API key of the org (env TROUPE_TOKEN)')
     .action(async (opts: { status?: string; limit: string; json?: boolean; token?: string }, cmd: Command) => {
-      const global = cmd.optsWithGlobals() as ClientOptions & { token?: string };
-      const query = new URLSearchParams({ limit: opts.limit, ...(opts.status ? { status: opts.status } : {}) });
-      const reply = await request(resolveUrl(global), 'GET', `/api/fleet/sessions?${query}`, resolveToken(global)) as { sessions: Record<string, unknown>[] };
+      const status = opts.status === undefined ? undefined : sessionStatus(opts.status);
+      const api = orgApi(cmd.optsWithGlobals() as ClientOptions);
+      const reply = await unwrap(api.GET('/api/fleet/sessions', { params: { query: { limit: opts.limit, ...(status ? { status } : {}) } } }));
       if (opts.json) return printJson(reply);
       process.stdout.write(renderTable(reply.sessions, ['id', 'status', 'phase', 'provider', 'trackerIssue', 'workerHostname', 'costUsd', 'updatedAt']));
     });
