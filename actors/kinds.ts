@@ -1,4 +1,6 @@
+import type { Knex } from 'knex';
 import type { ActorBehavior } from './runtime/index.js';
+import { startPinnedRun } from './workflow-run/start-pinned.js';
 import type { Registry } from 'prom-client';
 import type { Transport } from '../transport/port.js';
 import { withClaimWait } from './fleet/fleet-metrics.js';
@@ -38,6 +40,8 @@ export interface ActorKindPorts {
   readonly metrics?: Registry;
   /** The node's schedule service (timers, run starts); without it schedules neither arm timers nor start runs. */
   readonly schedules?: SchedulePorts;
+  /** Storage, for effects that read a workflow version to start a run of it (webhook triggers). */
+  readonly db?: Knex;
 }
 
 /** Schedules on a node without the schedule service: they decide fires, and the starts wait for a node that has one. */
@@ -48,7 +52,7 @@ const noSchedules: SchedulePorts = {
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export function actorKinds(ports: ActorKindPorts = {}): ActorBehavior<any, any, any, any>[] {
-  const { transport, pushOnEvents, metrics, schedules } = ports;
+  const { transport, pushOnEvents, metrics, schedules, db } = ports;
   const ask: AskFn = <R>(address: string, message: unknown, timeoutMs?: number) => {
     if (!transport) return Promise.reject(new Error(`no transport to reach ${address}`));
     return transport.ask<R>(address, message, { timeoutMs: timeoutMs ?? ACTOR_ASK_TIMEOUT_MS });
@@ -74,7 +78,8 @@ export function actorKinds(ports: ActorKindPorts = {}): ActorBehavior<any, any, 
     createIncidentBehavior(),
     createTemplateBehavior(),
     createProposalBehavior(),
-    createProviderEventBehavior({ ask }),
+    // A delivery matching published webhook triggers starts their runs (decision 0027).
+    createProviderEventBehavior(db ? { ask, startRun: (start) => startPinnedRun({ db, ask }, start) } : { ask }),
     createAgentCardBehavior(),
     createExternalAgentBehavior(),
   ];

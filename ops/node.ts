@@ -110,7 +110,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     const pushOnEvents = new PushOnEvents();
     // Made before the actors because the schedule actor arms its timers and starts runs through it (decision 0027).
     const schedules = new WorkflowSchedules();
-    for (const kind of actorKinds({ transport, pushOnEvents, metrics, schedules })) actors.register(kind);
+    for (const kind of actorKinds({ transport, pushOnEvents, metrics, schedules, db })) actors.register(kind);
     registerFleetGauges(metrics, db, () => clock.now(), config.sessionLeaseMs);
 
     const keys = deriveSigningKeys(secrets);

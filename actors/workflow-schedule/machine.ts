@@ -1,9 +1,9 @@
-import { createHash } from 'node:crypto';
 import { accept, reject, type Decision } from '../runtime/machine.js';
 import { choose, defineMachine, go, type Take } from '../runtime/define-machine.js';
 import type { FireOutcome, FireRow } from '../../storage/workflows/schedules.js';
 import type { OverlapPolicy, Trigger } from '../workflow/trigger.js';
 import { CronSchedule } from './cron.js';
+import { derivedRunId } from '../workflow-run/start-pinned.js';
 
 /**
  * A workflow's schedule (`workflow-schedule/<workflowId>`, issue 17; decision 0027): owned like any actor, so in a
@@ -246,8 +246,5 @@ function missedBefore(cron: CronSchedule, from: number, latest: number): number[
 }
 
 /** The run a fire starts: UUID-shaped, derived from the schedule and the fire time, so a retry names the same run. */
-export function scheduledRunId(workflowId: string, fireTime: number): string {
-  const h = createHash('sha256').update(`schedule:${workflowId}:${fireTime}`).digest('hex');
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-8${h.slice(17, 20)}-${h.slice(20, 32)}`;
-}
+export const scheduledRunId = (workflowId: string, fireTime: number): string => derivedRunId(`schedule:${workflowId}:${fireTime}`);
 

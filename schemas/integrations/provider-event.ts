@@ -38,6 +38,21 @@ export const providerEventMessageSchema = {
               },
             },
             {
+              // Published workflows whose webhook trigger matches the delivery; the payload becomes each run's input.
+              type: 'object', additionalProperties: false, required: ['kind', 'runs', 'input'],
+              properties: {
+                kind: { const: 'startRuns' },
+                runs: {
+                  type: 'array', minItems: 1, maxItems: 20,
+                  items: {
+                    type: 'object', additionalProperties: false, required: ['workflowId', 'projectId', 'version'],
+                    properties: { workflowId: uuid, projectId: uuid, version: { type: 'integer', minimum: 1 } },
+                  },
+                },
+                input: { type: 'object' },
+              },
+            },
+            {
               type: 'object', additionalProperties: false, required: ['kind', 'reason'],
               properties: { kind: { const: 'ignore' }, reason: { type: 'string', maxLength: 500 } },
             },
@@ -52,6 +67,14 @@ export const providerEventMessageSchema = {
     {
       type: 'object', additionalProperties: false, required: ['type', 'error'],
       properties: { type: { const: 'providerEvent.dispatchFailed' }, error: { type: 'string', maxLength: 4000 } },
+    },
+    {
+      type: 'object', additionalProperties: false, required: ['type', 'runIds', 'failures'],
+      properties: {
+        type: { const: 'providerEvent.runsStarted' },
+        runIds: { type: 'array', maxItems: 20, items: uuid },
+        failures: { type: 'array', maxItems: 20, items: { type: 'string', maxLength: 1000 } },
+      },
     },
   ],
 } as const;

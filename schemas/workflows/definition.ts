@@ -26,7 +26,7 @@ export const MAX_CATCHUP_WINDOW_SECONDS = 24 * 3600;
 export const DEFAULT_CATCHUP_WINDOW_SECONDS = 60;
 /** The providers whose verified deliveries can start a run (the unified webhook ingest's four). */
 export const WEBHOOK_TRIGGER_PROVIDERS = ['linear', 'github', 'circleci', 'vercel'] as const;
-/** A webhook trigger's filter: payload paths (`issue.labels.0.name`) each with the value, or values, it must hold. */
+/** A webhook trigger's filter: payload paths (`issue.labels.*.name`) each with the value, or values, it must hold. */
 export const MAX_FILTER_ENTRIES = 20;
 const filterValue = { type: ['string', 'number', 'boolean'], maxLength: 500 } as const;
 
@@ -61,7 +61,7 @@ const trigger = {
         event: text(128),
         filter: {
           type: 'object', maxProperties: MAX_FILTER_ENTRIES,
-          propertyNames: { pattern: '^[A-Za-z0-9_-]{1,64}(\\.[A-Za-z0-9_-]{1,64}){0,9}$' },
+          propertyNames: { pattern: '^[A-Za-z0-9_*-]{1,64}(\\.[A-Za-z0-9_*-]{1,64}){0,9}$' },
           additionalProperties: { anyOf: [filterValue, { type: 'array', minItems: 1, maxItems: 50, items: filterValue }] },
         },
       },

@@ -36,7 +36,7 @@ export const workflowTriggersMigration: Migration = {
       t.text('event');
       t.timestamp('updated_at', { useTz: true }).notNullable();
     });
-    await knex.raw(`create index workflow_triggers_webhook on workflow_triggers (org_id, provider, event) where kind = 'webhook' and published_version is not null`);
+    await knex.raw(`create index workflow_triggers_webhook on workflow_triggers (org_id, provider, updated_at) where kind = 'webhook' and published_version is not null`);
     await knex.raw(`create index workflow_triggers_schedule on workflow_triggers (workflow_id) where kind = 'schedule'`);
 
     await knex.schema.createTable('workflow_schedules', (t) => {

@@ -33,11 +33,11 @@ const toDeployment = (r: Record<string, any>): Deployment => ({
   trigger: (typeof r.trigger === 'string' ? JSON.parse(r.trigger) : r.trigger) as Trigger,
 });
 
-/** The org's published workflows whose webhook trigger names this provider and event type, oldest first. */
-export async function webhookDeployments(db: Knex, orgId: string, provider: string, event: string, limit: number): Promise<Deployment[]> {
+/** The org's published workflows with a webhook trigger on this provider, oldest deployment first. */
+export async function webhookDeployments(db: Knex, orgId: string, provider: string, limit: number): Promise<Deployment[]> {
   const rows = await withStorageErrors(() => db('workflow_triggers')
-    .where({ org_id: orgId, kind: 'webhook', provider, event }).whereNotNull('published_version')
-    .orderBy('workflow_id').limit(limit));
+    .where({ org_id: orgId, kind: 'webhook', provider }).whereNotNull('published_version')
+    .orderBy('updated_at').limit(limit));
   return rows.map(toDeployment);
 }
 

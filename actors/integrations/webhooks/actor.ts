@@ -4,6 +4,7 @@ import { providerEventMessageSchema } from '../../../schemas/integrations/provid
 import { writeWebhookOutcome } from '../../../storage/integrations/webhook-events.js';
 import { publicSessionId, sessionAddress, type SessionReply } from '../../session/index.js';
 import type { AskFn } from '../../workflow-run/ports.js';
+import type { PinnedRunOutcome, PinnedRunStart } from '../../workflow-run/start-pinned.js';
 import {
   providerEventMachine, initialProviderEventState, type ProviderEventEffect, type ProviderEventMsg, type ProviderEventReply,
   type ProviderEventState,
@@ -32,7 +33,13 @@ export function sessionDispatchFor(effect: Omit<Extract<ProviderEventEffect, { t
   };
 }
 
-export function createProviderEventBehavior(ports: { ask: AskFn }): ActorBehavior<ProviderEventState, ProviderEventMsg, ProviderEventReply, ProviderEventEffect> {
+export interface ProviderEventPorts {
+  readonly ask: AskFn;
+  /** Starts one pinned run (actors/workflow-run/start-pinned.ts); without it (unit tests) triggered runs fail. */
+  readonly startRun?: (start: PinnedRunStart) => Promise<PinnedRunOutcome>;
+}
+
+export function createProviderEventBehavior(ports: ProviderEventPorts): ActorBehavior<ProviderEventState, ProviderEventMsg, ProviderEventReply, ProviderEventEffect> {
   return {
     kind: PROVIDER_EVENT_KIND,
     initial: initialProviderEventState,
@@ -44,12 +51,18 @@ export function createProviderEventBehavior(ports: { ask: AskFn }): ActorBehavio
       }
       if (!effects.some((e) => e.type === 'recordOutcome')) return;
       const status = next.status === 'routed' ? 'routed' : next.status === 'ignored' ? 'ignored' : 'failed';
-      await writeWebhookOutcome(trx, id, {
-        status, outcome: next.detail === null ? {} : { detail: next.detail }, sessionId: next.sessionId, at: new Date(next.updatedAt),
-      });
+      const outcome = { ...(next.detail === null ? {} : { detail: next.detail }), ...(next.runIds === undefined ? {} : { runIds: next.runIds }) };
+      await writeWebhookOutcome(trx, id, { status, outcome, sessionId: next.sessionId, at: new Date(next.updatedAt) });
     },
     async afterPersist(effects, ctx) {
       for (const effect of effects) {
+        if (effect.type === 'startRuns') {
+          // A transient failure leaves the event routing; the webhook sweeper starts the same runs again later.
+          const started = await startTriggeredRuns(ports, ctx.id, effect)
+            .catch((err: unknown) => { ctx.log.warn({ err }, 'could not start the runs a provider event triggers; the sweeper will retry'); });
+          if (started) ctx.tellSelf(started);
+          continue;
+        }
         if (effect.type !== 'dispatchSession') continue;
         const sessionId = publicSessionId(effect.trackerSessionId);
         try {
@@ -63,6 +76,31 @@ export function createProviderEventBehavior(ports: { ask: AskFn }): ActorBehavio
       }
     },
   };
+}
+
+/**
+ * Starts every run a delivery triggers, each pinned to the version published when the delivery was accepted, and
+ * says how it went as the `providerEvent.runsStarted` to record. Throws on a transient failure (nothing recorded):
+ * the runs already started keep their ids, so a retry starts only the others.
+ */
+export async function startTriggeredRuns(
+  ports: Pick<ProviderEventPorts, 'startRun'>, eventId: string, effect: Extract<ProviderEventEffect, { type: 'startRuns' }>,
+): Promise<Extract<ProviderEventMsg, { type: 'providerEvent.runsStarted' }>> {
+  const runIds: string[] = [];
+  const failures: string[] = [];
+  for (const run of effect.runs) {
+    if (!ports.startRun) {
+      failures.push(`workflow ${run.workflowId}: no run starter on this node`);
+      continue;
+    }
+    const outcome = await ports.startRun({
+      orgId: effect.orgId, projectId: run.projectId, workflowId: run.workflowId, version: run.version, runId: run.runId,
+      input: effect.input, startedBy: webhookRequester(effect.provider), trigger: { kind: 'webhook', eventId },
+    });
+    if (outcome.started) runIds.push(run.runId);
+    else failures.push(`workflow ${run.workflowId}: ${outcome.detail}`);
+  }
+  return { type: 'providerEvent.runsStarted', runIds, failures };
 }
 
 /**

@@ -9,7 +9,8 @@ import { storeRouteMessage } from '../../../storage/integrations/webhook-resend.
 import { providerEventAddress } from './actor.js';
 import type { ProviderEventMsg } from './machine.js';
 import { isWebhookProvider, ProviderWebhookRefusal, schemes, signedWith, type WebhookProvider } from './providers.js';
-import { planRoute } from './routing.js';
+import { planRoute, type RouteAction } from './routing.js';
+import { workflowRunsFor } from './workflow-triggers.js';
 import { sessionScope } from '../../../storage/sessions/queries.js';
 
 /**
@@ -26,7 +27,9 @@ import { sessionScope } from '../../../storage/sessions/queries.js';
  * 6. the delivery is recorded under (org, provider, delivery id) and (org, provider, SHA-256 of the body): a repeat
  *    of either answers `duplicate: true` with the first answer's ids and is not routed again (an unsigned delivery-id
  *    header does not make a replayed body new);
- * 7. a fresh delivery is told to its `provider-event/<eventId>` actor; the 200 goes out only once the transport
+ * 7. what it asks for is planned: the runs of the org's published workflows whose webhook trigger matches it, or else
+ *    the built-in routing (routing.ts);
+ * 8. a fresh delivery is told to its `provider-event/<eventId>` actor; the 200 goes out only once the transport
  *    has accepted it (a broker confirm on RabbitMQ). If that fails the record is dropped, so the provider's retry
  *    is accepted, and the caller gets 503.
  * Refusals of 3–5 carry one generic message and count against the source (2); the reason goes to the log.
@@ -92,7 +95,12 @@ export async function receiveProviderWebhook(deps: IngestDeps, input: ProviderWe
   const answer = { ok: true as const, eventId: recorded.event.id, correlationId: recorded.event.correlationId };
   if (!recorded.fresh) return { ...answer, duplicate: true };
 
-  let action = planRoute(orgId, provider, eventType, body);
+  // Published workflows whose webhook trigger matches take the delivery over from the built-in routing: the team
+  // said what this event should run (decision 0027).
+  const triggered = await workflowRunsFor(deps.db, orgId, provider, eventType, body);
+  let action: RouteAction = triggered.length > 0
+    ? { kind: 'startRuns', runs: triggered, input: body }
+    : planRoute(orgId, provider, eventType, body);
   // A note for a session (a failed CI job) goes only to a session of the signing org; otherwise it is recorded as
   // ignored, so the outcome says why nothing was attached. (The actor's insert checks the org again.)
   if (action.kind === 'recordSessionActivity' && !(await sessionScope(deps.db, orgId, action.sessionId))) {

@@ -13,4 +13,17 @@ export type RouteAction =
       readonly activityKind: string;
       readonly body: string;
     }
+  | {
+      /** Published workflows whose webhook trigger matches (workflow-triggers.ts), each to run with the payload as input. */
+      readonly kind: 'startRuns';
+      readonly runs: readonly TriggeredRun[];
+      readonly input: Record<string, unknown>;
+    }
   | { readonly kind: 'ignore'; readonly reason: string };
+
+/** One run a delivery starts: the workflow and the version published when the delivery was accepted. */
+export interface TriggeredRun {
+  readonly workflowId: string;
+  readonly projectId: string;
+  readonly version: number;
+}

@@ -2,7 +2,9 @@ import type { Deps } from '../../deps.js';
 import type { NodeService } from '../../node-services.js';
 import { claimResend, giveUpDelivery, stuckDeliveries, type StuckDelivery } from '../../../storage/integrations/webhook-resend.js';
 import { publicSessionId, sessionAddress } from '../../session/index.js';
-import { providerEventAddress, sessionDispatchFor } from './actor.js';
+import { providerEventAddress, sessionDispatchFor, startTriggeredRuns } from './actor.js';
+import { startPinnedRun } from '../../workflow-run/start-pinned.js';
+import { webhookRunId } from './workflow-triggers.js';
 import type { ProviderEventMsg, ProviderEventReply } from './machine.js';
 
 /**
@@ -10,8 +12,8 @@ import type { ProviderEventMsg, ProviderEventReply } from './machine.js';
  * the ingest's record and its hand-off, or between the provider-event actor's `routing` snapshot and its dispatch.
  * Every `TROUPE_WEBHOOK_RESEND_AFTER_MS`, deliveries still `received` that long after their arrival (or their last
  * re-send) are claimed one by one (one node wins each claim) and their stored route message is asked of their actor
- * again. An actor that never saw it routes it now; one that answers `routing` had lost its dispatch effect, so the
- * sweeper makes that dispatch itself and reports it back. Both are safe to repeat: the dispatch is keyed by the
+ * again. An actor that never saw it routes it now; one that answers `routing` had lost its dispatch (or run starts)
+ * effect, so the sweeper makes that dispatch (or starts those runs) itself and reports it back. Both are safe to repeat: the dispatch is keyed by the
  * tracker's id and the actor ignores a route it already handled. After MAX_RESENDS the delivery is recorded
  * failed instead of being tried forever.
  */
@@ -57,11 +59,21 @@ export async function sweepStuckDeliveries(deps: Pick<Deps, 'db' | 'clock' | 'lo
   return resent;
 }
 
-async function resend(deps: Pick<Deps, 'ask' | 'log'>, delivery: StuckDelivery): Promise<void> {
+async function resend(deps: Pick<Deps, 'ask' | 'log' | 'db'>, delivery: StuckDelivery): Promise<void> {
   const message = delivery.routeMessage as Extract<ProviderEventMsg, { type: 'providerEvent.route' }>;
   const address = providerEventAddress(delivery.id);
   const reply = await deps.ask<ProviderEventReply>(address, message);
-  if (reply.status !== 'routing' || message.action.kind !== 'dispatchSession' || message.projectId === null) return;
+  if (reply.status !== 'routing') return;
+  if (message.action.kind === 'startRuns') {
+    const runs = message.action.runs.map((r) => ({ ...r, runId: webhookRunId(delivery.id, r.workflowId) }));
+    const started = await startTriggeredRuns({ startRun: (start) => startPinnedRun(deps, start) }, delivery.id, {
+      type: 'startRuns', orgId: message.orgId, provider: message.provider, eventType: message.eventType, runs, input: message.action.input,
+    });
+    await deps.ask(address, started);
+    deps.log.info({ eventId: delivery.id, runIds: started.runIds }, 'a provider delivery stuck in routing started its runs');
+    return;
+  }
+  if (message.action.kind !== 'dispatchSession' || message.projectId === null) return;
   const sessionId = publicSessionId(message.action.trackerSessionId);
   await deps.ask(sessionAddress(sessionId), sessionDispatchFor({
     orgId: message.orgId, projectId: message.projectId, trackerSessionId: message.action.trackerSessionId,

@@ -9,6 +9,7 @@ import { walkTable } from '../../support/table-walk.js';
 import { createProviderEventBehavior } from '../../../actors/integrations/webhooks/actor.js';
 import type { ProviderEventState } from '../../../actors/integrations/webhooks/machine.js';
 import { planRoute } from '../../../actors/integrations/webhooks/routing.js';
+import { eventMatches, filterMatches, webhookRunId } from '../../../actors/integrations/webhooks/workflow-triggers.js';
 
 const behavior = createProviderEventBehavior({ ask: () => Promise.reject(new Error('not used in table tests')) });
 const orgId = randomUUID();
@@ -20,7 +21,10 @@ const messages = {
   'providerEvent.route': route(),
   'providerEvent.dispatched': { type: 'providerEvent.dispatched', sessionId: 'abcdef0123456789' },
   'providerEvent.dispatchFailed': { type: 'providerEvent.dispatchFailed', error: 'boom' },
+  'providerEvent.runsStarted': { type: 'providerEvent.runsStarted', runIds: [randomUUID()], failures: [] },
 } as const;
+const workflowId = randomUUID();
+const startRuns = { kind: 'startRuns', runs: [{ workflowId, projectId, version: 3 }], input: { action: 'opened' } } as const;
 
 function stateIn(status: ProviderEventState['status']): ProviderEventState {
   const absent = behavior.initial('e');
@@ -39,6 +43,7 @@ const firstRoutes = [
   route({ kind: 'recordSessionActivity', sessionId: 'abcdef0123456789', activityKind: 'ci.failed', body: 'CI failed' }),
   route({ kind: 'ignore', reason: 'not for us' }),
   route(dispatchAction, null),
+  route(startRuns),
 ];
 
 walkTable(behavior, {
@@ -59,6 +64,39 @@ describe('provider-event machine', () => {
       expect(again.ok && again.effects, status).to.deep.equal([]);
       expect(again.ok && again.changed, status).to.equal(false);
     }
+  });
+
+  it('asks to start the triggered runs under ids derived from the delivery, and records them once started', () => {
+    const first = runCommand(behavior, behavior.initial('event-1'), route(startRuns), { id: 'event-1' });
+    if (!first.ok) throw new Error(first.rejection.message);
+    expect(first.state.status).to.equal('routing');
+    expect(first.effects).to.deep.equal([{
+      type: 'startRuns', orgId, provider: 'linear', eventType: 'Issue.create', input: { action: 'opened' },
+      runs: [{ workflowId, projectId, version: 3, runId: webhookRunId('event-1', workflowId) }],
+    }]);
+    expect(webhookRunId('event-1', workflowId)).to.not.equal(webhookRunId('event-2', workflowId));
+    const runId = webhookRunId('event-1', workflowId);
+    const done = runCommand(behavior, first.state, { type: 'providerEvent.runsStarted', runIds: [runId], failures: [] });
+    expect(done.ok && done.state).to.include({ status: 'routed', detail: null });
+    expect(done.ok && done.state.runIds).to.deep.equal([runId]);
+    const again = runCommand(behavior, done.ok ? done.state : first.state, route(startRuns));
+    expect(again.ok && again.effects).to.deep.equal([]);
+  });
+
+  it('matches webhook triggers by event (whole segments) and by payload filter', () => {
+    expect(eventMatches('issues.opened', 'issues.opened')).to.equal(true);
+    expect(eventMatches('issues', 'issues.opened')).to.equal(true);
+    expect(eventMatches('issue', 'issues.opened')).to.equal(false);
+    expect(eventMatches('issues.closed', 'issues.opened')).to.equal(false);
+    const body = { repository: { full_name: 'acme/api', private: true }, issue: { number: 7, labels: [{ name: 'triage' }, { name: 'bug' }] } };
+    expect(filterMatches({}, body)).to.equal(true);
+    expect(filterMatches({ 'repository.full_name': 'acme/api', 'repository.private': true }, body)).to.equal(true);
+    expect(filterMatches({ 'repository.full_name': ['acme/web', 'acme/api'] }, body)).to.equal(true);
+    expect(filterMatches({ 'issue.labels.*.name': 'bug' }, body)).to.equal(true);
+    expect(filterMatches({ 'issue.labels.0.name': 'bug' }, body)).to.equal(false);
+    expect(filterMatches({ 'issue.number': '7' }, body)).to.equal(false);
+    expect(filterMatches({ 'repository.full_name': 'acme/api', 'issue.missing': 'x' }, body)).to.equal(false);
+    expect(filterMatches({ 'constructor.name': 'Object' }, body)).to.equal(false);
   });
 
   it('fails a dispatch without a project, and refuses malformed messages', () => {
