@@ -54,7 +54,7 @@ for (const { set, skip } of engineSets) describe(`workflows: webhook triggers ($
   }
   const runsOf = async (id: string) => (await api('GET', `/api/workflows/${id}/runs`)).json.runs as Array<Record<string, any>>;
   const delivery = (repo: string) => ({ body: JSON.stringify(githubIssueOpened({ repo, number: 5, title: 'Login fails' })), id: randomUUID() });
-  const deliver = async (d: { body: string; id: string }, signingSecret = secret) => t.call('POST', '/api/webhooks/ingest/github', {
+  const deliver = async (d: { body: string; id: string }, signingSecret = secret) => t.call('POST', `/api/webhooks/ingest/github?org=${signingSecret === secret ? org.orgId : other.orgId}`, {
     rawBody: d.body,
     headers: { 'content-type': 'application/json', 'x-github-event': 'issues', 'x-github-delivery': d.id, 'x-hub-signature-256': await octokitSign(signingSecret, d.body) },
   });
