@@ -55,6 +55,9 @@ export type SessionMsg =
       readonly type: 'session.transition';
       readonly status: ReportableStatus;
       readonly workerId: string;
+      /** The reporting worker's org and projects: a session outside them is NOT_FOUND (the `screen`). */
+      readonly orgId: string;
+      readonly projectIds: readonly string[];
       readonly costUsd?: number;
       readonly error?: string;
       readonly phase?: string;
@@ -211,6 +214,9 @@ const leaseLost: On<'session.leaseExpired', readonly SessionStatus[]> = (state, 
     terminalEffects(id, next, 'failed', 'Session failed: its worker stopped heartbeating'));
 };
 
+const inScope = (spec: SessionSpec, msg: { readonly orgId: string; readonly projectIds: readonly string[] }): boolean =>
+  spec.orgId === msg.orgId && msg.projectIds.includes(spec.projectId);
+
 /**
  * The status graph, and the code of each move. For `session.transition` the listed statuses are the ones a worker
  * may report from each status; for other messages, where the message leads. A pair that is absent is rejected
@@ -220,6 +226,10 @@ export const sessionMachine = defineMachine<SessionState, SessionMsg, SessionEff
   statuses: sessionStatuses,
   messageTypes: sessionMsgTypes,
   statusOf: (state) => state.status,
+  // A worker hears nothing about a session outside its org and projects, whatever its status (no 409 naming it).
+  screen: (state, msg) => (msg.type === 'session.transition' && state.spec !== null && !inScope(state.spec, msg)
+    ? reject('NOT_FOUND', 'session not found')
+    : undefined),
   refuse: (from, msg) => (from === 'absent' ? reject('NOT_FOUND', 'session not found') : illegal(from, msg)),
   table: {
     absent: { 'session.dispatch': go('pending', create) },

@@ -209,10 +209,13 @@ export function sessionRoutes(): Route<Deps>[] {
         if (p.kind !== 'runtime') throw new TroupeError('AUTH_FORBIDDEN');
         const body = req.body as { status: string; workerId: string; costUsd?: number; error?: string; phase?: string };
         if (body.workerId !== p.workerId) throw new TroupeError('AUTH_FORBIDDEN', 'workerId does not match the runtime token');
-        const session = await scopedSession(deps, p.orgId, req.params.id);
-        // A worker only sees sessions of the projects it was registered for.
-        if (!p.projectIds.includes(session.projectId)) throw new TroupeError('NOT_FOUND', 'session not found');
-        const reply = await deps.ask<SessionReply>(sessionAddress(session.id), { type: 'session.transition', ...body });
+        const id = req.params.id;
+        if (id === undefined || !publicIdPattern.test(id)) throw new TroupeError('NOT_FOUND', 'session not found');
+        // A worker only sees sessions of its org and of the projects it was registered for: the actor, which holds
+        // both, answers NOT_FOUND for any other (its machine's screen), so nothing is read here first.
+        const reply = await deps.ask<SessionReply>(sessionAddress(id), {
+          type: 'session.transition', ...body, orgId: p.orgId, projectIds: p.projectIds,
+        });
         daemonServices(deps).liveness.record(p.workerId, deps.clock.now());
         return { body: withoutKind(reply) };
       },

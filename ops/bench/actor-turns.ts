@@ -99,7 +99,7 @@ async function measure(label: string): Promise<Figures> {
       agentCardId: null, trackerIssue: null, workType: null, provider: null, requestedBy: 'apiKey:bench',
     });
     for (const status of ['claimed', 'running', 'finalizing', 'completed']) {
-      await system.ask(address, { type: 'session.transition', status, workerId: 'w1', costUsd: 0.5 });
+      await system.ask(address, { type: 'session.transition', status, workerId: 'w1', costUsd: 0.5, orgId: ORG, projectIds: [PROJECT] });
     }
   };
   const hostWork = async (i: number) => {

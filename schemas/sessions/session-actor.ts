@@ -32,11 +32,15 @@ export const sessionMessageSchema = {
     {
       type: 'object',
       additionalProperties: false,
-      required: ['type', 'status', 'workerId'],
+      required: ['type', 'status', 'workerId', 'orgId', 'projectIds'],
       properties: {
         type: { const: 'session.transition' },
         status: reportable,
         workerId: shortText,
+        // The reporting worker's org and projects (its runtime token's): the actor answers NOT_FOUND for a session
+        // outside them, so the route need not read the session's scope first.
+        orgId: uuid,
+        projectIds: { type: 'array', maxItems: 1000, items: uuid },
         costUsd: { type: 'number', minimum: 0, maximum: 1e9 },
         error: { type: 'string', maxLength: 4000 },
         phase: { type: 'string', maxLength: 200 },

@@ -131,6 +131,26 @@ for (const { set, skip } of engineSets) describe(`session routes (${set} engines
     expect((await t.call('GET', '/api/public/sessions/not-a-session', { token: acme.apiKey })).status).to.equal(404);
   });
 
+  it("a worker off the session's project, or of another org, hears 404 even for a move that would be illegal; the session stays as it was", async () => {
+    const id = await dispatch(t, acme);
+    const d = await registerDaemon(t, acme, 'host-narrowed');
+    const removal = await t.call('POST', '/api/daemon/mutations', {
+      token: acme.ownerToken, body: { workerHostId: d.workerId, op: 'project.remove', params: { projectId: acme.projectId } },
+    });
+    expect(removal.status, removal.text).to.equal(201);
+    const beat = await t.call('POST', '/v1/daemon/heartbeat', { token: d.runtimeJwt, body: { workerId: d.workerId } });
+    expect(beat.json.runtimeJwt, 'a narrowed token comes with the delivered removal').to.be.a('string');
+    const narrowed = { workerId: d.workerId, runtimeJwt: beat.json.runtimeJwt as string };
+    const globexDaemon = await registerDaemon(t, globex);
+    // `claimed` is a legal move from pending, `completed` an illegal one: neither answer may tell the session exists.
+    for (const outsider of [narrowed, globexDaemon]) {
+      for (const status of ['claimed', 'completed']) expect((await report(t, outsider, id, status)).status, status).to.equal(404);
+    }
+    const detail = await t.call('GET', `/api/public/sessions/${id}`, { token: acme.apiKey });
+    expect(detail.json.status).to.equal('pending');
+    expect((await report(t, await registerDaemon(t, acme, 'host-2'), id, 'claimed')).status).to.equal(200);
+  });
+
   it('error-issues answers configured:false without a connection', async () => {
     const id = await dispatch(t, acme);
     const res = await t.call('GET', `/api/sessions/${id}/error-issues`, { token: acme.apiKey });

@@ -48,12 +48,12 @@ for (const engine of dbEngines) {
       expect(await lockState(a)).to.equal('held');
       expect(await lockState(b)).to.equal('waiting');
 
-      sa = await apply(a, sa, { type: 'session.transition', status: 'claimed', workerId: 'w1' }, t0 + 2);
+      sa = await apply(a, sa, { type: 'session.transition', orgId, projectIds: [projectId], status: 'claimed', workerId: 'w1' }, t0 + 2);
       sa = await apply(a, sa, { type: 'session.prompt', promptId: 'p-queued', prompt: 'more', requestedBy: 'u' }, t0 + 3);
-      sa = await apply(a, sa, { type: 'session.transition', status: 'running', workerId: 'w1' }, t0 + 4);
-      sa = await apply(a, sa, { type: 'session.transition', status: 'finalizing', workerId: 'w1', costUsd: 2.5 }, t0 + 5);
+      sa = await apply(a, sa, { type: 'session.transition', orgId, projectIds: [projectId], status: 'running', workerId: 'w1' }, t0 + 4);
+      sa = await apply(a, sa, { type: 'session.transition', orgId, projectIds: [projectId], status: 'finalizing', workerId: 'w1', costUsd: 2.5 }, t0 + 5);
       const before = sa;
-      const finish: SessionMsg = { type: 'session.transition', status: 'completed', workerId: 'w1', costUsd: 2.5 };
+      const finish: SessionMsg = { type: 'session.transition', orgId, projectIds: [projectId], status: 'completed', workerId: 'w1', costUsd: 2.5 };
       const result = runCommand(behavior, before, finish, { id: a, now: t0 + 6 });
       if (!result.ok) throw new Error('completion refused');
       // The crash-and-replay case: the same projection committed twice.

@@ -14,6 +14,8 @@ const behavior = createSessionBehavior();
 const ORG = '11111111-1111-4111-8111-111111111111';
 const PROJECT = '22222222-2222-4222-8222-222222222222';
 const id = publicSessionId('tracker-session-1');
+/** The reporting worker's org and projects, as the status route passes them from its runtime token. */
+const scope = { orgId: ORG, projectIds: [PROJECT] };
 
 const dispatch: SessionMsg = {
   type: 'session.dispatch', orgId: ORG, projectId: PROJECT, trackerSessionId: 'tracker-session-1', prompt: 'Fix the bug',
@@ -39,7 +41,7 @@ function messagesOf(type: string): SessionMsg[] {
   switch (type as SessionMsg['type']) {
     case 'session.dispatch': return [dispatch];
     case 'session.transition':
-      return reportableStatuses.map((status) => ({ type: 'session.transition', status, workerId: 'w1', costUsd: 1.5 }));
+      return reportableStatuses.map((status) => ({ type: 'session.transition', ...scope, status, workerId: 'w1', costUsd: 1.5 }));
     case 'session.stop': return [{ type: 'session.stop', requestedBy: 'user:u' }];
     case 'session.prompt': return [{ type: 'session.prompt', promptId: 'p-1', prompt: 'More', requestedBy: 'user:u' }];
     case 'session.leaseExpired': return [{ type: 'session.leaseExpired', workerId: 'w1' }];
@@ -95,26 +97,26 @@ describe('session machine', () => {
 
   it('stop racing finalize: whichever comes second finds a terminal session and adds no effect', () => {
     const finalizing = stateIn('finalizing');
-    const completed = runCommand(behavior, finalizing, { type: 'session.transition', status: 'completed', workerId: 'w1' }, { id });
+    const completed = runCommand(behavior, finalizing, { type: 'session.transition', ...scope, status: 'completed', workerId: 'w1' }, { id });
     expect(completed.ok).to.equal(true);
     if (!completed.ok) return;
     const stop = runCommand(behavior, completed.state, { type: 'session.stop', requestedBy: 'u' }, { id });
     expect(stop.ok && stop.reply).to.deep.include({ stopped: false, newStatus: 'completed' });
     const stoppedFirst = runCommand(behavior, finalizing, { type: 'session.stop', requestedBy: 'u' }, { id });
     if (!stoppedFirst.ok) throw new Error('stop refused');
-    const lateFinalize = runCommand(behavior, stoppedFirst.state, { type: 'session.transition', status: 'completed', workerId: 'w1' }, { id });
+    const lateFinalize = runCommand(behavior, stoppedFirst.state, { type: 'session.transition', ...scope, status: 'completed', workerId: 'w1' }, { id });
     expect(lateFinalize.ok).to.equal(false);
     if (!lateFinalize.ok) expect(lateFinalize.rejection.code).to.equal('ILLEGAL_TRANSITION');
   });
 
   it('two workers claiming the same session: exactly one wins', () => {
     const pending = stateIn('pending');
-    const a = runCommand(behavior, pending, { type: 'session.transition', status: 'claimed', workerId: 'wa' }, { id });
+    const a = runCommand(behavior, pending, { type: 'session.transition', ...scope, status: 'claimed', workerId: 'wa' }, { id });
     if (!a.ok) throw new Error('first claim refused');
-    const b = runCommand(behavior, a.state, { type: 'session.transition', status: 'claimed', workerId: 'wb' }, { id });
+    const b = runCommand(behavior, a.state, { type: 'session.transition', ...scope, status: 'claimed', workerId: 'wb' }, { id });
     expect(b.ok).to.equal(false);
     if (!b.ok) expect(b.rejection.code).to.equal('ILLEGAL_TRANSITION');
-    const again = runCommand(behavior, a.state, { type: 'session.transition', status: 'claimed', workerId: 'wa' }, { id });
+    const again = runCommand(behavior, a.state, { type: 'session.transition', ...scope, status: 'claimed', workerId: 'wa' }, { id });
     expect(again.ok && again.changed).to.equal(false);
   });
 
@@ -139,14 +141,29 @@ describe('session machine', () => {
   });
 
   it('a worker that does not hold the session cannot move it', () => {
-    const result = runCommand(behavior, stateIn('running'), { type: 'session.transition', status: 'finalizing', workerId: 'intruder' }, { id });
+    const result = runCommand(behavior, stateIn('running'), { type: 'session.transition', ...scope, status: 'finalizing', workerId: 'intruder' }, { id });
     expect(result.ok).to.equal(false);
+  });
+
+  it('a worker of another org, or of none of its projects, hears NOT_FOUND in every status and changes nothing', () => {
+    const OTHER = '33333333-3333-4333-8333-333333333333';
+    for (const status of ['pending', 'claimed', 'running', 'paused', 'finalizing', 'completed', 'failed', 'stopped'] as const) {
+      const before = stateIn(status);
+      for (const outside of [{ orgId: OTHER, projectIds: [PROJECT] }, { orgId: ORG, projectIds: [OTHER] }, { orgId: ORG, projectIds: [] }]) {
+        // `completed` from `finalizing` would be legal, and `claimed` from `running` illegal: neither may show.
+        for (const target of ['claimed', 'completed'] as const) {
+          const result = runCommand(behavior, before, { type: 'session.transition', ...outside, status: target, workerId: 'w1' }, { id });
+          expect(result.ok, `${status} → ${target} from outside`).to.equal(false);
+          if (!result.ok) expect(result.rejection.code).to.equal('NOT_FOUND');
+        }
+      }
+    }
   });
 
   it('hostile messages are refused before decide', () => {
     for (const msg of [
-      { type: 'session.transition', status: 'exploded', workerId: 'w1' },
-      { type: 'session.transition', status: 'running', workerId: 'w1', costUsd: -1 },
+      { type: 'session.transition', ...scope, status: 'exploded', workerId: 'w1' },
+      { type: 'session.transition', ...scope, status: 'running', workerId: 'w1', costUsd: -1 },
       { type: 'session.prompt', promptId: 'x', prompt: '', requestedBy: 'u' },
       { type: 'session.nope' },
     ]) {
