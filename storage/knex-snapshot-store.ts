@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { TroupeError } from '../ops/kernel/errors.js';
-import type { Projection, Snapshot, SnapshotStore } from './snapshot-store.js';
+import type { Projection, Snapshot, SnapshotStore, SqlProjection } from './snapshot-store.js';
+import { inSqlTransaction } from './sql-tx.js';
 import { withStorageErrors } from './storage-errors.js';
 
 /**
@@ -44,6 +45,7 @@ export class KnexSnapshotStore implements SnapshotStore {
     checkVersion(expectedVersion);
     const json = serialise(state);
     const nextVersion = expectedVersion + 1;
+    if (project !== undefined && typeof project !== 'function') return this.saveInSql(address, expectedVersion, json, project);
     return withStorageErrors(() =>
       this.knex.transaction(async (trx) => {
         const written =
@@ -63,6 +65,25 @@ export class KnexSnapshotStore implements SnapshotStore {
         return nextVersion;
       }),
     );
+  }
+
+  /** The same write in plain SQL, the projection on the same connection (decision 0045). */
+  private saveInSql(address: string, expectedVersion: number, json: string, project: SqlProjection): Promise<number> {
+    const nextVersion = expectedVersion + 1;
+    return inSqlTransaction(this.knex, async (tx) => {
+      const written = expectedVersion === 0
+        ? await tx.query(
+          'insert into actor_snapshots (address, kind, version, state) values ($1, $2, $3, $4) on conflict (address) do nothing returning version',
+          [address, kindOf(address), nextVersion, json],
+        )
+        : await tx.query(
+          'update actor_snapshots set version = $1, state = $2, updated_at = current_timestamp where address = $3 and version = $4 returning version',
+          [nextVersion, json, address, expectedVersion],
+        );
+      if (written.rows.length === 0) throw stale(address, expectedVersion);
+      await project.sql(tx);
+      return nextVersion;
+    });
   }
 
   async remove(address: string, expectedVersion: number): Promise<void> {

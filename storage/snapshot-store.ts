@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import type { SqlTx } from './sql-tx.js';
 
 /**
  * Durable actor state, one row per actor address, fenced by an optimistic version.
@@ -17,7 +18,18 @@ export interface Snapshot<S> {
   readonly updatedAt: Date;
 }
 
-export type Projection = (trx: Knex.Transaction) => Promise<void>;
+/** Read-model writes through knex, in the snapshot's transaction. */
+export type KnexProjection = (trx: Knex.Transaction) => Promise<void>;
+
+/**
+ * The same in plain SQL (./sql-tx.ts), for the hot kinds (decision 0045): the store then writes the snapshot and
+ * runs the projection without knex.
+ */
+export interface SqlProjection {
+  readonly sql: (tx: SqlTx) => Promise<void>;
+}
+
+export type Projection = KnexProjection | SqlProjection;
 
 export interface SnapshotStore {
   load<S>(address: string): Promise<Snapshot<S> | undefined>;

@@ -39,9 +39,13 @@ export function withAnnouncement<S, M extends { type: string }, R, E extends { t
         return { ...decision, effects: [...decision.effects, added as unknown as E] };
       },
     },
-    async project(trx, id, next, previous, effects) {
-      await behavior.project?.(trx, id, next, previous, theirs(effects));
-    },
+    // The wrapped behaviour's projection, whichever form it has, without the added effect.
+    project: behavior.project === undefined
+      ? undefined
+      : (trx, id, next, previous, effects) => behavior.project!(trx, id, next, previous, theirs(effects)),
+    projectSql: behavior.projectSql === undefined
+      ? undefined
+      : (tx, id, next, previous, effects) => behavior.projectSql!(tx, id, next, previous, theirs(effects)),
     async afterPersist(effects, ctx) {
       for (const effect of effects) {
         if (!ours(effect)) continue;

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import type { SqlTx } from '../../storage/sql-tx.js';
 import type { ErrorCode } from '../../ops/kernel/errors.js';
 import type { Logger } from '../../ops/kernel/logger.js';
 import type { SupervisionPolicy } from './supervision.js';
@@ -71,6 +72,11 @@ export interface ActorBehavior<S, M extends { type: string }, R = unknown, E = n
   readonly machine: Machine<S, M, E, R>;
   /** Read-model writes that must commit with the snapshot. */
   project?(trx: Knex.Transaction, id: string, next: S, previous: S, effects: readonly E[]): Promise<void>;
+  /**
+   * The same in plain SQL, for the hot kinds (decision 0045): the snapshot and these writes then commit in one
+   * transaction without knex. A kind has `project` or `projectSql`, not both.
+   */
+  projectSql?(tx: SqlTx, id: string, next: S, previous: S, effects: readonly E[]): Promise<void>;
   /** Runs after the state is durable and the reply sent; must be idempotent (a crash may replay it). */
   afterPersist?(effects: readonly E[], ctx: EffectContext<M>): Promise<void>;
   /**

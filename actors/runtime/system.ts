@@ -4,7 +4,7 @@ import type { Registry } from 'prom-client';
 import { TroupeError } from '../../ops/kernel/errors.js';
 import type { Clock } from '../../ops/kernel/clock.js';
 import type { Logger } from '../../ops/kernel/logger.js';
-import type { SnapshotStore } from '../../storage/snapshot-store.js';
+import type { Projection, SnapshotStore } from '../../storage/snapshot-store.js';
 import type { DeliveryHandler } from '../../transport/port.js';
 import { addressOf, parseAddress } from '../../transport/shards.js';
 import { compileAdmission, type Admission } from './admission.js';
@@ -134,6 +134,7 @@ export function createActorSystem(opts: ActorSystemOptions): ActorSystem {
   function register<S, M extends { type: string }, R, E>(behavior: ActorBehavior<S, M, R, E>): void {
     if (!/^[a-z][a-z0-9-]*$/.test(behavior.kind)) throw new Error(`actor kind must be lower-case words: ${behavior.kind}`);
     if (kinds.has(behavior.kind)) throw new Error(`actor kind registered twice: ${behavior.kind}`);
+    if (behavior.project !== undefined && behavior.projectSql !== undefined) throw new Error(`actor kind has two projections: ${behavior.kind}`);
     const erased = behavior as unknown as AnyBehavior;
     kinds.set(behavior.kind, { behavior: erased, admit: compileAdmission(erased), transitions: compileTransitionCheck(erased.machine) });
   }
@@ -325,9 +326,11 @@ export function createActorSystem(opts: ActorSystemOptions): ActorSystem {
       finish({ ok: false, error: new TroupeError('INTERNAL') }, 'failed');
       return loaded;
     }
-    const project = behavior.project === undefined
-      ? undefined
-      : (trx: Parameters<NonNullable<AnyBehavior['project']>>[0]) => behavior.project!(trx, id, next, previous, effects);
+    const project: Projection | undefined = behavior.projectSql !== undefined
+      ? { sql: (tx) => behavior.projectSql!(tx, id, next, previous, effects) }
+      : behavior.project === undefined
+        ? undefined
+        : (trx) => behavior.project!(trx, id, next, previous, effects);
     const persistStarted = performance.now();
     const saved = await persist(snapshots, address, loaded.version, next, project, turnLog);
     metrics.persistSeconds(behavior.kind, (performance.now() - persistStarted) / 1000);

@@ -1,4 +1,4 @@
-import type { Knex } from 'knex';
+import type { SqlTx } from '../../storage/sql-tx.js';
 import type { ActorBehavior } from '../runtime/machine.js';
 import { sessionMessageSchema } from '../../schemas/sessions/session-actor.js';
 import { projectSession } from '../../storage/sessions/projection.js';
@@ -26,10 +26,11 @@ export function createSessionBehavior(ports: SessionPorts = {}): ActorBehavior<S
     initial: initialSessionState,
     machine: sessionMachine,
     messages: sessionMessageSchema,
-    async project(trx: Knex.Transaction, id: string, next: SessionState, previous: SessionState, effects: readonly SessionEffect[]) {
-      await projectSession(trx, id, next, previous, effects, next.updatedAt);
+    // The hottest projection of a node, so in plain SQL on the snapshot's connection (decision 0045).
+    async projectSql(tx: SqlTx, id: string, next: SessionState, previous: SessionState, effects: readonly SessionEffect[]) {
+      await projectSession(tx, id, next, previous, effects, next.updatedAt);
       // Phase records, the run's outcome and its router arm (decision 0013): in this transaction, so exactly once.
-      await recordSessionAnalytics(trx, id, next, previous, effects, next.updatedAt);
+      await recordSessionAnalytics(tx, id, next, previous, effects, next.updatedAt);
     },
     async afterPersist(effects, ctx) {
       for (const effect of effects) {

@@ -1,4 +1,4 @@
-import type { Knex } from 'knex';
+import type { SqlTx } from '../sql-tx.js';
 import type { SessionEffect, SessionState } from '../../schemas/sessions/session-state.js';
 import { DEFAULT_WORK_TYPE, PRIOR_ALPHA, PRIOR_BETA } from '../../schemas/analytics/router.js';
 
@@ -16,23 +16,24 @@ import { DEFAULT_WORK_TYPE, PRIOR_ALPHA, PRIOR_BETA } from '../../schemas/analyt
  *   run's (provider, workType) arm bumped once with it.
  *
  * Every key is deterministic (`<session>:<epoch>:<phase>:<attempt>`, the terminal key) and every close is guarded
- * by `ended_at is null`, so a projection replayed over the same transition writes nothing twice.
+ * by `ended_at is null`, so a projection replayed over the same transition writes nothing twice. Plain SQL on the
+ * snapshot's connection, like the session's own projection (storage/sql-tx.ts, decision 0045).
  */
 
 const isTerminal = (s: string): s is 'completed' | 'failed' | 'stopped' => s === 'completed' || s === 'failed' || s === 'stopped';
 
 export async function recordSessionAnalytics(
-  trx: Knex.Transaction, id: string, next: SessionState, previous: SessionState, effects: readonly SessionEffect[], now: number,
+  tx: SqlTx, id: string, next: SessionState, previous: SessionState, effects: readonly SessionEffect[], now: number,
 ): Promise<void> {
   const spec = next.spec;
   if (spec === null) return;
-  await recordPhases(trx, id, next, previous, now);
+  await recordPhases(tx, id, next, previous, now);
   for (const effect of effects) {
-    if (effect.type === 'terminal') await recordOutcome(trx, id, next, effect, now);
+    if (effect.type === 'terminal') await recordOutcome(tx, id, next, effect, now);
   }
 }
 
-async function recordPhases(trx: Knex.Transaction, id: string, next: SessionState, previous: SessionState, now: number): Promise<void> {
+async function recordPhases(tx: SqlTx, id: string, next: SessionState, previous: SessionState, now: number): Promise<void> {
   const spec = next.spec!;
   const newRun = next.epoch !== previous.epoch;
   const ended = isTerminal(next.status) && !isTerminal(previous.status);
@@ -41,56 +42,54 @@ async function recordPhases(trx: Knex.Transaction, id: string, next: SessionStat
 
   if (previous.phase !== null && !isTerminal(previous.status) && (phaseChanged || ended || requeued || newRun)) {
     const outcome = ended ? next.status : requeued || newRun ? 'requeued' : 'advanced';
-    await closeOpenPhase(trx, id, previous.epoch, outcome, next.costUsd, now);
+    await closeOpenPhase(tx, id, previous.epoch, outcome, next.costUsd, now);
   }
   const entering = next.phase !== null && !isTerminal(previous.status) && next.status !== 'pending' && (phaseChanged || newRun);
   if (!entering) return;
   const phase = next.phase!;
-  const prior = await trx('phase_records').where({ session_id: id, epoch: next.epoch, phase }).count<{ n: string | number }[]>('* as n');
-  const attempt = Number(prior[0]?.n ?? 0) + 1;
-  await trx('phase_records').insert({
-    id: `${id}:${next.epoch}:${phase}:${attempt}`, org_id: spec.orgId, project_id: spec.projectId, session_id: id, epoch: next.epoch,
-    tracker_issue: spec.trackerIssue, phase, attempt, cost_at_start: next.costUsd, started_at: new Date(now),
-  }).onConflict('id').ignore();
+  const prior = await tx.query<{ n: string | number }>(
+    'select count(*) as n from phase_records where session_id = $1 and epoch = $2 and phase = $3', [id, next.epoch, phase],
+  );
+  const attempt = Number(prior.rows[0]?.n ?? 0) + 1;
+  await tx.query(
+    `insert into phase_records (id, org_id, project_id, session_id, epoch, tracker_issue, phase, attempt, cost_at_start, started_at)
+     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) on conflict (id) do nothing`,
+    [`${id}:${next.epoch}:${phase}:${attempt}`, spec.orgId, spec.projectId, id, next.epoch, spec.trackerIssue, phase, attempt, next.costUsd, new Date(now)],
+  );
   // A run that names its phase with its final report spent no measurable time in it; the record still counts.
-  if (isTerminal(next.status)) await closeOpenPhase(trx, id, next.epoch, next.status, next.costUsd, now);
+  if (isTerminal(next.status)) await closeOpenPhase(tx, id, next.epoch, next.status, next.costUsd, now);
 }
 
-async function closeOpenPhase(trx: Knex.Transaction, id: string, epoch: number, outcome: string, costNow: number, now: number): Promise<void> {
-  const open = await trx('phase_records').where({ session_id: id, epoch }).whereNull('ended_at').first('id', 'started_at', 'cost_at_start');
+async function closeOpenPhase(tx: SqlTx, id: string, epoch: number, outcome: string, costNow: number, now: number): Promise<void> {
+  const open = (await tx.query<{ id: string; started_at: Date | string; cost_at_start: number | string }>(
+    'select id, started_at, cost_at_start from phase_records where session_id = $1 and epoch = $2 and ended_at is null limit 1', [id, epoch],
+  )).rows[0];
   if (!open) return;
-  const startedAt = new Date(open.started_at as string).getTime();
-  await trx('phase_records').where({ id: open.id }).whereNull('ended_at').update({
-    ended_at: new Date(now),
-    cycle_time_ms: Math.max(0, now - startedAt),
+  const startedAt = new Date(open.started_at).getTime();
+  await tx.query(
+    'update phase_records set ended_at = $1, cycle_time_ms = $2, cost_usd = $3, outcome = $4 where id = $5 and ended_at is null',
     // Cost is cumulative per run; a report lower than the one that opened the phase is a worker bug, not a refund.
-    cost_usd: Math.max(0, costNow - Number(open.cost_at_start)),
-    outcome,
-  });
+    [new Date(now), Math.max(0, now - startedAt), Math.max(0, costNow - Number(open.cost_at_start)), outcome, open.id],
+  );
 }
 
 async function recordOutcome(
-  trx: Knex.Transaction, id: string, s: SessionState, effect: Extract<SessionEffect, { type: 'terminal' }>, now: number,
+  tx: SqlTx, id: string, s: SessionState, effect: Extract<SessionEffect, { type: 'terminal' }>, now: number,
 ): Promise<void> {
   const spec = s.spec!;
   const workType = spec.workType ?? DEFAULT_WORK_TYPE;
   const success = effect.status === 'completed';
   const began = s.startedAt ?? s.claimedAt;
-  const inserted = await trx('session_outcomes').insert({
-    id: effect.key, org_id: spec.orgId, session_id: id, provider: spec.provider, work_type: workType, status: effect.status,
-    success, cost_usd: effect.costUsd, duration_ms: began === null ? null : Math.max(0, now - began), created_at: new Date(now),
-  }).onConflict('id').ignore().returning('id');
-  if (inserted.length === 0 || spec.provider === null) return;
-  await trx('router_arms')
-    .insert({
-      org_id: spec.orgId, provider: spec.provider, work_type: workType,
-      alpha: PRIOR_ALPHA + (success ? 1 : 0), beta: PRIOR_BETA + (success ? 0 : 1), samples: 1, updated_at: new Date(now),
-    })
-    .onConflict(['org_id', 'provider', 'work_type'])
-    .merge({
-      alpha: trx.raw('router_arms.alpha + ?', [success ? 1 : 0]),
-      beta: trx.raw('router_arms.beta + ?', [success ? 0 : 1]),
-      samples: trx.raw('router_arms.samples + 1'),
-      updated_at: new Date(now),
-    });
+  const inserted = await tx.query(
+    `insert into session_outcomes (id, org_id, session_id, provider, work_type, status, success, cost_usd, duration_ms, created_at)
+     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) on conflict (id) do nothing returning id`,
+    [effect.key, spec.orgId, id, spec.provider, workType, effect.status, success, effect.costUsd, began === null ? null : Math.max(0, now - began), new Date(now)],
+  );
+  if (inserted.rows.length === 0 || spec.provider === null) return;
+  await tx.query(
+    `insert into router_arms (org_id, provider, work_type, alpha, beta, samples, updated_at) values ($1, $2, $3, $4, $5, 1, $6)
+     on conflict (org_id, provider, work_type) do update set alpha = router_arms.alpha + $7, beta = router_arms.beta + $8,
+       samples = router_arms.samples + 1, updated_at = excluded.updated_at`,
+    [spec.orgId, spec.provider, workType, PRIOR_ALPHA + (success ? 1 : 0), PRIOR_BETA + (success ? 0 : 1), new Date(now), success ? 1 : 0, success ? 0 : 1],
+  );
 }

@@ -1,4 +1,4 @@
-import type { Knex } from 'knex';
+import type { SqlTx } from '../sql-tx.js';
 import type { SessionEffect, SessionState } from '../../schemas/sessions/session-state.js';
 
 const isTerminal = (status: string): boolean => status === 'completed' || status === 'failed' || status === 'stopped';
@@ -6,67 +6,86 @@ const isTerminal = (status: string): boolean => status === 'completed' || status
 /**
  * The session actor's read models, written inside its snapshot transaction (so they never disagree with what it
  * answered). Terminal effects are recorded under an idempotency key in `session_effect_ledger` first: a replayed
- * projection (a crash after the write, a retried message) finds the key and does nothing twice.
+ * projection (a crash after the write, a retried message) finds the key and does nothing twice. Plain SQL on the
+ * snapshot's own connection (storage/sql-tx.ts, decision 0045): this is the hottest write path of a node.
  */
 
 const ts = (ms: number | null): Date | null => (ms === null ? null : new Date(ms));
 
 export async function projectSession(
-  trx: Knex.Transaction, id: string, next: SessionState, previous: SessionState, effects: readonly SessionEffect[], now: number,
+  tx: SqlTx, id: string, next: SessionState, previous: SessionState, effects: readonly SessionEffect[], now: number,
 ): Promise<void> {
   const spec = next.spec;
   if (spec === null) return;
   for (const effect of effects) {
     switch (effect.type) {
       case 'sessionWritten':
-        await writeSessionRow(trx, id, next, previous);
+        await writeSessionRow(tx, id, next, previous);
         break;
       case 'promptRecorded':
-        await trx('session_prompts').insert({
-          id: effect.promptId, session_id: id, org_id: spec.orgId, epoch: next.epoch, text: effect.text,
-          queued: effect.queued, created_at: new Date(now),
-        }).onConflict('id').ignore();
+        await tx.query(
+          `insert into session_prompts (id, session_id, org_id, epoch, text, queued, created_at) values ($1, $2, $3, $4, $5, $6, $7)
+           on conflict (id) do nothing`,
+          [effect.promptId, id, spec.orgId, next.epoch, effect.text, effect.queued, new Date(now)],
+        );
         break;
       case 'activity':
-        await trx('session_activities').insert({
-          id: effect.key, session_id: id, org_id: spec.orgId, kind: effect.kind, body: effect.body, created_at: new Date(now),
-        }).onConflict('id').ignore();
+        await tx.query(
+          `insert into session_activities (id, session_id, org_id, kind, body, created_at) values ($1, $2, $3, $4, $5, $6)
+           on conflict (id) do nothing`,
+          [effect.key, id, spec.orgId, effect.kind, effect.body, new Date(now)],
+        );
         break;
       case 'terminal':
-        await runTerminalEffects(trx, id, next, effect, now);
+        await runTerminalEffects(tx, id, next, effect, now);
         break;
     }
   }
 }
 
-async function writeSessionRow(trx: Knex.Transaction, id: string, s: SessionState, previous: SessionState): Promise<void> {
-  const spec = s.spec!;
-  const row = {
-    status: s.status,
+/** The columns every write of the session row sets, in this order from `$1` (see `rowValues`). */
+const ROW_COLUMNS = [
+  'status', 'worker_id', 'epoch', 'cost_usd', 'error', 'phase', 'prompt', 'updated_at', 'claimed_at', 'started_at', 'finished_at', 'last_worker_id',
+] as const;
+
+function rowValues(s: SessionState): unknown[] {
+  return [
     // Claim released: a terminal session is held by nobody, whatever worker ran it.
-    worker_id: isTerminal(s.status) ? null : s.workerId,
-    ...(s.workerId === null ? {} : { last_worker_id: s.workerId }), epoch: s.epoch, cost_usd: s.costUsd, error: s.error, phase: s.phase,
-    prompt: s.prompt, updated_at: new Date(s.updatedAt), claimed_at: ts(s.claimedAt), started_at: ts(s.startedAt),
-    finished_at: ts(s.finishedAt),
-  };
+    s.status, isTerminal(s.status) ? null : s.workerId, s.epoch, s.costUsd, s.error, s.phase, s.prompt, new Date(s.updatedAt),
+    ts(s.claimedAt), ts(s.startedAt), ts(s.finishedAt),
+    // The worker that last ran it stays once no worker holds it (null keeps the one recorded).
+    s.workerId,
+  ];
+}
+
+const UPDATE_ROW = `update sessions set ${ROW_COLUMNS.map((c, i) => (c === 'last_worker_id' ? `${c} = coalesce($${i + 1}, ${c})` : `${c} = $${i + 1}`)).join(', ')}
+  where id = $${ROW_COLUMNS.length + 1}`;
+
+const SPEC_COLUMNS = ['id', 'org_id', 'project_id', 'tracker_session_id', 'tracker_issue', 'agent_card_id', 'work_type', 'provider', 'requested_by', 'created_at', 'lock_state'] as const;
+const INSERT_ROW = `insert into sessions (${[...ROW_COLUMNS, ...SPEC_COLUMNS].join(', ')})
+  values (${[...ROW_COLUMNS, ...SPEC_COLUMNS].map((_, i) => `$${i + 1}`).join(', ')})
+  on conflict (id) do update set ${ROW_COLUMNS.map((c) => (c === 'last_worker_id' ? `${c} = coalesce(excluded.${c}, sessions.${c})` : `${c} = excluded.${c}`)).join(', ')}`;
+
+async function writeSessionRow(tx: SqlTx, id: string, s: SessionState, previous: SessionState): Promise<void> {
+  const spec = s.spec!;
   if (previous.status === 'absent') {
-    await trx('sessions').insert({
-      id, org_id: spec.orgId, project_id: spec.projectId, tracker_session_id: spec.trackerSessionId,
-      tracker_issue: spec.trackerIssue, agent_card_id: spec.agentCardId, work_type: spec.workType, provider: spec.provider,
-      requested_by: spec.requestedBy, created_at: new Date(s.createdAt), lock_state: 'none', ...row,
-    }).onConflict('id').merge(row);
+    await tx.query(INSERT_ROW, [
+      ...rowValues(s), id, spec.orgId, spec.projectId, spec.trackerSessionId, spec.trackerIssue, spec.agentCardId, spec.workType,
+      spec.provider, spec.requestedBy, new Date(s.createdAt), 'none',
+    ]);
   } else {
-    await trx('sessions').where({ id }).update(row);
+    await tx.query(UPDATE_ROW, [...rowValues(s), id]);
   }
   if (s.status !== previous.status) {
-    await trx('session_transitions').insert({
-      id: `${s.updatedAt}.${id}.${s.epoch}.${s.status}`, session_id: id, org_id: spec.orgId, epoch: s.epoch,
-      from_status: previous.status, to_status: s.status, worker_id: s.workerId, at: new Date(s.updatedAt),
-    }).onConflict('id').ignore();
+    await tx.query(
+      `insert into session_transitions (id, session_id, org_id, epoch, from_status, to_status, worker_id, at) values ($1, $2, $3, $4, $5, $6, $7, $8)
+       on conflict (id) do nothing`,
+      [`${s.updatedAt}.${id}.${s.epoch}.${s.status}`, id, spec.orgId, s.epoch, previous.status, s.status, s.workerId, new Date(s.updatedAt)],
+    );
   }
   // A session (re-)entering the queue with a tracker issue takes the issue's lock, or waits for it.
   if (s.status === 'pending' && previous.status !== 'pending' && spec.trackerIssue !== null) {
-    await acquireIssueLock(trx, spec.orgId, spec.trackerIssue, id, s.updatedAt);
+    await acquireIssueLock(tx, spec.orgId, spec.trackerIssue, id, s.updatedAt);
   }
 }
 
@@ -74,56 +93,62 @@ async function writeSessionRow(trx: Knex.Transaction, id: string, s: SessionStat
  * Serialises everything done to one issue's lock (acquire, release, promote) on a transaction-scoped advisory
  * lock, so a release can never miss a waiter whose own transaction was still in flight.
  */
-async function lockIssue(trx: Knex.Transaction, orgId: string, issue: string): Promise<void> {
-  await trx.raw('select pg_advisory_xact_lock(hashtextextended(?, 7))', [`${orgId}:${issue}`]);
+async function lockIssue(tx: SqlTx, orgId: string, issue: string): Promise<void> {
+  await tx.query('select pg_advisory_xact_lock(hashtextextended($1, 7))', [`${orgId}:${issue}`]);
 }
 
-async function acquireIssueLock(trx: Knex.Transaction, orgId: string, issue: string, sessionId: string, now: number): Promise<void> {
-  await lockIssue(trx, orgId, issue);
-  const taken = await trx('session_issue_locks')
-    .insert({ org_id: orgId, tracker_issue: issue, session_id: sessionId, acquired_at: new Date(now) })
-    .onConflict(['org_id', 'tracker_issue']).ignore()
-    .returning('session_id');
-  const holder = taken[0]?.session_id ?? (await trx('session_issue_locks').where({ org_id: orgId, tracker_issue: issue }).first('session_id'))?.session_id;
-  await trx('sessions').where({ id: sessionId }).update({ lock_state: holder === sessionId ? 'held' : 'waiting' });
+async function acquireIssueLock(tx: SqlTx, orgId: string, issue: string, sessionId: string, now: number): Promise<void> {
+  await lockIssue(tx, orgId, issue);
+  const taken = await tx.query<{ session_id: string }>(
+    `insert into session_issue_locks (org_id, tracker_issue, session_id, acquired_at) values ($1, $2, $3, $4)
+     on conflict (org_id, tracker_issue) do nothing returning session_id`,
+    [orgId, issue, sessionId, new Date(now)],
+  );
+  const holder = taken.rows[0]?.session_id
+    ?? (await tx.query<{ session_id: string }>('select session_id from session_issue_locks where org_id = $1 and tracker_issue = $2', [orgId, issue])).rows[0]?.session_id;
+  await tx.query('update sessions set lock_state = $1 where id = $2', [holder === sessionId ? 'held' : 'waiting', sessionId]);
 }
 
 /**
- * Everything spec 3.1 says happens on a terminal transition, once per run: cost persisted (the session row,
- * already written), fleet quota accounted, claim released, inbox archived, issue lock released and the next
- * waiting session for the issue promoted. The tracker activity is its own keyed effect.
+ * Everything spec 3.1 says happens on a terminal transition, once per run: cost persisted and the claim released
+ * (the session row, already written with no worker), fleet quota accounted, inbox archived, issue lock released and
+ * the next waiting session for the issue promoted. The tracker activity is its own keyed effect.
  */
 async function runTerminalEffects(
-  trx: Knex.Transaction, id: string, s: SessionState, effect: Extract<SessionEffect, { type: 'terminal' }>, now: number,
+  tx: SqlTx, id: string, s: SessionState, effect: Extract<SessionEffect, { type: 'terminal' }>, now: number,
 ): Promise<void> {
-  const recorded = await trx('session_effect_ledger').insert({ key: effect.key, recorded_at: new Date(now) })
-    .onConflict('key').ignore().returning('key');
-  if (recorded.length === 0) return;
+  const recorded = await tx.query(
+    'insert into session_effect_ledger (key, recorded_at) values ($1, $2) on conflict (key) do nothing returning key',
+    [effect.key, new Date(now)],
+  );
+  if (recorded.rows.length === 0) return;
   const spec = s.spec!;
   const period = new Date(now).toISOString().slice(0, 7);
-  await trx('fleet_quota_usage')
-    .insert({ org_id: spec.orgId, period, sessions: 1, cost_usd: effect.costUsd })
-    .onConflict(['org_id', 'period'])
-    .merge({
-      sessions: trx.raw('fleet_quota_usage.sessions + 1'),
-      cost_usd: trx.raw('fleet_quota_usage.cost_usd + excluded.cost_usd'),
-    });
-  // Claim released: no worker holds a terminal session.
-  await trx('sessions').where({ id }).update({ worker_id: null });
-  await trx('session_prompts').where({ session_id: id }).whereNull('archived_at').update({ archived_at: new Date(now) });
-  if (spec.trackerIssue !== null) await releaseIssueLock(trx, spec.orgId, spec.trackerIssue, id, now);
+  await tx.query(
+    `insert into fleet_quota_usage (org_id, period, sessions, cost_usd) values ($1, $2, 1, $3)
+     on conflict (org_id, period) do update set sessions = fleet_quota_usage.sessions + 1, cost_usd = fleet_quota_usage.cost_usd + excluded.cost_usd`,
+    [spec.orgId, period, effect.costUsd],
+  );
+  await tx.query('update session_prompts set archived_at = $1 where session_id = $2 and archived_at is null', [new Date(now), id]);
+  if (spec.trackerIssue !== null) await releaseIssueLock(tx, spec.orgId, spec.trackerIssue, id, now);
 }
 
-async function releaseIssueLock(trx: Knex.Transaction, orgId: string, issue: string, sessionId: string, now: number): Promise<void> {
-  await lockIssue(trx, orgId, issue);
-  const released = await trx('session_issue_locks').where({ org_id: orgId, tracker_issue: issue, session_id: sessionId }).del();
-  await trx('sessions').where({ id: sessionId }).update({ lock_state: 'none' });
-  if (released === 0) return;
-  const next = await trx('sessions')
-    .where({ org_id: orgId, tracker_issue: issue, status: 'pending', lock_state: 'waiting' })
-    .orderBy([{ column: 'created_at' }, { column: 'id' }])
-    .first('id');
+async function releaseIssueLock(tx: SqlTx, orgId: string, issue: string, sessionId: string, now: number): Promise<void> {
+  await lockIssue(tx, orgId, issue);
+  // `returning` rather than the affected-row count, which PGlite does not report for DELETE.
+  const released = await tx.query(
+    'delete from session_issue_locks where org_id = $1 and tracker_issue = $2 and session_id = $3 returning session_id', [orgId, issue, sessionId],
+  );
+  await tx.query(`update sessions set lock_state = 'none' where id = $1`, [sessionId]);
+  if (released.rows.length === 0) return;
+  const next = (await tx.query<{ id: string }>(
+    `select id from sessions where org_id = $1 and tracker_issue = $2 and status = 'pending' and lock_state = 'waiting'
+     order by created_at, id limit 1`,
+    [orgId, issue],
+  )).rows[0];
   if (next === undefined) return;
-  await trx('session_issue_locks').insert({ org_id: orgId, tracker_issue: issue, session_id: next.id, acquired_at: new Date(now) });
-  await trx('sessions').where({ id: next.id }).update({ lock_state: 'held' });
+  await tx.query(
+    'insert into session_issue_locks (org_id, tracker_issue, session_id, acquired_at) values ($1, $2, $3, $4)', [orgId, issue, next.id, new Date(now)],
+  );
+  await tx.query(`update sessions set lock_state = 'held' where id = $1`, [next.id]);
 }

@@ -9,6 +9,7 @@ import type { TestDb } from '../../support/db.js';
 import { runCommand } from '../../support/harness.js';
 import { createSessionBehavior, initialSessionState, publicSessionId, type SessionMsg, type SessionState } from '../../../actors/session/index.js';
 import { projectSession } from '../../../storage/sessions/projection.js';
+import { inSqlTransaction } from '../../../storage/sql-tx.js';
 
 const behavior = createSessionBehavior();
 
@@ -27,7 +28,7 @@ for (const engine of dbEngines) {
     async function apply(id: string, state: SessionState, msg: SessionMsg, now: number): Promise<SessionState> {
       const result = runCommand(behavior, state, msg, { id, now });
       if (!result.ok) throw new Error(`${msg.type} refused: ${result.rejection.message}`);
-      await db.knex.transaction((trx) => projectSession(trx, id, result.state, state, result.effects, now));
+      await inSqlTransaction(db.knex, (tx) => projectSession(tx, id, result.state, state, result.effects, now));
       return result.state;
     }
 
@@ -58,7 +59,7 @@ for (const engine of dbEngines) {
       if (!result.ok) throw new Error('completion refused');
       // The crash-and-replay case: the same projection committed twice.
       for (let i = 0; i < 2; i += 1) {
-        await db.knex.transaction((trx) => projectSession(trx, a, result.state, before, result.effects, t0 + 6));
+        await inSqlTransaction(db.knex, (tx) => projectSession(tx, a, result.state, before, result.effects, t0 + 6));
       }
 
       const quota = await db.knex('fleet_quota_usage').where({ org_id: orgId }).first();

@@ -1,30 +1,33 @@
-// Invariant: on the real knex snapshot store (PGlite), the runtime's guarantees hold end to end: a reply means
-// the snapshot and the behavior's projection committed together; a projection that fails rolls the snapshot
-// back and leaves the actor's state unchanged; and when two nodes' systems both host one address, the version
-// fence makes the stale one stop and rehydrate the other's state instead of overwriting it.
+// Invariant: on the real knex snapshot store (PGlite and Postgres), the runtime's guarantees hold end to end, with a
+// projection through knex and one in plain SQL (decision 0045) alike: a reply means the snapshot and the behavior's
+// projection committed together; a projection that fails rolls the snapshot back and leaves the actor's state
+// unchanged; and when two nodes' systems both host one address, the version fence makes the stale one stop and
+// rehydrate the other's state instead of overwriting it.
 import { expect } from 'chai';
 import { pino } from 'pino';
 import { createActorSystem, type ActorSystem } from '../../../actors/runtime/system.js';
 import { systemClock } from '../../../ops/kernel/clock.js';
 import { TroupeError } from '../../../ops/kernel/errors.js';
 import { KnexSnapshotStore } from '../../../storage/knex-snapshot-store.js';
-import { withPgliteDb, type TestDb } from '../../support/db.js';
+import { dbEngines, type TestDb } from '../../support/db.js';
 import { counterBehavior, rejectionOf, type CounterMsg, type CounterReply } from './counter-machine.js';
 
-describe('actor runtime on the knex snapshot store (PGlite)', () => {
+for (const engine of dbEngines) for (const form of ['knex', 'sql'] as const) describe(`actor runtime on the knex snapshot store (${engine.name}, ${form} projection)`, () => {
   let db: TestDb;
   const systems: ActorSystem[] = [];
 
   before(async function () {
-    this.timeout(60_000); // a migrated PGlite takes tens of seconds to start on a busy machine
-    db = await withPgliteDb();
+    if (engine.skip) this.skip();
+    // The first PGlite of a run builds the migrated template, which takes long on a busy machine.
+    this.timeout(120_000);
+    db = await engine.open('rt_snap');
     await db.knex.schema.createTable('test_counter_view', (t) => {
       t.text('id').primary();
       t.integer('count').notNullable();
     });
   });
   afterEach(async () => { await Promise.all(systems.splice(0).map((s) => s.stop())); });
-  after(() => db.drop());
+  after(() => db?.drop());
 
   /** A node: its own system over the shared database, projecting counts into a read model. */
   function node() {
@@ -32,13 +35,24 @@ describe('actor runtime on the knex snapshot store (PGlite)', () => {
       snapshots: new KnexSnapshotStore(db.knex), clock: systemClock, log: pino({ level: 'silent' }),
       passivateAfterMs: 60_000, defaultAskTimeoutMs: 5_000,
     });
-    system.register({
-      ...counterBehavior,
-      async project(trx, id, next) {
-        if (next.count === 13) throw new TroupeError('CONFLICT', 'unlucky number refused by the read model');
-        await trx('test_counter_view').insert({ id, count: next.count }).onConflict('id').merge();
-      },
-    });
+    const refuse13 = (count: number) => {
+      if (count === 13) throw new TroupeError('CONFLICT', 'unlucky number refused by the read model');
+    };
+    system.register(form === 'knex'
+      ? {
+          ...counterBehavior,
+          async project(trx, id, next) {
+            refuse13(next.count);
+            await trx('test_counter_view').insert({ id, count: next.count }).onConflict('id').merge();
+          },
+        }
+      : {
+          ...counterBehavior,
+          async projectSql(tx, id, next) {
+            refuse13(next.count);
+            await tx.query('insert into test_counter_view (id, count) values ($1, $2) on conflict (id) do update set count = excluded.count', [id, next.count]);
+          },
+        });
     systems.push(system);
     return (id: string) => system.ref<CounterMsg, CounterReply>('counter', id);
   }
@@ -76,5 +90,20 @@ describe('actor runtime on the knex snapshot store (PGlite)', () => {
     expect(systems[0]!.isAlive('counter/k3')).to.equal(false);
     expect(await onA('k3').ask({ type: 'counter.increment' })).to.deep.equal({ status: 'on', count: 12 });
     expect(await viewOf('k3')).to.equal(12);
+  });
+});
+
+describe('actor runtime: one projection per kind', () => {
+  it('refuses to register a kind with both a knex and a plain SQL projection', async () => {
+    const system = createActorSystem({
+      snapshots: new KnexSnapshotStore(undefined as never), clock: systemClock, log: pino({ level: 'silent' }),
+      passivateAfterMs: 60_000, defaultAskTimeoutMs: 5_000,
+    });
+    try {
+      expect(() => system.register({ ...counterBehavior, project: async () => undefined, projectSql: async () => undefined }))
+        .to.throw(/two projections/);
+    } finally {
+      await system.stop();
+    }
   });
 });

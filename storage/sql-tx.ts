@@ -1,0 +1,58 @@
+import type { Knex } from 'knex';
+import { withStorageErrors } from './storage-errors.js';
+
+/**
+ * A transaction in plain SQL on one of knex's pooled connections (Postgres or PGlite), for the hot write paths
+ * (decision 0045). A knex transaction builds a whole knex instance for every BEGIN and compiles every statement
+ * from a builder; on the session lifecycle that was about a third of the node's CPU. Statements here are SQL text
+ * with `$1…` parameters, the same text on both engines.
+ */
+export interface SqlTx {
+  /** Runs one statement; `count` is the number of rows it inserted, updated or deleted (read `rows` for a SELECT). */
+  query<R = Record<string, any>>(text: string, values?: readonly unknown[]): Promise<{ readonly rows: R[]; readonly count: number }>;
+}
+
+/** What knex's pool hands out on both engines: a pg Client, or the PGlite instance. */
+interface RawConnection {
+  query(text: string, values?: unknown[]): Promise<{ rows: any[]; rowCount?: number | null; affectedRows?: number }>;
+}
+
+interface PoolClient {
+  acquireConnection(): Promise<RawConnection>;
+  releaseConnection(connection: RawConnection): Promise<void>;
+}
+
+function txOn(connection: RawConnection): SqlTx {
+  return {
+    async query(text, values) {
+      const result = await connection.query(text, values as unknown[] | undefined);
+      return { rows: result.rows, count: result.rowCount ?? result.affectedRows ?? result.rows.length };
+    },
+  };
+}
+
+/**
+ * Runs `work` between BEGIN and COMMIT on one connection, and rolls back if it throws. Driver failures are
+ * classified as everywhere else in storage (a lost connection is STORAGE_UNAVAILABLE); a connection that broke is
+ * discarded by the pool's own validation when next acquired.
+ */
+export function inSqlTransaction<T>(knex: Knex, work: (tx: SqlTx) => Promise<T>): Promise<T> {
+  return withStorageErrors(async () => {
+    const pool = knex.client as unknown as PoolClient;
+    const connection = await pool.acquireConnection();
+    try {
+      await connection.query('begin');
+      let result: T;
+      try {
+        result = await work(txOn(connection));
+      } catch (err) {
+        await connection.query('rollback').catch(() => undefined);
+        throw err;
+      }
+      await connection.query('commit');
+      return result;
+    } finally {
+      await pool.releaseConnection(connection);
+    }
+  });
+}
