@@ -28,8 +28,8 @@ function signalsAfter(messages: SessionMsg[]) {
   return signals!;
 }
 
-const claim: SessionMsg = { type: 'session.transition', status: 'claimed', workerId: 'w1' };
-const run: SessionMsg = { type: 'session.transition', status: 'running', workerId: 'w1' };
+const claim: SessionMsg = { type: 'session.transition', orgId: ORG, projectIds: [PROJECT], status: 'claimed', workerId: 'w1' };
+const run: SessionMsg = { type: 'session.transition', orgId: ORG, projectIds: [PROJECT], status: 'running', workerId: 'w1' };
 const stop: SessionMsg = { type: 'session.stop', requestedBy: 'user:u' };
 
 describe('worker signals of session changes', () => {
@@ -48,8 +48,8 @@ describe('worker signals of session changes', () => {
     const reclaimed = signalsAfter([dispatch(null), claim, run, { type: 'session.leaseExpired', workerId: 'w1' }])!.signals;
     expect(reclaimed.map((s) => s.kind)).to.deep.equal(['offer', 'stop']);
     expect(reclaimed[1]).to.deep.include({ workerId: 'w1', status: 'pending' });
-    const finalize: SessionMsg = { type: 'session.transition', status: 'finalizing', workerId: 'w1' };
-    expect(signalsAfter([dispatch(null), claim, run, finalize, { type: 'session.transition', status: 'completed', workerId: 'w1' }])).to.equal(undefined);
+    const finalize: SessionMsg = { type: 'session.transition', orgId: ORG, projectIds: [PROJECT], status: 'finalizing', workerId: 'w1' };
+    expect(signalsAfter([dispatch(null), claim, run, finalize, { type: 'session.transition', orgId: ORG, projectIds: [PROJECT], status: 'completed', workerId: 'w1' }])).to.equal(undefined);
     expect(signalsAfter([dispatch(null), claim, run, finalize, stop]), 'the agent has exited by finalizing').to.equal(undefined);
   });
 
