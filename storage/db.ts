@@ -3,7 +3,7 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import knexModule, { type Knex } from 'knex';
 import ClientPgLite from 'knex-pglite';
-import type { PGlite } from '@electric-sql/pglite';
+import { PGlite as PGliteDatabase, type PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import { TroupeError } from '../ops/kernel/errors.js';
 
@@ -90,27 +90,32 @@ function openPostgres(databaseUrl: string, opts: DbOptions): Knex {
 }
 
 async function openPglite(opts: DbOptions): Promise<Knex> {
-  let connection: Knex.Config['connection'] = {};
-  if (opts.pglite) {
-    const pglite = opts.pglite;
-    connection = (() => ({ pglite })) as unknown as Knex.Config['connection'];
-  } else if (!opts.inMemory) {
-    const dir = path.resolve(opts.dataDir ?? './data', 'pglite');
-    await mkdir(dir, { recursive: true });
-    connection = { filename: dir };
+  let pglite = opts.pglite;
+  if (!pglite) {
+    const dir = opts.inMemory ? undefined : path.resolve(opts.dataDir ?? './data', 'pglite');
+    if (dir !== undefined) await mkdir(dir, { recursive: true });
+    pglite = new PGliteDatabase(dir);
   }
+  // Starting PGlite (initdb or loading the data directory) takes seconds, and tens of them on a busy machine. It
+  // finishes here, before knex sees the database: inside knex's pool it would count against the pool's 30 s limit
+  // for creating a connection, and a slow but healthy start would fail. A broken data directory still fails at boot.
+  try {
+    await pglite.waitReady;
+  } catch (err) {
+    await pglite.close().catch(() => undefined);
+    throw err;
+  }
+  const open = pglite;
   // knex-pglite pins the pool to one connection: PGlite is a single-user database, so queries and transactions
-  // from this node are serialised through that connection.
+  // from this node are serialised through that connection. Destroying knex closes the PGlite.
   const knex = knexModule({
     client: ClientPgLite,
     dialect: 'postgres',
-    connection,
+    connection: (() => ({ pglite: open })) as unknown as Knex.Config['connection'],
     acquireConnectionTimeout: ACQUIRE_TIMEOUT_MS,
     ...(opts.searchPath !== undefined ? { searchPath: [opts.searchPath] } : {}),
     ...(opts.log ? { log: opts.log } : {}),
   });
-  // Starting PGlite (initdb or loading the data directory) takes seconds; finish it here so a node is ready when
-  // createDb returns and a broken data directory fails at boot, not on the first request.
   try {
     await knex.raw('select 1');
   } catch (err) {
