@@ -26,7 +26,7 @@ export async function checkLedger(databaseUrl: string, orgId: string, ledger: Le
     const sessions = await client.query<{ id: string; status: string }>('select id, status from sessions where org_id = $1', [orgId]);
     const present = new Set(sessions.rows.map((r) => r.id));
     const lostDispatches = ids.filter((id) => !present.has(id));
-    examples.push(...lostDispatches.slice(0, 3).map((id) => `dispatch ${id} acknowledged, no session`));
+    examples.push(...lostDispatches.slice(0, 10).map((id) => `dispatch ${id} acknowledged, no session`));
 
     const transitions = await client.query<{ session_id: string; to_status: string }>('select session_id, to_status from session_transitions where org_id = $1', [orgId]);
     const recorded = new Set(transitions.rows.map((r) => `${r.session_id} ${r.to_status}`));

@@ -18,6 +18,8 @@ const skip = process.env.TEST_SKIP_FAULTS === '1';
   let world: FaultWorld;
   let tenant: Tenant;
   let load: MixedLoad;
+  const faults: Array<[string, number]> = [];
+  beforeEach(function () { faults.push([this.currentTest?.title.slice(0, 30) ?? '', Date.now()]); });
 
   before(async () => {
     world = await startFaultWorld({ nodes: 1 });
@@ -47,6 +49,21 @@ const skip = process.env.TEST_SKIP_FAULTS === '1';
     const heartbeats = summarise(load.window(from, Date.now(), 'heartbeat'));
     expect(heartbeats.server_error + heartbeats.unavailable + heartbeats.timeout, JSON.stringify(heartbeats)).to.equal(0);
     expect(summarise(load.window(from, Date.now())).server_error).to.equal(0);
+  });
+
+  it('broker frozen (SIGSTOP) for 12 s: noticed within 6 s, refusals answered at once, ready again after the thaw', async () => {
+    const from = Date.now();
+    world.engines.rabbitmq.freeze();
+    const noticed = await msUntil(async () => (await readyz(node())) === 503, 10_000);
+    await sleep(Math.max(0, 12_000 - (Date.now() - from)));
+    world.engines.rabbitmq.thaw();
+    await readyAgainWithin(20_000);
+    expect(noticed, 'readiness turns 503 while the broker is frozen').not.to.equal(undefined);
+    expect(noticed!).to.be.below(6_000);
+    const refused = summarise(load.window(from + noticed! + 1_000, from + 12_000, 'dispatch'));
+    expect(refused.unavailable, JSON.stringify(refused)).to.be.above(0);
+    expect(refused.ok + refused.server_error + refused.timeout, JSON.stringify(refused)).to.equal(0);
+    expect(refused.p99Ms, 'a refusal is answered at once, not after a deadline').to.be.below(1_000);
   });
 
   it('Postgres SIGKILLed for 4 s: writes refused with 503 while it is down, ready soon after the restart', async () => {
@@ -84,6 +101,10 @@ const skip = process.env.TEST_SKIP_FAULTS === '1';
     await sleep(1_000);
     await load.stop();
     const verdict = await checkLedger(world.databaseUrl, tenant.orgId, load.ledger);
+    if (verdict.lostTotal > 0) {
+      const lost = [...load.ledger.dispatched].filter(([id]) => verdict.examples.some((e) => e.includes(id)));
+      console.log(`      faults: ${JSON.stringify(faults)}\n      lost acknowledged at: ${JSON.stringify(lost)}`);
+    }
     const all = summarise(load.samples);
     console.log(`      acknowledged ${JSON.stringify(verdict.acknowledged)}; requests ${JSON.stringify(all)}`);
     expect(verdict.acknowledged.dispatches).to.be.above(50);

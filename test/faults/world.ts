@@ -45,6 +45,9 @@ export async function startFaultWorld(options: WorldOptions = {}): Promise<Fault
     TROUPE_SHUTDOWN_DELAY_MS: '0',
     TROUPE_SHUTDOWN_GRACE_MS: '2000',
     TROUPE_LOG_LEVEL: 'info',
+    // The load is one API key at tens of writes a second: the per-credential limits are not what is tested here.
+    TROUPE_RATE_LIMIT_WRITES_PER_MINUTE: '10000000',
+    TROUPE_RATE_LIMIT_DISPATCHES_PER_MINUTE: '10000000',
     // The node's management view is optional; the private broker runs without the plugin.
     TROUPE_AMQP_MANAGEMENT_URL: 'http://127.0.0.1:9',
     ...options.env,

@@ -3,6 +3,7 @@ import type { Logger } from '../../ops/kernel/logger.js';
 import { TroupeError } from '../../ops/kernel/errors.js';
 import type { TransportMetrics } from './metrics.js';
 import { coalesceSocketWrites } from './coalesce-writes.js';
+import { BrokerLivenessProbe, type BrokerLivenessOptions } from './broker-liveness.js';
 
 /** The transport's life: `running` from `start` until `close` begins, whether or not a session is up. */
 export type LinkState = 'idle' | 'running' | 'draining' | 'closed';
@@ -28,6 +29,8 @@ export interface ConnectionOptions {
   readonly heartbeatSeconds: number;
   readonly initialConnectRetries: number;
   readonly confirmTimeoutMs: number;
+  /** How a broker that stopped answering is noticed before the heartbeats do (broker-liveness.ts); false: off. */
+  readonly liveness: BrokerLivenessOptions | false;
   readonly log: Logger;
   readonly metrics: TransportMetrics | undefined;
 }
@@ -60,6 +63,7 @@ export class BrokerConnection {
   private connection: RecoveringChannelModel | undefined;
   private connections = 0;
   private closing: Promise<void> | undefined;
+  private probe: BrokerLivenessProbe | undefined;
 
   constructor(private readonly options: ConnectionOptions, private readonly hooks: ConnectionHooks) {}
 
@@ -170,6 +174,7 @@ export class BrokerConnection {
       return;
     }
     this.current = 'draining';
+    this.probe?.stop();
     await this.hooks.drain(this.live);
     this.current = 'closed';
     this.hooks.closed();
@@ -189,15 +194,40 @@ export class BrokerConnection {
       channel.on('error', (err: Error) => log.warn({ err: err.message }, 'broker channel error'));
       channel.on('close', () => this.recycle(model));
     }
+    const probeChannel = this.options.liveness === false ? undefined : await model.createChannel();
+    probeChannel?.on('error', (err: Error) => log.warn({ err: err.message }, 'broker probe channel error'));
     const session = await this.hooks.prepare(model, consumer, publisher);
     if (this.current !== 'running') return;
     this.live = session;
     this.connections += 1;
     this.options.metrics?.connected.set(1);
     this.hooks.live(session);
+    if (probeChannel && this.options.liveness !== false) {
+      this.probe?.stop();
+      this.probe = new BrokerLivenessProbe(probeChannel, (silentMs) => this.onHung(model, silentMs), this.options.liveness);
+      this.probe.start();
+    }
+  }
+
+  /**
+   * The broker stopped answering on an open connection: from now on senders fail at once (TRANSPORT_UNAVAILABLE,
+   * a 503 at the edge), whatever waited on the session fails, and the socket is dropped so amqplib's recovery
+   * reconnects once the broker answers again.
+   */
+  private onHung(model: ChannelModel, silentMs: number): void {
+    if (this.current !== 'running' || this.live?.model !== model) return;
+    this.options.log.warn({ silentMs }, 'the broker stopped answering; dropping the connection and reconnecting');
+    this.options.metrics?.brokerHung.inc();
+    this.live = undefined;
+    this.options.metrics?.connected.set(0);
+    this.hooks.lost('the broker stopped answering');
+    // amqplib keeps the socket under `connection.stream`; destroying it is what a dead network does.
+    (model as unknown as { connection?: { stream?: { destroy(err?: Error): void } } }).connection?.stream?.destroy(new Error('broker silent'));
   }
 
   private onDisconnect(err: Error): void {
+    this.probe?.stop();
+    this.probe = undefined;
     this.live = undefined;
     this.options.metrics?.connected.set(0);
     this.hooks.lost('the broker connection was lost');

@@ -8,6 +8,8 @@ export interface TransportMetrics {
   readonly askSeconds: HistogramSeries;
   readonly deliveries: Counter<'outcome'>;
   readonly connected: Gauge;
+  /** Connections dropped because the broker stopped answering on them (broker-liveness.ts). */
+  readonly brokerHung: Counter;
   /** Asks that skipped the broker because this node held the address's shard (shortcut.ts). */
   readonly inProcessAsks: Counter;
   /** Broker messages that carried asks, one or a batch (ask-batch.ts); asks ÷ this is the batching factor. */
@@ -60,6 +62,7 @@ export function transportMetrics(registry: Registry): TransportMetrics {
     connected:
       existing<Gauge>(registry, 'troupe_transport_connected') ??
       new Gauge({ name: 'troupe_transport_connected', help: '1 while the broker connection is up', registers }),
+    brokerHung: counter('troupe_transport_broker_hung_total', 'Broker connections dropped because the broker stopped answering on them'),
     inProcessAsks: counter('troupe_transport_in_process_asks_total', 'Asks answered in-process because this node held the shard'),
     askMessages: counter('troupe_transport_ask_messages_total', 'Broker messages that carried asks (several asks to one shard or holder share one)'),
     routedAsks: counter('troupe_transport_routed_asks_total', 'Asks sent straight to the inbox of the node holding their shard'),

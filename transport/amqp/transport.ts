@@ -12,6 +12,7 @@ import { ShortcutGate } from './shortcut.js';
 import { OwnerRoutes } from './owner-routes.js';
 import { ForwardedAsks } from './forwarded-asks.js';
 import { BrokerConnection, type Session } from './connection.js';
+import type { BrokerLivenessOptions } from './broker-liveness.js';
 import { ChannelSettlement } from './settlement.js';
 import { EventBus } from './events.js';
 import { ShardOwnership, type ShardStatus } from './shard-ownership.js';
@@ -44,6 +45,8 @@ export interface AmqpTransportOptions {
   readonly heartbeatSeconds?: number;
   /** How long tell/publish wait for the broker's confirm before reporting TRANSPORT_UNAVAILABLE. @default 10000 */
   readonly confirmTimeoutMs?: number;
+  /** Noticing a broker that stopped answering (broker-liveness.ts): probe interval and silence allowed; false turns it off. */
+  readonly brokerLiveness?: BrokerLivenessOptions | false;
   /** @default DEFAULT_TELL_TTL_MS */
   readonly tellTtlMs?: number;
   /** Attempts to reach the broker at start before `start` fails; after the first connection it retries forever. @default 5 */
@@ -129,6 +132,7 @@ export class AmqpTransport implements Transport {
       {
         url: options.url, name: connectionName, heartbeatSeconds: options.heartbeatSeconds ?? 10,
         initialConnectRetries: options.initialConnectRetries ?? 5, confirmTimeoutMs: options.confirmTimeoutMs ?? 10_000, log, metrics,
+        liveness: options.brokerLiveness ?? {},
       },
       {
         prepare: (model, consumer, publisher) => this.prepare(model, consumer, publisher),
