@@ -1,4 +1,4 @@
-import { EventSourceParserStream } from 'eventsource-parser/stream';
+import { createParser, type EventSourceMessage } from 'eventsource-parser';
 
 /**
  * Reading the API's event streams (`GET /api/sessions/events`, `/api/interview/{id}/stream`, …) through the typed
@@ -23,17 +23,37 @@ export interface StreamEvent {
   readonly data: unknown;
 }
 
-/** The events of an event-stream body until it ends (the server closed it, or the request's signal aborted it). */
+/**
+ * The events of an event-stream body until it ends (the server closed it, or the request's signal aborted it).
+ * Leaving the loop early cancels the body, which closes the connection.
+ */
 export async function* streamEvents(body: ReadableStream<Uint8Array> | null | undefined): AsyncGenerator<StreamEvent> {
   if (!body) return;
-  const events = body.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream());
-  for await (const message of events as unknown as AsyncIterable<{ id?: string; event?: string; data: string }>) {
-    let data: unknown = message.data;
-    try {
-      data = JSON.parse(message.data);
-    } catch {
-      // Not JSON: keep the text.
+  const parsed: StreamEvent[] = [];
+  const parser = createParser({ onEvent: (message) => parsed.push(toEvent(message)) });
+  const decoder = new TextDecoder();
+  const reader = body.getReader();
+  let finished = false;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      parser.feed(decoder.decode(value, { stream: true }));
+      while (parsed.length > 0) yield parsed.shift()!;
     }
-    yield { id: message.id || undefined, event: message.event || 'message', data };
+    finished = true;
+  } finally {
+    if (!finished) await reader.cancel().catch(() => undefined);
+    reader.releaseLock();
   }
+}
+
+function toEvent(message: EventSourceMessage): StreamEvent {
+  let data: unknown = message.data;
+  try {
+    data = JSON.parse(message.data);
+  } catch {
+    // Not JSON: keep the text.
+  }
+  return { id: message.id || undefined, event: message.event || 'message', data };
 }
