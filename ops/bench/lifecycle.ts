@@ -150,6 +150,9 @@ async function startNode(set: string, tree: string, root: string): Promise<Node>
     TROUPE_MASTER_KEY: masterKey, TROUPE_ADMIN_TOKEN: adminToken, PORT: '0', HOST: '127.0.0.1', TROUPE_LOG_LEVEL: 'info',
     TROUPE_NODE_ID: `bench-lc-${label.replace(/\W/g, '-')}`, TROUPE_DATA_DIR: path.join(workDir, label.replace(/\W/g, '_')),
     DATABASE_URL: undefined, REDIS_URL: undefined, AMQP_URL: undefined,
+    // One API key dispatches for every client, as CI does: its per-credential limits (decision 0026) are lifted so the
+    // bench measures the path, not the limiter's refusals (the limiter itself still counts every dispatch).
+    TROUPE_RATE_LIMIT_DISPATCHES_PER_MINUTE: '100000000', TROUPE_RATE_LIMIT_WRITES_PER_MINUTE: '100000000',
   };
   let database: string | undefined;
   if (set !== 'embedded') {
