@@ -39,7 +39,7 @@ export function createAgentCardBehavior(): ActorBehavior<AgentCardState, AgentCa
             break;
           }
           case 'listingPublished':
-            await insertListing(trx, { id: effect.listingId, orgId: effect.orgId, cardId: effect.cardId, by: effect.by, at: effect.at });
+            await insertListing(trx, { id: effect.listingId, orgId: effect.orgId, cardId: effect.cardId, by: effect.by, at: effect.at, quota: effect.quota });
             await appendAudit(trx, {
               orgId: effect.orgId, type: 'marketplace.listing_published', actor: effect.by, subject: effect.cardId,
               payload: { listingId: effect.listingId }, at: new Date(effect.at),

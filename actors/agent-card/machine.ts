@@ -29,7 +29,8 @@ type PayloadInput = Parameters<typeof normalizePayload>[0];
 export type AgentCardMsg =
   | { readonly type: 'agentCard.create'; readonly orgId: string; readonly payload: PayloadInput; readonly by: string }
   | { readonly type: 'agentCard.update'; readonly orgId: string; readonly changes: Partial<PayloadInput>; readonly by: string }
-  | { readonly type: 'agentCard.publish'; readonly orgId: string; readonly listingId: string; readonly by: string }
+  /** `quota`: listings the org may have at most (decision 0026); the projection enforces it under a per-org lock. */
+  | { readonly type: 'agentCard.publish'; readonly orgId: string; readonly listingId: string; readonly by: string; readonly quota: number }
   | {
       readonly type: 'agentCard.install'; readonly orgId: string; readonly listingId: string; readonly sourceCardId: string;
       readonly source: SourceVersion; readonly overlay: Overlay; readonly by: string;
@@ -50,7 +51,10 @@ export interface AgentCardReply {
 
 export type AgentCardEffect =
   | { readonly type: 'cardWritten'; readonly card: AgentCardRecord; readonly created: boolean; readonly by: string; readonly sourceVersion: number | null }
-  | { readonly type: 'listingPublished'; readonly listingId: string; readonly cardId: string; readonly orgId: string; readonly by: string; readonly at: number }
+  | {
+      readonly type: 'listingPublished'; readonly listingId: string; readonly cardId: string; readonly orgId: string; readonly by: string;
+      readonly at: number; readonly quota: number;
+    }
   | {
       readonly type: 'overlayDropped'; readonly cardId: string; readonly orgId: string; readonly key: string; readonly value: unknown;
       readonly fromVersion: number; readonly toVersion: number; readonly by: string; readonly at: number;
@@ -88,7 +92,7 @@ const publish: On<'agentCard.publish'> = (state, msg, ctx) => {
   const card = state.card!;
   if (state.listingId !== null) return accept(state, { card, listingId: state.listingId, dropped: [] });
   return accept({ ...state, listingId: msg.listingId }, { card, listingId: msg.listingId, dropped: [] }, [
-    { type: 'listingPublished', listingId: msg.listingId, cardId: card.id, orgId: card.orgId, by: msg.by, at: ctx.now },
+    { type: 'listingPublished', listingId: msg.listingId, cardId: card.id, orgId: card.orgId, by: msg.by, at: ctx.now, quota: msg.quota },
   ]);
 };
 

@@ -13,8 +13,9 @@ export { type SourceVersion } from '../../schemas/agents/agent-card.js';
 export interface UpdatePreview {
   readonly available: boolean;
   readonly listingId: string;
-  readonly from: { readonly version: number; readonly createdAt: string; readonly changedBy: string };
-  readonly to: { readonly version: number; readonly createdAt: string; readonly changedBy: string };
+  // Versions and times only: who changed the source is another org's internal user id, not the installer's business.
+  readonly from: { readonly version: number; readonly createdAt: string };
+  readonly to: { readonly version: number; readonly createdAt: string };
   readonly payloadDelta: {
     readonly added: { path: string; value: unknown }[];
     readonly removed: { path: string; value: unknown }[];
@@ -51,8 +52,8 @@ export function previewUpdate(listingId: string, pinned: SourceVersion, latest: 
   return {
     available: latest.version > pinned.version,
     listingId,
-    from: { version: pinned.version, createdAt: pinned.createdAt, changedBy: pinned.changedBy },
-    to: { version: latest.version, createdAt: latest.createdAt, changedBy: latest.changedBy },
+    from: { version: pinned.version, createdAt: pinned.createdAt },
+    to: { version: latest.version, createdAt: latest.createdAt },
     payloadDelta: { added, removed, changed },
     promptDelta: promptDelta(pinned.payload.prompt, latest.payload.prompt),
     capabilityChanges: {

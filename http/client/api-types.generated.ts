@@ -1574,10 +1574,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Every marketplace listing, newest first */
+        /** Marketplace listings of every org, newest first, a page at a time (cursor), filtered by publisherOrgId and text (q) */
         get: operations["getApiMarketplaceListings"];
         put?: never;
-        /** Publish an authored agent card to the marketplace; the listing follows the card's newest version */
+        /** Publish an authored agent card to the marketplace; the listing follows the card's newest version. 409 when the org has its quota of listings (TROUPE_MARKETPLACE_LISTINGS_PER_ORG) */
         post: operations["postApiMarketplaceListings"];
         delete?: never;
         options?: never;
@@ -11357,14 +11357,19 @@ export interface operations {
     };
     getApiMarketplaceListings: {
         parameters: {
-            query?: never;
+            query?: {
+                limit?: number;
+                cursor?: string;
+                publisherOrgId?: string;
+                q?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description Every marketplace listing, newest first */
+            /** @description Marketplace listings of every org, newest first, a page at a time (cursor), filtered by publisherOrgId and text (q) */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -11385,7 +11390,18 @@ export interface operations {
                             /** Format: date-time */
                             createdAt: string;
                         }[];
+                        /** @description Pass back as cursor for the next page; null on the last */
+                        nextCursor: string | null;
                     };
+                };
+            };
+            /** @description Malformed or invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Missing or invalid credentials */
@@ -11442,7 +11458,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Publish an authored agent card to the marketplace; the listing follows the card's newest version */
+            /** @description Publish an authored agent card to the marketplace; the listing follows the card's newest version. 409 when the org has its quota of listings (TROUPE_MARKETPLACE_LISTINGS_PER_ORG) */
             201: {
                 headers: {
                     [name: string]: unknown;

@@ -7,7 +7,7 @@ import { applyOverlay, missingTargets, type Overlay } from '../../actors/marketp
 import { previewUpdate } from '../../actors/marketplace/update-preview.js';
 import { ajv, compileSchema } from '../../schemas/ajv.js';
 import {
-  agentCardPayload, agentCardReply, createAgentCardBody, installBody, listingListReply, listingReply, publishListingBody,
+  agentCardPayload, agentCardReply, createAgentCardBody, installBody, listingListQuery, listingListReply, listingReply, publishListingBody,
   updateAgentCardBody, updatePreviewReply,
 } from '../../schemas/agents/agent-card.js';
 import { findCard, findListing, listingSourceCard, listListings, sourceVersion, type AgentCardView } from '../../storage/agent-cards/cards.js';
@@ -102,13 +102,15 @@ export function agentCardRoutes(): Route<Deps>[] {
     },
     {
       method: 'post', path: '/api/marketplace/listings', auth: 'org', tags: ['agents'], successStatus: 201,
-      summary: 'Publish an authored agent card to the marketplace; the listing follows the card\'s newest version',
+      summary: 'Publish an authored agent card to the marketplace; the listing follows the card\'s newest version. 409 when the org has its quota of listings (TROUPE_MARKETPLACE_LISTINGS_PER_ORG)',
       bodySchema: publishListingBody, responseSchema: listingReply,
       async handler(req: HttpRequest<{ agentCardId: string }>, deps) {
         const p = orgCaller(req);
         const card = await ownCard(deps, p.orgId, req.body.agentCardId);
         await deps.authz.authorize(p, 'publish', cardResource(p.orgId, card.id));
-        const msg: AgentCardMsg = { type: 'agentCard.publish', orgId: p.orgId, listingId: randomUUID(), by: actorIdOf(p) };
+        const msg: AgentCardMsg = {
+          type: 'agentCard.publish', orgId: p.orgId, listingId: randomUUID(), by: actorIdOf(p), quota: deps.config.marketplaceListingsPerOrg,
+        };
         const reply = await deps.ask<AgentCardReply>(agentCardAddress(card.id), msg);
         const listing = reply.listingId ? await findListing(deps.db, reply.listingId) : undefined;
         if (!listing) throw new TroupeError('INTERNAL', 'published listing not readable');
@@ -117,10 +119,19 @@ export function agentCardRoutes(): Route<Deps>[] {
     },
     {
       method: 'get', path: '/api/marketplace/listings', auth: 'org', tags: ['agents'],
-      summary: 'Every marketplace listing, newest first', responseSchema: listingListReply,
+      summary: 'Marketplace listings of every org, newest first, a page at a time (cursor), filtered by publisherOrgId and text (q)',
+      querySchema: listingListQuery, responseSchema: listingListReply,
       async handler(req, deps) {
         orgCaller(req);
-        return { body: { listings: await listListings(deps.db) } };
+        const cursor = req.query.get('cursor');
+        const publisherOrgId = req.query.get('publisherOrgId');
+        const text = req.query.get('q');
+        return {
+          body: await listListings(deps.db, {
+            limit: Number(req.query.get('limit') ?? 50),
+            ...(cursor !== null ? { cursor } : {}), ...(publisherOrgId !== null ? { publisherOrgId } : {}), ...(text !== null ? { text } : {}),
+          }),
+        };
       },
     },
     {

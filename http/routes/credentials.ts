@@ -21,10 +21,16 @@ const kindPattern = new RegExp(credentialKind.pattern);
  * (decision 0041). The value itself is never audited.
  */
 
-/** Spec 4.2: user and session callers need admin or owner; API keys pass on the org guard alone. */
+/**
+ * Spec 4.2: user and session callers need admin or owner; API keys pass on the org guard, but only keys that may
+ * write: a read-scope key rotating the org's credentials would be a write by a key made for reading (issue 16).
+ */
 async function mayRotate(deps: Deps, p: OrgPrincipal, kind: string): Promise<void> {
   switch (p.kind) {
     case 'apiKey':
+      if (!p.scopes.includes('write') && !p.scopes.includes('admin')) {
+        throw new TroupeError('AUTH_FORBIDDEN', 'rotating credentials takes an API key with the write scope');
+      }
       return;
     case 'user':
       if (!roleAtLeast(p.orgRole, 'admin')) throw new TroupeError('AUTH_FORBIDDEN', 'rotating credentials takes an org admin or owner');

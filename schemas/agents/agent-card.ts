@@ -76,7 +76,20 @@ export const listingView = {
 } as const;
 
 export const listingReply = { type: 'object', required: ['listing'], properties: { listing: listingView } } as const;
-export const listingListReply = { type: 'object', required: ['listings'], properties: { listings: { type: 'array', items: listingView } } } as const;
+export const listingListReply = {
+  type: 'object', required: ['listings', 'nextCursor'],
+  properties: { listings: { type: 'array', items: listingView }, nextCursor: { type: ['string', 'null'], description: 'Pass back as cursor for the next page; null on the last' } },
+} as const;
+
+export const listingListQuery = {
+  type: 'object', additionalProperties: false,
+  properties: {
+    limit: { type: 'integer', minimum: 1, maximum: 100, description: 'Page size (default 50)' },
+    cursor: { type: 'string', maxLength: 200, pattern: '^[A-Za-z0-9_-]+$', description: 'nextCursor of the previous page' },
+    publisherOrgId: { ...uuid, description: 'Only this publisher\'s listings' },
+    q: { type: 'string', minLength: 1, maxLength: 100, description: 'Text in the listing\'s name or description (case-insensitive)' },
+  },
+} as const;
 export const updatePreviewReply = { type: 'object', required: ['update'], properties: { update: { type: 'object' } } } as const;
 
 // Records: a card as the agent-card actor holds it and the read models store it (actors/agent-card, storage/agent-cards).
@@ -138,7 +151,10 @@ export const agentCardMessageSchema = {
   allOf: [
     { if: { properties: { type: { const: 'agentCard.create' } } }, then: { required: ['payload'], properties: { payload: { type: 'object' } } } },
     { if: { properties: { type: { const: 'agentCard.update' } } }, then: { required: ['changes'], properties: { changes: { type: 'object' } } } },
-    { if: { properties: { type: { const: 'agentCard.publish' } } }, then: { required: ['listingId'], properties: { listingId: { type: 'string' } } } },
+    {
+      if: { properties: { type: { const: 'agentCard.publish' } } },
+      then: { required: ['listingId', 'quota'], properties: { listingId: { type: 'string' }, quota: { type: 'integer', minimum: 1 } } },
+    },
     {
       if: { properties: { type: { const: 'agentCard.install' } } },
       then: {

@@ -1,4 +1,6 @@
 import type { Knex } from 'knex';
+import { decodeCursor, encodeCursor } from '../page-cursor.js';
+import { TroupeError } from '../../ops/kernel/errors.js';
 import type { AgentCardPayload, AgentCardRecord, Overlay, SourceVersion } from '../../schemas/agents/agent-card.js';
 
 /**
@@ -50,7 +52,16 @@ export async function appendCardVersion(trx: Knex, card: AgentCardRecord, by: st
   });
 }
 
-export async function insertListing(trx: Knex, listing: { id: string; orgId: string; cardId: string; by: string; at: number }): Promise<void> {
+/**
+ * Inserts a listing unless the org already has `quota` of them (409 CONFLICT). The count and the insert happen under
+ * a per-org advisory lock, so concurrent publishes from one org cannot overshoot the quota.
+ */
+export async function insertListing(trx: Knex, listing: { id: string; orgId: string; cardId: string; by: string; at: number; quota: number }): Promise<void> {
+  await trx.raw("select pg_advisory_xact_lock(hashtext('troupe.marketplace_listings'), hashtext(?))", [listing.orgId]);
+  const counted = await trx('marketplace_listings').where({ publisher_org_id: listing.orgId }).count({ n: '*' }).first();
+  if (Number((counted as { n?: unknown } | undefined)?.n ?? 0) >= listing.quota) {
+    throw new TroupeError('CONFLICT', `this org already has ${listing.quota} marketplace listings, its quota`, { quota: listing.quota });
+  }
   await trx('marketplace_listings').insert({
     id: listing.id, publisher_org_id: listing.orgId, agent_card_id: listing.cardId, published_by: listing.by, created_at: new Date(listing.at),
   }).onConflict('id').ignore();
@@ -92,10 +103,34 @@ export async function findListing(db: Knex, id: string): Promise<ListingView | u
   return row ? toListingView(row) : undefined;
 }
 
-export async function listListings(db: Knex, limit = 200): Promise<ListingView[]> {
-  return (await db('marketplace_listings as l').join('agent_cards as c', 'c.id', 'l.agent_card_id')
-    .select(...listingColumns).orderBy('l.created_at', 'desc').limit(limit)).map(toListingView);
+export interface ListingFilter {
+  readonly limit: number;
+  readonly cursor?: string;
+  readonly publisherOrgId?: string;
+  /** Case-insensitive text in the listing's name or description. */
+  readonly text?: string;
 }
+
+/** Listings newest first, a page at a time (keyset on created_at, id), filtered by publisher and text. */
+export async function listListings(db: Knex, f: ListingFilter): Promise<{ listings: ListingView[]; nextCursor: string | null }> {
+  const q = db('marketplace_listings as l').join('agent_cards as c', 'c.id', 'l.agent_card_id').select(...listingColumns);
+  if (f.publisherOrgId !== undefined) q.where('l.publisher_org_id', f.publisherOrgId);
+  if (f.text !== undefined) {
+    const like = `%${f.text.replace(/[\\%_]/g, (m) => `\\${m}`)}%`;
+    q.andWhere((w) => w.whereRaw("c.payload->>'name' ilike ?", [like]).orWhereRaw("c.payload->>'description' ilike ?", [like]));
+  }
+  if (f.cursor !== undefined) {
+    const after = decodeCursor(f.cursor, UUID);
+    q.andWhere((w) => w.where('l.created_at', '<', after.createdAt)
+      .orWhere((same) => same.where('l.created_at', '=', after.createdAt).andWhere('l.id', '<', after.id)));
+  }
+  const rows = await q.orderBy([{ column: 'l.created_at', order: 'desc' }, { column: 'l.id', order: 'desc' }]).limit(f.limit + 1);
+  const listings = rows.slice(0, f.limit).map(toListingView);
+  const last = listings[listings.length - 1];
+  return { listings, nextCursor: rows.length > f.limit && last ? encodeCursor(last.createdAt, last.id) : null };
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** One version of a listed (source) card, whichever org owns it: installing orgs read their source through here. */
 export async function sourceVersion(db: Knex, sourceCardId: string, version?: number): Promise<SourceVersion | undefined> {

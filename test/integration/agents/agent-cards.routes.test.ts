@@ -99,6 +99,8 @@ for (const { set, skip } of engineSets) describe(`agent cards and the marketplac
     expect(u.available).to.equal(true);
     expect(u.from.version).to.equal(1);
     expect(u.to.version).to.equal(2);
+    expect(Object.keys(u.from).sort(), 'no publisher user ids (issue 16)').to.deep.equal(['createdAt', 'version']);
+    expect(preview.text).to.not.include(publisher.ownerId);
     expect(u.promptDelta).to.deep.equal({ changed: true, removedLines: ['Be brief.'], addedLines: ['Be thorough.'] });
     expect(u.capabilityChanges).to.deep.equal({ added: ['ci.read'], removed: ['tracker.comment'] });
     expect(u.payloadDelta.added).to.deep.equal([{ path: 'config.maxTurns', value: 4 }]);

@@ -107,6 +107,11 @@ for (const { set, skip } of engineSets) describe(`credentials, rotation and opti
     expect((await rotate(acme.memberToken, body)).status).to.equal(403);
     expect((await rotate(acmeDaemon.runtimeJwt, body)).status).to.equal(403);
     expect((await rotate(acme.apiKey, body)).status).to.equal(200);
+    const keyWith = async (scopes: string[]) =>
+      (await t.call('POST', `/api/org/${acme.orgId}/keys`, { token: acme.ownerToken, body: { name: `rotate-${scopes.join('-')}`, scopes } })).json.fullKey as string;
+    const readKey = await rotate(await keyWith(['read']), body);
+    expect([readKey.status, readKey.json.code], 'a read-scope key (issue 16)').to.deep.equal([403, 'AUTH_FORBIDDEN']);
+    expect((await rotate(await keyWith(['read', 'write']), body)).status, 'a write-scope key').to.equal(200);
     expect((await t.call('POST', '/api/daemon/credentials/rotate', { body })).status).to.equal(401);
     expect((await rotate(acme.ownerToken, { orgId: acme.orgId, kind: 'never-stored' })).status).to.equal(404);
     for (const hostile of [{}, { orgId: acme.orgId }, { orgId: acme.orgId, kind: '../../etc' }, { orgId: 7, kind: 'x' }, [], 'x']) {

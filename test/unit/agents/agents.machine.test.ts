@@ -15,7 +15,7 @@ const source = (version: number, p = payload) => ({ version, payload: p, created
 const cardMsgs: Record<AgentCardMsg['type'], AgentCardMsg> = {
   'agentCard.create': { type: 'agentCard.create', orgId: ORG, payload: { name: 'Bot', prompt: 'p' }, by: 'u' },
   'agentCard.update': { type: 'agentCard.update', orgId: ORG, changes: { prompt: 'q' }, by: 'u' },
-  'agentCard.publish': { type: 'agentCard.publish', orgId: ORG, listingId: 'l-1', by: 'u' },
+  'agentCard.publish': { type: 'agentCard.publish', orgId: ORG, listingId: 'l-1', by: 'u', quota: 50 },
   'agentCard.install': { type: 'agentCard.install', orgId: ORG, listingId: 'l-1', sourceCardId: 's-1', source: source(1), overlay: { 'config.b.c': 9 }, by: 'u' },
   'agentCard.acceptUpdate': {
     type: 'agentCard.acceptUpdate', orgId: ORG, source: source(2, normalizePayload({ name: 'Bot', prompt: 'p2', config: { a: 1 } })), by: 'u',
