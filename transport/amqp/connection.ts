@@ -151,10 +151,7 @@ export class BrokerConnection {
     });
   }
 
-  /**
-   * amqplib recovers connections, not channels: a channel the broker closed (a precondition failure), or a consumer
-   * it cancelled, is recovered by recycling the whole connection, which re-runs the setup.
-   */
+  /** A channel the broker closed, or a shard consumer it cancelled, is recovered with a new connection (`setup`). */
   recycle(model: ChannelModel): void {
     if (this.current !== 'running' || this.live?.model !== model) return;
     this.options.log.warn('a broker channel closed; recycling the connection');
@@ -192,6 +189,8 @@ export class BrokerConnection {
     const publisher = await model.createConfirmChannel();
     for (const channel of [consumer, publisher]) {
       channel.on('error', (err: Error) => log.warn({ err: err.message }, 'broker channel error'));
+      // amqplib recovers connections, not channels: a channel the broker closed (a precondition failure) is
+      // recovered by recycling the whole connection, which re-runs this setup.
       channel.on('close', () => this.recycle(model));
     }
     const probeChannel = this.options.liveness === false ? undefined : await model.createChannel();
