@@ -7,6 +7,7 @@ import { keyCommands } from './commands/key.js';
 import { migrateCommand } from './commands/migrate.js';
 import { fleetCommand } from './commands/fleet.js';
 import { sessionsCommand } from './commands/sessions.js';
+import { sessionCommands } from './commands/session.js';
 import { mutationsCommand } from './commands/mutations.js';
 import { clusterCommands } from './commands/cluster.js';
 import { auditCommands } from './commands/audit.js';
@@ -20,7 +21,7 @@ import { workerCommand } from './worker/command.js';
 export function buildProgram(): Command {
   const program = new Command()
     .name('troupe')
-    .description('Operate a Troupe node: provision orgs, users and keys, run migrations.')
+    .description('Operate a Troupe node: provision orgs, users and keys, run workers, dispatch and follow agent sessions.')
     .option('--url <url>', 'node URL (env TROUPE_URL, default http://127.0.0.1:$PORT or 8080)')
     .option('--admin-token <token>', 'platform admin token (env TROUPE_ADMIN_TOKEN, default <data dir>/admin-token)')
     .option('--data-dir <dir>', 'data dir of an embedded node (env TROUPE_DATA_DIR, default ./data)')
@@ -32,6 +33,7 @@ export function buildProgram(): Command {
   program.addCommand(migrateCommand());
   program.addCommand(fleetCommand());
   program.addCommand(sessionsCommand());
+  program.addCommand(sessionCommands());
   program.addCommand(mutationsCommand());
   program.addCommand(clusterCommands());
   program.addCommand(auditCommands());
