@@ -1,0 +1,197 @@
+/**
+ * Issue 20's goals, one after another on one world of private engines, each printing its figure:
+ *   npm run faults:goals [-- --nodes 2] [-- --only broker-kill,broker-hang,...]
+ * Rates are what the goals name; where this machine cannot issue them, the figure says what was reached.
+ */
+import amqp from 'amqplib';
+import { startFaultWorld, type FaultWorld } from './world.js';
+import { loadOn, msUntil, provisionTenant, readyz, sleep, type Tenant } from './scenario.js';
+import { summarise, type MixedLoad, type LoadRates } from './load.js';
+import { checkLedger } from './checker.js';
+
+const args = process.argv.slice(2);
+const opt = (name: string) => { const i = args.indexOf(`--${name}`); return i >= 0 ? args[i + 1] : undefined; };
+const only = opt('only')?.split(',');
+const nodeCount = Number(opt('nodes') ?? 1);
+
+type Goal = (world: FaultWorld, tenant: Tenant) => Promise<Record<string, unknown>>;
+
+const rateOf = (load: MixedLoad, op: string, from: number, to: number) => Math.round(load.window(from, to, op).length / ((to - from) / 1000));
+
+async function withLoad<T>(world: FaultWorld, tenant: Tenant, rates: LoadRates, run: (load: MixedLoad) => Promise<T>): Promise<{ result: T; verdict: Awaited<ReturnType<typeof checkLedger>>; load: MixedLoad }> {
+  const load = loadOn(world, tenant, rates);
+  load.start();
+  try {
+    const result = await run(load);
+    await sleep(2_000);
+    await load.stop();
+    return { result, verdict: await checkLedger(world.databaseUrl, tenant.orgId, load.ledger), load };
+  } finally {
+    await load.stop();
+  }
+}
+
+const allReady = (world: FaultWorld) => async () => (await Promise.all(world.nodes.map((n) => readyz(n)))).every((s) => s === 200);
+
+/** First write acknowledged after `since` (a dispatch or mutation: both go through the broker to an actor). */
+const firstWriteAfter = (load: MixedLoad, since: number) =>
+  load.samples.filter((s) => s.at >= since && s.outcome === 'ok' && (s.op === 'dispatch' || s.op === 'mutation')).map((s) => s.at + s.ms).sort((a, b) => a - b)[0];
+
+const goals: Record<string, Goal> = {
+  async 'broker-kill'(world, tenant) {
+    const { result, verdict, load } = await withLoad(world, tenant, { heartbeatsPerSecond: 2_000, dispatchesPerSecond: 10, mutationsPerSecond: 5, sseReaders: 5 }, async (load) => {
+      await sleep(5_000);
+      const from = Date.now();
+      await world.engines.rabbitmq.kill();
+      await sleep(10_000);
+      await world.engines.rabbitmq.start();
+      const back = Date.now();
+      await msUntil(allReady(world), 60_000);
+      await sleep(5_000);
+      const first = firstWriteAfter(load, back);
+      return { from, back, firstConfirmedWriteMsAfterBrokerBack: first === undefined ? null : Math.round(first - back) };
+    });
+    const hb = summarise(load.window(result.from, result.back + 5_000, 'heartbeat'));
+    return {
+      heartbeatsPerSecondReached: rateOf(load, 'heartbeat', result.from - 5_000, result.from),
+      heartbeat5xx: hb.server_error + hb.unavailable, heartbeatTimeouts: hb.timeout,
+      lostAcknowledged: verdict.lost, duplicated: verdict.duplicated, acknowledged: verdict.acknowledged,
+      firstConfirmedWriteMsAfterBrokerBack: result.firstConfirmedWriteMsAfterBrokerBack,
+    };
+  },
+
+  async 'broker-hang'(world, tenant) {
+    const { result, verdict, load } = await withLoad(world, tenant, { heartbeatsPerSecond: 200, dispatchesPerSecond: 10, mutationsPerSecond: 5, sseReaders: 5 }, async () => {
+      await sleep(3_000);
+      const from = Date.now();
+      world.engines.rabbitmq.freeze();
+      const detectedMs = await msUntil(async () => (await Promise.all(world.nodes.map((n) => readyz(n)))).every((s) => s === 503), 60_000);
+      await sleep(Math.max(0, 60_000 - (Date.now() - from)));
+      world.engines.rabbitmq.thaw();
+      const thawed = Date.now();
+      const readyMs = await msUntil(allReady(world), 60_000);
+      return { from, thawed, detectedMs, readyMs };
+    });
+    const during = summarise(load.window(result.from + (result.detectedMs ?? 0) + 1_000, result.thawed).filter((s) => s.op === 'dispatch' || s.op === 'mutation'));
+    const inFlight = await Promise.all(world.nodes.map(async (n) => {
+      const text = await (await fetch(`${n.url}/metrics`)).text();
+      return Number(/^troupe_http_requests_in_flight\{[^}]*\} (\d+)/m.exec(text)?.[1] ?? NaN);
+    }));
+    return {
+      detectedMs: result.detectedMs, writesWhileHung: during, readyMsAfterThaw: result.readyMs,
+      requestsStillInFlightAfterRecovery: inFlight, clientRequestsTimedOut: summarise(load.samples).timeout,
+      lostAcknowledged: verdict.lost, duplicated: verdict.duplicated,
+    };
+  },
+
+  async 'postgres-stop'(world, tenant) {
+    const { result, verdict, load } = await withLoad(world, tenant, { heartbeatsPerSecond: 700, dispatchesPerSecond: 200, mutationsPerSecond: 100, sseReaders: 5 }, async (load) => {
+      await sleep(5_000);
+      const from = Date.now();
+      await world.engines.postgres.kill();
+      await sleep(10_000);
+      await world.engines.postgres.start();
+      const back = Date.now();
+      await msUntil(allReady(world), 30_000);
+      await sleep(6_000);
+      return { from, back, load };
+    });
+    const writes = (from: number, to: number) => load.window(from, to).filter((s) => s.op === 'dispatch' || s.op === 'mutation' || s.op === 'transition');
+    const firstRefusal = writes(result.from, result.back).filter((s) => s.outcome === 'unavailable').map((s) => s.at + s.ms - result.from).sort((a, b) => a - b)[0];
+    // Full service: from the restart, the first second in which no write was refused.
+    let fullServiceMs: number | null = null;
+    for (let t = result.back; t < result.back + 6_000; t += 250) {
+      const second = writes(t, t + 1_000);
+      if (second.length > 0 && second.every((s) => s.outcome === 'ok' || s.outcome === 'client_error')) { fullServiceMs = t - result.back; break; }
+    }
+    return {
+      writesPerSecondReached: Math.round(writes(result.from - 5_000, result.from).length / 5),
+      firstRefusalMsAfterStop: firstRefusal === undefined ? null : Math.round(firstRefusal),
+      okWritesLaterThan2sIntoOutage: writes(result.from + 2_000, result.back).filter((s) => s.outcome === 'ok').length,
+      writesDuringOutage: summarise(writes(result.from, result.back)),
+      fullServiceMsAfterRestart: fullServiceMs,
+      lostAcknowledged: verdict.lost, duplicated: verdict.duplicated, acknowledged: verdict.acknowledged,
+    };
+  },
+
+  async 'redis-hang'(world, tenant) {
+    const { result, verdict, load } = await withLoad(world, tenant, { heartbeatsPerSecond: 200, dispatchesPerSecond: 30, mutationsPerSecond: 5, sseReaders: 5 }, async () => {
+      await sleep(10_000);
+      const from = Date.now();
+      world.engines.redis.freeze();
+      await sleep(10_000);
+      world.engines.redis.thaw();
+      return { from, to: Date.now() };
+    });
+    const before = summarise(load.window(result.from - 10_000, result.from, 'dispatch'));
+    const during = summarise(load.window(result.from, result.to, 'dispatch'));
+    return {
+      dispatchP99MsBefore: before.p99Ms, dispatchP99MsWhileRedisHung: during.p99Ms, p99RiseMs: Math.round((during.p99Ms - before.p99Ms) * 10) / 10,
+      dispatchesWhileHung: during, lostAcknowledged: verdict.lost, duplicated: verdict.duplicated,
+    };
+  },
+
+  async poison(world, tenant) {
+    const connection = await amqp.connect(world.engines.rabbitmq.url);
+    try {
+      const channel = await connection.createConfirmChannel();
+      const { result, verdict, load } = await withLoad(world, tenant, { heartbeatsPerSecond: 100, dispatchesPerSecond: 40, mutationsPerSecond: 0, sseReaders: 0 }, async () => {
+        await sleep(10_000);
+        const from = Date.now();
+        let sent = 0;
+        while (Date.now() - from < 10_000) {
+          for (let shard = 0; shard < 8; shard++) {
+            channel.publish('troupe.shards', String(shard), Buffer.from('{"not": "an envelope"'), { persistent: true, messageId: `poison-${sent}` });
+            sent += 1;
+          }
+          await channel.waitForConfirms();
+          await sleep(100);
+        }
+        await sleep(3_000);
+        return { from, to: from + 10_000, sent };
+      });
+      const deliveries: number[] = [];
+      for (;;) {
+        const msg = await channel.get('troupe.dead-letter', { noAck: false });
+        if (msg === false) break;
+        const deaths = (msg.properties.headers?.['x-death'] as Array<{ count: number }> | undefined) ?? [];
+        const redelivered = Number(msg.properties.headers?.['x-delivery-count'] ?? 0);
+        deliveries.push(Math.max(redelivered + 1, deaths.reduce((n, d) => n + d.count, 0)));
+        channel.ack(msg);
+      }
+      const ackRate = (from: number, to: number) => load.window(from, to, 'dispatch').filter((s) => s.outcome === 'ok').length / ((to - from) / 1000);
+      const before = ackRate(result.from - 10_000, result.from);
+      const during = ackRate(result.from, result.to);
+      return {
+        poisonSent: result.sent, deadLettered: deliveries.length, maxDeliveriesBeforeDeadLetter: Math.max(0, ...deliveries),
+        dispatchesPerSecondBefore: Math.round(before * 10) / 10, dispatchesPerSecondDuringPoison: Math.round(during * 10) / 10,
+        throughputDropPercent: Math.round(((before - during) / before) * 1000) / 10,
+        lostAcknowledged: verdict.lost, duplicated: verdict.duplicated,
+      };
+    } finally {
+      await connection.close().catch(() => undefined);
+    }
+  },
+};
+
+async function main(): Promise<void> {
+  let unhandled = 0;
+  process.on('unhandledRejection', (err) => { unhandled += 1; console.error('unhandled rejection in the runner', err); });
+  const world = await startFaultWorld({ nodes: nodeCount });
+  try {
+    const tenant = await provisionTenant(world, 20);
+    for (const [name, goal] of Object.entries(goals)) {
+      if (only && !only.includes(name)) continue;
+      await msUntil(allReady(world), 60_000);
+      const started = Date.now();
+      const figure = await goal(world, tenant);
+      console.log(JSON.stringify({ goal: name, nodes: nodeCount, seconds: Math.round((Date.now() - started) / 1000), ...figure }));
+    }
+    const crashed = world.nodes.filter((n) => n.exited()).map((n) => n.nodeId);
+    console.log(JSON.stringify({ nodesCrashed: crashed, runnerUnhandledRejections: unhandled }));
+  } finally {
+    await world.close();
+  }
+}
+
+main().then(() => process.exit(0), (err: unknown) => { console.error(err); process.exit(1); });
