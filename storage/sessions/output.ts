@@ -24,26 +24,41 @@ export interface OutputAppended {
 /**
  * Appends `text` to the session's tail when `workerId` holds the session in `orgId`; undefined when it does not
  * (another worker's, ended, reclaimed, or absent), so the caller can tell the worker to stop relaying.
+ *
+ * One statement: the holder check, the run check and the append are a single upsert (an agent's output arrives up
+ * to ten times a second per session, so a transaction of several statements would be most of the node's work). It
+ * keeps the last 65,536 characters; only when those are more than 64 KiB of UTF-8 (multi-byte text) does a second
+ * statement cut the tail to 64 KiB at a character boundary. A worker sends one append at a time per session, so
+ * nothing runs between the two.
  */
 export async function appendSessionOutput(
   db: Knex, orgId: string, sessionId: string, workerId: string, text: string, now: number,
 ): Promise<OutputAppended | undefined> {
   // Postgres text cannot hold NUL; an agent printing one still has the rest of its line kept.
   const clean = text.includes('\u0000') ? text.replaceAll('\u0000', '\uFFFD') : text;
-  return db.transaction(async (trx) => {
-    const session = await trx('sessions').where({ id: sessionId, org_id: orgId, worker_id: workerId }).first('epoch');
-    if (!session) return undefined;
-    const epoch = Number(session.epoch);
-    const at = new Date(now);
-    await trx('session_output').insert({ session_id: sessionId, org_id: orgId, epoch, tail: '', total_bytes: 0, updated_at: at })
-      .onConflict('session_id').ignore();
-    const row = await trx('session_output').where({ session_id: sessionId }).forUpdate().first('epoch', 'tail', 'total_bytes');
-    const sameRun = Number(row.epoch) === epoch;
-    const tail = lastUtf8Bytes((sameRun ? row.tail as string : '') + clean, MAX_OUTPUT_TAIL_BYTES);
-    const totalBytes = (sameRun ? Number(row.total_bytes) : 0) + Buffer.byteLength(clean, 'utf8');
-    await trx('session_output').where({ session_id: sessionId }).update({ epoch, tail, total_bytes: totalBytes, updated_at: at });
-    return { keptBytes: Buffer.byteLength(tail, 'utf8'), totalBytes };
-  });
+  const result = await db.raw(
+    `insert into session_output (session_id, org_id, epoch, tail, total_bytes, updated_at)
+     select s.id, s.org_id, s.epoch, right(?::text, ${MAX_OUTPUT_TAIL_BYTES}), ?::bigint, ?::timestamptz
+       from sessions s where s.id = ? and s.org_id = ? and s.worker_id = ?
+     on conflict (session_id) do update set
+       tail = case when session_output.epoch = excluded.epoch
+                   then right(session_output.tail || excluded.tail, ${MAX_OUTPUT_TAIL_BYTES}) else excluded.tail end,
+       total_bytes = case when session_output.epoch = excluded.epoch
+                   then session_output.total_bytes + excluded.total_bytes else excluded.total_bytes end,
+       epoch = excluded.epoch, updated_at = excluded.updated_at
+     returning octet_length(tail) as kept_bytes, total_bytes, epoch`,
+    [clean, Buffer.byteLength(clean, 'utf8'), new Date(now).toISOString(), sessionId, orgId, workerId],
+  );
+  const row = (result.rows as Record<string, unknown>[])[0];
+  if (!row) return undefined;
+  let keptBytes = Number(row.kept_bytes);
+  if (keptBytes > MAX_OUTPUT_TAIL_BYTES) {
+    const stored = await db('session_output').where({ session_id: sessionId, epoch: row.epoch }).first('tail');
+    const tail = lastUtf8Bytes(stored.tail as string, MAX_OUTPUT_TAIL_BYTES);
+    await db('session_output').where({ session_id: sessionId, epoch: row.epoch }).update({ tail });
+    keptBytes = Buffer.byteLength(tail, 'utf8');
+  }
+  return { keptBytes, totalBytes: Number(row.total_bytes) };
 }
 
 export interface SessionOutput {

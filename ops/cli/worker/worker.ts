@@ -40,6 +40,8 @@ interface RunningSession {
   /** Local time the claim was answered, to judge it against a held-sessions answer. */
   readonly claimedAt: number;
   readonly runningReported: Promise<void>;
+  /** Whether the server acknowledged `running`; if not (it was gone), the outcome report starts with it. */
+  runningAcked: boolean;
   costUsd: number;
   out: string[];
   outBytes: number;
@@ -81,6 +83,8 @@ export class Worker {
   private readonly running = new Map<string, RunningSession>();
   private readonly claiming = new Set<string>();
   private readonly reporting = new Set<string>();
+  /** Finished sessions whose last output could not be sent yet; their report waits for it. */
+  private readonly unsentOutput = new Map<string, RunningSession>();
   private readonly state: StateDir;
   private draining = false;
   private stopping = false;
@@ -198,6 +202,7 @@ export class Worker {
         }
         this.markConnected(false, err);
         wait = backoff.next();
+        this.log('debug', 'heartbeat.failed', `heartbeat failed: ${(err as Error).message}; next try in ${wait} ms`);
       }
       this.heartbeatWake = new AbortController();
       await sleep(wait, AbortSignal.any([this.heartbeatWake.signal, this.stopped.signal]));
@@ -213,6 +218,8 @@ export class Worker {
     } else if (!up && this.connected !== false) {
       this.connected = false;
       this.log('warn', 'server.unreachable', `the server does not answer (${(err as Error)?.message ?? 'unknown'}); agents keep running, retrying with backoff`);
+      // The heartbeat probes from now on, backing off, and its first success sends what waits.
+      this.heartbeatWake.abort();
     }
   }
 
@@ -273,9 +280,11 @@ export class Worker {
 
   private onDaemonEvent(event: string, data: unknown, streamRequestedAt: number): void {
     const d = data as Record<string, unknown>;
+    this.log('debug', 'stream.event', `daemon event ${event}`, { sessionId: (d?.sessionId ?? (d?.session as { id?: string } | undefined)?.id) as string | undefined });
     switch (event) {
       case 'ready':
         this.log('debug', 'stream.ready', 'daemon event stream connected');
+        this.markConnected(true);
         void this.reconcile(streamRequestedAt);
         this.pollSoon();
         return;
@@ -360,6 +369,7 @@ export class Worker {
         } while (this.pollAgain && !this.stopping);
       } catch (err) {
         this.log('debug', 'poll.failed', `poll failed: ${(err as Error).message}`);
+        if (err instanceof Unreachable) this.markConnected(false, err);
       } finally {
         this.pollInFlight = false;
       }
@@ -438,14 +448,14 @@ export class Worker {
       return;
     }
     const runningReported = this.api.status(this.token, offer.id, { workerId: this.workerId, status: 'running' }).then(
-      () => undefined,
+      () => { if (s) s.runningAcked = true; },
       (err: unknown) => {
         if (err instanceof ApiError && err.status === 409 && s && !s.stop) this.stopAgent(s, 'the session was stopped before it started', false);
         else if (!(err instanceof ApiError)) this.log('warn', 'session.report_failed', `could not report running: ${(err as Error).message}`, { sessionId: offer.id });
       },
     );
     s = {
-      id: offer.id, projectId: offer.projectId, agent, startedAt: Date.now(), claimedAt, runningReported, costUsd: 0,
+      id: offer.id, projectId: offer.projectId, agent, startedAt: Date.now(), claimedAt, runningReported, runningAcked: false, costUsd: 0,
       out: [], outBytes: 0, flushTimer: undefined, flushing: undefined, lastStepAt: 0, stop: undefined, killTimer: undefined,
     };
     this.running.set(offer.id, s);
@@ -488,13 +498,16 @@ export class Worker {
         await this.api.output(this.token, s.id, { workerId: this.workerId, chunks });
       } catch (err) {
         ok = false;
+        const live = this.running.get(s.id) === s;
         if (err instanceof ApiError && (err.status === 409 || err.status === 404)) {
-          if (!s.stop) this.stopAgent(s, 'the server says this worker no longer holds the session', false);
+          if (live && !s.stop) this.stopAgent(s, 'the server says this worker no longer holds the session', false);
+          s.out = [];
+          s.outBytes = 0;
         } else if (!s.stop || s.stop.report) {
-          // Unreachable: keep the text for the next try.
+          // Unreachable: keep the text for the next try (a finished session's report sends it first).
           s.out.unshift(...chunks);
           s.outBytes += bytes;
-          s.flushTimer ??= setTimeout(() => { s.flushTimer = undefined; void this.flushOutput(s); }, 1000);
+          if (live) s.flushTimer ??= setTimeout(() => { s.flushTimer = undefined; void this.flushOutput(s); }, 1000);
         }
       } finally {
         s.flushing = undefined;
@@ -502,6 +515,14 @@ export class Worker {
     })();
     await s.flushing;
     return ok && (s.out.length === 0 || this.flushOutput(s));
+  }
+
+  /** The output a finished session still owes, sent before its report; throws while the server does not answer. */
+  private async sendUnsentOutput(sessionId: string): Promise<void> {
+    const s = this.unsentOutput.get(sessionId);
+    if (!s) return;
+    if (!(await this.flushOutput(s)) && s.out.length > 0) throw new Unreachable('the last output is not sent yet');
+    this.unsentOutput.delete(sessionId);
   }
 
   // ---- stopping and finishing -------------------------------------------------------------------------------
@@ -531,12 +552,13 @@ export class Worker {
       return;
     }
     await s.runningReported;
-    await this.flushOutput(s).catch(() => false);
+    // Output not yet sent (the server is gone) goes before the report, which waits for it (sendReport).
+    if (!(await this.flushOutput(s).catch(() => false)) && s.out.length > 0) this.unsentOutput.set(s.id, s);
     s.agent.signal('SIGKILL');
     const ok = exit.code === 0 && !s.stop;
     const error = s.stop ? s.stop.reason : ok ? undefined : `the agent ended with ${how}`;
     const report: PendingReport = {
-      sessionId: s.id, workerId: this.workerId, steps: ['finalizing', ok ? 'completed' : 'failed'], costUsd: s.costUsd,
+      sessionId: s.id, workerId: this.workerId, steps: [...(s.runningAcked ? [] : ['running' as const]), 'finalizing', ok ? 'completed' : 'failed'], costUsd: s.costUsd,
       ...(error ? { error } : {}), exitCode: exit.code,
     };
     this.queueReport(report);
@@ -576,6 +598,7 @@ export class Worker {
     }
     this.reporting.add(report.sessionId);
     try {
+      await this.sendUnsentOutput(report.sessionId);
       let steps = [...report.steps];
       while (steps.length > 0) {
         const status = steps[0]!;
@@ -594,6 +617,7 @@ export class Worker {
           }
           this.log('warn', 'session.report_dropped', `not reported (${err.message}): the session was stopped or reclaimed meanwhile`, { sessionId: report.sessionId, status });
           this.state.dropReport(report.sessionId);
+          this.unsentOutput.delete(report.sessionId);
           return;
         }
         steps = steps.slice(1);
@@ -603,6 +627,7 @@ export class Worker {
       this.log('info', 'session.reported', `reported ${report.steps[report.steps.length - 1]}`, { sessionId: report.sessionId });
     } catch (err) {
       this.log('warn', 'session.report_deferred', `report kept in the state dir until the server answers: ${(err as Error).message}`, { sessionId: report.sessionId });
+      this.markConnected(false, err);
     } finally {
       this.reporting.delete(report.sessionId);
     }

@@ -75,7 +75,8 @@ export function startWorker(opts: {
         };
         const timer = setTimeout(() => {
           waiters.delete(check);
-          reject(new Error(`${what}: not within ${timeoutMs} ms; log:\n${lines.slice(-30).map((l) => JSON.stringify(l)).join('\n')}`));
+          const telling = lines.filter((l) => l.level !== 'debug' || !/^(stream\.lost|poll\.failed)$/.test(l.event));
+          reject(new Error(`${what}: not within ${timeoutMs} ms; log:\n${telling.slice(-40).map((l) => JSON.stringify(l)).join('\n')}`));
         }, timeoutMs);
         waiters.add(check);
         check();
