@@ -34,9 +34,15 @@ export type ReportableStatus = (typeof reportableStatuses)[number];
 export const isTerminal = (s: SessionStatus): s is TerminalStatus => (terminalStatuses as readonly string[]).includes(s);
 export const isHeld = (s: SessionStatus): boolean => (heldStatuses as readonly string[]).includes(s);
 
-/** The public id: 16 hex characters of SHA-256 over the tracker's session identifier (spec 2.7). */
-export function publicSessionId(trackerSessionId: string): string {
-  return createHash('sha256').update(trackerSessionId, 'utf8').digest('hex').slice(0, 16);
+/**
+ * The public id: 16 hex characters of SHA-256 over the tracker's session identifier (spec 2.7), as tracker ids are
+ * scoped: by org (CONTRACT, second round). The hashed text is `<orgId>:<trackerSessionId>`, so the same tracker id in
+ * two orgs names two sessions, and no org can take, or learn of, an id another org will use (issue 16, decision 0024).
+ * Sessions made before this keep their stored ids; a dispatch naming an existing tracker id of the org finds its
+ * session by that id first (storage/sessions/queries.ts `sessionIdByTracker`).
+ */
+export function publicSessionId(orgId: string, trackerSessionId: string): string {
+  return createHash('sha256').update(`${orgId}:${trackerSessionId}`, 'utf8').digest('hex').slice(0, 16);
 }
 export const publicIdPattern = /^[0-9a-f]{16}$/;
 

@@ -4,6 +4,7 @@ import { choose, defineMachine, go, type Take } from '../runtime/define-machine.
 import type { Plan, PlanNode } from '../workflow/definition.js';
 import { evaluate, parseExpression } from './expression.js';
 import { trackerSessionIdFor } from './ports.js';
+import { publicSessionId } from '../session/machine.js';
 
 /**
  * One workflow run (`workflow-run/<runId>`). It carries the compiled plan of the version it started on, so it
@@ -218,7 +219,7 @@ function walk(start: LiveRun, nodeId: string | null, ctx: DecideContext): D {
     const base = { nodeId: node.id, kind: node.kind, startedAt: now } as const;
     switch (node.kind) {
       case 'agent': {
-        const pending: Pending = { kind: 'agent', nodeId: node.id, sessionId: sessionIdFor(ctx.id, node.id, visit) };
+        const pending: Pending = { kind: 'agent', nodeId: node.id, sessionId: sessionIdFor(run.orgId, ctx.id, node.id, visit) };
         run = { ...run, status: 'running', pending, steps: [...run.steps, { ...base, status: 'running', sessionId: pending.sessionId }] };
         return accept(run, viewOf(ctx.id, run), [effectFor(run, pending, ctx)]);
       }
@@ -313,8 +314,9 @@ function stepScope(steps: readonly Step[]): Record<string, unknown> {
 }
 
 /** Session ids are 16 hex characters (spec 2.7), derived so a replayed dispatch names the same session. */
-export const sessionIdFor = (runId: string, nodeId: string, visit: number): string =>
-  createHash('sha256').update(trackerSessionIdFor(runId, nodeId, visit), 'utf8').digest('hex').slice(0, 16);
+/** The public id of a run's agent session: the session's own rule over the run's tracker session id (org-scoped). */
+export const sessionIdFor = (orgId: string, runId: string, nodeId: string, visit: number): string =>
+  publicSessionId(orgId, trackerSessionIdFor(runId, nodeId, visit));
 
 /** Gate ids are UUID-shaped and derived, so re-opening after a restart finds the same gate. */
 export function gateIdFor(runId: string, nodeId: string, visit: number): string {

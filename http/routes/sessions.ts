@@ -5,7 +5,7 @@ import type { OrgPrincipal, Principal } from '../../actors/identity/principal.js
 import { publicIdPattern, publicSessionId, sessionAddress, type SessionReply } from '../../actors/session/index.js';
 import { daemonServices } from '../../actors/daemon-host/services.js';
 import { projectsInOrg } from '../../storage/identity/orgs.js';
-import { sessionDetail, sessionScope } from '../../storage/sessions/queries.js';
+import { sessionDetail, sessionIdByTracker, sessionScope } from '../../storage/sessions/queries.js';
 import { sessionTimeline } from '../../storage/sessions/listing.js';
 import { sessionListRoute } from './session-list.js';
 import { MAX_PROMPT_LENGTH } from '../../schemas/sessions/session-actor.js';
@@ -178,7 +178,9 @@ export function sessionRoutes(): Route<Deps>[] {
         if (!known.has(body.projectId)) throw new TroupeError('NOT_FOUND', 'project not found', { field: 'projectId' });
         await deps.authz.authorize(p, 'dispatch', { type: 'Session', id: 'new', orgId: p.orgId, projectId: body.projectId });
         const trackerSessionId = body.trackerSessionId ?? `troupe:${randomUUID()}`;
-        const sessionId = publicSessionId(trackerSessionId);
+        // The org's own session for this tracker id when it has one (also one made before ids were org-scoped).
+        const sessionId = (body.trackerSessionId !== undefined ? await sessionIdByTracker(deps.db, p.orgId, trackerSessionId) : undefined)
+          ?? publicSessionId(p.orgId, trackerSessionId);
         // No provider named: Thompson sampling over the org's router posteriors, seeded by the request id so the
         // choice is reproducible (decision 0013). Null while the org has no arms yet; the worker then decides.
         const routed = body.provider === undefined

@@ -21,6 +21,7 @@ import { sessionTransitionsMigration } from './0030_session_transitions.js';
 import { gateDecisionCommentsMigration } from './0031_gate_decision_comments.js';
 import { sessionOutputMigration } from './0032_session_output.js';
 import { webhookRoutingAndReplaysMigration } from './0036_webhook_routing_and_replays.js';
+import { sessionsByTrackerIdMigration } from './0037_sessions_by_tracker_id.js';
 import { workflowTriggersMigration } from './0040_workflow_triggers.js';
 import { auditOutboxMigration } from './0044_audit_outbox.js';
 
@@ -58,6 +59,7 @@ export const migrations: readonly Migration[] = [
   gateDecisionCommentsMigration, // 0031
   sessionOutputMigration, // 0032
   webhookRoutingAndReplaysMigration, // 0036
+  sessionsByTrackerIdMigration, // 0037
   workflowTriggersMigration, // 0040
   auditOutboxMigration, // 0044
 ];

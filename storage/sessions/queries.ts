@@ -42,6 +42,12 @@ export async function sessionScope(db: Knex, orgId: string, sessionId: string): 
   return row ? { projectId: row.project_id as string, status: row.status as string } : undefined;
 }
 
+/** The id of the org's session with this tracker session id, if it has one (index of migration 0037). */
+export async function sessionIdByTracker(db: Knex, orgId: string, trackerSessionId: string): Promise<string | undefined> {
+  const row = await db('sessions').where({ org_id: orgId, tracker_session_id: trackerSessionId }).orderBy('created_at').first('id');
+  return row ? String(row.id) : undefined;
+}
+
 /** Enriched detail for `GET /api/public/sessions/{id}`. */
 export async function sessionDetail(db: Knex, orgId: string, sessionId: string): Promise<Record<string, unknown> | undefined> {
   const row = await db('sessions as s')

@@ -64,7 +64,7 @@ export function createProviderEventBehavior(ports: ProviderEventPorts): ActorBeh
           continue;
         }
         if (effect.type !== 'dispatchSession') continue;
-        const sessionId = publicSessionId(effect.trackerSessionId);
+        const sessionId = publicSessionId(effect.orgId, effect.trackerSessionId);
         try {
           await ports.ask<SessionReply>(sessionAddress(sessionId), sessionDispatchFor(effect));
           ctx.tellSelf({ type: 'providerEvent.dispatched', sessionId });

@@ -74,7 +74,7 @@ async function resend(deps: Pick<Deps, 'ask' | 'log' | 'db'>, delivery: StuckDel
     return;
   }
   if (message.action.kind !== 'dispatchSession' || message.projectId === null) return;
-  const sessionId = publicSessionId(message.action.trackerSessionId);
+  const sessionId = publicSessionId(message.orgId, message.action.trackerSessionId);
   await deps.ask(sessionAddress(sessionId), sessionDispatchFor({
     orgId: message.orgId, projectId: message.projectId, trackerSessionId: message.action.trackerSessionId,
     trackerIssue: message.action.trackerIssue, prompt: message.action.prompt, provider: message.provider,

@@ -36,7 +36,7 @@ for (const { set, skip } of engineSets) describe(`integrations: the webhook swee
       id, org_id: org.orgId, provider: 'linear', delivery_id: randomUUID(), event_type: 'Issue.create', correlation_id: randomUUID(),
       status, received_at: new Date(Date.now() - ageMs), route_message: JSON.stringify(message),
     });
-    return { id, message, sessionId: publicSessionId(`linear:${org.orgId}:${issueId}`) };
+    return { id, message, sessionId: publicSessionId(org.orgId, `linear:${org.orgId}:${issueId}`) };
   }
   const row = (id: string) => t.node.deps.db('provider_webhook_events').where({ id }).first();
   const sessionsOf = (sessionId: string) => t.node.deps.db('sessions').where({ id: sessionId }).select('id', 'status', 'requested_by');

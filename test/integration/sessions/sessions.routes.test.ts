@@ -2,6 +2,7 @@
 // completed only by its worker's status reports (an illegal move is 409 and changes nothing); stop and prompt behave
 // as spec 3.1 says; the enriched detail shows what happened; another org's session is 404, anonymous callers 401,
 // refused credential kinds 403, and hostile bodies 4xx, never 5xx.
+import { createHash, randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
 import { dispatch, provisionOrg, registerDaemon, report, type Org } from './support.js';
@@ -43,12 +44,27 @@ for (const { set, skip } of engineSets) describe(`session routes (${set} engines
     expect(badJson.status).to.equal(400);
   });
 
-  it('a session is public-id addressed by the SHA-256 of its tracker session id', async () => {
+  it('a session is public-id addressed by the SHA-256 of its org-scoped tracker session id', async () => {
     const id = await dispatch(t, acme, { trackerSessionId: 'abc' });
-    expect(id).to.equal('ba7816bf8f01cfea');
-    // The same tracker id from another org is a conflict, never that session.
-    const res = await t.call('POST', '/api/agent-dispatch', { token: globex.apiKey, body: { projectId: globex.projectId, prompt: 'x', trackerSessionId: 'abc' } });
-    expect(res.status).to.equal(409);
+    expect(id).to.equal(createHash('sha256').update(`${acme.orgId}:abc`).digest('hex').slice(0, 16));
+    expect(await dispatch(t, acme, { trackerSessionId: 'abc' }), 'the same tracker id again is the same session').to.equal(id);
+  });
+
+  it('another org\'s use of a tracker id is invisible and harmless: no squatting, no probing (issue 16)', async () => {
+    // Globex dispatches first with the tracker id Acme's Linear webhook will use for its issue.
+    const acmeTracker = `linear:${acme.orgId}:${randomUUID()}`;
+    const squatted = await t.call('POST', '/api/agent-dispatch', { token: globex.apiKey, body: { projectId: globex.projectId, prompt: 'x', trackerSessionId: acmeTracker } });
+    expect(squatted.status, 'a tracker id of its own, as far as Globex can tell').to.equal(201);
+    const again = await t.call('POST', '/api/agent-dispatch', { token: globex.apiKey, body: { projectId: globex.projectId, prompt: 'x', trackerSessionId: acmeTracker } });
+    expect([again.status, again.json.sessionId]).to.deep.equal([201, squatted.json.sessionId]);
+    // Acme's own dispatch of it is Acme's new session, not a conflict and not Globex's.
+    const mine = await t.call('POST', '/api/agent-dispatch', { token: acme.apiKey, body: { projectId: acme.projectId, prompt: 'mine', trackerSessionId: acmeTracker } });
+    expect(mine.status, mine.text).to.equal(201);
+    expect(mine.json.sessionId).to.not.equal(squatted.json.sessionId);
+    const detail = await t.call('GET', `/api/public/sessions/${mine.json.sessionId}`, { token: acme.apiKey });
+    expect(detail.json).to.include({ prompt: 'mine' });
+    expect((await t.call('GET', `/api/public/sessions/${squatted.json.sessionId}`, { token: acme.apiKey })).status).to.equal(404);
+    expect((await t.call('GET', `/api/public/sessions/${mine.json.sessionId}`, { token: globex.apiKey })).status).to.equal(404);
   });
 
   it('walks the machine through worker reports, with 409 for an illegal move, and shows it on the detail', async () => {

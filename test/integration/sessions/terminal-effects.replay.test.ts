@@ -40,8 +40,8 @@ for (const engine of dbEngines) {
     }
 
     it('runs each terminal effect once across a replayed projection, and promotes the waiting session', async () => {
-      const a = publicSessionId(`a-${randomUUID()}`);
-      const b = publicSessionId(`b-${randomUUID()}`);
+      const a = publicSessionId(randomUUID(), `a-${randomUUID()}`);
+      const b = publicSessionId(randomUUID(), `b-${randomUUID()}`);
       const t0 = Date.UTC(2025, 4, 1);
       let sa = await apply(a, initialSessionState(), { ...dispatchOf(`ta-${a}`) }, t0);
       const sb = await apply(b, initialSessionState(), { ...dispatchOf(`tb-${b}`) }, t0 + 1);

@@ -2,6 +2,7 @@
 // the resulting status) or an explicit rejection that leaves the state exactly as it was, and every target the table
 // lists is reached; terminal moves always carry exactly one keyed terminal effect, and a repeated or racing message
 // never produces a second one.
+import { createHash } from 'node:crypto';
 import { expect } from 'chai';
 import { runCommand, harnessNow } from '../../support/harness.js';
 import { walkTable } from '../../support/table-walk.js';
@@ -13,7 +14,7 @@ import {
 const behavior = createSessionBehavior();
 const ORG = '11111111-1111-4111-8111-111111111111';
 const PROJECT = '22222222-2222-4222-8222-222222222222';
-const id = publicSessionId('tracker-session-1');
+const id = publicSessionId(ORG, 'tracker-session-1');
 /** The reporting worker's org and projects, as the status route passes them from its runtime token. */
 const scope = { orgId: ORG, projectIds: [PROJECT] };
 
@@ -69,9 +70,11 @@ walkTable(behavior, {
 });
 
 describe('session machine', () => {
-  it('public id is the first 16 hex characters of SHA-256 of the tracker session id', () => {
-    // sha256("abc") = ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad
-    expect(publicSessionId('abc')).to.equal('ba7816bf8f01cfea');
+  it('public id is the first 16 hex characters of SHA-256 of the org-scoped tracker session id', () => {
+    const expected = createHash('sha256').update(`${ORG}:abc`).digest('hex').slice(0, 16);
+    expect(publicSessionId(ORG, 'abc')).to.equal(expected);
+    // The same tracker id in another org is another session (issue 16: no org can take or probe another's ids).
+    expect(publicSessionId(PROJECT, 'abc')).to.not.equal(expected);
   });
 
   it('stop on a terminal session answers stopped:false with both statuses the terminal one and changes nothing', () => {

@@ -9,7 +9,7 @@ import { workerSignalsOf } from '../../../actors/fleet/worker-signals.js';
 const behavior = createSessionBehavior();
 const ORG = '11111111-1111-4111-8111-111111111111';
 const PROJECT = '22222222-2222-4222-8222-222222222222';
-const id = publicSessionId('t-1');
+const id = publicSessionId(ORG, 't-1');
 const dispatch = (trackerIssue: string | null): SessionMsg => ({
   type: 'session.dispatch', orgId: ORG, projectId: PROJECT, trackerSessionId: 't-1', prompt: 'Fix it',
   agentCardId: null, trackerIssue, workType: 'fix', provider: null, requestedBy: 'apiKey:k',
