@@ -14,6 +14,7 @@ import type { WebhookSweeper } from './integrations/webhooks/sweeper.js';
 import type { StoredPolicySource } from './policy/enforcement.js';
 import type { NodeDrain } from './node-drain.js';
 import type { WorkflowSchedules } from './workflow-schedule/service.js';
+import type { TrackerOutbox } from './integrations/trackers/outbox.js';
 import type { AuditOutbox } from './audit/outbox-drain.js';
 import type { RateLimits } from '../storage/rate-limits.js';
 
@@ -57,6 +58,8 @@ export interface NodeServices {
   readonly drain: NodeDrain;
   /** Schedule triggers: timers for the fires this node decides, and the scan for overdue fires and deployments. */
   readonly schedules: WorkflowSchedules;
+  /** Posts the comments session ends owe their tracker issues (Linear, GitHub). */
+  readonly trackerOutbox: TrackerOutbox;
   /** Per-credential, per-login and per-source rate limits (decision 0026). */
   readonly rateLimits: RateLimits;
   /** Cluster membership and shard placement; absent on a node without a broker. */
@@ -76,6 +79,6 @@ export function lifecycleOf(services: NodeServices): NodeService[] {
   // The audit outbox starts first and stops last: every other service may still record an entry while it stops.
   return [
     services.audit, services.policies, services.streams, services.workers, services.daemon, services.credentials, services.interviews,
-    services.pushOnEvents, services.webhookSweeper, services.schedules,
+    services.pushOnEvents, services.webhookSweeper, services.schedules, services.trackerOutbox,
   ];
 }

@@ -14,6 +14,7 @@ import type { PushOnEvents } from '../actors/integrations/web-push/event-notific
 import type { StoredPolicySource } from '../actors/policy/enforcement.js';
 import { NodeDrain } from '../actors/node-drain.js';
 import type { WorkflowSchedules } from '../actors/workflow-schedule/service.js';
+import { TrackerOutbox } from '../actors/integrations/trackers/outbox.js';
 import { AuditOutbox } from '../actors/audit/outbox-drain.js';
 import { createRateLimits } from '../storage/rate-limits.js';
 import { RedisCache } from '../storage/redis-cache.js';
@@ -49,6 +50,7 @@ export function buildNodeServices(base: Omit<Deps, 'services'>, parts: ServicePa
     audit: new AuditOutbox(base.db, base.log.child({ component: 'audit-outbox' })),
     drain: new NodeDrain(),
     schedules: parts.schedules,
+    trackerOutbox: new TrackerOutbox(),
     rateLimits: createRateLimits(
       {
         writesPerMinute: base.config.rateLimitWritesPerMinute, dispatchesPerMinute: base.config.rateLimitDispatchesPerMinute,

@@ -5656,6 +5656,25 @@ export interface operations {
                             truncated: boolean;
                             updatedAt: string;
                         } | null;
+                        /** @description The comments each end (or stop) of the session owed the Linear or GitHub issue it came from: pending, sent, or failed with the reason */
+                        trackerComments?: {
+                            /** @enum {unknown} */
+                            tracker: "linear" | "github";
+                            issue: string;
+                            /** @enum {unknown} */
+                            kind: "terminal" | "stop";
+                            run: number;
+                            sessionStatus: string;
+                            /** @enum {unknown} */
+                            status: "pending" | "sent" | "failed";
+                            attempts: number;
+                            lastError: string | null;
+                            url: string | null;
+                            /** Format: date-time */
+                            sentAt: string | null;
+                            /** Format: date-time */
+                            createdAt: string;
+                        }[];
                         /** @description Whether the caller may stop or prompt it (the routes still decide) */
                         can: {
                             stop: boolean;

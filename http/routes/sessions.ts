@@ -145,6 +145,18 @@ const sessionDetailReply = {
       description: "The last 64 KiB of the current run's agent output as its worker relayed it (null until the agent prints)",
       properties: { tail: { type: 'string' }, totalBytes: { type: 'integer' }, truncated: { type: 'boolean' }, updatedAt: { type: 'string' } },
     },
+    trackerComments: {
+      type: 'array',
+      description: 'The comments each end (or stop) of the session owed the Linear or GitHub issue it came from: pending, sent, or failed with the reason',
+      items: {
+        type: 'object', required: ['tracker', 'issue', 'kind', 'run', 'sessionStatus', 'status', 'attempts', 'lastError', 'url', 'sentAt', 'createdAt'],
+        properties: {
+          tracker: { enum: ['linear', 'github'] }, issue: { type: 'string' }, kind: { enum: ['terminal', 'stop'] }, run: { type: 'integer' },
+          sessionStatus: { type: 'string' }, status: { enum: ['pending', 'sent', 'failed'] }, attempts: { type: 'integer' },
+          lastError: nullableString, url: nullableString, sentAt: nullableTime, createdAt: { type: 'string', format: 'date-time' },
+        },
+      },
+    },
     can: {
       type: 'object', required: ['stop', 'prompt'], description: 'Whether the caller may stop or prompt it (the routes still decide)',
       properties: { stop: { type: 'boolean' }, prompt: { type: 'boolean' } },

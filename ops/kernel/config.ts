@@ -85,6 +85,14 @@ export interface Config {
    * not applied; a fire is ticked once it is this overdue. @default 1000
    */
   readonly scheduleScanMs: number;
+  /** Linear's API (GraphQL at `<url>/graphql`) for tracker comments; unset: https://api.linear.app. */
+  readonly linearApiUrl: string | undefined;
+  /** GitHub's REST API for tracker comments; unset: https://api.github.com. */
+  readonly githubApiUrl: string | undefined;
+  /** How often every node looks for tracker comments due. @default 1000 */
+  readonly trackerPollMs: number;
+  /** A tracker comment that failed for now is tried again after this, doubled each attempt. @default 2000 */
+  readonly trackerRetryBaseMs: number;
   /** Write requests (POST, PUT, PATCH, DELETE) one user, API key or machine client may make per minute. @default 600 */
   readonly rateLimitWritesPerMinute: number;
   /** Dispatches (sessions, workflow runs, prompts) one user, API key or machine client may make per minute. @default 120 */

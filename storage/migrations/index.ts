@@ -23,6 +23,7 @@ import { sessionOutputMigration } from './0032_session_output.js';
 import { webhookRoutingAndReplaysMigration } from './0036_webhook_routing_and_replays.js';
 import { sessionsByTrackerIdMigration } from './0037_sessions_by_tracker_id.js';
 import { workflowTriggersMigration } from './0040_workflow_triggers.js';
+import { trackerCommentsMigration } from './0041_tracker_comments.js';
 import { auditOutboxMigration } from './0044_audit_outbox.js';
 
 /**
@@ -61,5 +62,6 @@ export const migrations: readonly Migration[] = [
   webhookRoutingAndReplaysMigration, // 0036
   sessionsByTrackerIdMigration, // 0037
   workflowTriggersMigration, // 0040
+  trackerCommentsMigration, // 0041
   auditOutboxMigration, // 0044
 ];

@@ -1,5 +1,6 @@
 import type { SqlTx } from '../sql-tx.js';
 import type { SessionEffect, SessionState } from '../../schemas/sessions/session-state.js';
+import { oweTrackerComment, trackerTargetOf } from './tracker-comments.js';
 
 const isTerminal = (status: string): boolean => status === 'completed' || status === 'failed' || status === 'stopped';
 
@@ -112,7 +113,8 @@ async function acquireIssueLock(tx: SqlTx, orgId: string, issue: string, session
 /**
  * Everything spec 3.1 says happens on a terminal transition, once per run: cost persisted and the claim released
  * (the session row, already written with no worker), fleet quota accounted, inbox archived, issue lock released and
- * the next waiting session for the issue promoted. The tracker activity is its own keyed effect.
+ * the next waiting session for the issue promoted.
+ * The comment on the tracker issue the session came from is owed with them (decision 0028).
  */
 async function runTerminalEffects(
   tx: SqlTx, id: string, s: SessionState, effect: Extract<SessionEffect, { type: 'terminal' }>, now: number,
@@ -131,6 +133,16 @@ async function runTerminalEffects(
   );
   await tx.query('update session_prompts set archived_at = $1 where session_id = $2 and archived_at is null', [new Date(now), id]);
   if (spec.trackerIssue !== null) await releaseIssueLock(tx, spec.orgId, spec.trackerIssue, id, now);
+  // Tracker activity (spec 3.1): owed to the issue the session came from, posted by the tracker outbox (decision 0028).
+  const target = trackerTargetOf(spec);
+  if (target !== null) {
+    const started = s.startedAt ?? s.claimedAt;
+    await oweTrackerComment(tx, {
+      id: `${effect.key}:tracker`, orgId: spec.orgId, sessionId: id, epoch: s.epoch, target,
+      kind: effect.status === 'stopped' ? 'stop' : 'terminal', sessionStatus: effect.status, costUsd: effect.costUsd,
+      durationMs: started === null || s.finishedAt === null ? null : Math.max(0, s.finishedAt - started), at: new Date(now),
+    });
+  }
 }
 
 async function releaseIssueLock(tx: SqlTx, orgId: string, issue: string, sessionId: string, now: number): Promise<void> {

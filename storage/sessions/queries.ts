@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { trackerCommentsOf } from './tracker-comments.js';
 import { sessionOutput } from './output.js';
 
 /**
@@ -56,10 +57,11 @@ export async function sessionDetail(db: Knex, orgId: string, sessionId: string):
     .where({ 's.id': sessionId, 's.org_id': orgId })
     .first('s.*', 'p.name as project_name', 'p.slug as project_slug', 'w.hostname as worker_hostname', 'w.last_seen_at as worker_last_seen_at');
   if (!row) return undefined;
-  const [prompts, activities, output] = await Promise.all([
+  const [prompts, activities, output, trackerComments] = await Promise.all([
     db('session_prompts').where({ session_id: sessionId, org_id: orgId }).orderBy([{ column: 'created_at' }, { column: 'id' }]).limit(200),
     db('session_activities').where({ session_id: sessionId, org_id: orgId }).orderBy([{ column: 'created_at' }, { column: 'id' }]).limit(200),
     sessionOutput(db, orgId, sessionId, Number(row.epoch)),
+    trackerCommentsOf(db, orgId, sessionId),
   ]);
   const workerId = (row.worker_id ?? row.last_worker_id) as string | null;
   const workflowRun = await workflowRunOf(db, orgId, row.requested_by as string | null);
@@ -98,6 +100,8 @@ export async function sessionDetail(db: Knex, orgId: string, sessionId: string):
     lastToolCalledAt: iso(row.last_tool_called_at),
     /** The last 64 KiB of the current run's agent output (decision 0022); null until the agent prints. */
     output,
+    /** What each end of the session owed its tracker issue, and whether it was posted (decision 0028). */
+    trackerComments,
   };
 }
 

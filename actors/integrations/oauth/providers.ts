@@ -5,7 +5,8 @@ import type { Config } from '../../../ops/kernel/config.js';
  * Each provider's own hosts are the defaults; `TROUPE_<PROVIDER>_OAUTH_BASE_URL` replaces the scheme and host (and
  * any path prefix) of both endpoints, keeping the provider's paths, so one setting points a provider at a proxy,
  * an enterprise host or a fake provider on loopback. The scopes are the read access the resource palette
- * (repositories, issues) and the error-tracker lookup need, nothing that writes.
+ * (repositories, issues) and the error-tracker lookup need, and the one write the tracker outbox makes: a comment on
+ * an issue (Linear `comments:create`; GitHub's `repo` already covers it).
  */
 export const oauthProviders = ['linear', 'github', 'sentry'] as const;
 export type OAuthProvider = (typeof oauthProviders)[number];
@@ -21,7 +22,7 @@ interface ProviderDefinition {
 }
 
 const definitions: Record<OAuthProvider, ProviderDefinition> = {
-  linear: { authorizeOrigin: 'https://linear.app', authorizePath: '/oauth/authorize', tokenOrigin: 'https://api.linear.app', tokenPath: '/oauth/token', scope: 'read' },
+  linear: { authorizeOrigin: 'https://linear.app', authorizePath: '/oauth/authorize', tokenOrigin: 'https://api.linear.app', tokenPath: '/oauth/token', scope: 'read,comments:create' },
   github: { authorizeOrigin: 'https://github.com', authorizePath: '/login/oauth/authorize', tokenOrigin: 'https://github.com', tokenPath: '/login/oauth/access_token', scope: 'repo read:org' },
   sentry: { authorizeOrigin: 'https://sentry.io', authorizePath: '/oauth/authorize/', tokenOrigin: 'https://sentry.io', tokenPath: '/oauth/token/', scope: 'org:read project:read event:read' },
 };
