@@ -1,3 +1,4 @@
+import { createECDH } from 'node:crypto';
 import type { Deps } from '../../actors/deps.js';
 import { TroupeError } from '../../ops/kernel/errors.js';
 import { notifyUser, vapidKeys } from '../../actors/integrations/web-push/index.js';
@@ -12,6 +13,23 @@ import type { HttpRequest, Route } from '../types.js';
  * the outbound guard when it is stored (an internal address is refused at once, not at the first send) and again
  * on every send. Keys are checked for their real sizes: a P-256 point (65 bytes) and a 16-byte auth secret.
  */
+
+/**
+ * Whether the bytes are an uncompressed point on P-256: 65 bytes are not enough, since a point off the curve made
+ * every later send to the user throw (issue 16). An ECDH agreement with a throwaway key is the check web-push's own
+ * encryption will make.
+ */
+function isP256Point(point: Buffer): boolean {
+  if (point.length !== 65 || point[0] !== 0x04) return false;
+  try {
+    const ecdh = createECDH('prime256v1');
+    ecdh.generateKeys();
+    ecdh.computeSecret(point);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 interface SubscribeBody { endpoint: string; keys: { p256dh: string; auth: string } }
 
@@ -40,7 +58,7 @@ export function webPushRoutes(): Route<Deps>[] {
         const u = user(req);
         if (!vapidKeys(deps)) throw new TroupeError('CONFLICT', 'web push is not configured on this deployment');
         const { endpoint, keys } = req.body;
-        if (decodedLength(keys.p256dh) !== 65 || Buffer.from(keys.p256dh, 'base64url')[0] !== 0x04) {
+        if (decodedLength(keys.p256dh) !== 65 || !isP256Point(Buffer.from(keys.p256dh, 'base64url'))) {
           throw new TroupeError('VALIDATION_FAILED', 'keys.p256dh: not an uncompressed P-256 public key', { field: 'keys.p256dh' });
         }
         if (decodedLength(keys.auth) !== 16) throw new TroupeError('VALIDATION_FAILED', 'keys.auth: not a 16-byte secret', { field: 'keys.auth' });

@@ -91,7 +91,11 @@ export function withGatePush(behavior: GateBehavior, push: PushOnEvents | undefi
       const notification: PushNotification = {
         title: 'Approval needed', body: event.gate.title, tag: `approval-gate:${event.id}`, url: `/approvals/${event.id}`,
       };
-      for (const userId of await gateDeciders(deps, event.id, event.gate)) await notifyUser(deps, event.gate.orgId, userId, notification);
+      for (const userId of await gateDeciders(deps, event.id, event.gate)) {
+        // One user's failure (their push service, a broken subscription) must not keep the others from hearing.
+        await notifyUser(deps, event.gate.orgId, userId, notification)
+          .catch((err: unknown) => deps.log.warn({ err, userId }, 'web push to one decider failed'));
+      }
     }]);
 }
 

@@ -31,12 +31,13 @@ export interface PushOutcome {
 export async function sendToSubscription(deps: Deps, sub: PushSubscriptionRow, notification: PushNotification): Promise<'sent' | 'gone' | 'failed'> {
   const keys = await vapidKeys(deps);
   if (!keys) return 'failed';
-  const details = webpush.generateRequestDetails(
-    { endpoint: sub.endpoint, keys: { p256dh: sub.p256dh, auth: sub.auth } },
-    JSON.stringify(notification),
-    { vapidDetails: { subject: keys.subject, publicKey: keys.publicKey, privateKey: keys.privateKey }, TTL: PUSH_TTL_SECONDS, contentEncoding: 'aes128gcm' },
-  );
   try {
+    // Inside the try: a stored key web-push cannot encrypt to (a point off the curve) fails this subscription only.
+    const details = webpush.generateRequestDetails(
+      { endpoint: sub.endpoint, keys: { p256dh: sub.p256dh, auth: sub.auth } },
+      JSON.stringify(notification),
+      { vapidDetails: { subject: keys.subject, publicKey: keys.publicKey, privateKey: keys.privateKey }, TTL: PUSH_TTL_SECONDS, contentEncoding: 'aes128gcm' },
+    );
     const res = await deps.services.outbound.request(details.endpoint, {
       method: 'POST', headers: details.headers as Record<string, string>, body: details.body ?? Buffer.alloc(0),
       timeoutMs: PUSH_TIMEOUT_MS, maxBytes: 64 * 1024, maxRedirects: 0,

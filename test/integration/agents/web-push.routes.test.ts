@@ -2,7 +2,7 @@
 // with an RFC 8292 VAPID token for the node's public key: a push service on loopback verifies the JWT and decrypts
 // the payload with the subscription's private key. The public key is null when web push is unconfigured; a
 // credential without a user is 403; a 410 from the push service removes the subscription.
-import { createDecipheriv, createECDH, hkdfSync, randomBytes } from 'node:crypto';
+import { createDecipheriv, createECDH, hkdfSync, randomBytes, randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
@@ -126,6 +126,23 @@ for (const { set, skip } of engineSets) describe(`web push over HTTP (${set} eng
     expect((await t.call('POST', '/api/notifications/web-push/test', { token: org.ownerToken, body: {} })).json).to.deep.equal({ sent: 0, removed: 0, failed: 0 });
   });
 
+  it('one broken subscription does not stop the user\'s others from being notified (issue 16)', async () => {
+    const other = await provision(t);
+    const good = browser();
+    const endpoint = `${pushBase}/push/${randomBytes(8).toString('hex')}`;
+    expect((await t.call('POST', '/api/notifications/web-push/subscribe', { token: other.ownerToken, body: { endpoint, keys: good.keys } })).status).to.equal(201);
+    // A subscription stored before points were checked: 65 bytes, 0x04 first, not on the curve.
+    const badPoint = Buffer.concat([Buffer.from([4]), Buffer.alloc(64, 7)]).toString('base64url');
+    await t.node.deps.db('web_push_subscriptions').insert({
+      ...(await t.node.deps.db('web_push_subscriptions').where({ org_id: other.orgId }).first()),
+      id: randomUUID(), endpoint: `${pushBase}/push/broken-${randomBytes(4).toString('hex')}`, p256dh: badPoint,
+    });
+    const sent = await t.call('POST', '/api/notifications/web-push/test', { token: other.ownerToken, body: { title: 'Both?' } });
+    expect(sent.status, sent.text).to.equal(200);
+    expect(sent.json).to.deep.equal({ sent: 1, removed: 0, failed: 1 });
+    expect(received.some((r) => r.path === new URL(endpoint).pathname)).to.equal(true);
+  });
+
   it('refuses credentials without a user, internal endpoints, malformed keys and hostile bodies', async () => {
     const b = browser();
     const body = { endpoint: `${pushBase}/push/x`, keys: b.keys };
@@ -134,6 +151,9 @@ for (const { set, skip } of engineSets) describe(`web push over HTTP (${set} eng
     expect((await t.call('POST', '/api/notifications/web-push/subscribe', { token: org.ownerToken, body: { ...body, endpoint: 'http://169.254.169.254/push' } })).status).to.equal(400);
     expect((await t.call('POST', '/api/notifications/web-push/subscribe', { token: org.ownerToken, body: { ...body, endpoint: 'http://[::1]:1/push' } })).status).to.equal(400);
     const shortKey = { ...body, keys: { ...b.keys, p256dh: Buffer.alloc(64, 4).toString('base64url') + 'AA' } };
+    const offCurve = { ...body, keys: { ...b.keys, p256dh: Buffer.concat([Buffer.from([4]), Buffer.alloc(64, 7)]).toString('base64url') } };
+    const refused = await t.call('POST', '/api/notifications/web-push/subscribe', { token: org.ownerToken, body: offCurve });
+    expect([refused.status, refused.json.details?.field], '65 bytes that are no P-256 point (issue 16)').to.deep.equal([400, 'keys.p256dh']);
     expect((await t.call('POST', '/api/notifications/web-push/subscribe', { token: org.ownerToken, body: shortKey })).status).to.equal(400);
     expect((await t.call('POST', '/api/notifications/web-push/subscribe', { token: org.ownerToken, body: { ...body, keys: { ...b.keys, auth: 'AAAAAAAAAAAAAAAAAAAAAAAAAA' } } })).status).to.equal(400);
     for (const rawBody of hostileBodies) {
