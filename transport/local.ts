@@ -110,6 +110,11 @@ export class LocalTransport implements Transport {
     }
   }
 
+  /** In-process delivery loses no event: nothing to hear. */
+  onEventsLost(): () => void {
+    return () => undefined;
+  }
+
   async subscribe(pattern: string, handler: EventHandler): Promise<Unsubscribe> {
     if (this.closed) throw new TroupeError('TRANSPORT_UNAVAILABLE', 'transport is closed');
     assertPattern(pattern);

@@ -24,6 +24,9 @@ export type DeliveryHandler = (address: string, message: unknown, deadline?: num
 
 export type EventHandler = (topic: string, event: unknown) => void;
 
+/** Called with the topic of each event this node was sent but lost before handling it (its event queue overflowed). */
+export type LostEventListener = (topic: string) => void;
+
 export interface Transport {
   readonly kind: 'local' | 'amqp';
   /** Connects and starts consuming the shards this node owns, handing each delivery to `handler`. */
@@ -32,6 +35,11 @@ export interface Transport {
   tell(address: string, message: unknown): Promise<void>;
   publish(topic: string, event: unknown): Promise<void>;
   subscribe(pattern: string, handler: EventHandler): Promise<Unsubscribe>;
+  /**
+   * Hears of events that were on their way to this node and are gone (AMQP: dropped from the head of its full
+   * event queue), so live streams can tell their clients to reload; answers a function that stops listening.
+   */
+  onEventsLost(listener: LostEventListener): () => void;
   /** True when the transport can currently deliver (broker connected). */
   ready(): boolean;
   /** Stops consuming, lets in-flight deliveries finish, then closes connections. */

@@ -24,6 +24,8 @@ export interface ChannelFanoutOptions {
 interface Channel<E> {
   ring: StampedEvent<E>[];
   readonly listeners: Set<ChannelListener<E>>;
+  /** Told when events of this channel were lost on their way to this node. */
+  readonly onLost: Set<() => void>;
 }
 
 export class ChannelFanout<E> {
@@ -55,7 +57,7 @@ export class ChannelFanout<E> {
    * (so nothing published in between is lost or doubled). `found: false` means the history no longer reaches
    * back to that id: the client missed events and should reload.
    */
-  subscribe(channel: string, listener: ChannelListener<E>, lastEventId?: string): {
+  subscribe(channel: string, listener: ChannelListener<E>, lastEventId?: string, onLost?: () => void): {
     replay: readonly StampedEvent<E>[]; found: boolean; unsubscribe: () => void;
   } {
     const c = this.touch(channel, true)!;
@@ -67,10 +69,32 @@ export class ChannelFanout<E> {
       replay = found ? c.ring.slice(at + 1) : [...c.ring];
     }
     c.listeners.add(listener);
+    if (onLost) c.onLost.add(onLost);
     return {
       replay, found,
-      unsubscribe: () => { c.listeners.delete(listener); },
+      unsubscribe: () => {
+        c.listeners.delete(listener);
+        if (onLost) c.onLost.delete(onLost);
+      },
     };
+  }
+
+  /**
+   * Events of `channel` were lost before reaching this node: its subscribers are told (they reload), and its history
+   * is forgotten, since it now has a hole that a resuming client must not be replayed across.
+   */
+  lost(channel: string, onListenerError: (err: unknown) => void = () => {}): number {
+    const c = this.channels.get(channel);
+    if (!c) return 0;
+    c.ring = [];
+    for (const notify of [...c.onLost]) {
+      try {
+        notify();
+      } catch (err) {
+        onListenerError(err);
+      }
+    }
+    return c.onLost.size;
   }
 
   listenerCount(channel: string): number {
@@ -85,7 +109,7 @@ export class ChannelFanout<E> {
       return c;
     }
     if (!create) return undefined;
-    c = { ring: [], listeners: new Set() };
+    c = { ring: [], listeners: new Set(), onLost: new Set() };
     this.channels.set(channel, c);
     this.evict();
     return c;

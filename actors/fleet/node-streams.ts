@@ -106,6 +106,16 @@ export function createNodeStreams(deps: Pick<Deps, 'log' | 'transport'>): NodeSt
     },
   };
 
+  // Events lost on their way here (the node's event queue overflowed): the streams of that topic's channel reload.
+  const lostOn = (topic: string) => {
+    const [, orgId, kind, interviewId] = topic.split('.');
+    if (!orgId) return;
+    if (kind === 'session') sessions.lost(orgId, onListenerError);
+    else if (kind === 'interview' && interviewId) interviews.lost(interviewChannel(orgId, interviewId), onListenerError);
+    else if (kind === 'credentials') credentials.lost(orgId, onListenerError);
+  };
+  let stopHearingLosses: (() => void) | undefined;
+
   // Each pattern is subscribed once; a failed one is retried by the next client, the others are kept.
   const done = new Set<keyof typeof patterns>();
   let subscribing: Promise<void> | undefined;
@@ -127,8 +137,11 @@ export function createNodeStreams(deps: Pick<Deps, 'log' | 'transport'>): NodeSt
   };
   return {
     name: 'node-streams', sessions, interviews, credentials, ready,
-    start() {},
+    start() {
+      stopHearingLosses = deps.transport.onEventsLost(lostOn);
+    },
     async stop() {
+      stopHearingLosses?.();
       await subscribing?.catch(() => undefined);
       await Promise.all(unsubscribers.splice(0).map((u) => u().catch((err: unknown) => log.warn({ err }, 'could not unsubscribe a stream topic'))));
     },

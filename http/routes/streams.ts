@@ -21,11 +21,14 @@ import type { SseStream, Route } from '../types.js';
  */
 
 function attach<E>(
-  stream: SseStream, subscribe: (listener: (e: StampedEvent<E>) => void, lastEventId?: string) => { replay: readonly StampedEvent<E>[]; found: boolean; unsubscribe: () => void },
+  stream: SseStream,
+  subscribe: (listener: (e: StampedEvent<E>) => void, lastEventId?: string, onLost?: () => void) => { replay: readonly StampedEvent<E>[]; found: boolean; unsubscribe: () => void },
   eventName: string, keep: (e: E) => boolean = () => true,
 ): void {
   const send = (e: StampedEvent<E>) => { if (keep(e.data)) stream.send({ id: e.id, event: eventName, data: e.data }); };
-  const { replay, found, unsubscribe } = subscribe(send, stream.lastEventId);
+  // Events lost on their way to this node (issue 20): the client hears it and reloads, as after a forgotten id.
+  const lost = () => stream.send({ event: 'reset', data: { reason: 'events were lost on their way to this node; reload, then keep listening' } });
+  const { replay, found, unsubscribe } = subscribe(send, stream.lastEventId, lost);
   stream.onClose(unsubscribe);
   if (!found) stream.send({ event: 'reset', data: { reason: 'the events after Last-Event-ID are no longer available' } });
   for (const e of replay) send(e);
@@ -88,7 +91,7 @@ export function streamRoutes(): Route<Deps>[] {
         return {
           kind: 'sse',
           open(stream) {
-            attach(stream, (listener, last) => streams.interviews.subscribe(channel, listener, last), 'interview.delta');
+            attach(stream, (listener, last, onLost) => streams.interviews.subscribe(channel, listener, last, onLost), 'interview.delta');
           },
         };
       },
@@ -114,7 +117,7 @@ export function streamRoutes(): Route<Deps>[] {
         return {
           kind: 'sse',
           open(stream) {
-            attach<SessionEvent>(stream, (listener, last) => streams.sessions.subscribe(p.orgId, listener, last), 'session.status',
+            attach<SessionEvent>(stream, (listener, last, onLost) => streams.sessions.subscribe(p.orgId, listener, last, onLost), 'session.status',
               (e) => projectId === undefined || e.projectId === projectId);
           },
         };

@@ -128,7 +128,7 @@ async function issueKey(node: NodeProcess, org: Org, name: string): Promise<Answ
     const names = topologyNames(prefix, 'none');
     for (let shard = 0; shard < SHARDS; shard += 1) await channel.deleteQueue(names.shardQueue(shard));
     await channel.deleteQueue(names.deadLetterQueue);
-    for (const exchange of [names.shardExchange, names.deadLetterExchange, names.eventExchange]) await channel.deleteExchange(exchange);
+    for (const exchange of [names.shardExchange, names.deadLetterExchange, names.eventExchange, names.lostEventExchange]) await channel.deleteExchange(exchange);
     await connection.close();
     const client = new pg.Client({ connectionString: engines.postgres });
     await client.connect();

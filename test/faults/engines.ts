@@ -74,18 +74,36 @@ function track(child: ChildProcess, log: string[]): ChildProcess {
   return child;
 }
 
-async function killChild(child: ChildProcess | undefined): Promise<void> {
+/** The PIDs of a process's children (Postgres's backends and helpers), read from /proc. */
+function childrenOf(pid: number): number[] {
+  try {
+    return execFileSync('ps', ['--ppid', String(pid), '-o', 'pid='], { encoding: 'utf8' }).split('\n').map(Number).filter((n) => n > 0);
+  } catch {
+    return [];
+  }
+}
+
+/** Sends `signal` to the server and, for an engine whose work runs in child processes, to each of them. */
+function signalEngine(pid: number, signal: NodeJS.Signals, withChildren: boolean): void {
+  const pids = withChildren ? [pid, ...childrenOf(pid)] : [pid];
+  for (const p of pids) {
+    try { process.kill(p, signal); } catch { /* already gone */ }
+  }
+}
+
+async function killChild(child: ChildProcess | undefined, withChildren: boolean): Promise<void> {
   if (!child || child.exitCode !== null || child.signalCode !== null) return;
   const gone = once(child, 'exit');
-  process.kill(child.pid!, 'SIGCONT');
-  child.kill('SIGKILL');
+  signalEngine(child.pid!, 'SIGCONT', withChildren);
+  // The whole server at once, as a crashed machine would: a postmaster killed alone leaves its backends running.
+  signalEngine(child.pid!, 'SIGKILL', withChildren);
   await gone;
 }
 
 async function stopChild(child: ChildProcess | undefined, graceMs: number): Promise<void> {
   if (!child || child.exitCode !== null || child.signalCode !== null) return;
   const gone = once(child, 'exit');
-  process.kill(child.pid!, 'SIGCONT');
+  signalEngine(child.pid!, 'SIGCONT', true);
   child.kill('SIGTERM');
   const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
   await gone;
@@ -96,12 +114,14 @@ function engineHandle(
   name: PrivateEngine['name'], port: number, url: string, dir: string, launch: () => Promise<ChildProcess>,
 ): PrivateEngine {
   let child: ChildProcess | undefined;
+  // Postgres works in child processes (one backend per connection); RabbitMQ and Redis in the server process.
+  const withChildren = name === 'postgres';
   const handle: PrivateEngine = {
     name, port, url,
     pid: () => child!.pid!,
-    kill: () => killChild(child),
-    freeze: () => { process.kill(child!.pid!, 'SIGSTOP'); },
-    thaw: () => { process.kill(child!.pid!, 'SIGCONT'); },
+    kill: () => killChild(child, withChildren),
+    freeze: () => signalEngine(child!.pid!, 'SIGSTOP', withChildren),
+    thaw: () => signalEngine(child!.pid!, 'SIGCONT', withChildren),
     async start() { child = await launch(); },
     async destroy() {
       await stopChild(child, 10_000);

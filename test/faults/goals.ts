@@ -53,7 +53,7 @@ const goals: Record<string, Goal> = {
     });
     const hb = summarise(load.window(result.from, result.back + 5_000, 'heartbeat'));
     return {
-      heartbeatsPerSecondReached: rateOf(load, 'heartbeat', result.from - 5_000, result.from),
+      heartbeatsPerSecondReached: rateOf(load, 'heartbeat', result.from - 5_000, result.from), heartbeatsShed: load.shed.get('heartbeat') ?? 0,
       heartbeat5xx: hb.server_error + hb.unavailable, heartbeatTimeouts: hb.timeout,
       lostAcknowledged: verdict.lost, duplicated: verdict.duplicated, acknowledged: verdict.acknowledged,
       firstConfirmedWriteMsAfterBrokerBack: result.firstConfirmedWriteMsAfterBrokerBack,
@@ -184,6 +184,7 @@ async function main(): Promise<void> {
       if (only && !only.includes(name)) continue;
       await msUntil(allReady(world), 60_000);
       const started = Date.now();
+      console.error(`goal ${name}: running`);
       const figure = await goal(world, tenant);
       console.log(JSON.stringify({ goal: name, nodes: nodeCount, seconds: Math.round((Date.now() - started) / 1000), ...figure }));
     }

@@ -41,6 +41,7 @@ export interface Ledger {
 }
 
 const REQUEST_DEADLINE_MS = 10_000;
+const MAX_IN_FLIGHT_PER_OP = 400;
 const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
 
 interface Reply { status: number; json: any; outcome: Outcome; ms: number }
@@ -77,6 +78,9 @@ export class MixedLoad {
   readonly samples: Sample[] = [];
   private readonly timers: NodeJS.Timeout[] = [];
   private readonly inFlight = new Set<Promise<unknown>>();
+  /** Requests under way per operation; past `MAX_IN_FLIGHT_PER_OP` a due request is skipped and counted in `shed`. */
+  private readonly pending = new Map<string, number>();
+  readonly shed = new Map<string, number>();
   private readonly sse: AbortController[] = [];
   private next = 0;
   private running = false;
@@ -87,9 +91,9 @@ export class MixedLoad {
 
   start(): void {
     this.running = true;
-    this.every(this.rates.heartbeatsPerSecond, () => this.heartbeat());
-    this.every(this.rates.dispatchesPerSecond, () => this.dispatch());
-    this.every(this.rates.mutationsPerSecond, () => this.mutation());
+    this.every(this.rates.heartbeatsPerSecond, () => this.heartbeat(), 'heartbeat');
+    this.every(this.rates.dispatchesPerSecond, () => this.dispatch(), 'dispatch');
+    this.every(this.rates.mutationsPerSecond, () => this.mutation(), 'mutation');
     for (let i = 0; i < this.rates.sseReaders; i++) void this.reader();
   }
 
@@ -111,7 +115,7 @@ export class MixedLoad {
   }
 
   /** Issues `perSecond` calls a second in ticks of 10 ms (a rate, not a closed loop: a slow service gets no relief). */
-  private every(perSecond: number, issue: () => Promise<unknown>): void {
+  private every(perSecond: number, issue: () => Promise<unknown>, op = issue.name): void {
     if (perSecond <= 0) return;
     let owed = 0;
     let last = performance.now();
@@ -119,7 +123,16 @@ export class MixedLoad {
       const now = performance.now();
       owed += ((now - last) / 1000) * perSecond;
       last = now;
-      for (; owed >= 1; owed -= 1) this.track(issue());
+      for (; owed >= 1; owed -= 1) {
+        // A service slower than the offered rate would otherwise pile requests up here without bound.
+        const under = this.pending.get(op) ?? 0;
+        if (under >= MAX_IN_FLIGHT_PER_OP) {
+          this.shed.set(op, (this.shed.get(op) ?? 0) + 1);
+          continue;
+        }
+        this.pending.set(op, under + 1);
+        this.track(issue().finally(() => this.pending.set(op, (this.pending.get(op) ?? 1) - 1)));
+      }
     }, 10));
   }
 

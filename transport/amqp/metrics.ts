@@ -8,6 +8,8 @@ export interface TransportMetrics {
   readonly askSeconds: HistogramSeries;
   readonly deliveries: Counter<'outcome'>;
   readonly connected: Gauge;
+  /** Events dropped from this node's full event queue before it handled them (events-lost.ts). */
+  readonly eventsLost: Counter;
   /** Connections dropped because the broker stopped answering on them (broker-liveness.ts). */
   readonly brokerHung: Counter;
   /** Asks that skipped the broker because this node held the address's shard (shortcut.ts). */
@@ -62,6 +64,7 @@ export function transportMetrics(registry: Registry): TransportMetrics {
     connected:
       existing<Gauge>(registry, 'troupe_transport_connected') ??
       new Gauge({ name: 'troupe_transport_connected', help: '1 while the broker connection is up', registers }),
+    eventsLost: counter('troupe_transport_events_lost_total', "Events dropped from this node's full event queue before it handled them"),
     brokerHung: counter('troupe_transport_broker_hung_total', 'Broker connections dropped because the broker stopped answering on them'),
     inProcessAsks: counter('troupe_transport_in_process_asks_total', 'Asks answered in-process because this node held the shard'),
     askMessages: counter('troupe_transport_ask_messages_total', 'Broker messages that carried asks (several asks to one shard or holder share one)'),

@@ -43,6 +43,10 @@ export interface TopologyNames {
   readonly eventExchange: string;
   /** This node's private event queue; bound once per subscribed pattern. */
   readonly eventQueue: string;
+  /** Direct exchange that events dropped from a full event queue are dead-lettered to; routing key = node id. */
+  readonly lostEventExchange: string;
+  /** This node's notices of its own dropped events (events-lost.ts). */
+  readonly lostEventQueue: string;
   /** One connection's inbox for owner-routed asks (owner-routes.ts); `suffix` tells its connections apart. */
   readonly inbox: (suffix: string) => string;
 }
@@ -72,6 +76,8 @@ export function topologyNames(prefix: string, nodeId: string): TopologyNames {
     deadLetterQueue: `${prefix}.dead-letter`,
     eventExchange: `${prefix}.events`,
     eventQueue: `${prefix}.events.${nodeId}`,
+    lostEventExchange: `${prefix}.events-lost`,
+    lostEventQueue: `${prefix}.events-lost.${nodeId}`,
     inbox: (suffix) => `${prefix}.inbox.${nodeId}.${suffix}`,
   };
 }
@@ -85,6 +91,7 @@ export function shardTopology(options: TopologyOptions): Topology {
       // Fanout: every dead letter lands in the one queue whatever shard key it carried.
       { name: names.deadLetterExchange, type: 'fanout', durable: true },
       { name: names.eventExchange, type: 'topic', durable: true },
+      { name: names.lostEventExchange, type: 'direct', durable: true },
     ],
     queues: [
       ...shards.map((shard) => ({
@@ -108,12 +115,26 @@ export function shardTopology(options: TopologyOptions): Topology {
         // Lives and dies with this node's connection; a restarted node has nothing to catch up on (SSE resumes from storage).
         exclusive: true,
         autoDelete: true,
-        arguments: { 'x-max-length': options.eventBacklog ?? 10_000, 'x-overflow': 'drop-head' },
+        // What drops off the head is dead-lettered to this node's lost-event queue (its topic kept in x-death), so the
+        // node counts the loss and tells the streams that missed events (issue 20) instead of losing them silently.
+        arguments: {
+          'x-max-length': options.eventBacklog ?? 10_000, 'x-overflow': 'drop-head',
+          'x-dead-letter-exchange': names.lostEventExchange, 'x-dead-letter-routing-key': options.nodeId,
+        },
+      },
+      {
+        name: names.lostEventQueue,
+        durable: false,
+        exclusive: true,
+        autoDelete: true,
+        // Only the count and the topics matter; a flood of notices keeps the newest.
+        arguments: { 'x-max-length': 1_000, 'x-overflow': 'drop-head' },
       },
     ],
     bindings: [
       ...shards.map((shard) => ({ queue: names.shardQueue(shard), exchange: names.shardExchange, routingKey: String(shard) })),
       { queue: names.deadLetterQueue, exchange: names.deadLetterExchange, routingKey: '' },
+      { queue: names.lostEventQueue, exchange: names.lostEventExchange, routingKey: options.nodeId },
     ],
   };
 }

@@ -3,7 +3,7 @@ import type { Channel, ChannelModel, ConfirmChannel, Message } from 'amqplib';
 import type { Registry } from 'prom-client';
 import type { Logger } from '../../ops/kernel/logger.js';
 import { TroupeError } from '../../ops/kernel/errors.js';
-import type { AskOptions, DeliveryHandler, EventHandler, Transport, Unsubscribe } from '../port.js';
+import type { AskOptions, DeliveryHandler, EventHandler, LostEventListener, Transport, Unsubscribe } from '../port.js';
 import { KeyedSerial } from '../keyed-serial.js';
 import { DEFAULT_TELL_TTL_MS } from '../deadlines.js';
 import { declareTopology, shardTopology, topologyNames, type Topology, type TopologyNames } from './topology.js';
@@ -15,6 +15,7 @@ import { BrokerConnection, type Session } from './connection.js';
 import type { BrokerLivenessOptions } from './broker-liveness.js';
 import { ChannelSettlement } from './settlement.js';
 import { EventBus } from './events.js';
+import { LostEvents } from './events-lost.js';
 import { ShardOwnership, type ShardStatus } from './shard-ownership.js';
 import { DeliveryRunner } from './delivery-runner.js';
 import { ShardDeliveries } from './shard-deliveries.js';
@@ -45,6 +46,8 @@ export interface AmqpTransportOptions {
   readonly heartbeatSeconds?: number;
   /** How long tell/publish wait for the broker's confirm before reporting TRANSPORT_UNAVAILABLE. @default 10000 */
   readonly confirmTimeoutMs?: number;
+  /** Events kept for this node before the oldest drop (and are reported lost). @default 10000 */
+  readonly eventBacklog?: number;
   /** Noticing a broker that stopped answering (broker-liveness.ts): probe interval and silence allowed; false turns it off. */
   readonly brokerLiveness?: BrokerLivenessOptions | false;
   /** @default DEFAULT_TELL_TTL_MS */
@@ -101,6 +104,7 @@ export class AmqpTransport implements Transport {
   private readonly forwarded = new ForwardedAsks();
   private readonly ownership: ShardOwnership;
   private readonly events: EventBus;
+  private readonly lostEvents: LostEvents;
   private readonly deliveries: ShardDeliveries;
   private readonly routed: RoutedAsks;
   private readonly asker: Asker;
@@ -126,7 +130,7 @@ export class AmqpTransport implements Transport {
     const ownerRouting = (this.ownerRouting = options.ownerRouting ?? true);
     const routes = new OwnerRoutes(nodeId);
     const names = (this.names = topologyNames(prefix, nodeId));
-    this.topology = shardTopology({ prefix, shardCount, nodeId, deliveryLimit });
+    this.topology = shardTopology({ prefix, shardCount, nodeId, deliveryLimit, ...(options.eventBacklog ? { eventBacklog: options.eventBacklog } : {}) });
     const connectionName = (this.connectionName = `${prefix}:${nodeId}:${randomBytes(4).toString('hex')}`);
     const link = (this.link = new BrokerConnection(
       {
@@ -151,6 +155,7 @@ export class AmqpTransport implements Transport {
       onDelivery: (session, shard, msg) => this.deliveries.onDelivery(session, shard, msg),
     }));
     this.events = new EventBus(link, names, nodeId, settlement, log);
+    this.lostEvents = new LostEvents(names, settlement, log, metrics);
     const runner = new DeliveryRunner(handler, link, names, nodeId, settlement, log, metrics);
     this.deliveries = new ShardDeliveries({ nodeId, shardCount, deliveryLimit, names, link, ownership, gate, forwarded, settlement, runner, mailboxes, log, metrics });
     this.routed = new RoutedAsks({ shardCount, prefetch, ownership, gate, forwarded, settlement, runner, mailboxes, log, metrics });
@@ -241,6 +246,10 @@ export class AmqpTransport implements Transport {
     return this.events.subscribe(pattern, handler);
   }
 
+  onEventsLost(listener: LostEventListener): () => void {
+    return this.lostEvents.listen(listener);
+  }
+
   close(): Promise<void> {
     return this.link.close();
   }
@@ -253,7 +262,7 @@ export class AmqpTransport implements Transport {
     publisher.on('return', (msg: Message) => this.asker.onReturned(msg));
     // Per-consumer limit (global=false): each shard gets its own window, so one busy shard cannot starve the others.
     await consumer.prefetch(this.prefetch, false);
-    const consumerTags = [await this.events.consume(consumer)];
+    const consumerTags = [await this.events.consume(consumer), await this.lostEvents.consume(consumer)];
     this.ownership.reset();
     // A name of its own per connection: the broker may not yet have dropped the previous connection's inbox.
     const inbox = this.ownerRouting ? this.names.inbox(randomBytes(4).toString('hex')) : undefined;

@@ -9,11 +9,12 @@ import { shardTopology } from '../../../transport/amqp/topology.js';
 describe('AMQP topology', () => {
   const topology = shardTopology({ prefix: 'troupe', shardCount: 3, nodeId: 'node-a', deliveryLimit: 5 });
 
-  it('declares the shard, dead-letter and event exchanges', () => {
+  it('declares the shard, dead-letter, event and lost-event exchanges', () => {
     expect(topology.exchanges).to.deep.equal([
       { name: 'troupe.shards', type: 'direct', durable: true },
       { name: 'troupe.dlx', type: 'fanout', durable: true },
       { name: 'troupe.events', type: 'topic', durable: true },
+      { name: 'troupe.events-lost', type: 'direct', durable: true },
     ]);
   });
 
@@ -36,10 +37,15 @@ describe('AMQP topology', () => {
     ]);
   });
 
-  it('gives each node an exclusive, bounded event queue', () => {
+  it('gives each node an exclusive, bounded event queue whose dropped events reach its own lost-event queue', () => {
     const events = topology.queues.find((q) => q.name === 'troupe.events.node-a');
     expect(events).to.include({ exclusive: true, autoDelete: true, durable: false });
-    expect(events?.arguments).to.deep.equal({ 'x-max-length': 10_000, 'x-overflow': 'drop-head' });
+    expect(events?.arguments).to.deep.equal({
+      'x-max-length': 10_000, 'x-overflow': 'drop-head', 'x-dead-letter-exchange': 'troupe.events-lost', 'x-dead-letter-routing-key': 'node-a',
+    });
+    const lost = topology.queues.find((q) => q.name === 'troupe.events-lost.node-a');
+    expect(lost).to.include({ exclusive: true, autoDelete: true, durable: false });
+    expect(topology.bindings).to.deep.include({ queue: 'troupe.events-lost.node-a', exchange: 'troupe.events-lost', routingKey: 'node-a' });
   });
 
   it('sends every dead letter to one durable queue', () => {
