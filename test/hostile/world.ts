@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
-import type { TestNode } from '../../support/node.js';
+import type { TestNode } from '../support/node.js';
 
 /**
  * Two provisioned orgs, each with one of every resource the routes let a client create generically, and a map from a
@@ -18,6 +18,8 @@ export interface OrgWorld {
   readonly apiKey: string;
   readonly runtimeJwt: string;
   readonly workerId: string;
+  /** Every kind of credential the org has, each with the OpenAPI security scheme it is presented under. */
+  readonly credentials: readonly Credential[];
   /** Resource ids by kind (workflow, policy, team, …); absent when the route to create one refused. */
   readonly ids: Readonly<Record<string, string>>;
   /** Values for body members that must name this org's things (`projectId`, `workerId`, …) to get past validation. */
@@ -25,6 +27,21 @@ export interface OrgWorld {
   /** Strings only this org's data contains (names, emails, ids): seeing one in another org's answer is a leak. */
   readonly markers: readonly string[];
 }
+
+/**
+ * One way of calling as the org: a bearer token, or the browser session cookie (writes with it carry
+ * `Sec-Fetch-Site: same-origin`, as a page of this origin would). `role` says what the credential may do, for the
+ * role matrix: 'reader' changes nothing, 'worker' is a member or a write key, 'manager' an admin or owner.
+ */
+export interface Credential {
+  readonly name: string;
+  readonly scheme: 'userToken' | 'sessionCookie' | 'apiKey' | 'machineToken' | 'runtimeJwt';
+  readonly role: 'reader' | 'worker' | 'manager' | 'runtime';
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+const bearer = (name: string, scheme: Credential['scheme'], role: Credential['role'], token: string): Credential =>
+  ({ name, scheme, role, headers: { authorization: `Bearer ${token}` } });
 
 export interface World {
   readonly a: OrgWorld;
@@ -110,6 +127,26 @@ async function buildOrg(t: TestNode, name: string, loopback: string): Promise<Or
   const user = async (role: string) =>
     (await created(t, `${role} user`, 'POST', `/api/admin/orgs/${orgId}/users`, t.adminToken, { email: `${role}-${secret}@example.test`, role })).userToken as string;
   const [adminToken, memberToken, viewerToken] = await Promise.all([user('admin'), user('member'), user('viewer')]);
+  // A viewer of the org who administers its first project: project roles must not reach beyond their project.
+  const projectAdminToken = (await created(t, 'project-scoped user', 'POST', `/api/admin/orgs/${orgId}/users`, t.adminToken, {
+    email: `project-admin-${secret}@example.test`, role: 'viewer', projects: [{ id: projectId, role: 'admin' }],
+  })).userToken as string;
+  const password = `pw-${secret}`;
+  await created(t, 'password user', 'POST', `/api/admin/orgs/${orgId}/users`, t.adminToken, { email: `cookie-${secret}@example.test`, role: 'admin', password });
+  const login = await t.call('POST', '/api/auth/login', { body: { email: `cookie-${secret}@example.test`, password } });
+  expect(login.status, `set-up: login: ${login.text}`).to.equal(200);
+  const cookie = /troupe_session=[^;]+/.exec(login.headers.get('set-cookie') ?? '')?.[0];
+  expect(cookie, 'set-up: session cookie').to.be.a('string');
+  const keyOf = async (scopes: string[]) =>
+    (await created(t, `${scopes.join('+')} key`, 'POST', `/api/org/${orgId}/keys`, ownerToken, { name: `key-${scopes.join('-')}-${secret}`, scopes })).fullKey as string;
+  const [readKey, writeKey] = await Promise.all([keyOf(['read']), keyOf(['read', 'write'])]);
+  const client = await created(t, 'machine client', 'POST', '/api/admin/m2m-clients', t.adminToken, { orgId, name: `m2m-${secret}`, scopes: ['admin'] });
+  const issued = await t.call('POST', '/api/oauth/token', {
+    rawBody: new URLSearchParams({ grant_type: 'client_credentials', client_id: client.clientId, client_secret: client.clientSecret }).toString(),
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+  });
+  expect(issued.status, `set-up: machine token: ${issued.text}`).to.equal(200);
+  const machineToken: string = issued.json.access_token;
   const registered = await t.call('POST', '/v1/daemon/register', { body: { registrationToken: provisioned.registrationToken, hostname: `host-${secret}`, maxAgents: 2 } });
   expect(registered.status, `set-up: daemon: ${registered.text}`).to.equal(200);
   const daemon = registered.json;
@@ -154,8 +191,21 @@ async function buildOrg(t: TestNode, name: string, loopback: string): Promise<Or
   await created(t, 'team member', 'POST', `/api/org/teams/${ids.team}/members`, ownerToken, { userId: provisioned.owner.id });
   for (const [kind, id] of Object.entries(ids)) expect(id, `set-up: id of ${kind}`).to.be.a('string');
 
+  const credentials: Credential[] = [
+    bearer('owner user token', 'userToken', 'manager', ownerToken),
+    bearer('admin user token', 'userToken', 'manager', adminToken),
+    bearer('member user token', 'userToken', 'worker', memberToken),
+    bearer('viewer user token', 'userToken', 'reader', viewerToken),
+    bearer('project-admin viewer', 'userToken', 'worker', projectAdminToken),
+    { name: 'session cookie', scheme: 'sessionCookie', role: 'manager', headers: { cookie: cookie!, 'sec-fetch-site': 'same-origin' } },
+    bearer('admin-scope API key', 'apiKey', 'manager', provisioned.apiKey.fullKey),
+    bearer('write-scope API key', 'apiKey', 'worker', writeKey),
+    bearer('read-scope API key', 'apiKey', 'reader', readKey),
+    bearer('machine token', 'machineToken', 'manager', machineToken),
+    bearer('runtime token', 'runtimeJwt', 'runtime', daemon.runtimeJwt),
+  ];
   return {
-    name, orgId, projectId, ownerToken, adminToken, memberToken, viewerToken,
+    name, orgId, projectId, ownerToken, adminToken, memberToken, viewerToken, credentials,
     apiKey: provisioned.apiKey.fullKey, runtimeJwt: daemon.runtimeJwt, workerId: daemon.workerId, ids,
     hints: {
       orgId, projectId, workerId: daemon.workerId, workerHostId: daemon.workerId, userId: provisioned.owner.id,
