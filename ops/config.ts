@@ -36,6 +36,7 @@ const bindings: EnvBinding[] = [
   { env: 'TROUPE_BEHIND_TLS', key: 'behindTls', schema: { type: 'boolean' }, parse: boolean },
   { env: 'TROUPE_WEB_PUSH_SUBJECT', key: 'webPushSubject', schema: { type: 'string', pattern: '^(mailto:|https://)', maxLength: 512 } },
   { env: 'TROUPE_AMQP_PREFIX', key: 'amqpPrefix', schema: { type: 'string', pattern: '^[a-z0-9][a-z0-9-]{0,62}$' } },
+  { env: 'TROUPE_CACHE_PREFIX', key: 'cachePrefix', schema: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,63}:$' } },
   { env: 'TROUPE_AMQP_MANAGEMENT_URL', key: 'amqpManagementUrl', schema: { type: 'string', pattern: '^https?://' } },
   { env: 'TROUPE_DATABASE_SCHEMA', key: 'databaseSchema', schema: { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]{0,62}$' } },
   // Below a few seconds a worker between two heartbeats would already look dead.
@@ -91,6 +92,7 @@ const defaults = (): Config => ({
   incidentIoSecret: undefined,
   behindTls: false,
   amqpPrefix: 'troupe',
+  cachePrefix: 'troupe:',
   amqpManagementUrl: undefined,
   databaseSchema: undefined,
   sessionLeaseMs: 90_000,

@@ -219,7 +219,7 @@ function openCache(config: Config, options: NodeOptions, log: Logger): Cache {
   if (!config.redisUrl) return new MemoryCache();
   const cacheLog = log.child({ component: 'cache' });
   return new RedisCache({
-    url: config.redisUrl, keyPrefix: options.cachePrefix ?? 'troupe:', connectionName: `troupe-${config.nodeId}`,
+    url: config.redisUrl, keyPrefix: options.cachePrefix ?? config.cachePrefix, connectionName: `troupe-${config.nodeId}`,
     onUnreachable: (err) => cacheLog.warn({ err: err.message }, 'redis is unreachable: rate limits and nonce checks fall back as the spec says until it is back'),
     onReachable: () => cacheLog.info('redis connection is ready again'),
   });

@@ -51,6 +51,8 @@ export interface Config {
   readonly behindTls: boolean;
   /** Prefix of every RabbitMQ exchange and queue name; the nodes of one cluster share it. @default 'troupe' */
   readonly amqpPrefix: string;
+  /** Prefix of every Redis key (cache, rate limits); deployments sharing one Redis each take their own. @default 'troupe:' */
+  readonly cachePrefix: string;
   /** RabbitMQ management API, read for the cluster's ownership view. Unset: AMQP_URL's host, port 15672. */
   readonly amqpManagementUrl: string | undefined;
   /** Postgres schema the node works in (created when missing). Unset: the connection's default search path. */

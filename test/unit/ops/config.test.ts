@@ -12,13 +12,15 @@ describe('config', () => {
     expect(config.amqpUrl).to.equal(undefined);
     expect(config.redisUrl).to.equal(undefined);
     expect(config.kAnonymityFloor).to.equal(5);
+    expect(config.cachePrefix).to.equal('troupe:');
   });
 
   it('reads real engine URLs and typed values', () => {
     const config = loadConfig({
       PORT: '9000', DATABASE_URL: 'postgres://u@h/db', AMQP_URL: 'amqp://g:g@h', REDIS_URL: 'redis://h:6379',
-      TROUPE_OUTBOUND_ALLOW: '127.0.0.1, 10.0.0.0/8', TROUPE_BEHIND_TLS: 'true',
+      TROUPE_OUTBOUND_ALLOW: '127.0.0.1, 10.0.0.0/8', TROUPE_BEHIND_TLS: 'true', TROUPE_CACHE_PREFIX: 'acme-prod:',
     });
+    expect(config.cachePrefix).to.equal('acme-prod:');
     expect(config.port).to.equal(9000);
     expect(config.databaseUrl).to.equal('postgres://u@h/db');
     expect(config.outboundAllow).to.deep.equal(['127.0.0.1', '10.0.0.0/8']);
@@ -29,6 +31,7 @@ describe('config', () => {
     ['PORT', 'eighty'], ['PORT', '70000'], ['DATABASE_URL', 'mysql://x'], ['AMQP_URL', 'http://x'],
     ['REDIS_URL', 'localhost'], ['TROUPE_LOG_LEVEL', 'loud'], ['TROUPE_SHARD_COUNT', '0'],
     ['TROUPE_MASTER_KEY', 'short'], ['TROUPE_BEHIND_TLS', 'maybe'], ['TROUPE_NODE_ID', 'a b'],
+    ['TROUPE_CACHE_PREFIX', 'no-colon'], ['TROUPE_CACHE_PREFIX', 'a b:'],
   ];
   for (const [variable, value] of bad) {
     it(`stops on ${variable}=${value} with a message naming ${variable}`, () => {

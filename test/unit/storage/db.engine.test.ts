@@ -4,7 +4,7 @@
  * bigint columns read as numbers on both engines, so callers never see '5' on one and 5 on the other.
  */
 import { expect } from 'chai';
-import { createDb, dbKind, pingDb } from '../../../storage/db.js';
+import { createDb, dbKind, EMBEDDED_SHARED_BUFFERS, pingDb } from '../../../storage/db.js';
 import { newMigratedPglite } from '../../support/db.js';
 import { engines, skipEngine } from '../../support/engines.js';
 
@@ -21,6 +21,17 @@ describe('createDb', function () {
     await knex.transaction(async (trx) => expect(dbKind(trx)).to.equal('pglite'));
     await knex.destroy();
     expect(await pingDb(knex)).to.equal(false);
+  });
+
+  it('starts its own PGlite with the embedded shared buffers, not a server-sized 128 MB (G10)', async function () {
+    this.timeout(180_000); // initdb, not a cloned template
+    const knex = await createDb({ inMemory: true });
+    try {
+      const shown = await knex.raw('show shared_buffers');
+      expect(shown.rows[0].shared_buffers).to.equal(EMBEDDED_SHARED_BUFFERS);
+    } finally {
+      await knex.destroy();
+    }
   });
 
   it('confines tables to the searchPath schema on PGlite', async function () {
