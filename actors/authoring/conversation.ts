@@ -2,7 +2,9 @@ import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import { TroupeError } from '../../ops/kernel/errors.js';
 import { canonicalJson } from '../../ops/kernel/canonical-json.js';
 import { ajv, compileSchema, fieldOf } from '../../schemas/ajv.js';
-import { COMPLETE, MAX_ROUNDS, roundAfter, rounds, roundSpecs, type NextRound, type Round } from './rounds.js';
+import {
+  COMPLETE, MAX_ROUNDS, roundAfter, roundsOf, roundSpecs, cardRounds, rounds, type AuthoringTarget, type NextRound, type Round,
+} from './rounds.js';
 
 /**
  * The builder conversation (spec 1.3, 2.3, 4.1): three bounded clarification rounds, no generation, no writes.
@@ -26,7 +28,7 @@ export interface BuilderState {
   readonly kind: 'builder-conversation';
   readonly schemaVersion: '1';
   readonly goal: string;
-  readonly target: 'workflow';
+  readonly target: AuthoringTarget;
   readonly workflowId: string;
   readonly agentCardId: string;
   readonly nextRound: NextRound;
@@ -45,7 +47,7 @@ export interface ConversationToken {
 export interface SynthesisRequest {
   readonly kind: 'synthesis-request';
   readonly schemaVersion: '1';
-  readonly target: 'workflow';
+  readonly target: AuthoringTarget;
   readonly goal: string;
   readonly workflowId?: string;
   readonly agentCardId?: string;
@@ -54,6 +56,11 @@ export interface SynthesisRequest {
   readonly approval?: boolean;
   readonly approverRole?: 'owner' | 'admin' | 'member';
   readonly waitSeconds?: number;
+  /** Agent-card requests (target `agentCard`). */
+  readonly description?: string;
+  readonly instructions?: readonly string[];
+  readonly capabilities?: readonly string[];
+  readonly model?: string;
 }
 
 export interface ConversationEnvelope {
@@ -83,10 +90,13 @@ export interface ConversationPorts {
 /** A conversation is a few minutes of work; a day is generous and bounds how long a leaked state is useful. */
 export const CONVERSATION_TTL_MS = 24 * 60 * 60 * 1000;
 
-export function startConversation(scope: ConversationScope, input: { goal: string; workflowId?: string; agentCardId?: string }, ports: ConversationPorts): ConversationEnvelope {
+export function startConversation(
+  scope: ConversationScope, input: { goal: string; target?: AuthoringTarget; workflowId?: string; agentCardId?: string }, ports: ConversationPorts,
+): ConversationEnvelope {
+  const target = input.target ?? 'workflow';
   const state: BuilderState = {
-    kind: 'builder-conversation', schemaVersion: '1', goal: input.goal, target: 'workflow',
-    workflowId: input.workflowId ?? '', agentCardId: input.agentCardId ?? '', nextRound: rounds[0], turns: [],
+    kind: 'builder-conversation', schemaVersion: '1', goal: input.goal, target,
+    workflowId: target === 'workflow' ? input.workflowId ?? '' : '', agentCardId: input.agentCardId ?? '', nextRound: roundsOf(target)[0]!, turns: [],
   };
   return envelope(scope, state, randomUUID(), new Date(ports.now()).toISOString(), ports.key);
 }
@@ -117,13 +127,23 @@ export async function answerConversation(
   }
   const turn: BuilderTurn = { round, prompt: roundSpecs[round].prompt, answer: normaliseAnswer(round, answer), answeredAt: new Date(now).toISOString() };
   const turns = [...state.turns, turn];
-  const next: BuilderState = { ...state, nextRound: roundAfter(turns.length), turns };
+  const next: BuilderState = { ...state, nextRound: roundAfter(turns.length, state.target), turns };
   return envelope(scope, next, token.id, token.startedAt, ports.key);
 }
 
 /** The request synthesis takes once all three rounds are answered. */
 export function synthesisRequestOf(state: BuilderState): SynthesisRequest {
   const answers = Object.fromEntries(state.turns.map((t) => [t.round, t.answer])) as Partial<Record<Round, Record<string, unknown>>>;
+  if (state.target === 'agentCard') {
+    const abilities = answers.abilities ?? {};
+    return {
+      kind: 'synthesis-request', schemaVersion: '1', target: 'agentCard', goal: state.goal, agentCardId: state.agentCardId,
+      description: String(answers.role?.description ?? ''),
+      instructions: (answers.instructions?.instructions as string[] | undefined) ?? [],
+      capabilities: (abilities.capabilities as string[] | undefined) ?? [],
+      ...(typeof abilities.model === 'string' ? { model: abilities.model } : {}),
+    };
+  }
   const guard = answers.guardrails ?? {};
   return {
     kind: 'synthesis-request', schemaVersion: '1', target: state.target, goal: state.goal,
@@ -154,17 +174,20 @@ function envelope(scope: ConversationScope, state: BuilderState, id: string, sta
 /** The structural checks a valid MAC already implies; kept so signing is never the only line of defence. */
 function assertWellFormed(state: BuilderState): void {
   if (state.turns.length > MAX_ROUNDS) throw refused('state.turns', `has more than ${MAX_ROUNDS} rounds`);
+  const order = roundsOf(state.target);
+  if (state.target === 'agentCard' && state.workflowId !== '') throw refused('state.workflowId', 'is empty for an agent-card conversation');
   state.turns.forEach((turn, i) => {
-    if (turn.round !== rounds[i]) throw refused(`state.turns.${i}.round`, `must be '${rounds[i]}' (rounds are answered in order)`);
+    if (turn.round !== order[i]) throw refused(`state.turns.${i}.round`, `must be '${order[i]}' (rounds are answered in order)`);
     if (turn.prompt !== roundSpecs[turn.round].prompt) throw refused(`state.turns.${i}.prompt`, 'is not the prompt this round asks');
     if (!answerValidators[turn.round](turn.answer)) throw refused(`state.turns.${i}.answer`, 'is not a well-formed answer to its round');
     if (i > 0 && Date.parse(turn.answeredAt) < Date.parse(state.turns[i - 1]?.answeredAt ?? '')) throw refused(`state.turns.${i}.answeredAt`, 'is earlier than the round before it');
   });
-  if (state.nextRound !== roundAfter(state.turns.length)) throw refused('state.nextRound', `must be '${roundAfter(state.turns.length)}' after ${state.turns.length} answered rounds`);
+  const expected = roundAfter(state.turns.length, state.target);
+  if (state.nextRound !== expected) throw refused('state.nextRound', `must be '${expected}' after ${state.turns.length} answered rounds`);
 }
 
 const answerValidators = Object.fromEntries(
-  rounds.map((r) => [r, compileSchema(ajv, roundSpecs[r].answerSchema as unknown as Record<string, unknown>)]),
+  [...rounds, ...cardRounds].map((r) => [r, compileSchema(ajv, roundSpecs[r].answerSchema as unknown as Record<string, unknown>)]),
 ) as Record<Round, ReturnType<typeof compileSchema>>;
 
 /** Answers are stored trimmed, so whitespace variations do not make different synthesis requests. */
@@ -176,6 +199,13 @@ function normaliseAnswer(round: Round, answer: Record<string, unknown>): Record<
       approval: answer.approval === true,
       ...(answer.approverRole !== undefined ? { approverRole: answer.approverRole } : {}),
       ...(answer.waitSeconds !== undefined ? { waitSeconds: answer.waitSeconds } : {}),
+    };
+    case 'role': return { description: String(answer.description).trim() };
+    case 'instructions': return { instructions: (answer.instructions as string[]).map((s) => s.trim()) };
+    case 'abilities': return {
+      // Capabilities are a set: sorted and without repeats, so equal sets make equal requests.
+      capabilities: [...new Set(answer.capabilities as string[])].sort(),
+      ...(typeof answer.model === 'string' ? { model: answer.model.trim() } : {}),
     };
   }
 }

@@ -1,7 +1,7 @@
 import { accept, reject, type Decision, type DecideContext } from '../runtime/machine.js';
 import { defineMachine, go, type Take } from '../runtime/define-machine.js';
 import type { CandidatePlan } from './plan.js';
-import type { ProposalDigests, ProposalRecord, ProposalVersionRecord } from '../../schemas/authoring/proposal.js';
+import type { AgentCardDraft, AuthoringTarget, ProposalDigests, ProposalRecord, ProposalVersionRecord } from '../../schemas/authoring/proposal.js';
 export { type ProposalDigests, type ProposalRecord, type ProposalVersionRecord } from '../../schemas/authoring/proposal.js';
 
 /**
@@ -27,11 +27,16 @@ export interface ProposalAppendMsg {
   readonly type: 'proposal.append';
   readonly orgId: string;
   readonly projectId: string;
-  readonly target: 'workflow';
+  readonly target: AuthoringTarget;
   readonly workflowId: string;
+  /** The agent card an agent-card candidate is about ('' for a new card); absent for workflows. */
+  readonly agentCardId?: string;
   /** 0 to store a new proposal; otherwise the version the caller last saw. */
   readonly expectedVersion: number;
-  readonly plan: CandidatePlan;
+  /** A workflow candidate. */
+  readonly plan?: CandidatePlan;
+  /** An agent-card candidate. */
+  readonly card?: AgentCardDraft;
   readonly digests: ProposalDigests;
   /** The credential label of the caller, from the authenticated principal. */
   readonly by: string;
@@ -43,7 +48,7 @@ export const proposalMsgTypes = ['proposal.append'] as const satisfies readonly 
 
 export interface ProposalReply {
   readonly proposalId: string;
-  readonly target: 'workflow';
+  readonly target: AuthoringTarget;
   readonly status: 'draft';
   readonly version: number;
 }
@@ -61,7 +66,8 @@ type On<To, In = ProposalState> = Take<ProposalState, ProposalMsg, ProposalEffec
 /** The proposal after this append, and the version it appends. */
 function appended(proposal: ProposalRecord, msg: ProposalMsg, ctx: DecideContext): Decision<ProposalState, ProposalEffect, ProposalReply> {
   const version: ProposalVersionRecord = {
-    proposalId: ctx.id, version: proposal.version, plan: msg.plan, digests: msg.digests, createdBy: msg.by, createdAt: ctx.now,
+    proposalId: ctx.id, version: proposal.version, ...(msg.plan ? { plan: msg.plan } : {}), ...(msg.card ? { card: msg.card } : {}),
+    digests: msg.digests, createdBy: msg.by, createdAt: ctx.now,
   };
   return accept({ proposal }, { proposalId: ctx.id, target: proposal.target, status: proposal.status, version: proposal.version }, [
     { type: 'versionAppended', proposal, version },
@@ -73,7 +79,7 @@ const create: On<'draft'> = (_state, msg, ctx) => {
   if (msg.expectedVersion !== 0) return reject('NOT_FOUND', 'proposal not found');
   return appended({
     id: ctx.id, orgId: msg.orgId, projectId: msg.projectId, target: msg.target, workflowId: msg.workflowId,
-    status: ctx.to, version: 1, createdBy: msg.by, createdAt: ctx.now, updatedAt: ctx.now,
+    ...(msg.target === 'agentCard' ? { agentCardId: msg.agentCardId ?? '' } : {}), status: ctx.to, version: 1, createdBy: msg.by, createdAt: ctx.now, updatedAt: ctx.now,
   }, msg, ctx);
 };
 
@@ -84,7 +90,7 @@ const append: On<ProposalLifecycle> = (state, msg, ctx) => {
   if (msg.expectedVersion !== current.version) {
     return reject('CONFLICT', `stale proposalVersion: the proposal is at version ${current.version}`, { stale: 'proposalVersion', currentVersion: current.version });
   }
-  if (current.target !== msg.target || current.workflowId !== msg.workflowId) {
+  if (current.target !== msg.target || current.workflowId !== msg.workflowId || (current.agentCardId ?? '') !== (msg.agentCardId ?? '')) {
     return reject('CONFLICT', 'the proposal is about another target or workflow', { stale: 'workflowId' });
   }
   return appended({ ...current, version: current.version + 1, updatedAt: ctx.now }, msg, ctx);

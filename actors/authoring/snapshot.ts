@@ -3,6 +3,7 @@ import { TroupeError } from '../../ops/kernel/errors.js';
 import { activePolicies } from '../../storage/governance/policies.js';
 import { storedVocabularySource } from './stored-vocabulary.js';
 import { findWorkflow } from '../../storage/workflows/workflows.js';
+import { findCard } from '../../storage/agent-cards/cards.js';
 import { digestOf } from './digest.js';
 import { loadVocabulary, vocabularyDigest, type Vocabulary, type VocabularySource } from './vocabulary.js';
 
@@ -36,6 +37,14 @@ export async function baseDigestOf(db: Knex, orgId: string, projectId: string, w
   const workflow = await findWorkflow(db, orgId, workflowId);
   if (!workflow || workflow.projectId !== projectId) throw new TroupeError('NOT_FOUND', 'workflow not found in this project');
   return digestOf({ workflowId: workflow.id, version: workflow.version });
+}
+
+/** The same rule for an agent card: (id, version) names the card an agent-card draft is about ('' for a new one). */
+export async function cardBaseDigestOf(db: Knex, orgId: string, agentCardId: string): Promise<string> {
+  if (agentCardId === '') return digestOf({ agentCardId: null, version: 0 });
+  const card = await findCard(db, orgId, agentCardId);
+  if (!card) throw new TroupeError('NOT_FOUND', 'agent card not found');
+  return digestOf({ agentCardId: card.id, version: card.version });
 }
 
 /** Policy versions are immutable too: the (id, version) list of the active set names its exact text. */

@@ -1286,7 +1286,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Advance a builder conversation: `start` {goal, workflowId?, agentCardId?} asks round 1 (outcome); `answer` {state, answer, conversation} revalidates the signed client-carried state and asks the next round (steps, then guardrails); after the third answer status is `ready` with the synthesisRequest. A changed, expired, replayed or out-of-order state, a malformed answer, or a fourth round is 400. Never writes. */
+        /** Advance a builder conversation: `start` {goal, target?, workflowId?, agentCardId?} asks round 1 (a workflow: outcome; target agentCard: role); `answer` {state, answer, conversation} revalidates the signed client-carried state and asks the next round (steps, then guardrails; for an agent card instructions, then abilities); after the third answer status is `ready` with the synthesisRequest. A changed, expired, replayed or out-of-order state, a malformed answer, or a fourth round is 400. Never writes. */
         post: operations["postApiProjectsProjectIdAuthoringConversation"];
         delete?: never;
         options?: never;
@@ -1303,7 +1303,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Synthesize a draft from a synthesis request: clarification questions when something is missing, else a deterministic candidate plan (same request, same bytes) built from the project vocabulary and valid against the v2 definition schema, with its candidate, base, vocabulary and policy digests. Never writes. */
+        /** Synthesize a draft from a synthesis request: clarification questions when something is missing, else a deterministic candidate (same request, same bytes): a plan built from the project vocabulary and valid against the v2 definition schema, or for target agentCard a card valid against the agent-card payload schema; with its candidate, base (workflow or card version), vocabulary and policy digests. Never writes. */
         post: operations["postApiProjectsProjectIdAuthoringSynthesize"];
         delete?: never;
         options?: never;
@@ -1320,7 +1320,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Store a reviewed candidate as an isolated proposal: revalidates the plan and the candidate, base, vocabulary, policy and proposal-version digests (each stale one is 409 with `details.stale` naming it), then appends an immutable proposal version (1 for a new proposal; pass proposalId and proposalVersion to append). The audit entry commits with the version, so auditPending is false. Runtime workflows never change. */
+        /** Store a reviewed candidate (a plan, or for target agentCard a card) as an isolated proposal: revalidates it and the candidate, base, vocabulary, policy and proposal-version digests (each stale one is 409 with `details.stale` naming it), then appends an immutable proposal version (1 for a new proposal; pass proposalId and proposalVersion to append). The audit entry commits with the version, so auditPending is false. Runtime workflows and agent cards never change. */
         post: operations["postApiProjectsProjectIdAuthoringApply"];
         delete?: never;
         options?: never;
@@ -9504,7 +9504,7 @@ export interface operations {
                     action: "start" | "answer";
                     goal?: string;
                     /** @enum {unknown} */
-                    target?: "workflow";
+                    target?: "workflow" | "agentCard";
                     workflowId?: string | "";
                     agentCardId?: string | "";
                     state?: {
@@ -9514,14 +9514,14 @@ export interface operations {
                         schemaVersion: "1";
                         goal: string;
                         /** @enum {unknown} */
-                        target: "workflow";
+                        target: "workflow" | "agentCard";
                         workflowId: string | "";
                         agentCardId: string | "";
                         /** @enum {unknown} */
-                        nextRound: "outcome" | "steps" | "guardrails" | "complete";
+                        nextRound: "outcome" | "steps" | "guardrails" | "role" | "instructions" | "abilities" | "complete";
                         turns: {
                             /** @enum {unknown} */
-                            round: "outcome" | "steps" | "guardrails";
+                            round: "outcome" | "steps" | "guardrails" | "role" | "instructions" | "abilities";
                             prompt: string;
                             answer: Record<string, never>;
                             /** Format: date-time */
@@ -9545,7 +9545,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Advance a builder conversation: `start` {goal, workflowId?, agentCardId?} asks round 1 (outcome); `answer` {state, answer, conversation} revalidates the signed client-carried state and asks the next round (steps, then guardrails); after the third answer status is `ready` with the synthesisRequest. A changed, expired, replayed or out-of-order state, a malformed answer, or a fourth round is 400. Never writes. */
+            /** @description Advance a builder conversation: `start` {goal, target?, workflowId?, agentCardId?} asks round 1 (a workflow: outcome; target agentCard: role); `answer` {state, answer, conversation} revalidates the signed client-carried state and asks the next round (steps, then guardrails; for an agent card instructions, then abilities); after the third answer status is `ready` with the synthesisRequest. A changed, expired, replayed or out-of-order state, a malformed answer, or a fourth round is 400. Never writes. */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -9561,14 +9561,14 @@ export interface operations {
                             schemaVersion: "1";
                             goal: string;
                             /** @enum {unknown} */
-                            target: "workflow";
+                            target: "workflow" | "agentCard";
                             workflowId: string | "";
                             agentCardId: string | "";
                             /** @enum {unknown} */
-                            nextRound: "outcome" | "steps" | "guardrails" | "complete";
+                            nextRound: "outcome" | "steps" | "guardrails" | "role" | "instructions" | "abilities" | "complete";
                             turns: {
                                 /** @enum {unknown} */
-                                round: "outcome" | "steps" | "guardrails";
+                                round: "outcome" | "steps" | "guardrails" | "role" | "instructions" | "abilities";
                                 prompt: string;
                                 answer: Record<string, never>;
                                 /** Format: date-time */
@@ -9586,7 +9586,7 @@ export interface operations {
                             /** @constant */
                             schemaVersion: "1";
                             /** @enum {unknown} */
-                            target: "workflow";
+                            target: "workflow" | "agentCard";
                             goal: string;
                             workflowId?: string | "";
                             agentCardId?: string | "";
@@ -9596,6 +9596,10 @@ export interface operations {
                             /** @enum {unknown} */
                             approverRole?: "owner" | "admin" | "member";
                             waitSeconds?: number;
+                            description?: string;
+                            instructions?: string[];
+                            capabilities?: string[];
+                            model?: string;
                         } | null;
                         conversation: {
                             /** Format: uuid */
@@ -9706,7 +9710,7 @@ export interface operations {
                         /** @constant */
                         schemaVersion: "1";
                         /** @enum {unknown} */
-                        target: "workflow";
+                        target: "workflow" | "agentCard";
                         goal: string;
                         workflowId?: string | "";
                         agentCardId?: string | "";
@@ -9716,12 +9720,16 @@ export interface operations {
                         /** @enum {unknown} */
                         approverRole?: "owner" | "admin" | "member";
                         waitSeconds?: number;
+                        description?: string;
+                        instructions?: string[];
+                        capabilities?: string[];
+                        model?: string;
                     };
                 };
             };
         };
         responses: {
-            /** @description Synthesize a draft from a synthesis request: clarification questions when something is missing, else a deterministic candidate plan (same request, same bytes) built from the project vocabulary and valid against the v2 definition schema, with its candidate, base, vocabulary and policy digests. Never writes. */
+            /** @description Synthesize a draft from a synthesis request: clarification questions when something is missing, else a deterministic candidate (same request, same bytes): a plan built from the project vocabulary and valid against the v2 definition schema, or for target agentCard a card valid against the agent-card payload schema; with its candidate, base (workflow or card version), vocabulary and policy digests. Never writes. */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -9734,9 +9742,12 @@ export interface operations {
                             field?: string;
                             question?: string;
                         }[];
+                        /** @description A workflow candidate carries `plan` (and `workflowId`), an agent-card candidate `card` (and `agentCardId`) */
                         candidate?: {
-                            target?: string;
+                            /** @enum {unknown} */
+                            target: "workflow" | "agentCard";
                             workflowId?: string;
+                            agentCardId?: string;
                             plan?: {
                                 name: string;
                                 description: string;
@@ -9750,6 +9761,14 @@ export interface operations {
                                     target: string;
                                     when?: boolean;
                                 }[];
+                            };
+                            card?: {
+                                name: string;
+                                description: string;
+                                prompt: string;
+                                capabilities: string[];
+                                model: string;
+                                config: Record<string, never>;
                             };
                         };
                         digests?: {
@@ -9850,13 +9869,14 @@ export interface operations {
             content: {
                 "application/json": {
                     /** @enum {unknown} */
-                    target: "workflow";
+                    target: "workflow" | "agentCard";
                     workflowId?: string | "";
+                    agentCardId?: string | "";
                     candidateDigest: string;
                     baseDigest: string;
                     vocabularyDigest: string;
                     policyDigest: string;
-                    plan: {
+                    plan?: {
                         name: string;
                         description: string;
                         nodes: {
@@ -9870,6 +9890,14 @@ export interface operations {
                             when?: boolean;
                         }[];
                     };
+                    card?: {
+                        name: string;
+                        description: string;
+                        prompt: string;
+                        capabilities: string[];
+                        model: string;
+                        config: Record<string, never>;
+                    };
                     /** Format: uuid */
                     proposalId?: string;
                     proposalVersion?: number;
@@ -9877,7 +9905,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Store a reviewed candidate as an isolated proposal: revalidates the plan and the candidate, base, vocabulary, policy and proposal-version digests (each stale one is 409 with `details.stale` naming it), then appends an immutable proposal version (1 for a new proposal; pass proposalId and proposalVersion to append). The audit entry commits with the version, so auditPending is false. Runtime workflows never change. */
+            /** @description Store a reviewed candidate (a plan, or for target agentCard a card) as an isolated proposal: revalidates it and the candidate, base, vocabulary, policy and proposal-version digests (each stale one is 409 with `details.stale` naming it), then appends an immutable proposal version (1 for a new proposal; pass proposalId and proposalVersion to append). The audit entry commits with the version, so auditPending is false. Runtime workflows and agent cards never change. */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -10067,6 +10095,7 @@ export interface operations {
                             projectId?: string;
                             target?: string;
                             workflowId?: string;
+                            agentCardId?: string;
                             status?: string;
                             version?: number;
                             createdBy?: string;
@@ -10090,6 +10119,14 @@ export interface operations {
                                     target: string;
                                     when?: boolean;
                                 }[];
+                            };
+                            card?: {
+                                name: string;
+                                description: string;
+                                prompt: string;
+                                capabilities: string[];
+                                model: string;
+                                config: Record<string, never>;
                             };
                             digests?: {
                                 candidateDigest: string;

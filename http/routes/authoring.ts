@@ -8,8 +8,11 @@ import { assertValidPlan, candidateDigest, type CandidatePlan } from '../../acto
 import { proposalAddress } from '../../actors/authoring/proposal-actor.js';
 import type { ProposalAppendMsg, ProposalReply } from '../../actors/authoring/proposal-machine.js';
 import { simulate } from '../../actors/authoring/simulation.js';
-import { authoringSnapshot } from '../../actors/authoring/snapshot.js';
+import { authoringSnapshot, cardBaseDigestOf } from '../../actors/authoring/snapshot.js';
 import { synthesize } from '../../actors/authoring/synthesis.js';
+import { assertValidCard, cardCandidateDigest, synthesizeAgentCard } from '../../actors/authoring/card-synthesis.js';
+import type { AuthoringTarget } from '../../actors/authoring/rounds.js';
+import type { AgentCardDraft } from '../../schemas/authoring/proposal.js';
 import { projectRoleOf, projectsInOrg } from '../../storage/identity/orgs.js';
 import { findPolicy, listPolicyVersions } from '../../storage/governance/policies.js';
 import { findProposal, listProposals, listProposalVersions } from '../../storage/authoring/proposals.js';
@@ -52,6 +55,7 @@ function conversationPorts(deps: Deps): ConversationPorts {
 interface ConversationBody {
   action: 'start' | 'answer';
   goal?: string;
+  target?: AuthoringTarget;
   workflowId?: string;
   agentCardId?: string;
   state?: BuilderState;
@@ -60,13 +64,15 @@ interface ConversationBody {
 }
 
 interface ApplyBody {
-  target: 'workflow';
+  target: AuthoringTarget;
   workflowId?: string;
+  agentCardId?: string;
   candidateDigest: string;
   baseDigest: string;
   vocabularyDigest: string;
   policyDigest: string;
-  plan: CandidatePlan;
+  plan?: CandidatePlan;
+  card?: AgentCardDraft;
   proposalId?: string;
   proposalVersion?: number;
 }
@@ -78,9 +84,10 @@ export function authoringRoutes(): Route<Deps>[] {
   return [
     {
       method: 'post', path: '/api/projects/:projectId/authoring/conversation', auth: 'org', tags: TAGS,
-      summary: 'Advance a builder conversation: `start` {goal, workflowId?, agentCardId?} asks round 1 (outcome); '
-        + '`answer` {state, answer, conversation} revalidates the signed client-carried state and asks the next round '
-        + '(steps, then guardrails); after the third answer status is `ready` with the synthesisRequest. A changed, '
+      summary: 'Advance a builder conversation: `start` {goal, target?, workflowId?, agentCardId?} asks round 1 (a workflow: '
+        + 'outcome; target agentCard: role); `answer` {state, answer, conversation} revalidates the signed client-carried '
+        + 'state and asks the next round (steps, then guardrails; for an agent card instructions, then abilities); after the '
+        + 'third answer status is `ready` with the synthesisRequest. A changed, '
         + 'expired, replayed or out-of-order state, a malformed answer, or a fourth round is 400. Never writes.',
       bodySchema: schemas.conversationBody, responseSchema: schemas.conversationReply,
       async handler(req: HttpRequest<ConversationBody>, deps) {
@@ -88,9 +95,17 @@ export function authoringRoutes(): Route<Deps>[] {
         const scope = { orgId: p.orgId, projectId, caller: changeActorOf(p).label };
         const body = req.body;
         if (body.action === 'start') {
-          // The workflow, when named, must be one of this project's; checked now so the state never names another.
+          const target = body.target ?? 'workflow';
+          if (target === 'agentCard' && body.workflowId) {
+            throw new TroupeError('VALIDATION_FAILED', "field 'workflowId' is not allowed with target agentCard", { field: 'workflowId' });
+          }
+          // The workflow or card, when named, must be one of this project's (org's); checked now so the state never names another.
           if (body.workflowId) await authoringSnapshot(deps.db, p.orgId, projectId, body.workflowId);
-          const input = { goal: (body.goal ?? '').trim(), ...(body.workflowId ? { workflowId: body.workflowId } : {}), ...(body.agentCardId ? { agentCardId: body.agentCardId } : {}) };
+          if (target === 'agentCard' && body.agentCardId) await cardBaseDigestOf(deps.db, p.orgId, body.agentCardId);
+          const input = {
+            goal: (body.goal ?? '').trim(), target,
+            ...(body.workflowId ? { workflowId: body.workflowId } : {}), ...(body.agentCardId ? { agentCardId: body.agentCardId } : {}),
+          };
           return { body: startConversation(scope, input, conversationPorts(deps)) };
         }
         return { body: await answerConversation(scope, body.state!, body.conversation!, body.answer!, conversationPorts(deps)) };
@@ -99,12 +114,31 @@ export function authoringRoutes(): Route<Deps>[] {
     {
       method: 'post', path: '/api/projects/:projectId/authoring/synthesize', auth: 'org', tags: TAGS,
       summary: 'Synthesize a draft from a synthesis request: clarification questions when something is missing, else a '
-        + 'deterministic candidate plan (same request, same bytes) built from the project vocabulary and valid against '
-        + 'the v2 definition schema, with its candidate, base, vocabulary and policy digests. Never writes.',
+        + 'deterministic candidate (same request, same bytes): a plan built from the project vocabulary and valid against '
+        + 'the v2 definition schema, or for target agentCard a card valid against the agent-card payload schema; with its '
+        + 'candidate, base (workflow or card version), vocabulary and policy digests. Never writes.',
       bodySchema: schemas.synthesizeBody, responseSchema: schemas.synthesizeReply,
       async handler(req: HttpRequest<{ synthesisRequest: SynthesisRequest }>, deps) {
         const { p, projectId } = await projectOf(req, deps);
         const request = req.body.synthesisRequest;
+        if (request.target === 'agentCard') {
+          const agentCardId = request.agentCardId ?? '';
+          const [snapshot, baseDigest] = await Promise.all([
+            authoringSnapshot(deps.db, p.orgId, projectId, ''), cardBaseDigestOf(deps.db, p.orgId, agentCardId),
+          ]);
+          const drafted = synthesizeAgentCard(request);
+          if (drafted.status === 'question') return { body: { status: 'question', questions: drafted.questions } };
+          return {
+            body: {
+              status: 'candidate',
+              candidate: { target: 'agentCard', agentCardId, card: drafted.card },
+              digests: {
+                candidateDigest: cardCandidateDigest(drafted.card), baseDigest,
+                vocabularyDigest: snapshot.vocabularyDigest, policyDigest: snapshot.policyDigest,
+              },
+            },
+          };
+        }
         const workflowId = request.workflowId ?? '';
         const snapshot = await authoringSnapshot(deps.db, p.orgId, projectId, workflowId);
         const result = synthesize(request, snapshot.vocabulary);
@@ -123,10 +157,10 @@ export function authoringRoutes(): Route<Deps>[] {
     },
     {
       method: 'post', path: '/api/projects/:projectId/authoring/apply', auth: 'org', tags: TAGS, successStatus: 200,
-      summary: 'Store a reviewed candidate as an isolated proposal: revalidates the plan and the candidate, base, '
+      summary: 'Store a reviewed candidate (a plan, or for target agentCard a card) as an isolated proposal: revalidates it and the candidate, base, '
         + 'vocabulary, policy and proposal-version digests (each stale one is 409 with `details.stale` naming it), then '
         + 'appends an immutable proposal version (1 for a new proposal; pass proposalId and proposalVersion to append). '
-        + 'The audit entry commits with the version, so auditPending is false. Runtime workflows never change.',
+        + 'The audit entry commits with the version, so auditPending is false. Runtime workflows and agent cards never change.',
       bodySchema: schemas.applyBody, responseSchema: schemas.applyReply,
       async handler(req: HttpRequest<ApplyBody>, deps) {
         const { p, projectId } = await projectOf(req, deps);
@@ -134,15 +168,25 @@ export function authoringRoutes(): Route<Deps>[] {
         const proposalId = body.proposalId ?? randomUUID();
         await deps.authz.authorize(p, 'edit', { type: 'Proposal', id: proposalId, orgId: p.orgId, projectId });
         const workflowId = body.workflowId ?? '';
-        const snapshot = await authoringSnapshot(deps.db, p.orgId, projectId, workflowId);
-        if (candidateDigest(body.target, body.plan) !== body.candidateDigest) throw stale('candidateDigest');
-        if (snapshot.baseDigest !== body.baseDigest) throw stale('baseDigest');
+        const agentCardId = body.agentCardId ?? '';
+        const card = body.target === 'agentCard';
+        const [snapshot, baseDigest] = await Promise.all([
+          authoringSnapshot(deps.db, p.orgId, projectId, workflowId),
+          card ? cardBaseDigestOf(deps.db, p.orgId, agentCardId) : undefined,
+        ]);
+        // The same digest rules for both targets: the candidate, its base (workflow or card version), the project's
+        // vocabulary and its active policies.
+        const candidate = card ? cardCandidateDigest(body.card!) : candidateDigest(body.target, body.plan!);
+        if (candidate !== body.candidateDigest) throw stale('candidateDigest');
+        if ((baseDigest ?? snapshot.baseDigest) !== body.baseDigest) throw stale('baseDigest');
         if (snapshot.vocabularyDigest !== body.vocabularyDigest) throw stale('vocabularyDigest');
         if (snapshot.policyDigest !== body.policyDigest) throw stale('policyDigest');
-        assertValidPlan(body.plan, snapshot.vocabulary);
+        if (card) assertValidCard(body.card);
+        else assertValidPlan(body.plan!, snapshot.vocabulary);
         const msg: ProposalAppendMsg = {
           type: 'proposal.append', orgId: p.orgId, projectId, target: body.target, workflowId,
-          expectedVersion: body.proposalVersion ?? 0, plan: body.plan,
+          expectedVersion: body.proposalVersion ?? 0,
+          ...(card ? { card: body.card!, agentCardId } : { plan: body.plan! }),
           digests: { candidateDigest: body.candidateDigest, baseDigest: body.baseDigest, vocabularyDigest: body.vocabularyDigest, policyDigest: body.policyDigest },
           by: changeActorOf(p).label,
         };

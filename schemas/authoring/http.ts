@@ -4,13 +4,14 @@
  * an unbounded structure; the finer checks (round order, definition validity, digests) are the handlers'.
  */
 import { MAX_EDGES, MAX_NODES } from '../workflows/definition.js';
+import { agentCardPayload } from '../agents/agent-card.js';
 
 const uuid = { type: 'string', format: 'uuid' } as const;
 const uuidOrEmpty = { anyOf: [uuid, { const: '' }] } as const;
 const digest = { type: 'string', pattern: '^sha256:[0-9a-f]{64}$' } as const;
 const goal = { type: 'string', minLength: 1, maxLength: 2000, pattern: '\\S' } as const;
 const nodeId = { type: 'string', minLength: 1, maxLength: 64 } as const;
-export const target = { enum: ['workflow'] } as const;
+export const target = { enum: ['workflow', 'agentCard'] } as const;
 const isoTime = { type: 'string', format: 'date-time', maxLength: 40 } as const;
 
 /** Simulation accepts more nodes than a definition may hold, so it can say 413 rather than a schema 400 up to here. */
@@ -40,6 +41,15 @@ const planSchema = (maxNodes: number) => ({
 
 export const plan = planSchema(MAX_NODES);
 
+/** An agent-card candidate: an agent card payload with every member present (synthesis always fills them). */
+export const agentCardDraft = {
+  ...agentCardPayload,
+  required: ['name', 'description', 'prompt', 'capabilities', 'model', 'config'],
+} as const;
+
+/** The rounds of both targets: a workflow's (outcome, steps, guardrails) and an agent card's (role, instructions, abilities). */
+const roundNames = ['outcome', 'steps', 'guardrails', 'role', 'instructions', 'abilities'] as const;
+
 /** Spec 2.3, exactly: the client carries it between turns and the server revalidates all of it. */
 export const builderState = {
   type: 'object', additionalProperties: false,
@@ -53,13 +63,13 @@ export const builderState = {
     workflowId: uuidOrEmpty,
     /** The agent card agent steps use; '' for none. */
     agentCardId: uuidOrEmpty,
-    nextRound: { enum: ['outcome', 'steps', 'guardrails', 'complete'] },
+    nextRound: { enum: [...roundNames, 'complete'] },
     turns: {
       type: 'array', maxItems: 3,
       items: {
         type: 'object', additionalProperties: false, required: ['round', 'prompt', 'answer', 'answeredAt'],
         properties: {
-          round: { enum: ['outcome', 'steps', 'guardrails'] },
+          round: { enum: roundNames },
           prompt: { type: 'string', maxLength: 1000 },
           answer: { type: 'object', maxProperties: 20 },
           answeredAt: isoTime,
@@ -119,6 +129,11 @@ export const synthesisRequest = {
     approval: { type: 'boolean' },
     approverRole: { enum: ['owner', 'admin', 'member'] },
     waitSeconds: { type: 'integer', minimum: 0, maximum: 7 * 24 * 3600 },
+    /** Agent-card requests: what the agent is for, its standing instructions, its capabilities and model. */
+    description: { type: 'string', maxLength: 2000 },
+    instructions: { type: 'array', maxItems: 20, items: { type: 'string', maxLength: 2000 } },
+    capabilities: agentCardPayload.properties.capabilities,
+    model: agentCardPayload.properties.model,
   },
 } as const;
 
@@ -151,25 +166,36 @@ export const synthesizeReply = {
   properties: {
     status: { enum: ['question', 'candidate'] },
     questions: { type: 'array', items: { type: 'object', properties: { field: { type: 'string' }, question: { type: 'string' } } } },
-    candidate: { type: 'object', properties: { target: { type: 'string' }, workflowId: { type: 'string' }, plan } },
+    candidate: {
+      type: 'object', required: ['target'],
+      description: 'A workflow candidate carries `plan` (and `workflowId`), an agent-card candidate `card` (and `agentCardId`)',
+      properties: { target: { enum: ['workflow', 'agentCard'] }, workflowId: { type: 'string' }, agentCardId: { type: 'string' }, plan, card: agentCardDraft },
+    },
     digests,
   },
 } as const;
 
 export const applyBody = {
   type: 'object', additionalProperties: false,
-  required: ['target', 'candidateDigest', 'baseDigest', 'vocabularyDigest', 'policyDigest', 'plan'],
+  required: ['target', 'candidateDigest', 'baseDigest', 'vocabularyDigest', 'policyDigest'],
   properties: {
     target,
     /** The workflow the candidate was drafted against ('' or absent: a new workflow); baseDigest is its version. */
     workflowId: uuidOrEmpty,
+    /** The agent card an agent-card candidate was drafted against ('' or absent: a new card); baseDigest is its version. */
+    agentCardId: uuidOrEmpty,
     candidateDigest: digest, baseDigest: digest, vocabularyDigest: digest, policyDigest: digest,
     plan,
+    card: agentCardDraft,
     /** Both present to append a version to an existing proposal; both absent to store a new one. */
     proposalId: uuid,
     proposalVersion: { type: 'integer', minimum: 1, maximum: 1_000_000 },
   },
   dependentRequired: { proposalId: ['proposalVersion'], proposalVersion: ['proposalId'] },
+  // `target: agentCard` stores a card, `target: workflow` a plan.
+  if: { properties: { target: { const: 'agentCard' } } },
+  then: { required: ['card'], properties: { card: agentCardDraft, plan: false, workflowId: false } },
+  else: { required: ['plan'], properties: { plan, card: false, agentCardId: false } },
 } as const;
 
 /** Spec 2.2. */
@@ -187,13 +213,13 @@ export const proposalReply = {
     proposal: {
       type: 'object',
       properties: {
-        id: uuid, projectId: uuid, target: { type: 'string' }, workflowId: { type: 'string' }, status: { type: 'string' },
+        id: uuid, projectId: uuid, target: { type: 'string' }, workflowId: { type: 'string' }, agentCardId: { type: 'string' }, status: { type: 'string' },
         version: { type: 'integer' }, createdBy: { type: 'string' }, createdAt: isoTime, updatedAt: isoTime,
       },
     },
     versions: {
       type: 'array',
-      items: { type: 'object', properties: { version: { type: 'integer' }, plan, digests, createdBy: { type: 'string' }, createdAt: isoTime } },
+      items: { type: 'object', properties: { version: { type: 'integer' }, plan, card: agentCardDraft, digests, createdBy: { type: 'string' }, createdAt: isoTime } },
     },
   },
 } as const;

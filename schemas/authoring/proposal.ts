@@ -1,4 +1,4 @@
-import { plan } from './http.js';
+import { agentCardDraft, plan } from './http.js';
 
 /** The proposal actor's message, checked on arrival (it may have crossed the broker). */
 const digest = { type: 'string', pattern: '^sha256:[0-9a-f]{64}$' } as const;
@@ -7,22 +7,43 @@ const uuid = { type: 'string', pattern: '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0
 export const proposalMessageSchema = {
   $id: 'troupe:authoring:proposal-message',
   type: 'object', additionalProperties: false,
-  required: ['type', 'orgId', 'projectId', 'target', 'workflowId', 'expectedVersion', 'plan', 'digests', 'by'],
+  required: ['type', 'orgId', 'projectId', 'target', 'workflowId', 'expectedVersion', 'digests', 'by'],
   properties: {
     type: { const: 'proposal.append' },
     orgId: uuid,
     projectId: uuid,
-    target: { const: 'workflow' },
+    target: { enum: ['workflow', 'agentCard'] },
     workflowId: { anyOf: [uuid, { const: '' }] },
+    agentCardId: { anyOf: [uuid, { const: '' }] },
     expectedVersion: { type: 'integer', minimum: 0, maximum: 1_000_000 },
     plan,
+    card: agentCardDraft,
     digests: {
       type: 'object', additionalProperties: false, required: ['candidateDigest', 'baseDigest', 'vocabularyDigest', 'policyDigest'],
       properties: { candidateDigest: digest, baseDigest: digest, vocabularyDigest: digest, policyDigest: digest },
     },
     by: { type: 'string', minLength: 1, maxLength: 200 },
   },
+  // A workflow proposal carries a plan, an agent-card proposal a card; never both.
+  if: { properties: { target: { const: 'agentCard' } } },
+  then: { required: ['card'], properties: { plan: false } },
+  else: { required: ['plan'], properties: { card: false } },
 } as const;
+
+/**
+ * An agent-card draft (spec 4.8, issue 17): the payload of an agent card version (schemas/agents/agent-card.ts)
+ * with every member present, as synthesis produces it.
+ */
+export interface AgentCardDraft {
+  readonly name: string;
+  readonly description: string;
+  readonly prompt: string;
+  readonly capabilities: readonly string[];
+  readonly model: string;
+  readonly config: Readonly<Record<string, unknown>>;
+}
+
+export type AuthoringTarget = 'workflow' | 'agentCard';
 
 /**
  * A candidate plan (spec 4.1): the canvas an authoring helper proposes. It is a workflow definition seen from the
@@ -60,9 +81,12 @@ export interface ProposalRecord {
   readonly id: string;
   readonly orgId: string;
   readonly projectId: string;
-  readonly target: 'workflow';
-  /** The workflow the candidate was drafted against; '' for a new workflow. */
+  readonly target: AuthoringTarget;
+  /** The workflow the candidate was drafted against; '' for a new workflow or an agent-card proposal. */
   readonly workflowId: string;
+  /** The agent card an agent-card candidate was drafted against; '' for a new card or a workflow proposal (and in
+   * snapshots from before agent-card drafts). */
+  readonly agentCardId?: string;
   readonly status: 'draft';
   readonly version: number;
   readonly createdBy: string;
@@ -73,7 +97,10 @@ export interface ProposalRecord {
 export interface ProposalVersionRecord {
   readonly proposalId: string;
   readonly version: number;
-  readonly plan: CandidatePlan;
+  /** A workflow proposal's candidate. */
+  readonly plan?: CandidatePlan;
+  /** An agent-card proposal's candidate. */
+  readonly card?: AgentCardDraft;
   readonly digests: ProposalDigests;
   readonly createdBy: string;
   readonly createdAt: number;

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { withStorageErrors } from '../storage-errors.js';
-import type { CandidatePlan, ProposalDigests, ProposalRecord, ProposalVersionRecord } from '../../schemas/authoring/proposal.js';
+import type { AgentCardDraft, CandidatePlan, ProposalDigests, ProposalRecord, ProposalVersionRecord } from '../../schemas/authoring/proposal.js';
 
 /**
  * Read models of isolated proposals. Written only by the proposal actor's projection (in its snapshot
@@ -12,6 +12,8 @@ export interface ProposalView {
   readonly projectId: string;
   readonly target: string;
   readonly workflowId: string;
+  /** The agent card an agent-card proposal is about ('' for a new card or a workflow proposal). */
+  readonly agentCardId: string;
   readonly status: string;
   readonly version: number;
   readonly createdBy: string;
@@ -21,7 +23,10 @@ export interface ProposalView {
 
 export interface ProposalVersionView {
   readonly version: number;
-  readonly plan: CandidatePlan;
+  /** A workflow proposal's candidate. */
+  readonly plan?: CandidatePlan;
+  /** An agent-card proposal's candidate. */
+  readonly card?: AgentCardDraft;
   readonly digests: ProposalDigests;
   readonly createdBy: string;
   readonly createdAt: string;
@@ -35,12 +40,12 @@ const jsonOf = <T>(v: unknown): T => (typeof v === 'string' ? JSON.parse(v) : v)
 export async function writeProposalVersion(trx: Knex.Transaction, proposal: ProposalRecord, version: ProposalVersionRecord): Promise<void> {
   const head = {
     org_id: proposal.orgId, project_id: proposal.projectId, target: proposal.target, workflow_id: proposal.workflowId,
-    status: proposal.status, version: proposal.version, created_by: proposal.createdBy,
+    agent_card_id: proposal.agentCardId ?? '', status: proposal.status, version: proposal.version, created_by: proposal.createdBy,
     created_at: new Date(proposal.createdAt), updated_at: new Date(proposal.updatedAt),
   };
   await trx('authoring_proposals').insert({ id: proposal.id, ...head }).onConflict('id').merge(head);
   await trx('authoring_proposal_versions').insert({
-    proposal_id: version.proposalId, version: version.version, org_id: proposal.orgId, plan: JSON.stringify(version.plan),
+    proposal_id: version.proposalId, version: version.version, org_id: proposal.orgId, plan: JSON.stringify(version.card ?? version.plan),
     candidate_digest: version.digests.candidateDigest, base_digest: version.digests.baseDigest,
     vocabulary_digest: version.digests.vocabularyDigest, policy_digest: version.digests.policyDigest,
     created_by: version.createdBy, created_at: new Date(version.createdAt),
@@ -53,12 +58,13 @@ export async function findProposal(db: Knex, orgId: string, projectId: string, i
   return row ? toView(row) : undefined;
 }
 
-/** Newest first. */
+/** Newest first. The `plan` column holds the candidate: a plan, or for an agent-card proposal the card. */
 export async function listProposalVersions(db: Knex, orgId: string, proposalId: string): Promise<ProposalVersionView[]> {
-  const rows = await withStorageErrors(() => db('authoring_proposal_versions').where({ org_id: orgId, proposal_id: proposalId }).orderBy('version', 'desc').limit(1000));
+  const rows = await withStorageErrors(() => db('authoring_proposal_versions as v').join('authoring_proposals as p', 'p.id', 'v.proposal_id')
+    .where({ 'v.org_id': orgId, 'v.proposal_id': proposalId }).orderBy('v.version', 'desc').limit(1000).select('v.*', 'p.target'));
   return rows.map((r: Record<string, unknown>) => ({
     version: Number(r.version),
-    plan: jsonOf<CandidatePlan>(r.plan),
+    ...(r.target === 'agentCard' ? { card: jsonOf<AgentCardDraft>(r.plan) } : { plan: jsonOf<CandidatePlan>(r.plan) }),
     digests: {
       candidateDigest: String(r.candidate_digest), baseDigest: String(r.base_digest),
       vocabularyDigest: String(r.vocabulary_digest), policyDigest: String(r.policy_digest),
@@ -78,6 +84,6 @@ export async function listProposals(db: Knex, orgId: string, projectId: string, 
 function toView(r: Record<string, unknown>): ProposalView {
   return {
     id: String(r.id), projectId: String(r.project_id), target: String(r.target), workflowId: String(r.workflow_id),
-    status: String(r.status), version: Number(r.version), createdBy: String(r.created_by), createdAt: iso(r.created_at), updatedAt: iso(r.updated_at),
+    agentCardId: String(r.agent_card_id ?? ''), status: String(r.status), version: Number(r.version), createdBy: String(r.created_by), createdAt: iso(r.created_at), updatedAt: iso(r.updated_at),
   };
 }

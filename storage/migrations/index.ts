@@ -24,6 +24,7 @@ import { webhookRoutingAndReplaysMigration } from './0036_webhook_routing_and_re
 import { sessionsByTrackerIdMigration } from './0037_sessions_by_tracker_id.js';
 import { workflowTriggersMigration } from './0040_workflow_triggers.js';
 import { trackerCommentsMigration } from './0041_tracker_comments.js';
+import { agentCardProposalsMigration } from './0042_agent_card_proposals.js';
 import { auditOutboxMigration } from './0044_audit_outbox.js';
 
 /**
@@ -63,5 +64,6 @@ export const migrations: readonly Migration[] = [
   sessionsByTrackerIdMigration, // 0037
   workflowTriggersMigration, // 0040
   trackerCommentsMigration, // 0041
+  agentCardProposalsMigration, // 0042
   auditOutboxMigration, // 0044
 ];
