@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import type { Knex } from 'knex';
 import type { TestNode } from '../../support/node.js';
+import { auditOutboxDepth, drainAuditOutbox } from '../../../storage/audit-outbox.js';
 
 /**
  * The runtime tables the authoring helpers must never change, read in a fixed order so two readings compare equal
@@ -9,7 +10,21 @@ import type { TestNode } from '../../support/node.js';
  */
 const runtimeTables = ['workflows', 'workflow_versions', 'workflow_runs', 'approval_gates', 'sessions', 'policies', 'policy_versions'] as const;
 
+/**
+ * Audit entries of earlier requests reach the chain through the outbox moments after their reply (decision 0041):
+ * waits until none is left in flight, so a reading never catches an earlier request's entry half-way.
+ */
+async function auditSettled(db: Knex): Promise<void> {
+  for (let round = 0; round < 250; round++) {
+    await drainAuditOutbox(db);
+    if ((await auditOutboxDepth(db)) === 0) return;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  throw new Error('the audit outbox did not drain within 5 s');
+}
+
 export async function runtimeState(db: Knex): Promise<string> {
+  await auditSettled(db);
   const out: Record<string, unknown> = {};
   for (const table of runtimeTables) out[table] = await db(table).select('*').orderByRaw('1, 2');
   out.actor_snapshots = await db('actor_snapshots').whereNot({ kind: 'proposal' }).select('*').orderBy('address');

@@ -90,7 +90,9 @@ describe('node process shutdown and dependency state', function () {
     const flood = Array.from({ length: 3_000 }, () => get(node, '/healthz').then((r) => r.arrayBuffer(), () => undefined));
     const [code, signal] = await exited;
     await Promise.allSettled(flood);
-    expect(Date.now() - sent).to.be.below(8_000);
+    // The deadline is 2 s; the bound is loose because 3,000 requests on a busy machine take seconds of their own.
+    // What fails without the deadline is a node that never exits.
+    expect(Date.now() - sent).to.be.below(20_000);
     expect(code === 1 || signal === 'SIGKILL', `exit ${code} ${signal}`).to.equal(true);
   });
 
@@ -101,7 +103,14 @@ describe('node process shutdown and dependency state', function () {
     const warning = node.lines.map((l) => JSON.parse(l) as { level: number; msg: string; dependency?: string })
       .find((l) => l.level === 40 && l.dependency === 'cache');
     expect(warning?.msg).to.match(/cache \(redis\) is unreachable/);
-    expect(node.lines.some((l) => l.includes('redis is unreachable')), 'the Redis error itself is logged').to.equal(true);
+    // The client's own error arrives on its reconnect timer, which may fire after the ready line.
+    const redisErrorLogged = async () => {
+      for (const until = Date.now() + 10_000; Date.now() < until; await new Promise((r) => setTimeout(r, 50))) {
+        if (node.lines.some((l) => l.includes('redis is unreachable'))) return true;
+      }
+      return false;
+    };
+    expect(await redisErrorLogged(), 'the Redis error itself is logged').to.equal(true);
     const metrics = await (await get(node, '/metrics')).text();
     expect(metrics).to.match(/troupe_up\{dependency="cache",engine="redis",node="deps-down"\} 0/);
     expect(metrics).to.match(/troupe_up\{dependency="storage",engine="pglite",node="deps-down"\} 1/);
