@@ -16,6 +16,7 @@ import { clientAddressOf } from './client-address.js';
 import { loadUws, type TemplatedApp, type UwsRequest, type UwsResponse, type us_listen_socket } from './uws.js';
 import { compileRouteValidators, validateBody, validateQuery, type RouteValidators } from './validation.js';
 import { ChurnSet } from '../ops/kernel/churn-map.js';
+import { traceparentFor, withTrace } from '../ops/kernel/trace-context.js';
 
 export interface HttpServerOptions<D extends AuthDeps> {
   readonly routes: readonly Route<D>[];
@@ -149,7 +150,10 @@ export async function startHttpServer<D extends AuthDeps>(options: HttpServerOpt
   /** One async frame per request for the pipeline and its bookkeeping (no `.catch().finally()` chain of closures). */
   async function run(c: CompiledRoute<D>, exchange: Exchange, copied: CopiedRequest, body: Promise<Buffer>, started: number): Promise<void> {
     try {
-      await serve(c, exchange, copied, body, started);
+      // The request's trace (W3C traceparent, the caller's trace id kept): every log line and every ask or tell
+      // made while serving it carries it, to the node that runs the actor (issue 20).
+      const trace = { traceparent: traceparentFor(copied.headers.traceparent), reqId: copied.requestId };
+      await withTrace(trace, () => serve(c, exchange, copied, body, started));
     } catch (err) {
       log.error({ err, reqId: copied.requestId }, 'request pipeline failed');
     } finally {

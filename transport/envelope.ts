@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { currentTrace, withTrace } from '../ops/kernel/trace-context.js';
 import { Ajv, type ValidateFunction } from 'ajv';
 import { TroupeError, type WireError } from '../ops/kernel/errors.js';
 
@@ -39,6 +40,8 @@ export interface Envelope {
   readonly deadline: number;
   /** On a reply, the id of the ask it answers. */
   readonly correlationId?: string;
+  /** On an ask or tell, the W3C `traceparent` of the request that made it (ops/kernel/trace-context.ts). */
+  readonly trace?: string;
   readonly payload: unknown;
 }
 
@@ -79,6 +82,7 @@ const envelopeSchema = {
     from: nodeIdSchema,
     deadline: { type: 'integer', minimum: 0 },
     correlationId: idSchema,
+    trace: { type: 'string', pattern: '^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$' },
     payload: {},
   },
   allOf: [
@@ -169,10 +173,20 @@ export function createEnvelope(fields: NewEnvelope): Envelope {
   // JSON has no `undefined`: a message of `undefined` arrives as `null`.
   const payload = fields.payload === undefined ? null : fields.payload;
   const id = newMessageId();
-  // Two literals rather than a spread: a spread copy cost a second, slower object on every reply (G4 profile).
-  return fields.correlationId === undefined
+  if (fields.correlationId !== undefined) {
+    return { v: ENVELOPE_VERSION, id, type: fields.type, to: fields.to, from: fields.from, deadline: fields.deadline, payload, correlationId: fields.correlationId };
+  }
+  // Asks and tells made while serving a request carry its trace to the node that runs the actor.
+  const trace = fields.type === 'ask' || fields.type === 'tell' ? currentTrace()?.traceparent : undefined;
+  // Literals rather than a spread: a spread copy cost a second, slower object on every reply (G4 profile).
+  return trace === undefined
     ? { v: ENVELOPE_VERSION, id, type: fields.type, to: fields.to, from: fields.from, deadline: fields.deadline, payload }
-    : { v: ENVELOPE_VERSION, id, type: fields.type, to: fields.to, from: fields.from, deadline: fields.deadline, payload, correlationId: fields.correlationId };
+    : { v: ENVELOPE_VERSION, id, type: fields.type, to: fields.to, from: fields.from, deadline: fields.deadline, payload, trace };
+}
+
+/** Runs the handling of an ask or tell inside the trace its envelope carries (so the actor's log lines name it). */
+export function inTraceOf<T>(envelope: Envelope, fn: () => T): T {
+  return withTrace(envelope.trace === undefined ? undefined : { traceparent: envelope.trace }, fn);
 }
 
 /** Serialises and checks the size; an envelope too large to send is our bug (the edge caps bodies far lower). */

@@ -7,6 +7,7 @@ import { assertPattern, assertTopic, matchesTopic } from './topic-pattern.js';
 import {
   assertAddress, createEnvelope, decodeEnvelope, encodeEnvelope, errorReply, okReply, readReply,
   type Envelope, type Reply,
+  inTraceOf,
 } from './envelope.js';
 import { DEFAULT_TELL_TTL_MS, EVENT_TTL_MS, askDeadline, assertTimeout } from './deadlines.js';
 
@@ -148,7 +149,7 @@ export class LocalTransport implements Transport {
       if (Date.now() > envelope.deadline) return undefined;
       let reply: Reply;
       try {
-        reply = okReply(await handler(envelope.to, envelope.payload, askDeadline(envelope)));
+        reply = okReply(await inTraceOf(envelope, () => handler(envelope.to, envelope.payload, askDeadline(envelope))));
       } catch (err) {
         if (!(err instanceof TroupeError)) this.log.error({ err, address: envelope.to, messageId: envelope.id }, 'delivery handler crashed');
         reply = errorReply(asTroupeError(err));

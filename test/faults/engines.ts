@@ -192,7 +192,7 @@ export async function startPrivateRabbit(): Promise<PrivateEngine> {
   const log: string[] = [];
   const launch = async () => {
     const child = track(spawn('/usr/lib/rabbitmq/bin/rabbitmq-server', [], { env, stdio: ['ignore', 'pipe', 'pipe'] }), log);
-    await waitFor(`private rabbitmq on ${port}`, () => amqpAnswers(port), 60_000, child).catch((err: Error) => {
+    await waitFor(`private rabbitmq on ${port}`, () => amqpAnswers(port), 180_000, child).catch((err: Error) => {
       throw new Error(`${err.message}\n${log.slice(-20).join('')}`);
     });
     return child;

@@ -3,7 +3,7 @@ import type { Logger } from '../../ops/kernel/logger.js';
 import { TroupeError, asTroupeError } from '../../ops/kernel/errors.js';
 import type { DeliveryHandler } from '../port.js';
 import { askDeadline } from '../deadlines.js';
-import { createEnvelope, encodeEnvelope, errorReply, okReply, type Envelope, type Reply } from '../envelope.js';
+import { createEnvelope, encodeEnvelope, errorReply, inTraceOf, okReply, type Envelope, type Reply } from '../envelope.js';
 import type { TopologyNames } from './topology.js';
 import type { BrokerConnection, Session } from './connection.js';
 import type { TransportMetrics } from './metrics.js';
@@ -39,7 +39,7 @@ export class DeliveryRunner {
     }
     let reply: Reply;
     try {
-      reply = okReply(await this.handler(envelope.to, envelope.payload, askDeadline(envelope)));
+      reply = okReply(await inTraceOf(envelope, () => this.handler(envelope.to, envelope.payload, askDeadline(envelope))));
     } catch (err) {
       if (!(err instanceof TroupeError)) {
         this.metrics?.countDelivery('crashed');

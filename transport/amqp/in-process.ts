@@ -3,7 +3,7 @@ import { TroupeError, asTroupeError, fromWire } from '../../ops/kernel/errors.js
 import type { DeliveryHandler } from '../port.js';
 import type { KeyedSerial } from '../keyed-serial.js';
 import { askDeadline } from '../deadlines.js';
-import { createEnvelope, decodeEnvelope, encodeEnvelope, errorReply, okReply, readReply, type Reply } from '../envelope.js';
+import { createEnvelope, decodeEnvelope, encodeEnvelope, errorReply, inTraceOf, okReply, readReply, type Reply } from '../envelope.js';
 import type { TransportMetrics } from './metrics.js';
 import type { ShortcutGate } from './shortcut.js';
 import type { OwnerRoutes } from './owner-routes.js';
@@ -70,7 +70,7 @@ export class InProcessAsks {
           }
           let reply: Reply;
           try {
-            reply = okReply(await handler(envelope.to, envelope.payload, askDeadline(envelope)));
+            reply = okReply(await inTraceOf(envelope, () => handler(envelope.to, envelope.payload, askDeadline(envelope))));
           } catch (err) {
             if (!(err instanceof TroupeError)) {
               log.error({ err, address: envelope.to, messageId: envelope.id }, 'delivery handler crashed on an in-process ask');
