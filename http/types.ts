@@ -102,6 +102,8 @@ export interface Route<Deps = unknown> {
   readonly querySchema?: Record<string, unknown>;
   /** JSON Schema of the success reply, for the OpenAPI document. */
   readonly responseSchema?: Record<string, unknown>;
+  /** Media type of a success reply that is not JSON (a text reply), for the OpenAPI document. @default 'application/json' */
+  readonly responseContentType?: string;
   /** Status of a success reply, for the OpenAPI document; default 200. */
   readonly successStatus?: number;
   /**

@@ -16,6 +16,7 @@ export interface DocumentedRoute {
   readonly bodySchema?: Record<string, unknown>;
   readonly querySchema?: Record<string, unknown>;
   readonly responseSchema?: Record<string, unknown>;
+  readonly responseContentType?: string;
   readonly successStatus?: number;
   readonly deprecated?: boolean;
   readonly sse?: boolean;
@@ -117,7 +118,9 @@ function operation(route: DocumentedRoute, path: string): Record<string, unknown
   if (bodyKind !== 'none') op.requestBody = requestBody(bodyKind, route.bodySchema);
 
   const status = String(route.successStatus ?? 200);
-  const success = route.sse ? eventStreamResponse(route.sseEvents) : { description: route.summary, content: { 'application/json': { schema: route.responseSchema ?? {} } } };
+  const success = route.sse
+    ? eventStreamResponse(route.sseEvents)
+    : { description: route.summary, content: { [route.responseContentType ?? 'application/json']: { schema: route.responseSchema ?? {} } } };
   const responses: Record<string, unknown> = { [status]: success };
   if (bodyKind !== 'none' || route.querySchema) responses['400'] = errorResponse('Malformed or invalid request');
   if (route.auth !== 'none') {

@@ -1786,7 +1786,7 @@ export interface components {
             /** @enum {string} */
             code: "HTTP_BAD_JSON" | "HTTP_BAD_UTF8" | "HTTP_BAD_QUERY" | "VALIDATION_FAILED" | "AUTH_MISSING" | "AUTH_INVALID" | "AUTH_FORBIDDEN" | "AUTH_HUMAN_ONLY" | "AUTH_ADMIN_ONLY" | "AUTHZ_DENIED" | "TENANT_MISMATCH" | "NOT_FOUND" | "ROUTE_NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "ILLEGAL_TRANSITION" | "ALREADY_EXISTS" | "HTTP_BODY_TOO_LARGE" | "HTTP_UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "UPSTREAM_FAILED" | "STORAGE_UNAVAILABLE" | "STORAGE_STALE_VERSION" | "CACHE_UNAVAILABLE" | "TRANSPORT_UNAVAILABLE" | "TRANSPORT_TIMEOUT" | "ACTOR_STOPPED" | "SHUTTING_DOWN" | "INTERNAL";
             /** @description Machine-readable detail, e.g. the field a validation error is about. */
-            details?: Record<string, never>;
+            details?: Record<string, unknown>;
         };
         InterviewDeltaEvent: {
             /** @description The interview; a session's agent output streams under the session's id */
@@ -1924,7 +1924,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
+                    "text/plain": string;
                 };
             };
             /** @description Client error */
@@ -1962,7 +1962,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
+                    "application/json": {
+                        openapi: string;
+                        info: Record<string, unknown>;
+                        servers?: Record<string, unknown>[];
+                        paths: Record<string, unknown>;
+                    };
                 };
             };
             /** @description Client error */
@@ -2028,7 +2033,7 @@ export interface operations {
                             archivedAt: string | null;
                             version: number;
                             regulatoryTags: string[];
-                            metadata: Record<string, never>;
+                            metadata: Record<string, unknown>;
                         }[];
                     };
                 };
@@ -2094,7 +2099,7 @@ export interface operations {
                     description?: string;
                     cedarPolicy: string;
                     regulatoryTags?: string[];
-                    metadata?: Record<string, never>;
+                    metadata?: Record<string, unknown>;
                     changeReason?: string;
                     /** Format: uuid */
                     workspaceId?: string;
@@ -2135,7 +2140,7 @@ export interface operations {
                             archivedAt: string | null;
                             version: number;
                             regulatoryTags: string[];
-                            metadata: Record<string, never>;
+                            metadata: Record<string, unknown>;
                         };
                     };
                 };
@@ -2255,7 +2260,7 @@ export interface operations {
                             archivedAt: string | null;
                             version: number;
                             regulatoryTags: string[];
-                            metadata: Record<string, never>;
+                            metadata: Record<string, unknown>;
                         };
                         versions: {
                             /** Format: uuid */
@@ -2326,7 +2331,7 @@ export interface operations {
                     description?: string;
                     cedarPolicy?: string;
                     regulatoryTags?: string[];
-                    metadata?: Record<string, never>;
+                    metadata?: Record<string, unknown>;
                     changeReason?: string;
                     /** @enum {unknown} */
                     scope?: "workspace" | "project";
@@ -2365,7 +2370,7 @@ export interface operations {
                             archivedAt: string | null;
                             version: number;
                             regulatoryTags: string[];
-                            metadata: Record<string, never>;
+                            metadata: Record<string, unknown>;
                         };
                     };
                 };
@@ -2897,10 +2902,10 @@ export interface operations {
                         metricType?: string;
                         timeRange?: string;
                         generatedAt?: string;
-                        metrics: Record<string, never>;
-                        health: Record<string, never>;
-                        posture: Record<string, never>;
-                        timeline: Record<string, never>[];
+                        metrics: Record<string, unknown>;
+                        health: Record<string, unknown>;
+                        posture: Record<string, unknown>;
+                        timeline: Record<string, unknown>[];
                         actorNames: {
                             [key: string]: string;
                         };
@@ -3526,8 +3531,8 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/x-www-form-urlencoded": Record<string, never>;
-                "application/json": Record<string, never>;
+                "application/x-www-form-urlencoded": Record<string, unknown>;
+                "application/json": Record<string, unknown>;
             };
         };
         responses: {
@@ -5998,7 +6003,7 @@ export interface operations {
                             /** @enum {unknown} */
                             op: "project.add" | "project.remove" | "pool.deleted" | "modelAccess.set" | "modelAccess.clear";
                             /** @description The op's parameters (see the enqueue body: one schema per op) */
-                            params: Record<string, never>;
+                            params: Record<string, unknown>;
                             /** @enum {unknown} */
                             status: "pending" | "delivered" | "cancelled";
                             /** Format: date-time */
@@ -6284,7 +6289,7 @@ export interface operations {
                             /** @enum {unknown} */
                             op: "project.add" | "project.remove" | "pool.deleted" | "modelAccess.set" | "modelAccess.clear";
                             /** @description The op's parameters (see the enqueue body: one schema per op) */
-                            params: Record<string, never>;
+                            params: Record<string, unknown>;
                             /** @enum {unknown} */
                             status: "pending" | "delivered" | "cancelled";
                             /** Format: date-time */
@@ -6357,7 +6362,7 @@ export interface operations {
                     workerHostId: string;
                     /** @enum {unknown} */
                     op: "project.add" | "project.remove" | "pool.deleted" | "modelAccess.set" | "modelAccess.clear";
-                    params: Record<string, never>;
+                    params: Record<string, unknown>;
                 } & (unknown & unknown & unknown & unknown & unknown);
             };
         };
@@ -6379,7 +6384,7 @@ export interface operations {
                             /** @enum {unknown} */
                             op: "project.add" | "project.remove" | "pool.deleted" | "modelAccess.set" | "modelAccess.clear";
                             /** @description The op's parameters (see the enqueue body: one schema per op) */
-                            params: Record<string, never>;
+                            params: Record<string, unknown>;
                             /** @enum {unknown} */
                             status: "pending" | "delivered" | "cancelled";
                             /** Format: date-time */
@@ -6496,7 +6501,7 @@ export interface operations {
                             /** @enum {unknown} */
                             op: "project.add" | "project.remove" | "pool.deleted" | "modelAccess.set" | "modelAccess.clear";
                             /** @description The op's parameters (see the enqueue body: one schema per op) */
-                            params: Record<string, never>;
+                            params: Record<string, unknown>;
                             /** @enum {unknown} */
                             status: "pending" | "delivered" | "cancelled";
                             /** Format: date-time */
@@ -6790,13 +6795,13 @@ export interface operations {
             content: {
                 "application/json": {
                     name: string;
-                    nodes?: Record<string, never>[];
-                    edges?: Record<string, never>[];
-                    viewport?: Record<string, never>;
+                    nodes?: Record<string, unknown>[];
+                    edges?: Record<string, unknown>[];
+                    viewport?: Record<string, unknown>;
                     definitionYaml?: string;
-                    triggerConfig?: Record<string, never>;
+                    triggerConfig?: Record<string, unknown>;
                     providerRequirements?: string[];
-                    workflowConfig?: Record<string, never>;
+                    workflowConfig?: Record<string, unknown>;
                 };
             };
         };
@@ -6816,16 +6821,16 @@ export interface operations {
                         status: "draft" | "published" | "archived";
                         version: number;
                         publishedVersion?: number | null;
-                        nodes?: Record<string, never>[];
-                        edges?: Record<string, never>[];
-                        viewport?: Record<string, never>;
+                        nodes?: Record<string, unknown>[];
+                        edges?: Record<string, unknown>[];
+                        viewport?: Record<string, unknown>;
                         definitionYaml?: string;
                         /** @enum {unknown} */
                         definitionVersion?: "v1.1" | "v2";
                         schemaHash?: string;
-                        triggerConfig?: Record<string, never>;
+                        triggerConfig?: Record<string, unknown>;
                         providerRequirements?: string[];
-                        workflowConfig?: Record<string, never>;
+                        workflowConfig?: Record<string, unknown>;
                         createdBy?: string;
                         createdAt?: string;
                         updatedAt?: string;
@@ -6925,7 +6930,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
+                    "application/json": {
+                        workflows: {
+                            id: string;
+                            orgId: string;
+                            projectId: string;
+                            name: string;
+                            /** @enum {unknown} */
+                            status: "draft" | "published" | "archived";
+                            version: number;
+                            publishedVersion: number | null;
+                            createdBy: string;
+                            createdAt: string;
+                            updatedAt: string;
+                        }[];
+                    };
                 };
             };
             /** @description Malformed or invalid request */
@@ -7001,16 +7020,16 @@ export interface operations {
                         status: "draft" | "published" | "archived";
                         version: number;
                         publishedVersion?: number | null;
-                        nodes?: Record<string, never>[];
-                        edges?: Record<string, never>[];
-                        viewport?: Record<string, never>;
+                        nodes?: Record<string, unknown>[];
+                        edges?: Record<string, unknown>[];
+                        viewport?: Record<string, unknown>;
                         definitionYaml?: string;
                         /** @enum {unknown} */
                         definitionVersion?: "v1.1" | "v2";
                         schemaHash?: string;
-                        triggerConfig?: Record<string, never>;
+                        triggerConfig?: Record<string, unknown>;
                         providerRequirements?: string[];
-                        workflowConfig?: Record<string, never>;
+                        workflowConfig?: Record<string, unknown>;
                         createdBy?: string;
                         createdAt?: string;
                         updatedAt?: string;
@@ -7074,13 +7093,13 @@ export interface operations {
             content: {
                 "application/json": {
                     name?: string;
-                    nodes?: Record<string, never>[];
-                    edges?: Record<string, never>[];
-                    viewport?: Record<string, never>;
+                    nodes?: Record<string, unknown>[];
+                    edges?: Record<string, unknown>[];
+                    viewport?: Record<string, unknown>;
                     definitionYaml?: string;
-                    triggerConfig?: Record<string, never>;
+                    triggerConfig?: Record<string, unknown>;
                     providerRequirements?: string[];
-                    workflowConfig?: Record<string, never>;
+                    workflowConfig?: Record<string, unknown>;
                     /** @enum {unknown} */
                     status?: "draft" | "published" | "archived";
                     changeReason?: string;
@@ -7103,16 +7122,16 @@ export interface operations {
                         status: "draft" | "published" | "archived";
                         version: number;
                         publishedVersion?: number | null;
-                        nodes?: Record<string, never>[];
-                        edges?: Record<string, never>[];
-                        viewport?: Record<string, never>;
+                        nodes?: Record<string, unknown>[];
+                        edges?: Record<string, unknown>[];
+                        viewport?: Record<string, unknown>;
                         definitionYaml?: string;
                         /** @enum {unknown} */
                         definitionVersion?: "v1.1" | "v2";
                         schemaHash?: string;
-                        triggerConfig?: Record<string, never>;
+                        triggerConfig?: Record<string, unknown>;
                         providerRequirements?: string[];
-                        workflowConfig?: Record<string, never>;
+                        workflowConfig?: Record<string, unknown>;
                         createdBy?: string;
                         createdAt?: string;
                         updatedAt?: string;
@@ -7281,14 +7300,14 @@ export interface operations {
                         version: number;
                         status?: string;
                         name: string;
-                        nodes: Record<string, never>[];
-                        edges: Record<string, never>[];
-                        viewport?: Record<string, never>;
+                        nodes: Record<string, unknown>[];
+                        edges: Record<string, unknown>[];
+                        viewport?: Record<string, unknown>;
                         definitionYaml: string;
                         definitionVersion: string;
-                        triggerConfig?: Record<string, never>;
+                        triggerConfig?: Record<string, unknown>;
                         providerRequirements?: string[];
-                        workflowConfig?: Record<string, never>;
+                        workflowConfig?: Record<string, unknown>;
                         schemaHash: string;
                         changedBy: string;
                         changeReason?: string | null;
@@ -7440,16 +7459,16 @@ export interface operations {
                         status: "draft" | "published" | "archived";
                         version: number;
                         publishedVersion?: number | null;
-                        nodes?: Record<string, never>[];
-                        edges?: Record<string, never>[];
-                        viewport?: Record<string, never>;
+                        nodes?: Record<string, unknown>[];
+                        edges?: Record<string, unknown>[];
+                        viewport?: Record<string, unknown>;
                         definitionYaml?: string;
                         /** @enum {unknown} */
                         definitionVersion?: "v1.1" | "v2";
                         schemaHash?: string;
-                        triggerConfig?: Record<string, never>;
+                        triggerConfig?: Record<string, unknown>;
                         providerRequirements?: string[];
-                        workflowConfig?: Record<string, never>;
+                        workflowConfig?: Record<string, unknown>;
                         createdBy?: string;
                         createdAt?: string;
                         updatedAt?: string;
@@ -7548,7 +7567,7 @@ export interface operations {
                             /** @description The provider delivery a webhook run started from */
                             eventId?: string | null;
                             /** @description The run's input (a webhook run's: the delivery's payload) */
-                            input: Record<string, never>;
+                            input: Record<string, unknown>;
                         }[];
                         nextCursor: string | null;
                     };
@@ -7613,7 +7632,7 @@ export interface operations {
         requestBody?: {
             content: {
                 "application/json": {
-                    input?: Record<string, never>;
+                    input?: Record<string, unknown>;
                 };
             };
         };
@@ -8007,7 +8026,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
+                    "application/json": {
+                        gate: {
+                            id: string;
+                            projectId?: string | null;
+                            title: string;
+                            issue?: string | null;
+                            sessionId?: string | null;
+                            runId?: string | null;
+                            nodeId?: string | null;
+                            escalation?: string | null;
+                            requiredRole?: string | null;
+                            /** @enum {unknown} */
+                            status: "pending" | "approved" | "rejected" | "escalated";
+                            decidedBy?: unknown;
+                            comment?: string | null;
+                            driver?: string | null;
+                            createdAt: string;
+                            decidedAt?: string | null;
+                        };
+                    };
                 };
             };
             /** @description Malformed or invalid request */
@@ -8113,7 +8151,28 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
+                    "application/json": {
+                        resolved: boolean;
+                        decision: string;
+                        gate: {
+                            id: string;
+                            projectId?: string | null;
+                            title: string;
+                            issue?: string | null;
+                            sessionId?: string | null;
+                            runId?: string | null;
+                            nodeId?: string | null;
+                            escalation?: string | null;
+                            requiredRole?: string | null;
+                            /** @enum {unknown} */
+                            status: "pending" | "approved" | "rejected" | "escalated";
+                            decidedBy?: unknown;
+                            comment?: string | null;
+                            driver?: string | null;
+                            createdAt: string;
+                            decidedAt?: string | null;
+                        };
+                    };
                 };
             };
             /** @description Malformed or invalid request */
@@ -8582,7 +8641,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
+                    "application/json": {
+                        /** @description Newest first */
+                        entries: {
+                            orgId: string;
+                            seq: number;
+                            id: string;
+                            type: string;
+                            actor: string;
+                            subject: string | null;
+                            /** @description What the event recorded (its shape depends on the type) */
+                            payload: unknown;
+                            prevHash: string;
+                            hash: string;
+                            createdAt: string;
+                        }[];
+                        /** @description Pass back as cursor for older entries; null on the last page */
+                        nextCursor: string | null;
+                    };
                 };
             };
             /** @description Malformed or invalid request */
@@ -9055,7 +9131,7 @@ export interface operations {
                             createdAt: string;
                             importanceWeight: number;
                             feedbackWeight: number;
-                            properties: Record<string, never>;
+                            properties: Record<string, unknown>;
                             recall: {
                                 sessions: number;
                                 /** Format: date-time */
@@ -9144,7 +9220,7 @@ export interface operations {
                         type: string;
                         name: string;
                         description?: string;
-                        properties?: Record<string, never>;
+                        properties?: Record<string, unknown>;
                         importanceWeight?: number;
                         feedbackWeight?: number;
                     }[];
@@ -9523,12 +9599,12 @@ export interface operations {
                             /** @enum {unknown} */
                             round: "outcome" | "steps" | "guardrails" | "role" | "instructions" | "abilities";
                             prompt: string;
-                            answer: Record<string, never>;
+                            answer: Record<string, unknown>;
                             /** Format: date-time */
                             answeredAt: string;
                         }[];
                     };
-                    answer?: Record<string, never>;
+                    answer?: Record<string, unknown>;
                     conversation?: {
                         /** Format: uuid */
                         id: string;
@@ -9570,7 +9646,7 @@ export interface operations {
                                 /** @enum {unknown} */
                                 round: "outcome" | "steps" | "guardrails" | "role" | "instructions" | "abilities";
                                 prompt: string;
-                                answer: Record<string, never>;
+                                answer: Record<string, unknown>;
                                 /** Format: date-time */
                                 answeredAt: string;
                             }[];
@@ -9578,7 +9654,7 @@ export interface operations {
                         query: {
                             round?: string;
                             prompt?: string;
-                            answerSchema?: Record<string, never>;
+                            answerSchema?: Record<string, unknown>;
                         } | null;
                         synthesisRequest: {
                             /** @constant */
@@ -9754,7 +9830,7 @@ export interface operations {
                                 nodes: {
                                     id: string;
                                     nodeKey: string;
-                                    config: Record<string, never>;
+                                    config: Record<string, unknown>;
                                 }[];
                                 edges: {
                                     source: string;
@@ -9768,7 +9844,7 @@ export interface operations {
                                 prompt: string;
                                 capabilities: string[];
                                 model: string;
-                                config: Record<string, never>;
+                                config: Record<string, unknown>;
                             };
                         };
                         digests?: {
@@ -9882,7 +9958,7 @@ export interface operations {
                         nodes: {
                             id: string;
                             nodeKey: string;
-                            config: Record<string, never>;
+                            config: Record<string, unknown>;
                         }[];
                         edges: {
                             source: string;
@@ -9896,7 +9972,7 @@ export interface operations {
                         prompt: string;
                         capabilities: string[];
                         model: string;
-                        config: Record<string, never>;
+                        config: Record<string, unknown>;
                     };
                     /** Format: uuid */
                     proposalId?: string;
@@ -10019,7 +10095,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
+                    "application/json": {
+                        proposals: {
+                            /** Format: uuid */
+                            id: string;
+                            /** Format: uuid */
+                            projectId: string;
+                            target: string;
+                            workflowId: string;
+                            agentCardId?: string;
+                            status: string;
+                            version: number;
+                            createdBy: string;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            updatedAt: string;
+                        }[];
+                    };
                 };
             };
             /** @description Malformed or invalid request */
@@ -10090,19 +10183,19 @@ export interface operations {
                     "application/json": {
                         proposal: {
                             /** Format: uuid */
-                            id?: string;
+                            id: string;
                             /** Format: uuid */
-                            projectId?: string;
-                            target?: string;
-                            workflowId?: string;
+                            projectId: string;
+                            target: string;
+                            workflowId: string;
                             agentCardId?: string;
-                            status?: string;
-                            version?: number;
-                            createdBy?: string;
+                            status: string;
+                            version: number;
+                            createdBy: string;
                             /** Format: date-time */
-                            createdAt?: string;
+                            createdAt: string;
                             /** Format: date-time */
-                            updatedAt?: string;
+                            updatedAt: string;
                         };
                         versions: {
                             version?: number;
@@ -10112,7 +10205,7 @@ export interface operations {
                                 nodes: {
                                     id: string;
                                     nodeKey: string;
-                                    config: Record<string, never>;
+                                    config: Record<string, unknown>;
                                 }[];
                                 edges: {
                                     source: string;
@@ -10126,7 +10219,7 @@ export interface operations {
                                 prompt: string;
                                 capabilities: string[];
                                 model: string;
-                                config: Record<string, never>;
+                                config: Record<string, unknown>;
                             };
                             digests?: {
                                 candidateDigest: string;
@@ -10200,7 +10293,7 @@ export interface operations {
                         nodes: {
                             id: string;
                             nodeKey: string;
-                            config: Record<string, never>;
+                            config: Record<string, unknown>;
                         }[];
                         edges: {
                             source: string;
@@ -10949,7 +11042,7 @@ export interface operations {
                             free: number;
                         };
                         sessions: {
-                            byStatus: Record<string, never>;
+                            byStatus: Record<string, unknown>;
                             total: number;
                         };
                         queue: {
@@ -11093,7 +11186,7 @@ export interface operations {
                     prompt: string;
                     capabilities?: string[];
                     model?: string;
-                    config?: Record<string, never>;
+                    config?: Record<string, unknown>;
                 };
             };
         };
@@ -11112,12 +11205,12 @@ export interface operations {
                             orgId: string;
                             name: string;
                             version: number;
-                            payload: Record<string, never>;
+                            payload: Record<string, unknown>;
                             install?: {
                                 /** Format: uuid */
                                 listingId?: string;
                                 pinnedVersion?: number;
-                                overlay?: Record<string, never>;
+                                overlay?: Record<string, unknown>;
                             } | null;
                             createdBy?: string;
                             /** Format: date-time */
@@ -11229,12 +11322,12 @@ export interface operations {
                             orgId: string;
                             name: string;
                             version: number;
-                            payload: Record<string, never>;
+                            payload: Record<string, unknown>;
                             install?: {
                                 /** Format: uuid */
                                 listingId?: string;
                                 pinnedVersion?: number;
-                                overlay?: Record<string, never>;
+                                overlay?: Record<string, unknown>;
                             } | null;
                             createdBy?: string;
                             /** Format: date-time */
@@ -11300,7 +11393,7 @@ export interface operations {
                     prompt?: string;
                     capabilities?: string[];
                     model?: string;
-                    config?: Record<string, never>;
+                    config?: Record<string, unknown>;
                 };
             };
         };
@@ -11319,12 +11412,12 @@ export interface operations {
                             orgId: string;
                             name: string;
                             version: number;
-                            payload: Record<string, never>;
+                            payload: Record<string, unknown>;
                             install?: {
                                 /** Format: uuid */
                                 listingId?: string;
                                 pinnedVersion?: number;
-                                overlay?: Record<string, never>;
+                                overlay?: Record<string, unknown>;
                             } | null;
                             createdBy?: string;
                             /** Format: date-time */
@@ -11626,7 +11719,7 @@ export interface operations {
                 "application/json": {
                     /** Format: uuid */
                     listingId: string;
-                    overlay?: Record<string, never>;
+                    overlay?: Record<string, unknown>;
                 };
             };
         };
@@ -11645,12 +11738,12 @@ export interface operations {
                             orgId: string;
                             name: string;
                             version: number;
-                            payload: Record<string, never>;
+                            payload: Record<string, unknown>;
                             install?: {
                                 /** Format: uuid */
                                 listingId?: string;
                                 pinnedVersion?: number;
-                                overlay?: Record<string, never>;
+                                overlay?: Record<string, unknown>;
                             } | null;
                             createdBy?: string;
                             /** Format: date-time */
@@ -11755,7 +11848,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        update: Record<string, never>;
+                        update: Record<string, unknown>;
                     };
                 };
             };
@@ -11822,12 +11915,12 @@ export interface operations {
                             orgId: string;
                             name: string;
                             version: number;
-                            payload: Record<string, never>;
+                            payload: Record<string, unknown>;
                             install?: {
                                 /** Format: uuid */
                                 listingId?: string;
                                 pinnedVersion?: number;
-                                overlay?: Record<string, never>;
+                                overlay?: Record<string, unknown>;
                             } | null;
                             createdBy?: string;
                             /** Format: date-time */
@@ -11915,7 +12008,7 @@ export interface operations {
                                 url: string;
                                 version: string;
                                 description: string;
-                                skills: Record<string, never>[];
+                                skills: Record<string, unknown>[];
                             };
                             /** Format: date-time */
                             lastFetchedAt: string | null;
@@ -12001,7 +12094,7 @@ export interface operations {
                                 url: string;
                                 version: string;
                                 description: string;
-                                skills: Record<string, never>[];
+                                skills: Record<string, unknown>[];
                             };
                             /** Format: date-time */
                             lastFetchedAt: string | null;
@@ -12120,7 +12213,7 @@ export interface operations {
                                 url: string;
                                 version: string;
                                 description: string;
-                                skills: Record<string, never>[];
+                                skills: Record<string, unknown>[];
                             };
                             /** Format: date-time */
                             lastFetchedAt: string | null;
@@ -12208,7 +12301,7 @@ export interface operations {
                                 url: string;
                                 version: string;
                                 description: string;
-                                skills: Record<string, never>[];
+                                skills: Record<string, unknown>[];
                             };
                             /** Format: date-time */
                             lastFetchedAt: string | null;
@@ -12327,7 +12420,7 @@ export interface operations {
                                 url: string;
                                 version: string;
                                 description: string;
-                                skills: Record<string, never>[];
+                                skills: Record<string, unknown>[];
                             };
                             /** Format: date-time */
                             lastFetchedAt: string | null;
@@ -12577,7 +12670,9 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
+                    "application/json": {
+                        removed: boolean;
+                    };
                 };
             };
             /** @description Malformed or invalid request */
@@ -12678,7 +12773,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
+                    "application/json": {
+                        sent: number;
+                        removed: number;
+                        failed: number;
+                    };
                 };
             };
             /** @description Malformed or invalid request */
@@ -12768,7 +12867,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": Record<string, never>;
+                "application/json": Record<string, unknown>;
             };
         };
         responses: {

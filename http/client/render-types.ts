@@ -19,6 +19,8 @@ const HEADER = [
  */
 export async function renderClientTypes(document: string | Record<string, unknown>): Promise<string> {
   const parsed = (typeof document === 'string' ? JSON.parse(document) : document) as OpenAPI3;
-  const ast = await openapiTS(parsed, { silent: true });
+  // `{type: 'object'}` with no properties means "any object" in Troupe's schemas (canvas nodes, mutation params),
+  // not the empty object openapi-typescript would otherwise make of it.
+  const ast = await openapiTS(parsed, { silent: true, emptyObjectsUnknown: true });
   return HEADER + astToString(ast);
 }

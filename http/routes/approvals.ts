@@ -37,7 +37,7 @@ export function approvalRoutes(): Route<Deps>[] {
   return [
     {
       method: 'post', path: '/api/approval-gates', auth: 'org', tags: ['approvals'],
-      summary: 'Open an approval gate in a project', bodySchema: schemas.createGateBody, successStatus: 201,
+      summary: 'Open an approval gate in a project', bodySchema: schemas.createGateBody, successStatus: 201, responseSchema: schemas.openGateReply,
       async handler(req: HttpRequest<{ projectId: string; title: string; issue?: string; sessionId?: string; escalation?: 'live-session'; requiredRole?: 'owner' | 'admin' | 'member' }>, deps) {
         const p = orgPrincipal(req);
         const b = req.body;
@@ -86,6 +86,7 @@ export function approvalRoutes(): Route<Deps>[] {
     {
       method: 'post', path: '/api/approval-gates/:id/decide', auth: 'human', tags: ['approvals'],
       summary: 'Decide a gate (approved, rejected, escalated) as the authenticated user', bodySchema: schemas.decideGateBody,
+      responseSchema: schemas.decideGateReply,
       async handler(req: HttpRequest<{ decision: GateDecision; actorRole?: OrgRole; comment?: string }>, deps) {
         const p = orgPrincipal(req);
         if (p.kind !== 'user') throw new TroupeError('AUTH_HUMAN_ONLY');

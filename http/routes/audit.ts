@@ -2,7 +2,7 @@ import type { Deps } from '../../actors/deps.js';
 import { TroupeError } from '../../ops/kernel/errors.js';
 import type { Route } from '../types.js';
 import { listAudit, verifyAudit } from '../../storage/audit-log.js';
-import { auditQuery, auditVerifyReply } from '../../schemas/workflows/http.js';
+import { auditPageReply, auditQuery, auditVerifyReply } from '../../schemas/workflows/http.js';
 import { findOrg } from '../../storage/identity/orgs.js';
 
 /**
@@ -14,7 +14,7 @@ export function auditRoutes(): Route<Deps>[] {
     {
       method: 'get', path: '/api/audit', auth: 'org', tags: ['audit'],
       summary: 'Audit entries of the caller\'s org, newest first; pass nextCursor back as cursor for older ones',
-      querySchema: auditQuery,
+      querySchema: auditQuery, responseSchema: auditPageReply,
       async handler(req, deps) {
         const p = req.principal;
         if (!p || p.kind === 'admin') throw new TroupeError('INTERNAL', 'route reached without an org principal');

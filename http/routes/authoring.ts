@@ -196,7 +196,7 @@ export function authoringRoutes(): Route<Deps>[] {
     },
     {
       method: 'get', path: '/api/projects/:projectId/authoring/proposals', auth: 'org', tags: TAGS,
-      summary: 'List the project\'s proposals, newest first', querySchema: schemas.listProposalsQuery,
+      summary: 'List the project\'s proposals, newest first', querySchema: schemas.listProposalsQuery, responseSchema: schemas.listProposalsReply,
       async handler(req, deps) {
         const { p, projectId } = await projectOf(req, deps);
         const limit = Number(req.query.get('limit') ?? 50);

@@ -62,6 +62,8 @@ export function healthRoutes<D extends { readonly metrics: Registry }>(
       auth: 'none',
       summary: 'Prometheus metrics',
       tags: ['health'],
+      responseContentType: 'text/plain',
+      responseSchema: { type: 'string', description: 'The Prometheus text exposition format' },
       handler: async (_req, deps) => ({ kind: 'text', body: await deps.metrics.metrics(), contentType: deps.metrics.contentType }),
     },
   ];

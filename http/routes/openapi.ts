@@ -22,6 +22,10 @@ export function openApiRoute<D>(routes: () => readonly Route<any>[]): Route<D> {
     auth: 'none',
     summary: 'This OpenAPI document',
     tags: ['meta'],
+    responseSchema: {
+      type: 'object', required: ['openapi', 'info', 'paths'], description: 'An OpenAPI 3.1 document',
+      properties: { openapi: { type: 'string' }, info: { type: 'object' }, servers: { type: 'array', items: { type: 'object' } }, paths: { type: 'object' } },
+    },
     handler: async () => {
       document ??= openApiDocument(routes());
       return { kind: 'text', body: document, contentType: 'application/json; charset=utf-8' };

@@ -3,7 +3,7 @@ import type { Deps } from '../../actors/deps.js';
 import { TroupeError } from '../../ops/kernel/errors.js';
 import { notifyUser, vapidKeys } from '../../actors/integrations/web-push/index.js';
 import { OutboundRefused } from '../../actors/integrations/outbound/index.js';
-import { publicKeyReply, subscribeBody, subscribeReply, testSendBody, unsubscribeBody } from '../../schemas/agents/web-push.js';
+import { publicKeyReply, subscribeBody, subscribeReply, testSendBody, testSendReply, unsubscribeBody, unsubscribeReply } from '../../schemas/agents/web-push.js';
 import { deleteSubscription, upsertSubscription } from '../../storage/integrations/web-push.js';
 import type { HttpRequest, Route } from '../types.js';
 
@@ -75,7 +75,7 @@ export function webPushRoutes(): Route<Deps>[] {
     },
     {
       method: 'delete', path: '/api/notifications/web-push/subscribe', auth: 'human', tags: ['notifications'], bodyKind: 'json',
-      summary: 'Remove the authenticated user\'s subscription for an endpoint', bodySchema: unsubscribeBody,
+      summary: 'Remove the authenticated user\'s subscription for an endpoint', bodySchema: unsubscribeBody, responseSchema: unsubscribeReply,
       async handler(req: HttpRequest<{ endpoint: string }>, deps) {
         const u = user(req);
         const removed = await deleteSubscription(deps.db, u.orgId, u.userId, req.body.endpoint);
@@ -85,7 +85,7 @@ export function webPushRoutes(): Route<Deps>[] {
     },
     {
       method: 'post', path: '/api/notifications/web-push/test', auth: 'human', tags: ['notifications'],
-      summary: 'Send a test notification to every browser the user subscribed', bodySchema: testSendBody,
+      summary: 'Send a test notification to every browser the user subscribed', bodySchema: testSendBody, responseSchema: testSendReply,
       async handler(req: HttpRequest<{ title?: string; body?: string }>, deps) {
         const u = user(req);
         if (!vapidKeys(deps)) throw new TroupeError('CONFLICT', 'web push is not configured on this deployment');

@@ -96,7 +96,7 @@ export function workflowRoutes(): Route<Deps>[] {
     {
       method: 'get', path: '/api/workflows', auth: 'org', tags: ['workflows'],
       summary: 'List workflows of the caller\'s org, optionally of one project',
-      querySchema: schemas.listWorkflowsQuery,
+      querySchema: schemas.listWorkflowsQuery, responseSchema: schemas.listWorkflowsReply,
       async handler(req, deps) {
         const p = orgPrincipal(req);
         const projectId = req.query.get('projectId') ?? undefined;

@@ -18,6 +18,14 @@ export const subscribeBody = {
 export const unsubscribeBody = { type: 'object', additionalProperties: false, required: ['endpoint'], properties: { endpoint } } as const;
 export const subscribeReply = { type: 'object', required: ['id'], properties: { id: { type: 'string' } } } as const;
 export const publicKeyReply = { type: 'object', required: ['publicKey'], properties: { publicKey: { type: ['string', 'null'] } } } as const;
+export const unsubscribeReply = { type: 'object', required: ['removed'], properties: { removed: { type: 'boolean' } } } as const;
+
+/** How a test notification went: browsers reached, subscriptions removed because the browser dropped them, failures. */
+export const testSendReply = {
+  type: 'object', required: ['sent', 'removed', 'failed'],
+  properties: { sent: { type: 'integer' }, removed: { type: 'integer' }, failed: { type: 'integer' } },
+} as const;
+
 export const testSendBody = {
   type: 'object', additionalProperties: false,
   properties: { title: { type: 'string', minLength: 1, maxLength: 200 }, body: { type: 'string', maxLength: 1000 } },

@@ -211,7 +211,7 @@ export const proposalReply = {
   type: 'object', required: ['proposal', 'versions'],
   properties: {
     proposal: {
-      type: 'object',
+      type: 'object', required: ['id', 'projectId', 'target', 'workflowId', 'status', 'version', 'createdBy', 'createdAt', 'updatedAt'],
       properties: {
         id: uuid, projectId: uuid, target: { type: 'string' }, workflowId: { type: 'string' }, agentCardId: { type: 'string' }, status: { type: 'string' },
         version: { type: 'integer' }, createdBy: { type: 'string' }, createdAt: isoTime, updatedAt: isoTime,
@@ -222,6 +222,11 @@ export const proposalReply = {
       items: { type: 'object', properties: { version: { type: 'integer' }, plan, card: agentCardDraft, digests, createdBy: { type: 'string' }, createdAt: isoTime } },
     },
   },
+} as const;
+
+export const listProposalsReply = {
+  type: 'object', required: ['proposals'],
+  properties: { proposals: { type: 'array', items: proposalReply.properties.proposal } },
 } as const;
 
 export const listProposalsQuery = {

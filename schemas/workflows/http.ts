@@ -51,6 +51,25 @@ export const workflowReply = {
   },
 } as const;
 
+/** `GET /api/workflows`: the workflows the caller may read, without their canvas or definition. */
+export const listWorkflowsReply = {
+  type: 'object', required: ['workflows'],
+  properties: {
+    workflows: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['id', 'orgId', 'projectId', 'name', 'status', 'version', 'publishedVersion', 'createdBy', 'createdAt', 'updatedAt'],
+        properties: {
+          id: { type: 'string' }, orgId: { type: 'string' }, projectId: { type: 'string' }, name: { type: 'string' },
+          status: { enum: ['draft', 'published', 'archived'] }, version: { type: 'integer' }, publishedVersion: { type: ['integer', 'null'] },
+          createdBy: { type: 'string' }, createdAt: { type: 'string' }, updatedAt: { type: 'string' },
+        },
+      },
+    },
+  },
+} as const;
+
 /** `GET /api/workflows/{id}`: the workflow and what the caller may do with it. */
 export const workflowReadReply = {
   ...workflowReply,
@@ -209,6 +228,24 @@ export const auditQuery = {
   properties: { limit: { type: 'integer', minimum: 1, maximum: 500 }, cursor: { type: 'string', pattern: '^[1-9][0-9]{0,14}$' } },
 } as const;
 
+export const auditPageReply = {
+  type: 'object', required: ['entries', 'nextCursor'],
+  properties: {
+    entries: {
+      type: 'array', description: 'Newest first',
+      items: {
+        type: 'object', required: ['orgId', 'seq', 'id', 'type', 'actor', 'subject', 'payload', 'prevHash', 'hash', 'createdAt'],
+        properties: {
+          orgId: { type: 'string' }, seq: { type: 'integer' }, id: { type: 'string' }, type: { type: 'string' }, actor: { type: 'string' },
+          subject: { type: ['string', 'null'] }, payload: { description: 'What the event recorded (its shape depends on the type)' },
+          prevHash: { type: 'string' }, hash: { type: 'string' }, createdAt: { type: 'string' },
+        },
+      },
+    },
+    nextCursor: { type: ['string', 'null'], description: 'Pass back as cursor for older entries; null on the last page' },
+  },
+} as const;
+
 export const auditVerifyReply = {
   type: 'object', required: ['valid', 'checked'],
   properties: { valid: { type: 'boolean' }, checked: { type: 'integer' }, firstBrokenSeq: { type: 'integer' } },
@@ -262,6 +299,25 @@ export const listGatesReply = {
       },
     },
   },
+} as const;
+
+/** An approval gate as the open and decide routes answer it. */
+const gateView = {
+  type: 'object', required: ['id', 'title', 'status', 'createdAt'],
+  properties: {
+    id: { type: 'string' }, projectId: { type: ['string', 'null'] }, title: { type: 'string' }, issue: { type: ['string', 'null'] },
+    sessionId: { type: ['string', 'null'] }, runId: { type: ['string', 'null'] }, nodeId: { type: ['string', 'null'] },
+    escalation: { type: ['string', 'null'] }, requiredRole: { type: ['string', 'null'] },
+    status: { enum: ['pending', 'approved', 'rejected', 'escalated'] }, decidedBy: {}, comment: { type: ['string', 'null'] },
+    driver: { type: ['string', 'null'] }, createdAt: { type: 'string' }, decidedAt: { type: ['string', 'null'] },
+  },
+} as const;
+
+export const openGateReply = { type: 'object', required: ['gate'], properties: { gate: gateView } } as const;
+
+export const decideGateReply = {
+  type: 'object', required: ['resolved', 'decision', 'gate'],
+  properties: { resolved: { type: 'boolean' }, decision: { type: 'string' }, gate: gateView },
 } as const;
 
 export const decideGateBody = {
