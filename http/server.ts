@@ -34,6 +34,8 @@ export interface HttpServerOptions<D extends AuthDeps> {
    * Retry-After) when it is used up. Called after authentication, before the body is decoded. @default none
    */
   readonly limitRequest?: (kind: RateLimitKind, principal: Principal) => Promise<void>;
+  /** Throws RATE_LIMITED when a source address is over its limit of refusals (routes with `limitsSource`). */
+  readonly assertSourceOpen?: (address: string) => Promise<void>;
 }
 
 export interface HttpServer {
@@ -165,7 +167,17 @@ export async function startHttpServer<D extends AuthDeps>(options: HttpServerOpt
 
   async function serve(c: CompiledRoute<D>, exchange: Exchange, copied: CopiedRequest, bodyBytes: Promise<Buffer>, started: number): Promise<void> {
     let reply: Reply;
+    const clientAddress = () => (exchange.clientGone ? '' : clientAddressOf(exchange.res, copied.headers['x-forwarded-for'], trustProxyHops));
     try {
+      if (c.route.limitsSource && options.assertSourceOpen !== undefined) {
+        try {
+          await options.assertSourceOpen(clientAddress());
+        } catch (err) {
+          // The body is left unread: the refusal closes the connection, and the reader's outcome goes nowhere.
+          bodyBytes.catch(() => undefined);
+          throw err;
+        }
+      }
       const rawBody = await bodyBytes;
       const principal = await authenticate(c.route.auth, { authorization: copied.headers.authorization, cookie: copied.headers.cookie }, deps);
       assertSameOriginWrite(copied.method, copied.headers, principal);
@@ -186,14 +198,15 @@ export async function startHttpServer<D extends AuthDeps>(options: HttpServerOpt
         rawBody,
         requestId: copied.requestId,
         principal,
-        clientAddress: () => (exchange.clientGone ? '' : clientAddressOf(exchange.res, copied.headers['x-forwarded-for'], trustProxyHops)),
+        clientAddress,
       };
       reply = await c.route.handler(request, deps);
     } catch (err) {
       if (err instanceof ClientAborted || exchange.clientGone) return accessLog(copied, c.route.path, 499, started);
       // A refusal before the body was read to its end (413) must close the connection: the rest of it is unread.
-      const mustClose = err instanceof TroupeError && err.code === 'HTTP_BODY_TOO_LARGE';
-      const answered = mustClose && c.route.bodyTooLarge !== undefined ? new TroupeError(c.route.bodyTooLarge, (err as TroupeError).message) : err;
+      const mustClose = err instanceof TroupeError && (err.code === 'HTTP_BODY_TOO_LARGE' || (err.code === 'RATE_LIMITED' && c.route.limitsSource === true));
+      const tooLarge = err instanceof TroupeError && err.code === 'HTTP_BODY_TOO_LARGE';
+      const answered = tooLarge && c.route.bodyTooLarge !== undefined ? new TroupeError(c.route.bodyTooLarge, err.message) : err;
       return finishWithError(exchange, copied, c.route.path, started, answered, {}, mustClose);
     }
     if (exchange.clientGone) return accessLog(copied, c.route.path, 499, started);

@@ -112,6 +112,11 @@ export interface Route<Deps = unknown> {
    * put, patch and delete; none for get. Runtime tokens (workers) are never limited here.
    */
   readonly rateLimit?: RateLimitKind | 'none';
+  /**
+   * Unauthenticated routes whose refusals are counted per source (the webhook ingests, decision 0025): a source over
+   * its limit is answered 429 before its body is read, and the connection closed, so it costs the node nothing.
+   */
+  readonly limitsSource?: true;
   /** Marks a route deprecated in OpenAPI. */
   readonly deprecated?: boolean;
   /** Response is an event stream. */

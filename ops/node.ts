@@ -172,6 +172,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     const http = await startHttpServer({
       routes, deps, host: config.host, port: config.port, log, metrics, trustProxyHops: config.trustProxyHops,
       limitRequest: (kind, principal) => limitRequest(services.rateLimits, kind, principal),
+      assertSourceOpen: (address) => services.rateLimits.webhookFailures.assertOpen(address),
     });
     closers.push(() => http.close(config.shutdownGraceMs));
     if (cluster) cluster.url = `http://${config.host === '0.0.0.0' ? os.hostname() : config.host}:${http.port}`;

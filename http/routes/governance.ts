@@ -218,7 +218,7 @@ export function governanceRoutes(): Route<Deps>[] {
       method: 'post', path: '/api/webhooks/ingest/incident-io', auth: 'none', tags: ['governance', 'webhooks'],
       summary: 'incident.io webhook, verified as Standard Webhooks; every verification failure (including over 1 MiB and a repeated webhook-id) is 401',
       bodyKind: 'raw', bodyLimit: INCIDENT_WEBHOOK_MAX_BYTES, bodyTooLarge: 'AUTH_INVALID', responseSchema: incidentWebhookReply,
-      querySchema: incidentWebhookQuery,
+      querySchema: incidentWebhookQuery, limitsSource: true,
       async handler(req, deps) {
         try {
           const input = { headers: req.headers, rawBody: req.rawBody, orgId: req.query.get('org') ?? undefined, source: req.clientAddress() };

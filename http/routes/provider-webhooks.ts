@@ -54,7 +54,7 @@ export function providerWebhookRoutes(): Route<Deps>[] {
     {
       method: 'post', path: '/api/webhooks/ingest/:provider', auth: 'none', tags: ['integrations', 'webhooks'],
       summary: "Unified provider webhook for the org the URL names (?org=, as the integration's webhookUrl has it), verified with that org's secret and the provider's own signature on the raw body; 200 at once, routing deferred; a repeated delivery id or signed body answers duplicate: true. 400 no org, 401 bad signature or org not connected, 404 unknown provider, 413 over 1 MiB, 429 too many refused deliveries from this address",
-      bodyKind: 'raw', bodyLimit: PROVIDER_WEBHOOK_MAX_BYTES, querySchema: providerWebhookQuery, responseSchema: providerWebhookReply,
+      bodyKind: 'raw', bodyLimit: PROVIDER_WEBHOOK_MAX_BYTES, querySchema: providerWebhookQuery, responseSchema: providerWebhookReply, limitsSource: true,
       async handler(req, deps) {
         return {
           body: await receiveProviderWebhook(deps, {
