@@ -192,10 +192,10 @@ export const applyBody = {
     proposalVersion: { type: 'integer', minimum: 1, maximum: 1_000_000 },
   },
   dependentRequired: { proposalId: ['proposalVersion'], proposalVersion: ['proposalId'] },
-  // `target: agentCard` stores a card, `target: workflow` a plan.
-  if: { properties: { target: { const: 'agentCard' } } },
-  then: { required: ['card'], properties: { card: agentCardDraft, plan: false, workflowId: false } },
-  else: { required: ['plan'], properties: { plan, card: false, agentCardId: false } },
+  // `target: workflow` stores a plan, `target: agentCard` a card.
+  if: { properties: { target: { const: 'workflow' } } },
+  then: { required: ['plan'], properties: { plan, card: false, agentCardId: false } },
+  else: { required: ['card'], properties: { card: agentCardDraft, plan: false, workflowId: false } },
 } as const;
 
 /** Spec 2.2. */
