@@ -77,14 +77,19 @@ const skip = process.env.TEST_SKIP_FAULTS === '1';
     expect(summarise(load.window(from, Date.now())).server_error).to.equal(0);
   });
 
-  it('Redis frozen (SIGSTOP) for 4 s: no 5xx, nothing hangs', async () => {
+  it('Redis frozen (SIGSTOP) for 5 s: no 5xx, nothing hangs, dispatches no slower once it is noticed', async () => {
     const from = Date.now();
     world.engines.redis.freeze();
-    await sleep(4_000);
+    await sleep(5_000);
     world.engines.redis.thaw();
     await readyAgainWithin(10_000);
     const all = summarise(load.window(from, Date.now()));
     expect(all.server_error + all.timeout, JSON.stringify(all)).to.equal(0);
+    // Each cache command would otherwise wait out its 500 ms timeout: two per dispatch (its rate limits).
+    const before = summarise(load.window(from - 5_000, from, 'dispatch'));
+    const frozen = summarise(load.window(from + 1_500, from + 5_000, 'dispatch'));
+    expect(frozen.ok, JSON.stringify(frozen)).to.be.above(0);
+    expect(frozen.p99Ms - before.p99Ms, `p99 ${before.p99Ms} ms before, ${frozen.p99Ms} ms while frozen`).to.be.below(400);
   });
 
   it('links reset and slowed: the broker link reset, Postgres 150 ms slower for 3 s', async () => {
