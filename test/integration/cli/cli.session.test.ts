@@ -55,7 +55,8 @@ describe('troupe session dispatch|show|stop|watch, as real processes against a n
   let t: TestNode;
   let acme: ProvisionedOrg;
   let globex: ProvisionedOrg;
-  const as = (_org: ProvisionedOrg) => ['--url', t.url, 'session'];
+  /** `troupe --url <node> session …`; the org is chosen by the credential in the environment. */
+  const session = () => ['--url', t.url, 'session'];
   const withKey = (org: ProvisionedOrg) => ({ TROUPE_TOKEN: org.apiKey });
 
   before(async () => {
@@ -70,7 +71,7 @@ describe('troupe session dispatch|show|stop|watch, as real processes against a n
   after(async () => { await t?.close(); });
 
   const dispatch = async (prompt: string): Promise<string> => {
-    const r = await run([...as(acme), 'dispatch', '--project', acme.projectId, '--prompt', prompt], withKey(acme));
+    const r = await run([...session(), 'dispatch', '--project', acme.projectId, '--prompt', prompt], withKey(acme));
     expect(r.code, r.err).to.equal(0);
     expect(r.err).to.contain('troupe session watch');
     const id = r.out.trim();
@@ -80,7 +81,7 @@ describe('troupe session dispatch|show|stop|watch, as real processes against a n
 
   it('dispatches, then watches the session live from pending to completed: output once, status lines, cost, exit 0', async () => {
     const id = await dispatch('Fix ENG-1');
-    const watch = troupe([...as(acme), 'watch', id], withKey(acme));
+    const watch = troupe([...session(), 'watch', id], withKey(acme));
     await watch.stderrHas(`session ${id} is pending`);
     // The worker starts only now: everything after pending is seen live.
     startWorker({ url: t.url, registrationToken: acme.registrationToken, env: { ECHO_AGENT_TICK_MS: '150' } });
@@ -95,7 +96,7 @@ describe('troupe session dispatch|show|stop|watch, as real processes against a n
     expect(out).not.to.contain('costUsd');
 
     // Watching a session that already ended prints what was kept and its end at once.
-    const again = await run([...as(acme), 'watch', id], withKey(acme));
+    const again = await run([...session(), 'watch', id], withKey(acme));
     expect(again.code).to.equal(0);
     expect(again.out).to.contain('working… step 3 of 3\n');
     expect(again.err).to.contain('completed · cost $0.0100');
@@ -103,7 +104,7 @@ describe('troupe session dispatch|show|stop|watch, as real processes against a n
 
   it('dispatch --watch --json prints one JSON object a line; a failing agent exits 2', async () => {
     startWorker({ url: t.url, registrationToken: acme.registrationToken, env: { ECHO_AGENT_TICK_MS: '50' } });
-    const ok = await run([...as(acme), 'dispatch', '--project', acme.projectId, '--prompt', 'Ship it', '--watch', '--json'], withKey(acme));
+    const ok = await run([...session(), 'dispatch', '--project', acme.projectId, '--prompt', 'Ship it', '--watch', '--json'], withKey(acme));
     expect(ok.code, ok.err).to.equal(0);
     const lines = ok.out.trim().split('\n').map((l) => JSON.parse(l) as Record<string, any>);
     expect(lines[0]).to.include({ type: 'dispatched', status: 'pending' });
@@ -111,7 +112,7 @@ describe('troupe session dispatch|show|stop|watch, as real processes against a n
     expect(lines.at(-1)).to.include({ type: 'end', status: 'completed', costUsd: 0.01, error: null });
     expect(lines.filter((l) => l.type === 'output').map((l) => l.text).join('')).to.contain('prompt: Ship it\n');
 
-    const failing = await run([...as(acme), 'dispatch', '--project', acme.projectId, '--prompt', 'please fail', '--watch'], withKey(acme));
+    const failing = await run([...session(), 'dispatch', '--project', acme.projectId, '--prompt', 'please fail', '--watch'], withKey(acme));
     expect(failing.code, failing.err).to.equal(2);
     expect(failing.err).to.contain('failed: the agent ended with exit code 1');
     expect(failing.out).to.contain('prompt: please fail');
@@ -120,9 +121,9 @@ describe('troupe session dispatch|show|stop|watch, as real processes against a n
   it('shows a session as text and as the JSON the document describes', async () => {
     startWorker({ url: t.url, registrationToken: acme.registrationToken, env: { ECHO_AGENT_TICK_MS: '20' } });
     const id = await dispatch('Describe me');
-    expect((await run([...as(acme), 'watch', id], withKey(acme))).code).to.equal(0);
+    expect((await run([...session(), 'watch', id], withKey(acme))).code).to.equal(0);
 
-    const text = await run([...as(acme), 'show', id], withKey(acme));
+    const text = await run([...session(), 'show', id], withKey(acme));
     expect(text.code, text.err).to.equal(0);
     expect(text.out).to.match(new RegExp(`^session +${id}$`, 'm'));
     expect(text.out).to.match(/^status +completed · run 1$/m);
@@ -130,7 +131,7 @@ describe('troupe session dispatch|show|stop|watch, as real processes against a n
     expect(text.out).to.contain('pending → claimed');
     expect(text.out).to.contain('  prompt: Describe me');
 
-    const json = await run([...as(acme), 'show', id, '--json'], withKey(acme));
+    const json = await run([...session(), 'show', id, '--json'], withKey(acme));
     const detail = JSON.parse(json.out);
     expect(detail).to.include({ id, status: 'completed', costUsd: 0.01 });
     const doc = (await t.call('GET', '/api/openapi.json')).json;
@@ -142,19 +143,19 @@ describe('troupe session dispatch|show|stop|watch, as real processes against a n
   it('stops a running session (the watcher sees it and exits 2); a second stop has nothing to stop', async () => {
     startWorker({ url: t.url, registrationToken: acme.registrationToken, env: { ECHO_AGENT_LINES: '1000', ECHO_AGENT_TICK_MS: '100' } });
     const id = await dispatch('Run for a long time');
-    const watch = troupe([...as(acme), 'watch', id], withKey(acme));
+    const watch = troupe([...session(), 'watch', id], withKey(acme));
     await watch.stderrHas('running');
 
     // Another org's credential neither sees nor stops it.
-    const foreign = await run([...as(globex), 'stop', id], withKey(globex));
+    const foreign = await run([...session(), 'stop', id], withKey(globex));
     expect(foreign.code).to.equal(1);
     expect(foreign.err.trim().split('\n')).to.have.length(1);
     expect(foreign.err).to.contain('404 NOT_FOUND');
-    const foreignShow = await run([...as(globex), 'show', id], withKey(globex));
+    const foreignShow = await run([...session(), 'show', id], withKey(globex));
     expect(foreignShow.code).to.equal(1);
     expect(foreignShow.err).to.contain('404 NOT_FOUND');
 
-    const stop = await run([...as(acme), 'stop', id], withKey(acme));
+    const stop = await run([...session(), 'stop', id], withKey(acme));
     expect(stop.code, stop.err).to.equal(0);
     expect(stop.out).to.equal(`stopped session ${id} (was running)\n`);
     const watched = await watch.done;
@@ -162,18 +163,18 @@ describe('troupe session dispatch|show|stop|watch, as real processes against a n
     expect(watched.err).to.contain('running → stopped');
     expect(watched.out).to.contain('working… step 1 of 1000');
 
-    const twice = await run([...as(acme), 'stop', id, '--json'], withKey(acme));
+    const twice = await run([...session(), 'stop', id, '--json'], withKey(acme));
     expect(twice.code).to.equal(0);
     expect(JSON.parse(twice.out)).to.include({ stopped: false, sessionId: id });
   });
 
   it('fails with one line and exit 1 without a credential, a project or a prompt, on a bad session id and when the node is down', async () => {
     const cases: [string[], Record<string, string>, string][] = [
-      [[...as(acme), 'show', 'abcdef0123456789'], {}, 'no credential: pass --token or set TROUPE_TOKEN'],
-      [[...as(acme), 'dispatch', '--prompt', 'x'], withKey(acme), 'no project: pass --project'],
-      [[...as(acme), 'dispatch', '--project', acme.projectId], withKey(acme), 'no prompt'],
-      [[...as(acme), 'dispatch', '--project', 'not-a-uuid', '--prompt', 'x'], withKey(acme), '400 VALIDATION_FAILED'],
-      [[...as(acme), 'watch', 'not-a-session'], withKey(acme), '404 NOT_FOUND'],
+      [[...session(), 'show', 'abcdef0123456789'], {}, 'no credential: pass --token or set TROUPE_TOKEN'],
+      [[...session(), 'dispatch', '--prompt', 'x'], withKey(acme), 'no project: pass --project'],
+      [[...session(), 'dispatch', '--project', acme.projectId], withKey(acme), 'no prompt'],
+      [[...session(), 'dispatch', '--project', 'not-a-uuid', '--prompt', 'x'], withKey(acme), '400 VALIDATION_FAILED'],
+      [[...session(), 'watch', 'not-a-session'], withKey(acme), '404 NOT_FOUND'],
       [['--url', 'http://127.0.0.1:1', 'session', 'show', 'abcdef0123456789'], withKey(acme), 'cannot reach Troupe at http://127.0.0.1:1'],
     ];
     for (const [args, env, reason] of cases) {

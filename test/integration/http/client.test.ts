@@ -7,7 +7,7 @@ import { createTroupeClient, TroupeApiError, TroupeUnreachableError, unwrap } fr
 import { startTestNode, type TestNode } from '../../support/node.js';
 
 describe('the typed client against a node', function () {
-  this.timeout(60_000);
+  this.timeout(120_000);
   let t: TestNode;
   before(async () => { t = await startTestNode(); });
   after(async () => { await t?.close(); });

@@ -35,7 +35,7 @@ const isArraySchema = (schema: Record<string, Json>): boolean =>
   schema.type === 'array' || (Array.isArray(schema.type) && schema.type.includes('array'));
 
 describe('the OpenAPI document a node serves', function () {
-  this.timeout(60_000);
+  this.timeout(120_000);
   let t: TestNode;
   let text: string;
   let doc: any;

@@ -18,7 +18,7 @@ edges: []
 `;
 
 describe('replies match the OpenAPI document', function () {
-  this.timeout(60_000);
+  this.timeout(120_000);
   let t: TestNode;
   let doc: any;
   const validators = new Map<string, ValidateFunction>();
