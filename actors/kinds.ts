@@ -63,9 +63,10 @@ export function actorKinds(ports: ActorKindPorts = {}): ActorBehavior<any, any, 
     // Status changes also go to live session streams once durable (decision 0012).
     // Its dispatcher is told by web push when a session ends (issue 8 §5), once the end is durable.
     // Its claim wait is observed for the fleet's metrics (issue 20).
-    // Workers hear of offers, stops and queued prompts on their daemon event stream (decision 0021).
-    withClaimWait(withSessionPush(withWorkerSignals(withSessionEvents(
-      createSessionBehavior(transport ? { tell: (address, message) => transport.tell(address, message) } : {}), transport), transport), pushOnEvents), metrics),
+    // Workers hear of offers, stops and queued prompts on their daemon event stream (decision 0021); outermost, so
+    // that announcement goes out first after each change, before web push looks anything up.
+    withWorkerSignals(withClaimWait(withSessionPush(withSessionEvents(
+      createSessionBehavior(transport ? { tell: (address, message) => transport.tell(address, message) } : {}), transport), pushOnEvents), metrics), transport),
     // Announces pending-mutation counts on `daemon.pending`, keeping every node's heartbeat index exact (decision 0007).
     createDaemonHostBehavior(transport ? { transport } : {}),
     // Each version's deployment goes to the workflow's schedule (decision 0027).

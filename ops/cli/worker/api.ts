@@ -41,6 +41,26 @@ export interface WorkerApi {
 
 export type ReportStatus = paths['/api/sessions/{id}/status']['post']['requestBody']['content']['application/json']['status'];
 
+/**
+ * At most `max` requests in flight; the rest wait their turn. A worker taking 200 sessions at once would otherwise
+ * open a connection per request (fetch has no per-origin limit) and keep their buffers in memory long after.
+ * A counter and a queue: a dependency for this would be larger than the code.
+ */
+export function concurrencyLimit(max: number): <T>(task: () => Promise<T>) => Promise<T> {
+  let active = 0;
+  const waiting: (() => void)[] = [];
+  return async (task) => {
+    if (active >= max) await new Promise<void>((resolve) => waiting.push(resolve));
+    active++;
+    try {
+      return await task();
+    } finally {
+      active--;
+      waiting.shift()?.();
+    }
+  };
+}
+
 /** Maps the client's failures onto the worker's two. */
 async function call<T>(pending: Promise<T>): Promise<T> {
   try {
@@ -56,6 +76,8 @@ async function call<T>(pending: Promise<T>): Promise<T> {
 
 export function createWorkerApi(baseUrl: string, timeoutMs = 15_000): WorkerApi {
   const api = createTroupeClient({ baseUrl, timeoutMs });
+  // The heartbeat and the streams never wait behind a burst of session calls.
+  const inTurn = concurrencyLimit(8);
   const auth = (token: string) => ({ authorization: `Bearer ${token}` });
   return {
     register: (body) => call(unwrap(api.POST('/v1/daemon/register', { body }))),
@@ -63,11 +85,11 @@ export function createWorkerApi(baseUrl: string, timeoutMs = 15_000): WorkerApi 
       const reply = await call(unwrap(api.POST('/v1/daemon/heartbeat', { body, headers: auth(token) })));
       return { mutations: reply.mutations as unknown as Mutation[], ...(reply.runtimeJwt ? { runtimeJwt: reply.runtimeJwt } : {}) };
     },
-    poll: (token, body) => call(unwrap(api.POST('/v1/daemon/poll', { body, headers: auth(token) }))),
-    status: (token, id, body) => call(unwrap(api.POST('/api/sessions/{id}/status', { params: { path: { id } }, body, headers: auth(token) }))),
-    output: (token, id, body) => call(unwrap(api.POST('/api/sessions/{id}/output', { params: { path: { id } }, body, headers: auth(token) }))),
-    stepHeartbeat: (token, id, body) => call(unwrap(api.POST('/api/sessions/{id}/step-heartbeat', { params: { path: { id } }, body, headers: auth(token) }))),
-    heldSessions: (token) => call(unwrap(api.GET('/api/daemon/sessions', { headers: auth(token) }))),
+    poll: (token, body) => call(inTurn(() => unwrap(api.POST('/v1/daemon/poll', { body, headers: auth(token) })))),
+    status: (token, id, body) => call(inTurn(() => unwrap(api.POST('/api/sessions/{id}/status', { params: { path: { id } }, body, headers: auth(token) })))),
+    output: (token, id, body) => call(inTurn(() => unwrap(api.POST('/api/sessions/{id}/output', { params: { path: { id } }, body, headers: auth(token) })))),
+    stepHeartbeat: (token, id, body) => call(inTurn(() => unwrap(api.POST('/api/sessions/{id}/step-heartbeat', { params: { path: { id } }, body, headers: auth(token) })))),
+    heldSessions: (token) => call(inTurn(() => unwrap(api.GET('/api/daemon/sessions', { headers: auth(token) })))),
     async stream(token, path, signal) {
       const outcome = await call(api.GET(path, { headers: { ...auth(token), accept: 'text/event-stream' }, parseAs: 'stream', signal }));
       if (!outcome.response.ok) await call(unwrap(Promise.resolve(outcome)));

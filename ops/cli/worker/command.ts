@@ -41,10 +41,10 @@ interface Flags {
 }
 
 export function resolveWorkerOptions(flags: Flags, globalUrl?: string): WorkerOptions {
-  const url = flags.url ?? globalUrl ?? process.env.TROUPE_URL;
+  // Like every other command: the local node when nothing names one.
+  const url = flags.url ?? globalUrl ?? process.env.TROUPE_URL ?? `http://127.0.0.1:${process.env.PORT ?? 8080}`;
   const registrationToken = flags.registrationToken ?? process.env.TROUPE_REGISTRATION_TOKEN;
   const agentCommand = flags.agentCommand ?? process.env.TROUPE_AGENT_COMMAND;
-  if (!url) throw new CliError('no server: pass --url or set TROUPE_URL');
   if (!registrationToken) throw new CliError('no registration token: pass --registration-token or set TROUPE_REGISTRATION_TOKEN (printed by `troupe org create`)');
   if (!agentCommand) throw new CliError("no agent: pass --agent-command 'CMD' or set TROUPE_AGENT_COMMAND");
   const capacity = positive(flags.capacity ?? process.env.TROUPE_WORKER_CAPACITY, '--capacity', 1) ?? 4;
@@ -65,7 +65,7 @@ export function resolveWorkerOptions(flags: Flags, globalUrl?: string): WorkerOp
 export function workerCommand(): Command {
   return new Command('worker')
     .description('run agent sessions of your projects on this machine (see README: The worker)')
-    .option('--url <url>', 'the Troupe server (env TROUPE_URL)')
+    .option('--url <url>', 'the Troupe server (env TROUPE_URL, default http://127.0.0.1:$PORT or 8080)')
     .option('--registration-token <token>', 'registration token of the org (env TROUPE_REGISTRATION_TOKEN)')
     .option('--agent-command <cmd>', 'shell command run for each session (env TROUPE_AGENT_COMMAND)')
     .option('--capacity <n>', 'sessions run at once (env TROUPE_WORKER_CAPACITY, default 4)')

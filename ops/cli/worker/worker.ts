@@ -111,6 +111,8 @@ export class Worker {
   /** Runs until `drain()` finished; throws RegistrationRefused when the registration token is refused. */
   async run(): Promise<void> {
     await this.ensureIdentity();
+    // Drained (SIGTERM) before it could register: nothing runs, nothing to wait for.
+    if (!this.identity) return;
     this.loops.push(this.heartbeatLoop(), this.streamLoop('events'), this.streamLoop('credentials'));
     this.pollTimer = setInterval(() => this.pollSoon(), this.identity!.pollIntervalSeconds * 1000);
     this.pollSoon();
@@ -147,10 +149,11 @@ export class Worker {
         if (err instanceof ApiError && err.status >= 400 && err.status < 500 && err.status !== 429) {
           throw new RegistrationRefused(`the server refused the registration token (${err.status}${err.code ? ` ${err.code}` : ''}): create a new one with POST /api/org/{orgId}/registration-tokens`);
         }
-        if (this.stopping) throw err;
+        if (this.stopping) return;
         const wait = backoff.next();
         this.log('warn', 'server.unreachable', `cannot register yet: ${(err as Error).message}; retrying in ${wait} ms`);
         await sleep(wait, this.stopped.signal);
+        if (this.stopping) return;
       }
     }
   }
