@@ -1,7 +1,9 @@
 import type { Knex } from 'knex';
 import { TroupeError } from '../ops/kernel/errors.js';
 import type { Projection, Snapshot, SnapshotStore, SqlProjection } from './snapshot-store.js';
-import { inSqlTransaction } from './sql-tx.js';
+import { CommitGroups, type CommitGroupOptions, type WriteOutcome } from './commit-group.js';
+import { acquireSqlConnection } from './sql-tx.js';
+import { dbKind } from './db.js';
 import { withStorageErrors } from './storage-errors.js';
 
 /**
@@ -29,13 +31,25 @@ interface SnapshotRow {
 }
 
 export class KnexSnapshotStore implements SnapshotStore {
-  constructor(private readonly knex: Knex) {}
+  /** Saves with a plain-SQL projection commit in groups (./commit-group.ts, decision 0047). */
+  private readonly groups: CommitGroups;
+
+  constructor(private readonly knex: Knex, groupOptions: CommitGroupOptions = {}) {
+    // PGlite has one connection: a second group in flight would only wait for it instead of joining the next.
+    this.groups = new CommitGroups(knex, { ...(dbKind(knex) === 'pglite' ? { concurrency: 1 } : {}), ...groupOptions });
+  }
 
   async load<S>(address: string): Promise<Snapshot<S> | undefined> {
     checkAddress(address);
-    const row = await withStorageErrors(() =>
-      this.knex<SnapshotRow>(TABLE).select('address', 'version', 'state', 'updated_at').where({ address }).first(),
-    );
+    // Every actor's first message reads this, so it skips knex's builder like the hot saves do (decision 0045).
+    const row = await withStorageErrors(async () => {
+      const { tx, release } = await acquireSqlConnection(this.knex);
+      try {
+        return (await tx.query<SnapshotRow>('select address, version, state, updated_at from actor_snapshots where address = $1', [address])).rows[0];
+      } finally {
+        await release();
+      }
+    });
     if (!row) return undefined;
     return { address: row.address, version: Number(row.version), state: row.state as S, updatedAt: row.updated_at };
   }
@@ -67,10 +81,13 @@ export class KnexSnapshotStore implements SnapshotStore {
     );
   }
 
-  /** The same write in plain SQL, the projection on the same connection (decision 0045). */
+  /**
+   * The same write in plain SQL, the projection on the same connection (decision 0045), committed with the other
+   * saves waiting at that moment (decision 0047). A stale version declines: it wrote nothing, the group goes on.
+   */
   private saveInSql(address: string, expectedVersion: number, json: string, project: SqlProjection): Promise<number> {
     const nextVersion = expectedVersion + 1;
-    return inSqlTransaction(this.knex, async (tx) => {
+    return this.groups.run(address, async (tx): Promise<WriteOutcome<number>> => {
       const written = expectedVersion === 0
         ? await tx.query(
           'insert into actor_snapshots (address, kind, version, state) values ($1, $2, $3, $4) on conflict (address) do nothing returning version',
@@ -80,9 +97,9 @@ export class KnexSnapshotStore implements SnapshotStore {
           'update actor_snapshots set version = $1, state = $2, updated_at = current_timestamp where address = $3 and version = $4 returning version',
           [nextVersion, json, address, expectedVersion],
         );
-      if (written.rows.length === 0) throw stale(address, expectedVersion);
+      if (written.rows.length === 0) return { ok: false, error: stale(address, expectedVersion) };
       await project.sql(tx);
-      return nextVersion;
+      return { ok: true, value: nextVersion };
     });
   }
 

@@ -31,6 +31,18 @@ function txOn(connection: RawConnection): SqlTx {
   };
 }
 
+/** A pooled connection as an SqlTx, until `release` gives it back to knex's pool. */
+export interface SqlConnection {
+  readonly tx: SqlTx;
+  release(): Promise<void>;
+}
+
+export async function acquireSqlConnection(knex: Knex): Promise<SqlConnection> {
+  const pool = knex.client as unknown as PoolClient;
+  const connection = await pool.acquireConnection();
+  return { tx: txOn(connection), release: () => pool.releaseConnection(connection) };
+}
+
 /**
  * Runs `work` between BEGIN and COMMIT on one connection, and rolls back if it throws. Driver failures are
  * classified as everywhere else in storage (a lost connection is STORAGE_UNAVAILABLE); a connection that broke is
@@ -38,21 +50,20 @@ function txOn(connection: RawConnection): SqlTx {
  */
 export function inSqlTransaction<T>(knex: Knex, work: (tx: SqlTx) => Promise<T>): Promise<T> {
   return withStorageErrors(async () => {
-    const pool = knex.client as unknown as PoolClient;
-    const connection = await pool.acquireConnection();
+    const { tx, release } = await acquireSqlConnection(knex);
     try {
-      await connection.query('begin');
+      await tx.query('begin');
       let result: T;
       try {
-        result = await work(txOn(connection));
+        result = await work(tx);
       } catch (err) {
-        await connection.query('rollback').catch(() => undefined);
+        await tx.query('rollback').catch(() => undefined);
         throw err;
       }
-      await connection.query('commit');
+      await tx.query('commit');
       return result;
     } finally {
-      await pool.releaseConnection(connection);
+      await release();
     }
   });
 }

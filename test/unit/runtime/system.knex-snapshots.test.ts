@@ -9,6 +9,7 @@ import { createActorSystem, type ActorSystem } from '../../../actors/runtime/sys
 import { systemClock } from '../../../ops/kernel/clock.js';
 import { TroupeError } from '../../../ops/kernel/errors.js';
 import { KnexSnapshotStore } from '../../../storage/knex-snapshot-store.js';
+import { MemorySnapshotStore } from '../../support/memory-snapshot-store.js';
 import { dbEngines, type TestDb } from '../../support/db.js';
 import { counterBehavior, rejectionOf, type CounterMsg, type CounterReply } from './counter-machine.js';
 
@@ -96,7 +97,7 @@ for (const engine of dbEngines) for (const form of ['knex', 'sql'] as const) des
 describe('actor runtime: one projection per kind', () => {
   it('refuses to register a kind with both a knex and a plain SQL projection', async () => {
     const system = createActorSystem({
-      snapshots: new KnexSnapshotStore(undefined as never), clock: systemClock, log: pino({ level: 'silent' }),
+      snapshots: new MemorySnapshotStore(), clock: systemClock, log: pino({ level: 'silent' }),
       passivateAfterMs: 60_000, defaultAskTimeoutMs: 5_000,
     });
     try {

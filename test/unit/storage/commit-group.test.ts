@@ -1,0 +1,123 @@
+// Invariant (decision 0047): writes that arrive while a group commits share the next transaction, and each write
+// still meets exactly the outcome it would have met alone: a write that declines fails by itself while the rest of
+// its group commits; a write whose statement fails rolls its group back, and then every other write of that group
+// commits alone while the failing one fails and leaves nothing behind.
+import { expect } from 'chai';
+import { CommitGroups, type GroupedWrite } from '../../../storage/commit-group.js';
+import { dbEngines, type TestDb } from '../../support/db.js';
+
+for (const engine of dbEngines) {
+  describe(`commit groups on ${engine.name}`, function () {
+    this.timeout(120_000);
+    let db: TestDb;
+
+    before(async function () {
+      if (engine.skip) this.skip();
+      db = await engine.open('commit_group');
+      await db.knex.raw('create table group_test (id text primary key, n integer not null)');
+    });
+    after(() => db?.drop());
+
+    const rows = async (prefix: string) =>
+      (await db.knex('group_test').where('id', 'like', `${prefix}%`).orderBy('id')).map((r: { id: string }) => r.id);
+
+    /** Inserts `id` and answers the transaction it ran in. */
+    const insert = (id: string): GroupedWrite<string> => async (tx) => {
+      await tx.query('insert into group_test (id, n) values ($1, 1)', [id]);
+      const txid = await tx.query<{ txid: string }>('select txid_current()::text as txid');
+      return { ok: true, value: txid.rows[0]!.txid };
+    };
+
+    it('commits writes that waited behind a group together, in one transaction', async () => {
+      const groups = new CommitGroups(db.knex, { concurrency: 1 });
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => { release = resolve; });
+      let started!: () => void;
+      const holding = new Promise<void>((resolve) => { started = resolve; });
+      const first = groups.run('a-0', async (tx) => {
+        started();
+        await held;
+        return insert('a-0')(tx);
+      });
+      await holding;
+      const waiting = [1, 2, 3, 4, 5].map((i) => groups.run(`a-${i}`, insert(`a-${i}`)));
+      release();
+      const [firstTx, ...rest] = await Promise.all([first, ...waiting]);
+      expect(new Set(rest).size, 'the five that waited share one transaction').to.equal(1);
+      expect(rest[0]).to.not.equal(firstTx);
+      expect(await rows('a-')).to.deep.equal(['a-0', 'a-1', 'a-2', 'a-3', 'a-4', 'a-5']);
+    });
+
+    it('a write that declines fails alone; the rest of its group commits', async () => {
+      const groups = new CommitGroups(db.knex, { concurrency: 1 });
+      const refused = new Error('nothing to do');
+      const outcomes = await Promise.allSettled([
+        groups.run('b-1', insert('b-1')),
+        groups.run('b-1x', async () => ({ ok: false, error: refused })),
+        groups.run('b-2', insert('b-2')),
+        groups.run('b-3', insert('b-3')),
+      ]);
+      expect(outcomes.map((o) => o.status)).to.deep.equal(['fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
+      expect((outcomes[1] as PromiseRejectedResult).reason).to.equal(refused);
+      expect(await rows('b-')).to.deep.equal(['b-1', 'b-2', 'b-3']);
+    });
+
+    it('a failing statement rolls its group back; the others then commit alone and the failing one leaves nothing', async () => {
+      await db.knex('group_test').insert({ id: 'c-taken', n: 1 });
+      const groups = new CommitGroups(db.knex, { concurrency: 1 });
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => { release = resolve; });
+      const first = groups.run('c-0', async (tx) => { await held; return insert('c-0')(tx); });
+      const clashing: GroupedWrite<string> = async (tx) => {
+        await tx.query('insert into group_test (id, n) values ($1, 1)', ['c-partial']);
+        await tx.query('insert into group_test (id, n) values ($1, 1)', ['c-taken']);
+        return { ok: true, value: 'never' };
+      };
+      const group = [groups.run('c-1', insert('c-1')), groups.run('c-1x', clashing), groups.run('c-2', insert('c-2'))];
+      release();
+      const outcomes = await Promise.allSettled([first, ...group]);
+      expect(outcomes.map((o) => o.status)).to.deep.equal(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
+      const [, one, , two] = outcomes as Array<PromiseFulfilledResult<string>>;
+      expect(one!.value, 'each committed in a transaction of its own').to.not.equal(two!.value);
+      expect(await rows('c-')).to.deep.equal(['c-0', 'c-1', 'c-2', 'c-taken']);
+    });
+
+    it('runs the writes of a group in the order of their keys, as the sorted batch writers lock rows', async () => {
+      const groups = new CommitGroups(db.knex, { concurrency: 1 });
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => { release = resolve; });
+      const first = groups.run('e-0', async (tx) => { await held; return insert('e-0')(tx); });
+      const position = (id: string): GroupedWrite<number> => async (tx) => {
+        await tx.query('insert into group_test (id, n) values ($1, 1)', [id]);
+        const seen = await tx.query<{ n: number | string }>(`select count(*) as n from group_test where id like 'e-%'`);
+        return { ok: true, value: Number(seen.rows[0]!.n) };
+      };
+      const arrivals = ['e-3', 'e-1', 'e-2'].map((key) => groups.run(key, position(key)));
+      release();
+      await first;
+      expect(await Promise.all(arrivals), 'e-1 wrote second, e-2 third, e-3 fourth').to.deep.equal([4, 2, 3]);
+    });
+
+    it('with groups to spare, a write does not wait for a group that is still committing', async function () {
+      // PGlite has one connection: there, a second group waits for the pool whatever the setting.
+      if (engine.name === 'pglite') this.skip();
+      const groups = new CommitGroups(db.knex, { concurrency: 2 });
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => { release = resolve; });
+      const first = groups.run('f-0', async (tx) => { await held; return insert('f-0')(tx); });
+      await groups.run('f-1', insert('f-1'));
+      expect(await rows('f-'), 'f-1 committed while f-0 was still held').to.deep.equal(['f-1']);
+      release();
+      await first;
+      expect(await rows('f-')).to.deep.equal(['f-0', 'f-1']);
+    });
+
+    it('commits a write at once when nothing else is committing', async () => {
+      const groups = new CommitGroups(db.knex, { concurrency: 1 });
+      const tx1 = await groups.run('d-1', insert('d-1'));
+      const tx2 = await groups.run('d-2', insert('d-2'));
+      expect(tx1).to.not.equal(tx2);
+      expect(await rows('d-')).to.deep.equal(['d-1', 'd-2']);
+    });
+  });
+}
