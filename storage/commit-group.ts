@@ -3,7 +3,7 @@ import { acquireSqlConnection, type SqlTx } from './sql-tx.js';
 import { toStorageError } from './storage-errors.js';
 
 /**
- * Group commit (decision 0047): writes that arrive while another group is committing wait and then share one
+ * Group commit (decision 0045, second part): writes that arrive while another group is committing wait and then share one
  * transaction, so a busy node pays one BEGIN, one COMMIT and one pooled connection per group instead of per write,
  * and Postgres flushes its log once for all of them. An idle node commits each write at once, alone.
  *
@@ -32,7 +32,7 @@ interface Pending {
 export interface CommitGroupOptions {
   /**
    * Groups committing at once. One alone made writes wait for whole groups in turn (lifecycle bench: 0.92 of the
-   * rate without groups, p99 119 ms at half rate); four keep most of the saving and the latency (decision 0047).
+   * rate without groups, p99 119 ms at half rate); four keep most of the saving and the latency (decision 0045, second part).
    * @default 4
    */
   readonly concurrency?: number;

@@ -31,7 +31,7 @@ interface SnapshotRow {
 }
 
 export class KnexSnapshotStore implements SnapshotStore {
-  /** Saves with a plain-SQL projection commit in groups (./commit-group.ts, decision 0047). */
+  /** Saves with a plain-SQL projection commit in groups (./commit-group.ts, decision 0045, second part). */
   private readonly groups: CommitGroups;
 
   constructor(private readonly knex: Knex, groupOptions: CommitGroupOptions = {}) {
@@ -83,7 +83,7 @@ export class KnexSnapshotStore implements SnapshotStore {
 
   /**
    * The same write in plain SQL, the projection on the same connection (decision 0045), committed with the other
-   * saves waiting at that moment (decision 0047). A stale version declines: it wrote nothing, the group goes on.
+   * saves waiting at that moment (decision 0045, second part). A stale version declines: it wrote nothing, the group goes on.
    */
   private saveInSql(address: string, expectedVersion: number, json: string, project: SqlProjection): Promise<number> {
     const nextVersion = expectedVersion + 1;

@@ -1,4 +1,4 @@
-// Invariant (decision 0047): writes that arrive while a group commits share the next transaction, and each write
+// Invariant (decision 0045, second part): writes that arrive while a group commits share the next transaction, and each write
 // still meets exactly the outcome it would have met alone: a write that declines fails by itself while the rest of
 // its group commits; a write whose statement fails rolls its group back, and then every other write of that group
 // commits alone while the failing one fails and leaves nothing behind.
