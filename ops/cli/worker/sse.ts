@@ -1,12 +1,22 @@
 /**
  * Reads a `text/event-stream` body into events (the WHATWG rules the server's streams use: `event:`, `data:` lines,
  * a blank line ends an event, `:` lines are comments). Calls `onEvent` for each; resolves when the stream ends and
- * rejects when it breaks or stays silent longer than `idleMs` (the server sends a comment every 15 s).
+ * rejects when it breaks or stays silent longer than `idleMs` (the server sends a comment every 15 s). Aborting
+ * `signal` cancels the body itself: the fetch's own signal does not always reach a body already being read, and a
+ * stream left open keeps the worker's process alive after it stopped.
  */
 export async function readEvents(
-  body: ReadableStream<Uint8Array>, onEvent: (event: string, data: unknown) => void, idleMs: number,
+  body: ReadableStream<Uint8Array>, onEvent: (event: string, data: unknown) => void, idleMs: number, signal?: AbortSignal,
 ): Promise<void> {
   const reader = body.getReader();
+  const cancelled = new Promise<never>((_resolve, reject) => {
+    const cancel = () => {
+      reader.cancel().catch(() => undefined);
+      reject(new Error('event stream closed by the worker'));
+    };
+    if (signal?.aborted) cancel(); else signal?.addEventListener('abort', cancel, { once: true });
+  });
+  cancelled.catch(() => undefined);
   const decoder = new TextDecoder();
   let buffer = '';
   let event = 'message';
@@ -27,7 +37,7 @@ export async function readEvents(
   silent.catch(() => undefined);
   try {
     for (;;) {
-      const { value, done } = await Promise.race([reader.read(), silent]);
+      const { value, done } = await Promise.race([reader.read(), silent, cancelled]);
       if (done) return;
       rearm();
       buffer += decoder.decode(value, { stream: true });

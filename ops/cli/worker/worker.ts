@@ -265,12 +265,13 @@ export class Worker {
       if (which === 'events') this.eventsAbort = abort; else this.credentialsAbort = abort;
       const requestedAt = Date.now();
       try {
-        const res = await this.api.stream(this.token, path, AbortSignal.any([abort.signal, this.stopped.signal]));
+        const signal = AbortSignal.any([abort.signal, this.stopped.signal]);
+        const res = await this.api.stream(this.token, path, signal);
         await readEvents(res.body!, (event, data) => {
           if (event === 'ready') backoff.reset();
           if (which === 'events') this.onDaemonEvent(event, data, requestedAt);
           else this.onCredentialEvent(event, data);
-        }, STREAM_IDLE_MS);
+        }, STREAM_IDLE_MS, signal);
       } catch (err) {
         if (this.stopping) return;
         if (!abort.signal.aborted) this.log('debug', 'stream.lost', `${path}: ${(err as Error).message}`);
