@@ -5,7 +5,7 @@ import { createParser, type EventSourceMessage } from 'eventsource-parser';
  * client: ask for the body as a stream, then iterate its events.
  *
  *   const body = await unwrap(api.GET('/api/sessions/events', { ...eventStream, signal }));
- *   for await (const event of streamEvents(body)) if (event.event === 'session.status') …
+ *   for await (const event of streamEvents(body, signal)) if (event.event === 'session.status') …
  *
  * The events' `data` types are in the generated `components['schemas']` (e.g. `SessionStatusEvent`), named in the
  * document's `x-sse-events` of each stream.
@@ -24,15 +24,19 @@ export interface StreamEvent {
 }
 
 /**
- * The events of an event-stream body until it ends (the server closed it, or the request's signal aborted it).
- * Leaving the loop early cancels the body, which closes the connection.
+ * The events of an event-stream body until it ends (the server closed it, or `signal` aborted it). Leaving the loop
+ * early cancels the body, which closes the connection. Pass the request's `signal` here too: Node's fetch follows
+ * the signal of a `Request` object (which the typed client builds) only weakly, so after a garbage collection an
+ * abort may never reach a body that is being read, and the connection would stay open.
  */
-export async function* streamEvents(body: ReadableStream<Uint8Array> | null | undefined): AsyncGenerator<StreamEvent> {
+export async function* streamEvents(body: ReadableStream<Uint8Array> | null | undefined, signal?: AbortSignal): AsyncGenerator<StreamEvent> {
   if (!body) return;
   const parsed: StreamEvent[] = [];
   const parser = createParser({ onEvent: (message) => parsed.push(toEvent(message)) });
   const decoder = new TextDecoder();
   const reader = body.getReader();
+  const cancel = () => { reader.cancel(signal?.reason).catch(() => undefined); };
+  if (signal?.aborted) cancel(); else signal?.addEventListener('abort', cancel, { once: true });
   let finished = false;
   try {
     for (;;) {
@@ -41,8 +45,9 @@ export async function* streamEvents(body: ReadableStream<Uint8Array> | null | un
       parser.feed(decoder.decode(value, { stream: true }));
       while (parsed.length > 0) yield parsed.shift()!;
     }
-    finished = true;
+    finished = !signal?.aborted;
   } finally {
+    signal?.removeEventListener('abort', cancel);
     if (!finished) await reader.cancel().catch(() => undefined);
     reader.releaseLock();
   }

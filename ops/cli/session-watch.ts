@@ -29,7 +29,12 @@ export interface WatchOptions {
   readonly trailingOutputMs?: number;
   /** A slow re-read of the detail, in case a terminal change was missed while a stream was down. */
   readonly recheckMs?: number;
+  /** How long the output stream is held after the detail was read, to match what it relays late against the tail. */
+  readonly reconcileMs?: number;
 }
+
+/** Interview frames leave the node at most 100 ms after their output was kept; the rest is the trip to the watch. */
+const RECONCILE_MS = 400;
 
 export async function readDetail(api: TroupeApi, id: string, signal?: AbortSignal) {
   return unwrap(api.GET('/api/public/sessions/{id}', { params: { path: { id } }, ...(signal ? { signal } : {}) }));
@@ -95,6 +100,9 @@ export async function watchSession(api: TroupeApi, id: string, printer: WatchPri
     printer.start(detail);
     const tail = detail.output?.tail ?? '';
     if (tail) printer.output(tail);
+    // Output kept before the read may still be on its way to the stream (frames are up to 100 ms late): hold the
+    // stream a little longer, so all of it is matched against the tail rather than printed a second time.
+    await sleep(options.reconcileMs ?? RECONCILE_MS, stop.signal);
     const unseen = unseenSuffix(tail, heldOutput.join(''));
     if (unseen) printer.output(unseen);
     status = detail.status;
@@ -167,7 +175,7 @@ function follow(
           delayMs = 1000;
           await onReconnect();
         }
-        for await (const event of streamEvents(body)) {
+        for await (const event of streamEvents(body, signal)) {
           if (event.id !== undefined) lastEventId = event.id;
           onEvent(event);
         }

@@ -102,6 +102,32 @@ describe('troupe session dispatch|show|stop|watch, as real processes against a n
     expect(again.err).to.contain('completed · cost $0.0100');
   });
 
+  it('joined mid-run, each of six watches prints every output line once: the kept tail, then the live stream, no seam', async () => {
+    // A line every 15 ms, relayed in frames up to 100 ms late: a watch that joins mid-run reads the kept tail while
+    // lines stored before that read are still on their way to the stream.
+    const lines = 1200;
+    startWorker({ url: t.url, registrationToken: acme.registrationToken, env: { ECHO_AGENT_LINES: String(lines), ECHO_AGENT_TICK_MS: '15' } });
+    const id = await dispatch('Count');
+    const watches: CliRun[] = [];
+    for (let i = 0; i < 6; i++) {
+      const watch = troupe([...session(), 'watch', id], withKey(acme));
+      watches.push(watch);
+      await watch.stderrHas(`session ${id} is `, 30_000);
+    }
+    let joinedLive = 0;
+    for (const [i, watch] of watches.entries()) {
+      const { code, out, err } = await watch.done;
+      expect(code, err).to.equal(0);
+      if (/ is (claimed|running) /.test(err)) joinedLive++;
+      const pattern = new RegExp(`^working… step (\\d+) of ${lines}$`);
+      const steps = out.split('\n').flatMap((l) => pattern.exec(l)?.[1] ?? []).map(Number);
+      const first = steps[0] ?? 1;
+      expect(steps, `watch ${i}: every step from ${first} to ${lines} once, in order`).to.deep.equal(Array.from({ length: lines + 1 - first }, (_, k) => first + k));
+      expect(out.split('\n').filter((l) => l === 'done'), `watch ${i}`).to.have.length(1);
+    }
+    expect(joinedLive, 'watches that joined while the agent ran').to.be.at.least(3);
+  });
+
   it('dispatch --watch --json prints one JSON object a line; a failing agent exits 2', async () => {
     startWorker({ url: t.url, registrationToken: acme.registrationToken, env: { ECHO_AGENT_TICK_MS: '50' } });
     const ok = await run([...session(), 'dispatch', '--project', acme.projectId, '--prompt', 'Ship it', '--watch', '--json'], withKey(acme));
