@@ -1788,6 +1788,43 @@ export interface components {
             /** @description Machine-readable detail, e.g. the field a validation error is about. */
             details?: Record<string, unknown>;
         };
+        DaemonReadyEvent: {
+            workerId: string;
+        };
+        DaemonOfferEvent: {
+            session: {
+                id: string;
+                /** Format: uuid */
+                projectId: string;
+                prompt: string;
+                agentCardId?: string;
+                workType?: string;
+                provider?: string;
+            };
+        };
+        DaemonPollEvent: {
+            /** Format: uuid */
+            projectId?: string;
+            sessionId?: string;
+        };
+        DaemonStopEvent: {
+            sessionId: string;
+            /** @description The status the session moved to */
+            status: string;
+            reason: string;
+        };
+        DaemonMutationEvent: {
+            pending: number;
+        };
+        CredentialStreamReadyEvent: {
+            orgId: string;
+        };
+        CredentialRotatedEvent: {
+            kind: string;
+            value: string;
+            /** Format: date-time */
+            rotatedAt: string;
+        };
         InterviewDeltaEvent: {
             /** @description The interview; a session's agent output streams under the session's id */
             interviewId: string;
@@ -6575,7 +6612,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description An event stream */
+            /** @description An event stream of `ready` (data: DaemonReadyEvent), `offer` (data: DaemonOfferEvent), `poll` (data: DaemonPollEvent), `stop` (data: DaemonStopEvent), `mutation` (data: DaemonMutationEvent) */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -10636,7 +10673,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description An event stream */
+            /** @description An event stream of `ready` (data: CredentialStreamReadyEvent), `credential.rotated` (data: CredentialRotatedEvent) */
             200: {
                 headers: {
                     [name: string]: unknown;

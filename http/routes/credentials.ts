@@ -102,6 +102,16 @@ export function credentialRoutes(): Route<Deps>[] {
       auth: 'runtime',
       sse: true,
       summary: "Rotate stream (SSE): `credential.rotated` events `{kind, value, rotatedAt}` of the daemon's org; `ready` once subscribed",
+      sseEvents: {
+        ready: { schemaName: 'CredentialStreamReadyEvent', schema: { type: 'object', required: ['orgId'], properties: { orgId: { type: 'string' } } } },
+        'credential.rotated': {
+          schemaName: 'CredentialRotatedEvent',
+          schema: {
+            type: 'object', required: ['kind', 'value', 'rotatedAt'],
+            properties: { kind: { type: 'string' }, value: { type: 'string' }, rotatedAt: { type: 'string', format: 'date-time' } },
+          },
+        },
+      },
       tags: ['credentials', 'daemon', 'streams'],
       async handler(req, deps) {
         const p = orgPrincipal(req);

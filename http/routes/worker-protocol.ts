@@ -55,6 +55,24 @@ export const DAEMON_EVENTS_DESCRIPTION = [
   + '`project.add`/`project.remove` mutation refreshed its token.',
 ].join('\n');
 
+/** The `data` of each event of `GET /api/daemon/events`, for the OpenAPI document and the typed client. */
+const daemonEvents = {
+  ready: { schemaName: 'DaemonReadyEvent', schema: { type: 'object', required: ['workerId'], properties: { workerId: { type: 'string' } } } },
+  offer: { schemaName: 'DaemonOfferEvent', schema: { type: 'object', required: ['session'], properties: { session: offeredSession } } },
+  poll: {
+    schemaName: 'DaemonPollEvent',
+    schema: { type: 'object', properties: { projectId: { type: 'string', format: 'uuid' }, sessionId } },
+  },
+  stop: {
+    schemaName: 'DaemonStopEvent',
+    schema: {
+      type: 'object', required: ['sessionId', 'status', 'reason'],
+      properties: { sessionId, status: { type: 'string', description: 'The status the session moved to' }, reason: { type: 'string' } },
+    },
+  },
+  mutation: { schemaName: 'DaemonMutationEvent', schema: { type: 'object', required: ['pending'], properties: { pending: { type: 'integer', minimum: 1 } } } },
+} as const;
+
 export function workerProtocolRoutes(): Route<Deps>[] {
   return [
     {
@@ -64,6 +82,7 @@ export function workerProtocolRoutes(): Route<Deps>[] {
       sse: true,
       summary: 'Daemon event stream (SSE): offers of new work, stops of held sessions, poll and mutation nudges',
       description: DAEMON_EVENTS_DESCRIPTION,
+      sseEvents: daemonEvents,
       tags: ['daemon', 'streams'],
       async handler(req, deps) {
         const p = runtimeCaller(req);

@@ -1,5 +1,5 @@
 import {
-  createTroupeClient, TroupeApiError, TroupeUnreachableError, unwrap, type paths,
+  createTroupeClient, TroupeApiError, TroupeUnreachableError, unwrap, type components, type paths,
 } from '../../../http/client/index.js';
 
 /**
@@ -10,6 +10,11 @@ import {
  */
 type PollReply = paths['/v1/daemon/poll']['post']['responses']['200']['content']['application/json'];
 export type OfferedSession = PollReply['sessions'][number];
+
+/** The `data` of the daemon event stream's events, as the OpenAPI document declares them. */
+export type DaemonOfferEvent = components['schemas']['DaemonOfferEvent'];
+export type DaemonStopEvent = components['schemas']['DaemonStopEvent'];
+export type CredentialRotatedEvent = components['schemas']['CredentialRotatedEvent'];
 
 export interface Mutation {
   readonly id: string;

@@ -1,5 +1,7 @@
 import os from 'node:os';
-import { ApiError, Unreachable, type Mutation, type OfferedSession, type WorkerApi } from './api.js';
+import {
+  ApiError, Unreachable, type CredentialRotatedEvent, type DaemonOfferEvent, type DaemonStopEvent, type Mutation, type OfferedSession, type WorkerApi,
+} from './api.js';
 import { Agent, freshDir, type AgentExit } from './agent.js';
 import { Backoff, sleep } from './backoff.js';
 import { readEvents } from './sse.js';
@@ -293,14 +295,15 @@ export class Worker {
         this.pollSoon();
         return;
       case 'offer':
-        this.take(d.session as OfferedSession);
+        this.take((data as DaemonOfferEvent).session);
         return;
       case 'poll':
         this.pollSoon();
         return;
       case 'stop': {
-        const s = this.running.get(String(d.sessionId));
-        if (s) this.stopAgent(s, String(d.reason ?? d.status ?? 'stopped'), false);
+        const stop = data as DaemonStopEvent;
+        const s = this.running.get(stop.sessionId);
+        if (s) this.stopAgent(s, stop.reason || stop.status, false);
         return;
       }
       case 'mutation':
@@ -311,9 +314,9 @@ export class Worker {
 
   private onCredentialEvent(event: string, data: unknown): void {
     if (event !== 'credential.rotated') return;
-    const { kind, value } = data as { kind: string; value: unknown };
+    const { kind, value } = data as CredentialRotatedEvent;
     try {
-      const file = this.state.writeCredential(kind, typeof value === 'string' ? value : JSON.stringify(value));
+      const file = this.state.writeCredential(kind, value);
       let signalled = 0;
       for (const s of this.running.values()) if (s.agent.signal('SIGHUP')) signalled++;
       this.log('info', 'credential.rotated', `credential ${kind} rotated: written to ${file}, ${signalled} agent(s) sent SIGHUP`, { kind, agents: signalled });

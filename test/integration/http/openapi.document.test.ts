@@ -97,6 +97,14 @@ describe('the OpenAPI document a node serves', function () {
     expect(doc.components.schemas.SessionStatusEvent.required).to.include.members(['sessionId', 'status']);
   });
 
+  it("types the events of the worker's streams: offers, stops, nudges and credential rotations", () => {
+    const events = (path: string) => doc.paths[path].get.responses['200'].content['text/event-stream']['x-sse-events'];
+    expect(Object.keys(events('/api/daemon/events'))).to.have.members(['ready', 'offer', 'poll', 'stop', 'mutation']);
+    expect(doc.components.schemas.DaemonOfferEvent.properties.session.required).to.include.members(['id', 'projectId', 'prompt']);
+    expect(doc.components.schemas.DaemonStopEvent.required).to.have.members(['sessionId', 'status', 'reason']);
+    expect(events('/api/daemon/credentials/stream')['credential.rotated']).to.deep.equal({ $ref: '#/components/schemas/CredentialRotatedEvent' });
+  });
+
   it('names where the API is served', () => {
     expect(doc.servers).to.be.an('array').that.is.not.empty;
     expect(doc.servers[0].url).to.equal('/');
