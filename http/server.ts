@@ -260,9 +260,10 @@ export async function startHttpServer<D extends AuthDeps>(options: HttpServerOpt
     stream.onClose(() => {
       streams.delete(stream);
       metrics.sseStreams.dec();
-      if (stream.wasCutOff) {
+      const cut = stream.cutOff;
+      if (cut) {
         metrics.sseCutOff.inc();
-        log.warn({ reqId, route: pattern }, 'event stream cut off: client too far behind');
+        log.warn({ reqId, route: pattern, ...cut }, cut.reason === 'backlog' ? 'event stream cut off: client too far behind' : 'event stream cut off: client stopped reading');
       }
     });
     Promise.resolve()

@@ -11,9 +11,27 @@ export interface SseOptions {
    * reconnects with Last-Event-ID and resumes, which costs less than holding its backlog. @default 262144
    */
   readonly maxBufferedBytes: number;
+  /**
+   * How long a client may leave the socket full without taking a byte before it is cut off, however little is
+   * waiting. The byte bound alone never ends a stalled reader of a quiet stream: its backlog grows by a few hundred
+   * bytes an event and may take hours to pass the bound, all that time holding a socket and its kernel buffers.
+   * Checked when a frame or a keep-alive comment is due, so a stalled reader is dropped at most one heartbeat
+   * period later. @default 15000
+   */
+  readonly stallTimeoutMs: number;
 }
 
-export const defaultSseOptions: SseOptions = { heartbeatMs: 15_000, maxBufferedBytes: 256 * 1024 };
+export const defaultSseOptions: SseOptions = { heartbeatMs: 15_000, maxBufferedBytes: 256 * 1024, stallTimeoutMs: 15_000 };
+
+/**
+ * Why a stream was cut off: its backlog passed `maxBufferedBytes`, or it took nothing for `stallTimeoutMs`; with how
+ * long it had taken nothing and how many bytes were unsent (ours and uWS's) at that moment.
+ */
+export interface CutOff {
+  readonly reason: 'backlog' | 'stalled';
+  readonly stalledMs: number;
+  readonly unsentBytes: number;
+}
 
 /** `Last-Event-ID` values longer than this are ignored rather than handed to handlers. */
 const MAX_LAST_EVENT_ID = 1024;
@@ -64,7 +82,12 @@ const DRAIN_PROBE = Buffer.from(':\n');
  * backpressure, later frames wait in our own queue and go out from `onWritable`, one at a time, until a write is
  * accepted whole. Unsent bytes are the queue (known exactly) plus what uWS holds (at most the frames that were
  * refused, counted as an upper bound); when they pass `maxBufferedBytes` the client is cut off, so a stalled reader
- * costs a bounded amount of memory.
+ * costs a bounded amount of memory. A client that leaves the socket full for `stallTimeoutMs` without uWS reporting
+ * it writable once (it read nothing) is cut off too, so a stalled reader is also dropped in bounded time.
+ *
+ * What the node holds for a stalled reader is this queue and uWS's copy of the refused frames; the kernel's send
+ * buffer (up to `net.ipv4.tcp_wmem`'s maximum, 4 MiB by default on Linux) is not the node's to size: uWS gives no
+ * access to the socket's options. See ops/decisions/0054-slow-sse-readers.md for the figures.
  */
 export class UwsSseStream implements SseStream {
   private queue: Buffer[] = [];
@@ -72,7 +95,9 @@ export class UwsSseStream implements SseStream {
   private heldByUws = 0;
   private blocked = false;
   private ended = false;
-  private cut = false;
+  private cut: CutOff | undefined;
+  /** When the client last showed it reads: the moment writes were refused, then each writable event. */
+  private lastProgress = 0;
   private readonly closeCallbacks: Array<() => void> = [];
   heartbeatSlot = 0;
   // One corked write per frame without a closure per frame: the frame goes through these two fields.
@@ -100,7 +125,8 @@ export class UwsSseStream implements SseStream {
 
   /** The keep-alive comment, sent by the node's heartbeat wheel. */
   beat(): void {
-    this.enqueue(HEARTBEAT);
+    if (this.blocked && this.stalled()) this.cutOffClient('stalled');
+    else this.enqueue(HEARTBEAT);
   }
 
   send(event: { id?: string; event?: string; data: unknown }): boolean {
@@ -125,7 +151,17 @@ export class UwsSseStream implements SseStream {
 
   /** True when the stream ended because the client fell too far behind. */
   get wasCutOff(): boolean {
+    return this.cut !== undefined;
+  }
+
+  /** Why the stream was cut off, if it was. */
+  get cutOff(): CutOff | undefined {
     return this.cut;
+  }
+
+  /** Milliseconds since the client last took anything, while writes are refused; 0 while it keeps up. */
+  get stalledForMs(): number {
+    return this.blocked ? performance.now() - this.lastProgress : 0;
   }
 
   /** Unsent bytes as counted for the cut-off (exposed for tests and metrics). */
@@ -139,7 +175,11 @@ export class UwsSseStream implements SseStream {
       this.queue.push(frame);
       this.queuedBytes += frame.length;
       if (this.unsentBytes > this.options.maxBufferedBytes) {
-        this.cutOff();
+        this.cutOffClient('backlog');
+        return false;
+      }
+      if (this.stalled()) {
+        this.cutOffClient('stalled');
         return false;
       }
       return true;
@@ -149,14 +189,21 @@ export class UwsSseStream implements SseStream {
     this.outgoing = undefined;
     if (!this.accepted) {
       this.blocked = true;
+      this.lastProgress = performance.now();
       this.heldByUws += frame.length;
     }
     return true;
   }
 
+  private stalled(): boolean {
+    return performance.now() - this.lastProgress > this.options.stallTimeoutMs;
+  }
+
   /** uWS calls this when the socket can take more; always returns true (we never leave a partial write pending). */
   private drain(): boolean {
     if (this.ended) return true;
+    // Writable again: the client took some of what the kernel held.
+    this.lastProgress = performance.now();
     if (this.queue.length === 0) {
       if (this.res.write(DRAIN_PROBE)) this.unblock();
       return true;
@@ -180,8 +227,9 @@ export class UwsSseStream implements SseStream {
     this.heldByUws = 0;
   }
 
-  private cutOff(): void {
-    this.cut = true;
+  private cutOffClient(reason: CutOff['reason']): void {
+    // Read by the close callbacks (the node's log line).
+    this.cut = { reason, stalledMs: Math.round(this.stalledForMs), unsentBytes: this.unsentBytes };
     this.queue = [];
     this.queuedBytes = 0;
     // close() aborts the connection at once; uWS then runs onAborted, which finishes the stream.

@@ -1,11 +1,12 @@
 // Invariant: an event stream is framed per the SSE spec (id/event/data lines, multi-line data split, blank line
 // between events), hands the handler the client's Last-Event-ID, keeps idle streams alive with comments, runs close
 // callbacks when the client leaves, and cuts off a client that stops reading once its unsent bytes pass the bound —
-// memory stays bounded and the server keeps serving.
+// memory stays bounded and the server keeps serving — or once it has left the socket full for the stall timeout,
+// however little is waiting, so a stalled reader of a quiet stream is dropped in bounded time too.
 import { expect } from 'chai';
 import net from 'node:net';
 import type { Route, SseStream } from '../../../http/types.js';
-import { formatSseEvent } from '../../../http/sse.js';
+import { formatSseEvent, type CutOff } from '../../../http/sse.js';
 import { startTestServer, type TestDeps, type TestServer } from '../../support/http.js';
 
 async function waitFor(condition: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
@@ -50,6 +51,24 @@ async function readUntil(body: ReadableStream<Uint8Array>, until: (text: string)
   return text;
 }
 
+const STALL_MS = 400;
+type Inspectable = SseStream & { unsentBytes: number; cutOff: CutOff | undefined };
+
+/** Opens a stream on a raw socket that never reads, and fills the kernel's buffers until the server holds bytes. */
+async function stalledStream(port: number, opened: SseStream[]): Promise<{ socket: net.Socket; stream: Inspectable }> {
+  const count = opened.length;
+  const socket = net.connect(port, '127.0.0.1');
+  socket.pause();
+  socket.on('error', () => {});
+  socket.write('GET /api/events HTTP/1.1\r\nHost: x\r\n\r\n');
+  await waitFor(() => opened.length > count, 'the stream to open');
+  const stream = opened.at(-1)! as Inspectable;
+  // 64 KiB frames until one is refused: a few MiB on loopback, all of it in the kernel, none in the server yet.
+  for (let i = 0; i < 4096 && stream.unsentBytes === 0; i++) stream.send({ data: 'z'.repeat(64 * 1024) });
+  expect(stream.unsentBytes).to.be.above(0).and.below(256 * 1024);
+  return { socket, stream };
+}
+
 describe('http server: server-sent events', () => {
   const opened: SseStream[] = [];
   const closedCount = { value: 0 };
@@ -75,7 +94,7 @@ describe('http server: server-sent events', () => {
 
   let t: TestServer;
   before(async () => {
-    t = await startTestServer(routes, { sse: { heartbeatMs: 40, maxBufferedBytes: 256 * 1024 } });
+    t = await startTestServer(routes, { sse: { heartbeatMs: 40, maxBufferedBytes: 256 * 1024, stallTimeoutMs: STALL_MS } });
   });
   after(async () => {
     await t.close();
@@ -173,5 +192,31 @@ describe('http server: server-sent events', () => {
     expect(await reading).to.include(`"n":${total - 1}}`);
     expect(stream.closed).to.equal(false);
     stream.close();
+  });
+
+  it('cuts off a client that takes nothing for the stall timeout while small events trickle in, under the byte bound', async () => {
+    const { socket, stream } = await stalledStream(t.port, opened);
+    const started = performance.now();
+    while (!stream.closed && performance.now() - started < 5_000) {
+      stream.send({ data: { tick: performance.now() } });
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(stream.closed, 'cut off within 5 s').to.equal(true);
+    const cut = stream.cutOff!;
+    expect(cut.reason).to.equal('stalled');
+    expect(cut.stalledMs).to.be.at.least(STALL_MS);
+    expect(cut.unsentBytes).to.be.below(256 * 1024);
+    expect(performance.now() - started).to.be.below(STALL_MS + 1_000);
+    socket.destroy();
+  });
+
+  it('cuts off a stalled client of a quiet stream when its keep-alive comment is due', async () => {
+    const { socket, stream } = await stalledStream(t.port, opened);
+    const started = performance.now();
+    await waitFor(() => stream.closed, 'the heartbeat wheel to cut the stalled stream off', 5_000);
+    expect(stream.cutOff!.reason).to.equal('stalled');
+    expect(performance.now() - started).to.be.at.least(STALL_MS - 5).and.below(STALL_MS + 1_000);
+    expect((await t.call('GET', '/healthz')).status).to.equal(200);
+    socket.destroy();
   });
 });
