@@ -59,9 +59,32 @@ export class TroupeUnreachableError extends Error {
 
 export function createTroupeClient(options: TroupeClientOptions): TroupeApi {
   const baseUrl = options.baseUrl.replace(/\/+$/, '');
-  const api = createClient<paths>({ baseUrl, ...(options.fetch ? { fetch: options.fetch } : {}) });
+  const send = options.fetch ?? globalThis.fetch;
+  // The request's signal goes to fetch itself: Node's fetch follows the signal of a `Request` object only weakly, and
+  // once that object was collected neither the deadline nor the caller's abort would reach the request.
+  const api = createClient<paths>({ baseUrl, fetch: (request: Request) => send(request, signals.has(request) ? { signal: signals.get(request)! } : undefined) });
   api.use(credentialAndTimeout(options.token, options.timeoutMs ?? 30_000), unreachable(baseUrl));
   return api;
+}
+
+/** The signal (the caller's abort or the deadline) of each request the client built, for `fetch`. */
+const signals = new WeakMap<Request, AbortSignal>();
+
+/**
+ * A signal that aborts with the caller's signal or after `timeoutMs`. An AbortController, not `AbortSignal.any`:
+ * Node may collect an `any` signal that only fetch refers to, and the request would then wait for ever. The caller's
+ * abort reaches `request.signal` through the request object itself, which Node also follows only weakly, so the
+ * timer holds the request (and the controller) until it fires: both reach the request for as long as it may last.
+ */
+function deadlineSignal(request: Request, timeoutMs: number): AbortSignal {
+  const controller = new AbortController();
+  const onAbort = () => controller.abort(request.signal.reason);
+  if (request.signal.aborted) onAbort(); else request.signal.addEventListener('abort', onAbort, { once: true });
+  setTimeout(() => {
+    request.signal.removeEventListener('abort', onAbort);
+    controller.abort(new DOMException(`no answer within ${timeoutMs} ms`, 'TimeoutError'));
+  }, timeoutMs).unref();
+  return controller.signal;
 }
 
 function credentialAndTimeout(token: TroupeClientOptions['token'], timeoutMs: number): Middleware {
@@ -69,9 +92,11 @@ function credentialAndTimeout(token: TroupeClientOptions['token'], timeoutMs: nu
     onRequest({ request }) {
       const bearer = typeof token === 'function' ? token() : token;
       if (bearer !== undefined && !request.headers.has('authorization')) request.headers.set('authorization', `Bearer ${bearer}`);
-      // A stream is meant to stay open; everything else gets a deadline on top of the caller's own signal.
-      if (request.headers.get('accept')?.includes('text/event-stream')) return request;
-      return new Request(request, { signal: AbortSignal.any([request.signal, AbortSignal.timeout(timeoutMs)]) });
+      // A stream is meant to stay open (its reader cancels it: `streamEvents`); everything else gets a deadline.
+      const signal = request.headers.get('accept')?.includes('text/event-stream') ? request.signal : deadlineSignal(request, timeoutMs);
+      const next = new Request(request, { signal });
+      signals.set(next, signal);
+      return next;
     },
     onResponse({ request, response }) {
       methods.set(response, request.method);
