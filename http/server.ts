@@ -291,7 +291,8 @@ export async function startHttpServer<D extends AuthDeps>(options: HttpServerOpt
     closeConnection: boolean,
   ): void {
     const { status, body } = toErrorReply(err, log, { reqId: copied.requestId, method: copied.method, route: pattern });
-    const retryAfter = status === 429 ? body.details?.retryAfterSeconds : undefined;
+    // A refusal the caller can retry says when: the rate limiter's wait, or a second for a dependency that is down.
+    const retryAfter = status === 429 ? body.details?.retryAfterSeconds : status === 503 ? (body.details?.retryAfterSeconds ?? 1) : undefined;
     const headers = typeof retryAfter === 'number' ? { ...extraHeaders, 'retry-after': String(retryAfter) } : extraHeaders;
     exchange.respond(status, headers, JSON_TYPE, copied.requestId, JSON.stringify(body), closeConnection);
     accessLog(copied, pattern, status, started);

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { acquireSqlConnection, type SqlTx } from './sql-tx.js';
-import { toStorageError } from './storage-errors.js';
+import { isStorageUnavailable, toStorageError } from './storage-errors.js';
 
 /**
  * Group commit (decision 0045, second part): writes that arrive while another group is committing wait and then share one
@@ -77,7 +77,8 @@ export class CommitGroups {
   private async commit(group: Pending[]): Promise<void> {
     const failure = await this.attempt(group);
     if (failure === undefined) return;
-    if (failure.atCommit || group.length === 1) {
+    // Unreachable storage fails each write alone just the same; trying them one by one only makes the callers wait.
+    if (failure.atCommit || group.length === 1 || isStorageUnavailable(failure.error)) {
       const error = toStorageError(failure.error);
       for (const p of group) p.reject(error);
       return;

@@ -6,6 +6,7 @@ import ClientPgLite from 'knex-pglite';
 import { PGlite as PGliteDatabase, type PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import { TroupeError } from '../ops/kernel/errors.js';
+import { ConnectionBreaker } from './connection-breaker.js';
 
 /**
  * One knex instance per node, on Postgres (`pg`) when a URL is configured, otherwise on PGlite (Postgres compiled
@@ -86,7 +87,14 @@ function openPostgres(databaseUrl: string, opts: DbOptions): Knex {
     ...(opts.searchPath !== undefined ? { searchPath: [opts.searchPath] } : {}),
     ...(opts.log ? { log: opts.log } : {}),
   };
-  return knexModule(config);
+  const knex = knexModule(config);
+  ConnectionBreaker.install(knex, {
+    onChange: (open, reason) => {
+      if (open) opts.log?.warn(`postgres is unreachable (${reason}): queries fail at once with STORAGE_UNAVAILABLE until a connection is made again`);
+      else opts.log?.warn('postgres accepts connections again: the storage breaker closed');
+    },
+  });
+  return knex;
 }
 
 /**

@@ -5,6 +5,7 @@ import { systemClock } from '../../ops/kernel/clock.js';
 import type { Logger } from '../../ops/kernel/logger.js';
 import { silentLogger } from '../../ops/kernel/logger.js';
 import { TroupeError } from '../../ops/kernel/errors.js';
+import { toStorageError } from '../../storage/storage-errors.js';
 import type { Transport, Unsubscribe } from '../../transport/port.js';
 import { CEDAR_NAMESPACE, cedarSchemaText, defaultPolicyText } from '../../schemas/cedar/index.js';
 import type { AuthorizationResult, Authorizer, ResourceRef } from './ports.js';
@@ -293,6 +294,9 @@ class PolicyAuthorizer implements CedarAuthorizer {
     try {
       return await this.options.extraPolicies(orgId, projectId);
     } catch (err) {
+      // Storage that is down denies too, but says so: a 503 the caller retries, not a 403 it believes.
+      const storage = toStorageError(err);
+      if (storage instanceof TroupeError && storage.code === 'STORAGE_UNAVAILABLE') throw storage;
       this.log.error({ err, orgId }, 'could not load org policies; denying');
       return undefined;
     }

@@ -3,6 +3,8 @@
  *   npm run faults:goals [-- --nodes 2] [-- --only broker-kill,broker-hang,...]
  * Rates are what the goals name; where this machine cannot issue them, the figure says what was reached.
  */
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
 import amqp from 'amqplib';
 import { startFaultWorld, type FaultWorld } from './world.js';
 import { loadOn, msUntil, provisionTenant, readyz, sleep, type Tenant } from './scenario.js';
@@ -51,6 +53,24 @@ const goals: Record<string, Goal> = {
       const first = firstWriteAfter(load, back);
       return { from, back, firstConfirmedWriteMsAfterBrokerBack: first === undefined ? null : Math.round(first - back) };
     });
+    if (opt('logs')) {
+      console.error(`broker killed at ${result.from}, back at ${result.back}`);
+      for (const n of world.nodes) {
+        for (const line of n.lines) {
+          if (!/broker|transport|shard|connect/i.test(line)) continue;
+          try {
+            const l = JSON.parse(line) as { time: number; msg: string; err?: unknown };
+            if (l.time >= result.from) console.error(`  ${n.nodeId} +${l.time - result.back} ms after back: ${l.msg} ${l.err ? JSON.stringify(l.err).slice(0, 120) : ''}`);
+          } catch { /* not JSON */ }
+        }
+      }
+      for (let t = result.back - 1_000; t < result.back + 15_000; t += 1_000) {
+        const w = load.window(t, t + 1_000).filter((s) => s.op !== 'heartbeat');
+        const codes: Record<string, number> = {};
+        for (const s of w) codes[`${s.op} ${s.status}`] = (codes[`${s.op} ${s.status}`] ?? 0) + 1;
+        console.error(`  ${(t - result.back) / 1000}s after back: ${JSON.stringify(codes)}`);
+      }
+    }
     const hb = summarise(load.window(result.from, result.back + 5_000, 'heartbeat'));
     return {
       heartbeatsPerSecondReached: rateOf(load, 'heartbeat', result.from - 5_000, result.from), heartbeatsShed: load.shed.get('heartbeat') ?? 0,
@@ -85,7 +105,10 @@ const goals: Record<string, Goal> = {
   },
 
   async 'postgres-stop'(world, tenant) {
-    const { result, verdict, load } = await withLoad(world, tenant, { heartbeatsPerSecond: 700, dispatchesPerSecond: 200, mutationsPerSecond: 100, sseReaders: 5 }, async (load) => {
+    // Writes offered: dispatches (each walked through three transitions) and mutations; heartbeats alongside.
+    const offered = Number(opt('writes') ?? 1_000);
+    const rates = { heartbeatsPerSecond: Math.round(offered * 0.7), dispatchesPerSecond: Math.round(offered * 0.2), mutationsPerSecond: Math.round(offered * 0.1), sseReaders: 5 };
+    const { result, verdict, load } = await withLoad(world, tenant, rates, async (load) => {
       await sleep(5_000);
       const from = Date.now();
       await world.engines.postgres.kill();
@@ -97,6 +120,16 @@ const goals: Record<string, Goal> = {
       return { from, back, load };
     });
     const writes = (from: number, to: number) => load.window(from, to).filter((s) => s.op === 'dispatch' || s.op === 'mutation' || s.op === 'transition');
+    if (opt('logs')) {
+      console.error(`postgres killed at ${result.from}, restarted at ${result.back}`);
+      for (let t = result.from - 2_000; t < result.back + 6_000; t += 1_000) {
+        const w = writes(t, t + 1_000);
+        const by = (o: string) => w.filter((s) => s.outcome === o).length;
+        const codes: Record<string, number> = {};
+        for (const s of w) codes[`${s.op} ${s.status}`] = (codes[`${s.op} ${s.status}`] ?? 0) + 1;
+        console.error(`  ${(t - result.from) / 1000}s sent ${w.length}: ok ${by('ok')} 503 ${by('unavailable')} 4xx ${by('client_error')}, slowest ${Math.round(Math.max(0, ...w.map((s) => s.ms)))} ms ${JSON.stringify(codes)}`);
+      }
+    }
     const firstRefusal = writes(result.from, result.back).filter((s) => s.outcome === 'unavailable').map((s) => s.at + s.ms - result.from).sort((a, b) => a - b)[0];
     // Full service: from the restart, the first second in which no write was refused.
     let fullServiceMs: number | null = null;
@@ -105,6 +138,7 @@ const goals: Record<string, Goal> = {
       if (second.length > 0 && second.every((s) => s.outcome === 'ok' || s.outcome === 'client_error')) { fullServiceMs = t - result.back; break; }
     }
     return {
+      writesPerSecondOffered: offered,
       writesPerSecondReached: Math.round(writes(result.from - 5_000, result.from).length / 5),
       firstRefusalMsAfterStop: firstRefusal === undefined ? null : Math.round(firstRefusal),
       okWritesLaterThan2sIntoOutage: writes(result.from + 2_000, result.back).filter((s) => s.outcome === 'ok').length,
@@ -189,6 +223,9 @@ async function main(): Promise<void> {
       console.log(JSON.stringify({ goal: name, nodes: nodeCount, seconds: Math.round((Date.now() - started) / 1000), ...figure }));
     }
     const crashed = world.nodes.filter((n) => n.exited()).map((n) => n.nodeId);
+    // For diagnosis: each node's log lines (pino JSON) as the run left them.
+    const logDir = opt('logs');
+    if (logDir) for (const n of world.nodes) writeFileSync(path.join(logDir, `${n.nodeId}.log`), n.lines.join('\n'));
     console.log(JSON.stringify({ nodesCrashed: crashed, runnerUnhandledRejections: unhandled }));
   } finally {
     await world.close();

@@ -7,6 +7,8 @@ import { MixedLoad, type LoadRates } from './load.js';
 export interface Tenant {
   readonly orgId: string;
   readonly apiKey: string;
+  /** The org owner's user token (connecting integrations, registering requesters). */
+  readonly ownerToken: string;
   readonly projectId: string;
   readonly workers: Array<{ workerId: string; runtimeJwt: string }>;
 }
@@ -24,7 +26,7 @@ async function post(url: string, path: string, token: string | undefined, body: 
 export async function provisionTenant(world: FaultWorld, workers = 8): Promise<Tenant> {
   const url = world.nodes[0]!.url;
   const created = await post(url, '/api/admin/orgs', world.adminToken, { name: 'Faults', owner: { email: `faults-${Date.now()}@example.com` } });
-  const tenant: Tenant = { orgId: created.org.id, apiKey: created.apiKey.fullKey, projectId: created.project.id, workers: [] };
+  const tenant: Tenant = { orgId: created.org.id, apiKey: created.apiKey.fullKey, ownerToken: created.userToken, projectId: created.project.id, workers: [] };
   for (let i = 0; i < workers; i++) {
     const w = await post(url, '/v1/daemon/register', undefined, { registrationToken: created.registrationToken, hostname: `faults-${i}`, maxAgents: 50 });
     tenant.workers.push({ workerId: w.workerId, runtimeJwt: w.runtimeJwt });
@@ -56,3 +58,19 @@ export async function msUntil(probe: () => Promise<boolean> | boolean, withinMs:
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** One dispatch through the node, timed: what a caller sees (status, code, Retry-After) and how long it waited. */
+export async function timedDispatch(node: NodeProcess, tenant: Tenant): Promise<{ status: number; code: string | undefined; retryAfter: string | null; ms: number }> {
+  const started = performance.now();
+  try {
+    const res = await fetch(`${node.url}/api/agent-dispatch`, {
+      method: 'POST', signal: AbortSignal.timeout(15_000),
+      headers: { authorization: `Bearer ${tenant.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ projectId: tenant.projectId, prompt: 'fault probe' }),
+    });
+    const body = await res.json().catch(() => undefined) as { code?: string } | undefined;
+    return { status: res.status, code: body?.code, retryAfter: res.headers.get('retry-after'), ms: performance.now() - started };
+  } catch {
+    return { status: 0, code: undefined, retryAfter: null, ms: performance.now() - started };
+  }
+}

@@ -185,6 +185,16 @@ describe('Cedar default policies', () => {
       expect(result.allowed).to.equal(false);
       expect(result.errors).to.not.be.empty;
     });
+    it('org policies that cannot be read because storage is down refuse with a retryable 503, not a 403 (issue 20)', async () => {
+      const down = createAuthorizer({
+        projectRoleOf: async () => undefined,
+        extraPolicies: async () => { throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }); },
+      });
+      const refusal = await down.authorize(user('owner'), 'read', res('Workflow')).then(() => undefined, (err: unknown) => err);
+      expect(refusal).to.include({ code: 'STORAGE_UNAVAILABLE', status: 503 });
+      const failing = createAuthorizer({ projectRoleOf: async () => undefined, extraPolicies: async () => { throw new Error('a bug'); } });
+      expect((await failing.check(user('owner'), 'read', res('Workflow'))).allowed, 'anything else still denies').to.equal(false);
+    });
     it('org policies add forbids but cannot lift the cross-org forbid', async () => {
       const extra = createAuthorizer({
         projectRoleOf: async () => undefined,
