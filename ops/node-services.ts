@@ -17,7 +17,7 @@ import type { WorkflowSchedules } from '../actors/workflow-schedule/service.js';
 import { TrackerOutbox } from '../actors/integrations/trackers/outbox.js';
 import { AuditOutbox } from '../actors/audit/outbox-drain.js';
 import { createRateLimits } from '../storage/rate-limits.js';
-import { RedisCache } from '../storage/redis-cache.js';
+import type { RedisCache } from '../storage/redis-cache.js';
 
 /** What the node made before its services: they share it (the keys with the authenticator, the rest with the actors). */
 export interface ServiceParts {
@@ -26,6 +26,8 @@ export interface ServiceParts {
   readonly pushOnEvents: PushOnEvents;
   readonly schedules: WorkflowSchedules;
   readonly cluster: NodeServices['cluster'];
+  /** The cache's Redis connection when the node has one: rate limits share it. */
+  readonly redis?: RedisCache['client'];
 }
 
 /**
@@ -57,7 +59,7 @@ export function buildNodeServices(base: Omit<Deps, 'services'>, parts: ServicePa
         loginFailuresPerEmailPerHour: base.config.rateLimitLoginFailuresPerEmailPerHour,
         webhookFailuresPerMinute: base.config.rateLimitWebhookFailuresPerMinute,
       },
-      base.cache instanceof RedisCache ? base.cache.client : undefined,
+      parts.redis,
     ),
     cluster: parts.cluster,
   };

@@ -11,11 +11,11 @@ import { createDb } from '../storage/db.js';
 import { migrate } from '../storage/migrations/runner.js';
 import { KnexSnapshotStore } from '../storage/knex-snapshot-store.js';
 import { MemoryCache } from '../storage/memory-cache.js';
-import { RedisCache } from '../storage/redis-cache.js';
+import type { RedisCache } from '../storage/redis-cache.js';
 import type { Cache } from '../storage/cache.js';
 import { LocalTransport } from '../transport/local.js';
-import { AmqpTransport } from '../transport/amqp/index.js';
-import { Cluster, managementUrlFor, vhostOf } from '../transport/cluster/index.js';
+import type { AmqpTransport } from '../transport/amqp/index.js';
+import type { Cluster } from '../transport/cluster/index.js';
 import { shardOf } from '../transport/shards.js';
 import type { Transport } from '../transport/port.js';
 import { createActorSystem, type ActorSystem } from '../actors/runtime/index.js';
@@ -83,6 +83,17 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
   metrics.setDefaultLabels({ node: config.nodeId });
   collectDefaultMetrics({ register: metrics });
 
+  // Where the start's time goes, logged with "troupe node ready" (decision 0051): each phase's milliseconds, and
+  // `startMs` from the process's own start, module loading included.
+  const phases: Record<string, number> = {};
+  let phaseStart = performance.now();
+  const phaseDone = (name: string) => {
+    const now = performance.now();
+    phases[name] = Math.round(now - phaseStart);
+    phaseStart = now;
+  };
+  phases.modules = Math.round(phaseStart);
+
   const closers: Array<() => Promise<void>> = [];
   const closeAll = async () => {
     for (const close of closers.splice(0).reverse()) {
@@ -93,14 +104,16 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
   try {
     const db = await openStorage(config, options, log);
     closers.push(() => db.destroy());
+    phaseDone('storage');
 
-    const cache = openCache(config, options, log);
+    const { cache, redis } = await openCache(config, options, log);
     closers.push(() => cache.close());
+    phaseDone('cache');
 
     // Cluster (decision 0010): when the broker connection drops, RabbitMQ gives this node's shards to standbys at
     // once, so their actors stop here; `actors` is bound below, before the transport starts.
     let stopShards: (shards: readonly number[]) => void = () => undefined;
-    const transport = openTransport(config, options, log, metrics, (shards) => stopShards(shards));
+    const transport = await openTransport(config, options, log, metrics, (shards) => stopShards(shards));
     const snapshots = new KnexSnapshotStore(db);
     const actors = createActorSystem({
       snapshots, clock, log, metrics,
@@ -113,6 +126,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     for (const kind of actorKinds({ transport, pushOnEvents, metrics, schedules, db })) actors.register(kind);
     registerFleetGauges(metrics, db, () => clock.now(), config.sessionLeaseMs);
 
+    phaseDone('actors');
     const keys = deriveSigningKeys(secrets);
     const auth = createAuthenticator({ db, keys, clock, transport, log });
     // Governance (decision 0009): an org's active stored policies join the defaults in every decision; an erroring
@@ -131,6 +145,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       transport, clock, log,
     });
 
+    phaseDone('authorizer');
     const base: Omit<Deps, 'services'> = {
       config, log, clock, secrets, db, snapshots, cache, transport, metrics, auth, authz,
       ask: <R>(address: string, message: unknown, timeoutMs?: number) =>
@@ -143,17 +158,19 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     };
     stopShards = (shards) => void passivateShards(shards).catch((err: unknown) => log.warn({ err }, 'stopping the actors of lost shards failed'));
     await transport.start(actors.deliver);
+    phaseDone('transport');
     // Order matters on the way down: consumers stop before the actors they feed, actors before storage.
     closers.push(() => actors.stop());
     closers.push(() => transport.close());
     // Cluster (decision 0010): presence and shard balancing on RabbitMQ; closed before the transport, so the others
     // hear this node leave and its standbys take its shards when the transport cancels its consumers.
-    const cluster = transport instanceof AmqpTransport ? openCluster(config, transport, log, metrics, passivateShards) : undefined;
+    const cluster = transport.kind === 'amqp' ? await openCluster(config, transport as AmqpTransport, log, metrics, passivateShards) : undefined;
     if (cluster) {
       await cluster.start();
       closers.push(() => cluster.close());
+      phaseDone('cluster');
     }
-    const services = buildNodeServices(base, { keys, policies: storedPolicies, pushOnEvents, schedules, cluster });
+    const services = buildNodeServices(base, { keys, policies: storedPolicies, pushOnEvents, schedules, cluster, redis });
     const deps: Deps = { ...base, services };
     // Node services stop after HTTP drained (pushed later, closed earlier) and before the transport and actors.
     for (const service of lifecycleOf(services)) {
@@ -164,6 +181,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     closers.push(() => authz.close());
     closers.push(() => denials.close());
     await Promise.all([auth.ready, authz.ready]);
+    phaseDone('services');
 
     const consoleAssets = loadConsoleAssets(consoleDistDir);
     if (consoleAssets.missing !== undefined) log.warn(consoleAssets.missing);
@@ -175,6 +193,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       assertSourceOpen: (address) => services.rateLimits.webhookFailures.assertOpen(address),
     });
     closers.push(() => http.close(config.shutdownGraceMs));
+    phaseDone('http');
     if (cluster) cluster.url = `http://${config.host === '0.0.0.0' ? os.hostname() : config.host}:${http.port}`;
     // Runs that were waiting when the cluster last stopped pick up where their snapshots left them.
     await resumeActiveRuns({ db, log, tell: (address, message) => transport.tell(address, message) })
@@ -185,7 +204,8 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     const watch = new DependencyWatch(dependencyProbes, engines, log.child({ component: 'dependencies' }), metrics);
     const dependencies = await watch.start();
     closers.push(async () => watch.stop());
-    log.info({ port: http.port, ...engines, dependencies }, 'troupe node ready');
+    phaseDone('resume and probes');
+    log.info({ port: http.port, ...engines, dependencies, startMs: Math.round(performance.now()), phases }, 'troupe node ready');
 
     let closing: Promise<void> | undefined;
     return {
@@ -216,29 +236,38 @@ async function openStorage(config: Config, options: NodeOptions, log: Logger): P
   return db;
 }
 
-function openCache(config: Config, options: NodeOptions, log: Logger): Cache {
-  if (!config.redisUrl) return new MemoryCache();
+/*
+ * The Redis and RabbitMQ clients (and the cluster built on the broker) are imported only when configured: they were
+ * 25–30 MB of an embedded node's memory and a tenth of a second of every start (decisions 0046, 0051).
+ */
+async function openCache(config: Config, options: NodeOptions, log: Logger): Promise<{ cache: Cache; redis?: RedisCache['client'] }> {
+  if (!config.redisUrl) return { cache: new MemoryCache() };
+  const { RedisCache } = await import('../storage/redis-cache.js');
   const cacheLog = log.child({ component: 'cache' });
-  return new RedisCache({
+  const cache = new RedisCache({
     url: config.redisUrl, keyPrefix: options.cachePrefix ?? config.cachePrefix, connectionName: `troupe-${config.nodeId}`,
     onUnreachable: (err) => cacheLog.warn({ err: err.message }, 'redis is unreachable: rate limits and nonce checks fall back as the spec says until it is back'),
     onReachable: () => cacheLog.info('redis connection is ready again'),
   });
+  return { cache, redis: cache.client };
 }
 
-function openTransport(config: Config, options: NodeOptions, log: Logger, metrics: Registry, onShardsLost: (shards: readonly number[]) => void): Transport {
-  return config.amqpUrl
-    ? new AmqpTransport({
-        url: config.amqpUrl, nodeId: config.nodeId, shardCount: config.shardCount, log, metrics, onShardsLost,
-        prefix: options.transportPrefix ?? config.amqpPrefix,
-      })
-    : new LocalTransport({ nodeId: config.nodeId, log });
+async function openTransport(
+  config: Config, options: NodeOptions, log: Logger, metrics: Registry, onShardsLost: (shards: readonly number[]) => void,
+): Promise<Transport> {
+  if (!config.amqpUrl) return new LocalTransport({ nodeId: config.nodeId, log });
+  const { AmqpTransport } = await import('../transport/amqp/index.js');
+  return new AmqpTransport({
+    url: config.amqpUrl, nodeId: config.nodeId, shardCount: config.shardCount, log, metrics, onShardsLost,
+    prefix: options.transportPrefix ?? config.amqpPrefix,
+  });
 }
 
 /** Cluster membership and shard placement over the same broker (decision 0010). */
-function openCluster(
+async function openCluster(
   config: Config, transport: AmqpTransport, log: Logger, metrics: Registry, passivateShards: (shards: readonly number[]) => Promise<void>,
-): Cluster {
+): Promise<Cluster> {
+  const { Cluster, managementUrlFor, vhostOf } = await import('../transport/cluster/index.js');
   const amqpUrl = config.amqpUrl!;
   return new Cluster({
     transport, amqpUrl, prefix: transport.prefix, nodeId: config.nodeId, shardCount: config.shardCount, metrics,

@@ -43,6 +43,25 @@ export function compileSchema(instance: Ajv, schema: Record<string, unknown>) {
   return existing ?? instance.compile(schema);
 }
 
+/** What `compileOnFirstUse` returns: called like a compiled validator, with the last call's `errors`. */
+export interface LazyValidate {
+  (data: unknown): boolean;
+  readonly errors: ErrorObject[] | null | undefined;
+}
+
+/**
+ * A validator compiled on its first call rather than when its module loads. Compiling costs milliseconds per
+ * schema (tens for a large one), and a node that loads every module at start paid them all before it was ready
+ * though most schemas guard routes or messages a given run may never see (decision 0051). A schema that does not
+ * compile still fails loudly, on first use; the unit suites exercise every one.
+ */
+export function compileOnFirstUse(instance: Ajv, schema: Record<string, unknown>): LazyValidate {
+  let compiled: ReturnType<typeof compileSchema> | undefined;
+  const validate = ((data: unknown) => (compiled ??= compileSchema(instance, schema))(data)) as LazyValidate;
+  Object.defineProperty(validate, 'errors', { get: () => compiled?.errors });
+  return validate;
+}
+
 /** Names the field an error is about, as a dotted path (`owner.email`); '' for the document itself. */
 export function fieldOf(error: ErrorObject): string {
   const segments = error.instancePath.split('/').slice(1).map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));

@@ -1,10 +1,9 @@
 import '../ops/kernel/wasm-inlining-off.js';
+import '../ops/kernel/wasm-tier-up-later.js';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import knexModule, { type Knex } from 'knex';
-import ClientPgLite from 'knex-pglite';
-import { PGlite as PGliteDatabase, type PGlite } from '@electric-sql/pglite';
-import pg from 'pg';
+import type { PGlite } from '@electric-sql/pglite';
 import { TroupeError } from '../ops/kernel/errors.js';
 import { ConnectionBreaker } from './connection-breaker.js';
 
@@ -12,6 +11,9 @@ import { ConnectionBreaker } from './connection-breaker.js';
  * One knex instance per node, on Postgres (`pg`) when a URL is configured, otherwise on PGlite (Postgres compiled
  * to WASM) under the data directory. Both speak the same SQL, so migrations, stores and read models are written
  * once. See ops/decisions/0002-storage-layout.md.
+ *
+ * Each engine's driver is imported when a database of that kind is opened, not with this module: a node on
+ * Postgres never loads PGlite and its client, an embedded node never loads `pg` (decision 0051).
  */
 export interface DbOptions {
   /** postgres://… selects Postgres. */
@@ -47,17 +49,19 @@ const INT8_OID = 20;
  * care which engine it runs on, so pg is told to parse int8 to a number too. A value beyond 2^53 stays a string
  * rather than silently losing precision.
  */
-const pgTypes = {
-  getTypeParser(oid: number, format?: 'text' | 'binary') {
-    if (oid === INT8_OID && format !== 'binary') {
-      return (text: string) => {
-        const n = Number(text);
-        return Number.isSafeInteger(n) ? n : text;
-      };
-    }
-    return pg.types.getTypeParser(oid, format ?? 'text');
-  },
-};
+function pgTypes(pg: typeof import('pg').default) {
+  return {
+    getTypeParser(oid: number, format?: 'text' | 'binary') {
+      if (oid === INT8_OID && format !== 'binary') {
+        return (text: string) => {
+          const n = Number(text);
+          return Number.isSafeInteger(n) ? n : text;
+        };
+      }
+      return pg.types.getTypeParser(oid, format ?? 'text');
+    },
+  };
+}
 
 const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 
@@ -65,7 +69,7 @@ export async function createDb(opts: DbOptions): Promise<Knex> {
   if (opts.searchPath !== undefined && !SCHEMA_NAME.test(opts.searchPath)) {
     throw new TroupeError('INTERNAL', `invalid schema name for searchPath: ${JSON.stringify(opts.searchPath)}`);
   }
-  const knex = opts.databaseUrl && !opts.pglite ? openPostgres(opts.databaseUrl, opts) : await openPglite(opts);
+  const knex = opts.databaseUrl && !opts.pglite ? await openPostgres(opts.databaseUrl, opts) : await openPglite(opts);
   if (opts.searchPath !== undefined) {
     try {
       await knex.raw(`create schema if not exists "${opts.searchPath}"`);
@@ -77,10 +81,11 @@ export async function createDb(opts: DbOptions): Promise<Knex> {
   return knex;
 }
 
-function openPostgres(databaseUrl: string, opts: DbOptions): Knex {
+async function openPostgres(databaseUrl: string, opts: DbOptions): Promise<Knex> {
+  const { default: pg } = await import('pg');
   const config: Knex.Config = {
     client: 'pg',
-    connection: { connectionString: databaseUrl, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, types: pgTypes } as Knex.PgConnectionConfig,
+    connection: { connectionString: databaseUrl, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, types: pgTypes(pg) } as Knex.PgConnectionConfig,
     // min 0: idle connections are released, so a database restart leaves no stale sockets behind in the pool.
     pool: { min: 0, max: opts.poolMax ?? 10 },
     acquireConnectionTimeout: ACQUIRE_TIMEOUT_MS,
@@ -104,7 +109,12 @@ function openPostgres(databaseUrl: string, opts: DbOptions): Knex {
  */
 export const EMBEDDED_SHARED_BUFFERS = '16MB';
 
+/** knex's client class for PGlite, once an embedded database has been opened: what `dbKind` tells engines apart by. */
+let ClientPgLite: (new (...args: never[]) => unknown) | undefined;
+
 async function openPglite(opts: DbOptions): Promise<Knex> {
+  const [{ PGlite: PGliteDatabase }, { default: client }] = await Promise.all([import('@electric-sql/pglite'), import('knex-pglite')]);
+  ClientPgLite = client;
   let pglite = opts.pglite;
   if (!pglite) {
     const dir = opts.inMemory ? undefined : path.resolve(opts.dataDir ?? './data', 'pglite');
@@ -127,7 +137,7 @@ async function openPglite(opts: DbOptions): Promise<Knex> {
   // knex-pglite pins the pool to one connection: PGlite is a single-user database, so queries and transactions
   // from this node are serialised through that connection. Destroying knex closes the PGlite.
   const knex = knexModule({
-    client: ClientPgLite,
+    client,
     dialect: 'postgres',
     connection: (() => ({ pglite: open })) as unknown as Knex.Config['connection'],
     acquireConnectionTimeout: ACQUIRE_TIMEOUT_MS,
@@ -145,7 +155,7 @@ async function openPglite(opts: DbOptions): Promise<Knex> {
 
 export function dbKind(knex: Knex): DbKind {
   // A transaction's client inherits from the instance's client, so this also answers for a Knex.Transaction.
-  return knex.client instanceof ClientPgLite ? 'pglite' : 'postgres';
+  return ClientPgLite !== undefined && knex.client instanceof ClientPgLite ? 'pglite' : 'postgres';
 }
 
 /** True when the database answers a trivial query in time; never throws (it backs /readyz). */

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { currentTrace, withTrace } from '../ops/kernel/trace-context.js';
-import { Ajv, type ValidateFunction } from 'ajv';
 import { TroupeError, type WireError } from '../ops/kernel/errors.js';
+import { ajv, compileOnFirstUse, type LazyValidate } from '../schemas/ajv.js';
 
 /**
  * The wire envelope every message between nodes travels in, versioned so a rolling upgrade can tell an old
@@ -122,9 +122,9 @@ const replySchema = {
   ],
 };
 
-const ajv = new Ajv({ allErrors: false });
-const validateEnvelope: ValidateFunction = ajv.compile(envelopeSchema);
-const validateReply: ValidateFunction = ajv.compile(replySchema);
+// The shared instance: a private one compiled its own copy of the JSON Schema meta-schema at every start (decision 0051).
+const validateEnvelope = compileOnFirstUse(ajv, envelopeSchema);
+const validateReply = compileOnFirstUse(ajv, replySchema);
 
 const addressPattern = new RegExp(addressSchema.pattern);
 
@@ -135,7 +135,7 @@ export function assertAddress(address: string): void {
   }
 }
 
-function firstError(validate: ValidateFunction): string {
+function firstError(validate: LazyValidate): string {
   const e = validate.errors?.[0];
   return e ? `${e.instancePath || '/'} ${e.message ?? 'is invalid'}` : 'is invalid';
 }

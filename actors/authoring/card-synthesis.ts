@@ -1,5 +1,5 @@
 import { TroupeError } from '../../ops/kernel/errors.js';
-import { ajv, compileSchema, fieldOf } from '../../schemas/ajv.js';
+import { ajv, compileOnFirstUse, fieldOf } from '../../schemas/ajv.js';
 import { agentCardDraft } from '../../schemas/authoring/http.js';
 import type { AgentCardDraft } from '../../schemas/authoring/proposal.js';
 import type { SynthesisRequest } from './conversation.js';
@@ -44,7 +44,7 @@ export function synthesizeAgentCard(request: SynthesisRequest): CardSynthesisRes
   return { status: 'candidate', card };
 }
 
-const validCard = compileSchema(ajv, agentCardDraft as unknown as Record<string, unknown>);
+const validCard = compileOnFirstUse(ajv, agentCardDraft as unknown as Record<string, unknown>);
 
 /** Throws VALIDATION_FAILED naming the card field at fault: a card is checked as the card routes check a payload. */
 export function assertValidCard(card: unknown): asserts card is AgentCardDraft {

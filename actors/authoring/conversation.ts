@@ -1,7 +1,7 @@
 import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import { TroupeError } from '../../ops/kernel/errors.js';
 import { canonicalJson } from '../../ops/kernel/canonical-json.js';
-import { ajv, compileSchema, fieldOf } from '../../schemas/ajv.js';
+import { ajv, compileOnFirstUse, fieldOf, type LazyValidate } from '../../schemas/ajv.js';
 import {
   COMPLETE, MAX_ROUNDS, roundAfter, roundsOf, roundSpecs, cardRounds, rounds, type AuthoringTarget, type NextRound, type Round,
 } from './rounds.js';
@@ -187,8 +187,8 @@ function assertWellFormed(state: BuilderState): void {
 }
 
 const answerValidators = Object.fromEntries(
-  [...rounds, ...cardRounds].map((r) => [r, compileSchema(ajv, roundSpecs[r].answerSchema as unknown as Record<string, unknown>)]),
-) as Record<Round, ReturnType<typeof compileSchema>>;
+  [...rounds, ...cardRounds].map((r) => [r, compileOnFirstUse(ajv, roundSpecs[r].answerSchema as unknown as Record<string, unknown>)]),
+) as Record<Round, LazyValidate>;
 
 /** Answers are stored trimmed, so whitespace variations do not make different synthesis requests. */
 function normaliseAnswer(round: Round, answer: Record<string, unknown>): Record<string, unknown> {

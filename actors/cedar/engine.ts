@@ -1,4 +1,5 @@
-// The one way into the Cedar engine: the V8 flag must be set before Cedar's JS→Wasm calls get optimised.
+// The one way into the Cedar engine: the V8 flags must be set before Cedar's module is instantiated and its calls optimised.
 import '../../ops/kernel/wasm-inlining-off.js';
+import '../../ops/kernel/wasm-tier-up-later.js';
 
 export * from '@cedar-policy/cedar-wasm/nodejs';

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import { Ajv, type ErrorObject } from 'ajv';
-import { parseDocument } from 'yaml';
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { createRequire } from 'node:module';
 import { TroupeError } from '../../ops/kernel/errors.js';
 import { canonicalJson } from '../../ops/kernel/canonical-json.js';
 import { parseExpression } from '../workflow-run/expression.js';
@@ -55,11 +55,19 @@ export interface AnalysedDefinition {
 
 export { MAX_DEFINITION_BYTES } from '../../schemas/workflows/definition.js';
 
-const ajv = new Ajv({ allErrors: false, strict: true, strictRequired: false, strictTypes: false, discriminator: true });
-const validators = {
-  'v1.1': ajv.compile(definitionV11Schema),
-  v2: ajv.compile(definitionV2Schema),
-} as const;
+// The YAML parser is loaded with the first definition too (a synchronous require, as analysis is synchronous): a node
+// that never reads a workflow definition never pays for it (decision 0051).
+let yaml: typeof import('yaml') | undefined;
+const yamlOnFirstUse = (): typeof import('yaml') => (yaml ??= createRequire(import.meta.url)('yaml') as typeof import('yaml'));
+
+// Compiled when the first definition is analysed, not when the module loads: both schemas are large, and compiling
+// them (with this instance's own meta-schema) was a tenth of a node's start-up CPU (decision 0051).
+let validators: Record<'v1.1' | 'v2', ValidateFunction> | undefined;
+function validatorsOnFirstUse(): Record<'v1.1' | 'v2', ValidateFunction> {
+  if (validators) return validators;
+  const ajv = new Ajv({ allErrors: false, strict: true, strictRequired: false, strictTypes: false, discriminator: true });
+  return (validators = { 'v1.1': ajv.compile(definitionV11Schema), v2: ajv.compile(definitionV2Schema) });
+}
 
 /** SHA-256 hex of the YAML text exactly as saved (spec 2.1 schemaHash). */
 export const schemaHashOf = (yamlText: string): string => createHash('sha256').update(yamlText, 'utf8').digest('hex');
@@ -75,7 +83,7 @@ export function analyseDefinition(yamlText: string): AnalysedDefinition {
     throw invalid('definitionYaml', `is larger than ${MAX_DEFINITION_BYTES} bytes`);
   }
   // Aliases are refused outright: they are how a small YAML text expands into a huge document.
-  const doc = parseDocument(yamlText, { uniqueKeys: true, prettyErrors: false });
+  const doc = yamlOnFirstUse().parseDocument(yamlText, { uniqueKeys: true, prettyErrors: false });
   const parseError = doc.errors[0];
   if (parseError) throw invalid('definitionYaml', `is not valid YAML: ${parseError.message.split('\n')[0] ?? ''}`);
   let value: unknown;
@@ -88,7 +96,7 @@ export function analyseDefinition(yamlText: string): AnalysedDefinition {
   const raw = value as Record<string, unknown>;
   const version = raw.schemaVersion;
   if (version !== 'v1.1' && version !== 'v2') throw invalid('definitionYaml.schemaVersion', "must be 'v1.1' or 'v2'");
-  const validate = validators[version];
+  const validate = validatorsOnFirstUse()[version];
   if (!validate(raw)) throw schemaError(validate.errors ?? []);
 
   const nodes = (version === 'v2' ? raw.nodes : raw.steps) as DefinitionNode[];

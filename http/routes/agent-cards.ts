@@ -5,7 +5,7 @@ import type { OrgPrincipal, Principal } from '../../actors/identity/principal.js
 import { agentCardAddress, type AgentCardMsg, type AgentCardReply } from '../../actors/agent-card/index.js';
 import { applyOverlay, missingTargets, type Overlay } from '../../actors/marketplace/payload.js';
 import { previewUpdate } from '../../actors/marketplace/update-preview.js';
-import { ajv, compileSchema } from '../../schemas/ajv.js';
+import { ajv, compileOnFirstUse } from '../../schemas/ajv.js';
 import {
   agentCardPayload, agentCardReply, createAgentCardBody, installBody, listingListQuery, listingListReply, listingReply, publishListingBody,
   updateAgentCardBody, updatePreviewReply,
@@ -40,7 +40,7 @@ export function actorIdOf(p: Principal): string {
 }
 
 const cardResource = (orgId: string, id: string) => ({ type: 'AgentCard', id, orgId });
-const validPayload = compileSchema(ajv, agentCardPayload as unknown as Record<string, unknown>);
+const validPayload = compileOnFirstUse(ajv, agentCardPayload as unknown as Record<string, unknown>);
 
 async function ownCard(deps: Deps, orgId: string, id: string | undefined): Promise<AgentCardView> {
   const card = id !== undefined && isUuid(id) ? await findCard(deps.db, orgId, id) : undefined;

@@ -1,4 +1,4 @@
-import webpush from 'web-push';
+// web-push is imported where it is used: most nodes never send a push, and loading it cost every start (decision 0051).
 import type { Deps } from '../../deps.js';
 import { OutboundRefused } from '../outbound/index.js';
 import { deleteSubscriptionById, subscriptionsOf, type PushSubscriptionRow } from '../../../storage/integrations/web-push.js';
@@ -33,6 +33,7 @@ export async function sendToSubscription(deps: Deps, sub: PushSubscriptionRow, n
   if (!keys) return 'failed';
   try {
     // Inside the try: a stored key web-push cannot encrypt to (a point off the curve) fails this subscription only.
+    const { default: webpush } = await import('web-push');
     const details = webpush.generateRequestDetails(
       { endpoint: sub.endpoint, keys: { p256dh: sub.p256dh, auth: sub.auth } },
       JSON.stringify(notification),

@@ -1,4 +1,4 @@
-import webpush from 'web-push';
+// web-push is imported where it is used: most nodes never send a push, and loading it cost every start (decision 0051).
 import type { Deps } from '../../deps.js';
 import { insertVapidRowOnce, readVapidRow } from '../../../storage/integrations/web-push.js';
 
@@ -43,6 +43,7 @@ export const vapidKeys = (deps: Pick<Deps, 'services'>): Promise<VapidKeys> | un
 async function loadOrCreate(deps: Pick<Deps, 'db' | 'secrets' | 'clock'>, subject: string): Promise<VapidKeys> {
   let row = await readVapidRow(deps.db);
   if (!row) {
+    const { default: webpush } = await import('web-push');
     const fresh = webpush.generateVAPIDKeys();
     await insertVapidRowOnce(deps.db, fresh.publicKey, deps.secrets.seal(fresh.privateKey, SEAL_CONTEXT), new Date(deps.clock.now()));
     row = await readVapidRow(deps.db);

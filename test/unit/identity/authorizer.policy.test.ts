@@ -6,7 +6,7 @@ import { expect } from 'chai';
 import sinon from 'sinon';
 import { cedarSchemaText } from '../../../schemas/cedar/index.js';
 import { defaultPolicyText } from '../../../schemas/cedar/index.js';
-import { createAuthorizer, splitPolicies, validatePolicies, type Action } from '../../../actors/identity/authorizer.js';
+import { createAuthorizer, namesEntityById, splitPolicies, validatePolicies, type Action } from '../../../actors/identity/authorizer.js';
 import type { ResourceRef } from '../../../actors/identity/ports.js';
 import type { OrgRole, Principal, ProjectRole } from '../../../actors/identity/principal.js';
 
@@ -57,6 +57,12 @@ describe('Cedar default policies', () => {
     const policies = splitPolicies(defaultPolicyText());
     expect(policies).to.be.an('object');
     expect(validatePolicies(cedarSchemaText(), policies as Record<string, string>)).to.deep.equal([]);
+  });
+
+  it('name no entity by id, so decisions under them may be memoised by attributes', () => {
+    const policies = splitPolicies(defaultPolicyText());
+    expect(policies).to.be.an('object');
+    expect(namesEntityById(policies as Record<string, string>)).to.equal(false);
   });
 
   describe('org roles', () => {
