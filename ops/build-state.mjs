@@ -1,6 +1,7 @@
 // Whether build/ (the compiled server and CLI, `npm run build`) is at least as new as every source it is made
-// from. Shared by `npm start` (ops/build-current.mjs rebuilds when it is not) and the `troupe` executable
+// from. Shared by `npm start` (ops/start.mjs rebuilds when it is not), ops/build-current.mjs and the `troupe` executable
 // (ops/cli/bin.js runs the compiled CLI when it is, and the TypeScript sources through tsx otherwise).
+import { spawnSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -31,4 +32,15 @@ function builtAt(root) {
 export function buildIsCurrent(root = '.') {
   const sources = Math.max(...sourceRooms.map((room) => newestSourceMtime(join(root, room))), statSync(join(root, 'package-lock.json')).mtimeMs);
   return sources <= builtAt(root);
+}
+
+/**
+ * Rebuilds `root`/build (`npm run build`) when a source is newer; returns false when that build failed. Rebuilding
+ * on every start would cost seconds (tsc alone takes two even when nothing changed), so an unchanged tree goes
+ * straight on.
+ */
+export function ensureBuildCurrent(root = '.') {
+  if (buildIsCurrent(root)) return true;
+  process.stderr.write('troupe: sources changed since the last build; building (npm run build)\n');
+  return spawnSync('npm', ['run', '--silent', 'build'], { cwd: root, stdio: 'inherit' }).status === 0;
 }

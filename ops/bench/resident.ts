@@ -1,6 +1,6 @@
 /**
  * G10 (issue 19; PERFORMANCE.md "Second round"): what a node costs to keep, run as `npm start` runs it (compiled
- * JavaScript, `node build/ops/main.js`; the build is brought up to date first, as `prestart` does).
+ * JavaScript, `node build/ops/main.js`; the build is brought up to date first, as `npm start` does).
  *
  * 1. Idle embedded node (PGlite, in-process transport, memory cache): a first start on a fresh data directory
  *    (initdb and every migration), then a second start on it (migrations current), each left idle `--idle` seconds;
