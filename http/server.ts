@@ -2,23 +2,20 @@ import { performance } from 'node:perf_hooks';
 import type { Registry } from 'prom-client';
 import { TroupeError } from '../ops/kernel/errors.js';
 import type { Logger } from '../ops/kernel/logger.js';
-import { authenticate, type AuthDeps } from './authenticate.js';
-import { assertSameOriginWrite } from './csrf.js';
-import { ClientAborted, collectBody, decodeBody, DEFAULT_BODY_LIMIT, EMPTY_BODY } from './body.js';
-import { toErrorReply } from './errors.js';
-import { assertSafeHeaders, copyRequest, Exchange, HeaderBag, type CopiedRequest } from './exchange.js';
-import { httpMetrics, type HttpMetrics } from './metrics.js';
+import type { AuthDeps } from './authenticate.js';
+import { ClientAborted, collectBody, EMPTY_BODY } from './body.js';
+import { copyRequest, Exchange, type CopiedRequest } from './exchange.js';
+import { httpMetrics } from './metrics.js';
 import { defaultSseOptions, parseLastEventId, UwsSseStream, type SseOptions } from './sse.js';
 import { HeartbeatWheel } from './sse-heartbeats.js';
-import type { BodyKind, HttpRequest, RateLimitKind, Reply, Route } from './types.js';
-import type { Principal } from '../actors/identity/principal.js';
+import type { Route } from './types.js';
 import { clientAddressOf } from './client-address.js';
 import { loadUws, type TemplatedApp, type UwsRequest, type UwsResponse, type us_listen_socket } from './uws.js';
-import { compileRouteValidators, validateBody, validateQuery, type RouteValidators } from './validation.js';
 import { ChurnSet } from '../ops/kernel/churn-map.js';
 import { traceparentFor, withTrace } from '../ops/kernel/trace-context.js';
+import { answer, compileRoute, JSON_TYPE, refusal, settle, type CompiledRoute, type EdgeHooks, type ErrorAnswer } from './pipeline.js';
 
-export interface HttpServerOptions<D extends AuthDeps> {
+export interface HttpServerOptions<D extends AuthDeps> extends EdgeHooks {
   readonly routes: readonly Route<D>[];
   readonly deps: D;
   readonly host: string;
@@ -29,13 +26,6 @@ export interface HttpServerOptions<D extends AuthDeps> {
   readonly sse?: Partial<SseOptions>;
   /** Proxies in front that append to X-Forwarded-For (config `trustProxyHops`). @default 0 */
   readonly trustProxyHops?: number;
-  /**
-   * Counts a request against the caller's per-credential rate limit of `kind`; throws RATE_LIMITED (429 with
-   * Retry-After) when it is used up. Called after authentication, before the body is decoded. @default none
-   */
-  readonly limitRequest?: (kind: RateLimitKind, principal: Principal) => Promise<void>;
-  /** Throws RATE_LIMITED when a source address is over its limit of refusals (routes with `limitsSource`). */
-  readonly assertSourceOpen?: (address: string) => Promise<void>;
 }
 
 export interface HttpServer {
@@ -47,24 +37,9 @@ export interface HttpServer {
   close(graceMs: number): Promise<void>;
 }
 
-const JSON_TYPE = 'application/json; charset=utf-8';
-/** Who the per-credential limits apply to: people and their tools. Workers (runtime tokens) are trusted for their org. */
-const limitedKinds: ReadonlySet<string> = new Set(['user', 'apiKey', 'machine']);
-const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
 const UNMATCHED = '(unmatched)';
 /** Requests slower than this are logged at info even when they succeed. */
 const SLOW_REQUEST_SECONDS = 1;
-
-interface CompiledRoute<D> {
-  readonly route: Route<D>;
-  /** Upper case, as requests carry it: a matched route knows its method without asking uWS. */
-  readonly method: string;
-  readonly paramNames: readonly string[];
-  readonly bodyKind: BodyKind;
-  readonly bodyLimit: number;
-  readonly validators: RouteValidators;
-  readonly rateLimit: RateLimitKind | undefined;
-}
 
 /** Starts one uWS server for a route table; see ops/decisions/0005-http-edge.md for the order of checks. */
 export async function startHttpServer<D extends AuthDeps>(options: HttpServerOptions<D>): Promise<HttpServer> {
@@ -73,7 +48,7 @@ export async function startHttpServer<D extends AuthDeps>(options: HttpServerOpt
   const metrics = httpMetrics(options.metrics);
   const sseOptions: SseOptions = { ...defaultSseOptions, ...options.sse };
   const heartbeats = new HeartbeatWheel(sseOptions.heartbeatMs);
-  const compiled = options.routes.map(compileRoute);
+  const compiled = options.routes.map((route) => compileRoute(route, options));
   const inFlight = new ChurnSet<Exchange>();
   const trustProxyHops = options.trustProxyHops ?? 0;
   const streams = new ChurnSet<UwsSseStream>();
@@ -118,26 +93,13 @@ export async function startHttpServer<D extends AuthDeps>(options: HttpServerOpt
   const port = uws.us_socket_local_port(listenSocket as never);
   log.info({ host: options.host, port }, 'http server listening');
 
-  function compileRoute(route: Route<D>): CompiledRoute<D> {
-    const bodyKind = route.bodyKind ?? (route.method === 'post' || route.method === 'put' || route.method === 'patch' ? 'json' : 'none');
-    return {
-      route,
-      method: route.method.toUpperCase(),
-      paramNames: route.path.split('/').filter((s) => s.startsWith(':')).map((s) => s.slice(1)),
-      bodyKind,
-      bodyLimit: route.bodyLimit ?? DEFAULT_BODY_LIMIT,
-      validators: compileRouteValidators(route),
-      rateLimit: route.rateLimit === 'none' ? undefined : route.rateLimit ?? (route.method === 'get' ? undefined : 'write'),
-    };
-  }
-
   /** The synchronous part, inside uWS's callback: copy the request, attach onAborted, start reading the body. */
   function accept(c: CompiledRoute<D>, res: UwsResponse, req: UwsRequest): void {
     const started = performance.now();
     const copied = copyRequest(req, c.paramNames.length, c.method);
     const exchange = new Exchange(res);
     if (draining) {
-      finishWithError(exchange, copied, c.route.path, started, new TroupeError('SHUTTING_DOWN'), {}, true);
+      finishWithError(exchange, copied, c.route.path, started, shuttingDown(copied, c.route.path));
       return;
     }
     inFlight.add(exchange);
@@ -166,75 +128,22 @@ export async function startHttpServer<D extends AuthDeps>(options: HttpServerOpt
   }
 
   async function serve(c: CompiledRoute<D>, exchange: Exchange, copied: CopiedRequest, bodyBytes: Promise<Buffer>, started: number): Promise<void> {
-    let reply: Reply;
     const clientAddress = () => (exchange.clientGone ? '' : clientAddressOf(exchange.res, copied.headers['x-forwarded-for'], trustProxyHops));
+    let reply;
     try {
-      if (c.route.limitsSource && options.assertSourceOpen !== undefined) {
-        try {
-          await options.assertSourceOpen(clientAddress());
-        } catch (err) {
-          // The body is left unread: the refusal closes the connection, and the reader's outcome goes nowhere.
-          bodyBytes.catch(() => undefined);
-          throw err;
-        }
-      }
-      const rawBody = await bodyBytes;
-      const principal = await authenticate(c.route.auth, { authorization: copied.headers.authorization, cookie: copied.headers.cookie }, deps);
-      assertSameOriginWrite(copied.method, copied.headers, principal);
-      if (c.rateLimit !== undefined && options.limitRequest !== undefined && principal !== undefined && limitedKinds.has(principal.kind)) {
-        await options.limitRequest(c.rateLimit, principal);
-      }
-      const body = decodeBody(c.bodyKind, copied.headers['content-type'], rawBody);
-      const query = new URLSearchParams(copied.rawQuery);
-      validateQuery(c.validators.query, query, c.validators.integerParams);
-      validateBody(c.validators.body, body);
-      const request: HttpRequest = {
-        method: copied.method,
-        path: copied.path,
-        params: decodeParams(c.paramNames, copied.rawParams),
-        query,
-        headers: copied.headers,
-        body,
-        rawBody,
-        requestId: copied.requestId,
-        principal,
-        clientAddress,
-      };
-      reply = await c.route.handler(request, deps);
+      reply = await answer(c, copied, clientAddress, bodyBytes, deps, options);
     } catch (err) {
       if (err instanceof ClientAborted || exchange.clientGone) return accessLog(copied, c.route.path, 499, started);
-      // A refusal before the body was read to its end (413) must close the connection: the rest of it is unread.
-      const mustClose = err instanceof TroupeError && (err.code === 'HTTP_BODY_TOO_LARGE' || (err.code === 'RATE_LIMITED' && c.route.limitsSource === true));
-      const tooLarge = err instanceof TroupeError && err.code === 'HTTP_BODY_TOO_LARGE';
-      const answered = tooLarge && c.route.bodyTooLarge !== undefined ? new TroupeError(c.route.bodyTooLarge, err.message) : err;
-      return finishWithError(exchange, copied, c.route.path, started, answered, {}, mustClose);
+      return finishWithError(exchange, copied, c.route.path, started, refusal(c.route, err, log, logContext(copied, c.route.path)));
     }
     if (exchange.clientGone) return accessLog(copied, c.route.path, 499, started);
     if (reply.kind === 'sse') return openStream(exchange, copied, c.route.path, reply.open, started);
     try {
-      const status = reply.status ?? c.route.successStatus ?? 200;
-      if (!Number.isInteger(status) || status < 200 || status > 599) throw new Error(`handler returned status ${status}`);
-      // Most replies (every heartbeat) set no headers of their own: nothing to copy or check then. The edge's own
-      // content-type and x-request-id replace a handler's (written after them, so they are dropped from its copy).
-      let headers = NO_HEADERS;
-      if (reply.headers !== undefined) {
-        const own: Record<string, string> = { ...reply.headers };
-        delete own['x-request-id'];
-        if (status !== 204 && status !== 304) delete own['content-type'];
-        assertSafeHeaders(own);
-        headers = own;
-      }
-      if (status === 204 || status === 304) {
-        exchange.respond(status, headers, undefined, copied.requestId, undefined);
-      } else if (reply.kind === 'text') {
-        assertSafeHeaders({ 'content-type': reply.contentType });
-        exchange.respond(status, headers, reply.contentType, copied.requestId, reply.body);
-      } else {
-        exchange.respond(status, headers, JSON_TYPE, copied.requestId, JSON.stringify(reply.body) ?? 'null');
-      }
-      accessLog(copied, c.route.path, status, started);
+      const settled = settle(c.route, reply);
+      exchange.respond(settled.status, settled.headers, settled.contentType, copied.requestId, settled.body);
+      accessLog(copied, c.route.path, settled.status, started);
     } catch (err) {
-      finishWithError(exchange, copied, c.route.path, started, err, {}, false);
+      finishWithError(exchange, copied, c.route.path, started, refusal(undefined, err, log, logContext(copied, c.route.path)));
     }
   }
 
@@ -278,24 +187,22 @@ export async function startHttpServer<D extends AuthDeps>(options: HttpServerOpt
     const started = performance.now();
     const copied = copyRequest(req, 0);
     const exchange = new Exchange(res);
-    finishWithError(exchange, copied, pattern, started, draining ? new TroupeError('SHUTTING_DOWN') : err, headers, draining);
+    const answered = draining ? shuttingDown(copied, pattern) : refusal(undefined, err, log, logContext(copied, pattern), headers);
+    finishWithError(exchange, copied, pattern, started, answered);
   }
 
-  function finishWithError(
-    exchange: Exchange,
-    copied: CopiedRequest,
-    pattern: string,
-    started: number,
-    err: unknown,
-    extraHeaders: Record<string, string>,
-    closeConnection: boolean,
-  ): void {
-    const { status, body } = toErrorReply(err, log, { reqId: copied.requestId, method: copied.method, route: pattern });
-    // A refusal the caller can retry says when: the rate limiter's wait, or a second for a dependency that is down.
-    const retryAfter = status === 429 ? body.details?.retryAfterSeconds : status === 503 ? (body.details?.retryAfterSeconds ?? 1) : undefined;
-    const headers = typeof retryAfter === 'number' ? { ...extraHeaders, 'retry-after': String(retryAfter) } : extraHeaders;
-    exchange.respond(status, headers, JSON_TYPE, copied.requestId, JSON.stringify(body), closeConnection);
-    accessLog(copied, pattern, status, started);
+  /** Requests arriving while the node drains: 503, and the connection closed. */
+  function shuttingDown(copied: CopiedRequest, pattern: string): ErrorAnswer {
+    return { ...refusal(undefined, new TroupeError('SHUTTING_DOWN'), log, logContext(copied, pattern)), close: true };
+  }
+
+  function logContext(copied: CopiedRequest, pattern: string): Record<string, unknown> {
+    return { reqId: copied.requestId, method: copied.method, route: pattern };
+  }
+
+  function finishWithError(exchange: Exchange, copied: CopiedRequest, pattern: string, started: number, refused: ErrorAnswer): void {
+    exchange.respond(refused.status, refused.headers, JSON_TYPE, copied.requestId, JSON.stringify(refused.body), refused.close);
+    accessLog(copied, pattern, refused.status, started);
   }
 
   /**
@@ -348,24 +255,4 @@ function listen(app: TemplatedApp, host: string, port: number): Promise<us_liste
       else reject(new Error(`http server could not listen on ${host}:${port}`));
     });
   });
-}
-
-/** uWS hands parameters over still percent-encoded; a malformed escape is the client's error, not ours. */
-function decodeParams(names: readonly string[], raw: readonly string[]): Record<string, string> {
-  const params = new HeaderBag() as Record<string, string>;
-  for (let i = 0; i < names.length; i++) {
-    const name = names[i]!;
-    const value = raw[i] ?? '';
-    // Most parameters (ids) hold no escape at all: nothing to decode, nothing that can be malformed.
-    if (value.indexOf('%') < 0) {
-      params[name] = value;
-      continue;
-    }
-    try {
-      params[name] = decodeURIComponent(value);
-    } catch {
-      throw new TroupeError('VALIDATION_FAILED', `path parameter '${name}' is not valid percent-encoding`, { field: name });
-    }
-  }
-  return params;
 }

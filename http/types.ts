@@ -1,4 +1,6 @@
-import type { Principal } from '../actors/identity/principal.js';
+import type { OrgPrincipal, Principal } from '../actors/identity/principal.js';
+import type { ResourceRef } from '../actors/identity/ports.js';
+import type { Action } from '../actors/identity/authorizer.js';
 import type { ErrorCode } from '../ops/kernel/errors.js';
 
 /**
@@ -78,6 +80,27 @@ export interface RouteContext<Deps> {
   readonly deps: Deps;
 }
 
+/**
+ * The Cedar check a route makes before its handler runs, declared rather than called: the edge evaluates it once
+ * per request, after the body is validated (http/pipeline.ts).
+ */
+export interface RouteAuthorization<Deps = unknown, Body = any, Found = any> {
+  /**
+   * The tenancy step, run first: looks up what the request names in the caller's org and throws NOT_FOUND when it is
+   * absent or another org's (CONTRACT: another org's resource is 404, never 403), or any refusal that must come
+   * before Cedar's. What it returns is the handler's `found`.
+   */
+  readonly find?: (req: HttpRequest<Body>, deps: Deps, principal: OrgPrincipal) => Promise<Found>;
+  readonly action: Action | ((req: HttpRequest<Body>, principal: OrgPrincipal) => Action);
+  /** The Cedar resource, from the request, the caller and what `find` found. */
+  readonly resource: (req: HttpRequest<Body>, principal: OrgPrincipal, found: Found) => ResourceRef;
+}
+
+/** What the edge hands a handler beside the request: what the route's `authorize.find` found (undefined without one). */
+export interface RouteCall<Found = unknown> {
+  readonly found: Found;
+}
+
 export interface Route<Deps = unknown> {
   readonly method: 'get' | 'post' | 'put' | 'patch' | 'delete';
   /** uWS pattern syntax: `/api/org/teams/:id/members`. */
@@ -128,5 +151,10 @@ export interface Route<Deps = unknown> {
   readonly sseEvents?: Readonly<Record<string, { readonly schemaName: string; readonly schema: Record<string, unknown> }>>;
   /** Replies that do not use the `{error, code}` shape, by status, for the OpenAPI document. */
   readonly errorResponses?: Readonly<Record<string, { readonly description: string; readonly schema: Record<string, unknown> }>>;
-  handler(req: HttpRequest<any>, deps: Deps): Promise<Reply>;
+  /**
+   * Cedar, evaluated by the edge before the handler; absent where a route decides per item (a list filtered with
+   * `authz.check`) or needs no org decision (admin, public and signed routes). Only for org credentials.
+   */
+  readonly authorize?: RouteAuthorization<Deps>;
+  handler(req: HttpRequest<any>, deps: Deps, call: RouteCall<any>): Promise<Reply>;
 }

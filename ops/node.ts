@@ -26,12 +26,12 @@ import { createAuthorizer } from '../actors/identity/authorizer.js';
 import { DenialRecorder } from '../storage/governance/authz-denials.js';
 import { denialOf } from '../actors/identity/denials.js';
 import { auditBreakGlass } from '../actors/identity/break-glass.js';
-import { limitRequest } from '../actors/identity/request-limits.js';
 import { deriveSigningKeys } from '../actors/identity/tokens.js';
 import { projectRoleOf } from '../storage/identity/orgs.js';
 import { StoredPolicySource } from '../actors/policy/enforcement.js';
 import { startHttpServer, type HttpServer } from '../http/server.js';
 import { allRoutes } from '../http/routes.js';
+import { edgeHooksFor } from '../http/edge-hooks.js';
 import { PushOnEvents } from '../actors/integrations/web-push/event-notifications.js';
 import { WorkflowSchedules } from '../actors/workflow-schedule/service.js';
 import { lifecycleOf } from '../actors/node-services.js';
@@ -188,9 +188,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     // The console's pages sit beside the API but outside its route table, so they are not in the OpenAPI document.
     const routes = [...allRoutes(), ...consoleRoutes<Deps>(consoleAssets)];
     const http = await startHttpServer({
-      routes, deps, host: config.host, port: config.port, log, metrics, trustProxyHops: config.trustProxyHops,
-      limitRequest: (kind, principal) => limitRequest(services.rateLimits, kind, principal),
-      assertSourceOpen: (address) => services.rateLimits.webhookFailures.assertOpen(address),
+      routes, deps, host: config.host, port: config.port, log, metrics, trustProxyHops: config.trustProxyHops, ...edgeHooksFor(deps),
     });
     closers.push(() => http.close(config.shutdownGraceMs));
     phaseDone('http');

@@ -14,7 +14,7 @@ import {
   aggregatesReply, graphQuery, graphReply, graphWriteBody, graphWriteReply, MAX_OBSERVATIONS_PAGE, operatorSessionRow, operatorSessionsQuery, paletteQuery,
   paletteReply, phaseMetricsQuery, phaseMetricsReply, routerQuery, routerReply,
 } from '../../schemas/analytics/http.js';
-import { orgPrincipal } from './sessions.js';
+import { orgPrincipal } from '../principal.js';
 import type { Route } from '../types.js';
 
 /**

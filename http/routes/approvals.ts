@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { Deps } from '../../actors/deps.js';
 import { TroupeError } from '../../ops/kernel/errors.js';
-import type { OrgPrincipal, OrgRole } from '../../actors/identity/principal.js';
 import type { ResourceRef } from '../../actors/identity/ports.js';
-import type { HttpRequest, Route } from '../types.js';
+import type { Route } from '../types.js';
+import { route } from '../route.js';
+import { orgPrincipal } from '../principal.js';
 import { approvalGateAddress } from '../../actors/approval-gate/actor.js';
-import type { GateDecision, GateMsg, GateView } from '../../actors/approval-gate/machine.js';
+import type { GateMsg, GateView } from '../../actors/approval-gate/machine.js';
 import { projectsInOrg } from '../../storage/identity/orgs.js';
 import { findGate, listGates, runSummaries, type GateRow } from '../../storage/workflows/runs.js';
 import * as schemas from '../../schemas/workflows/http.js';
@@ -15,11 +16,6 @@ import * as schemas from '../../schemas/workflows/http.js';
  * credentials with 403); the decider's identity and role are the authenticated user's, and a claimed
  * `actorRole` that differs from the real org role is refused. The gate actor lets exactly one decision through.
  */
-function orgPrincipal(req: HttpRequest): OrgPrincipal {
-  const p = req.principal;
-  if (!p || p.kind === 'admin') throw new TroupeError('INTERNAL', 'route reached without an org principal');
-  return p;
-}
 
 const gateResource = (g: { id: string; orgId: string; projectId: string | null; requiredRole: string | null }): ResourceRef => ({
   type: 'ApprovalGate', id: g.id, orgId: g.orgId,
@@ -35,15 +31,20 @@ const publicGate = (g: GateRow | GateView) => ({
 
 export function approvalRoutes(): Route<Deps>[] {
   return [
-    {
+    route({
       method: 'post', path: '/api/approval-gates', auth: 'org', tags: ['approvals'],
       summary: 'Open an approval gate in a project', bodySchema: schemas.createGateBody, successStatus: 201, responseSchema: schemas.openGateReply,
-      async handler(req: HttpRequest<{ projectId: string; title: string; issue?: string; sessionId?: string; escalation?: 'live-session'; requiredRole?: 'owner' | 'admin' | 'member' }>, deps) {
+      authorize: {
+        async find(req, deps, p) {
+          if (!(await projectsInOrg(deps.db, p.orgId, [req.body.projectId])).has(req.body.projectId)) throw new TroupeError('NOT_FOUND', 'project not found');
+          return randomUUID();
+        },
+        action: 'operate',
+        resource: (req, p, id) => ({ type: 'ApprovalGate', id, orgId: p.orgId, projectId: req.body.projectId }),
+      },
+      async handler(req, deps, { found: id }) {
         const p = orgPrincipal(req);
         const b = req.body;
-        if (!(await projectsInOrg(deps.db, p.orgId, [b.projectId])).has(b.projectId)) throw new TroupeError('NOT_FOUND', 'project not found');
-        const id = randomUUID();
-        await deps.authz.authorize(p, 'operate', { type: 'ApprovalGate', id, orgId: p.orgId, projectId: b.projectId });
         const msg: GateMsg = {
           type: 'gate.open', orgId: p.orgId, projectId: b.projectId, title: b.title, issue: b.issue ?? null,
           sessionId: b.sessionId ?? null, runId: null, nodeId: null, escalation: b.escalation ?? null, requiredRole: b.requiredRole ?? null,
@@ -51,7 +52,7 @@ export function approvalRoutes(): Route<Deps>[] {
         const gate = await deps.ask<GateView>(approvalGateAddress(id), msg);
         return { status: 201, body: { gate: publicGate(gate) } };
       },
-    },
+    }),
     {
       method: 'get', path: '/api/approval-gates', auth: 'org', tags: ['approvals'],
       summary: 'Approval gates of the caller\'s org, oldest first; filter by issue or status; `for=me`: the pending gates the caller may decide. '
@@ -83,19 +84,24 @@ export function approvalRoutes(): Route<Deps>[] {
         return { body: { gates: visible.map((g) => ({ ...g, run: g.runId ? runs.get(g.runId) ?? null : null })) } };
       },
     },
-    {
+    route({
       method: 'post', path: '/api/approval-gates/:id/decide', auth: 'human', tags: ['approvals'],
       summary: 'Decide a gate (approved, rejected, escalated) as the authenticated user', bodySchema: schemas.decideGateBody,
       responseSchema: schemas.decideGateReply,
-      async handler(req: HttpRequest<{ decision: GateDecision; actorRole?: OrgRole; comment?: string }>, deps) {
-        const p = orgPrincipal(req);
-        if (p.kind !== 'user') throw new TroupeError('AUTH_HUMAN_ONLY');
-        if (req.body.actorRole !== undefined && req.body.actorRole !== p.orgRole) {
-          throw new TroupeError('AUTH_FORBIDDEN', 'actorRole does not match your role in this org');
-        }
-        const gate = await findGate(deps.db, p.orgId, req.params.id ?? '');
-        if (!gate) throw new TroupeError('NOT_FOUND', 'approval gate not found');
-        await deps.authz.authorize(p, 'decide', gateResource(gate));
+      authorize: {
+        async find(req, deps, p) {
+          if (p.kind !== 'user') throw new TroupeError('AUTH_HUMAN_ONLY');
+          if (req.body.actorRole !== undefined && req.body.actorRole !== p.orgRole) {
+            throw new TroupeError('AUTH_FORBIDDEN', 'actorRole does not match your role in this org');
+          }
+          const gate = await findGate(deps.db, p.orgId, req.params.id ?? '');
+          if (!gate) throw new TroupeError('NOT_FOUND', 'approval gate not found');
+          return { gate, decider: p };
+        },
+        action: 'decide',
+        resource: (_req, _p, { gate }) => gateResource(gate),
+      },
+      async handler(req, deps, { found: { gate, decider: p } }) {
         const comment = req.body.comment?.trim();
         const msg: GateMsg = {
           type: 'gate.decide', orgId: p.orgId, decision: req.body.decision, decidedBy: { userId: p.userId, role: p.orgRole },
@@ -104,6 +110,6 @@ export function approvalRoutes(): Route<Deps>[] {
         const decided = await deps.ask<GateView>(approvalGateAddress(gate.id), msg);
         return { body: { resolved: true, decision: decided.status, gate: publicGate(decided) } };
       },
-    },
+    }),
   ];
 }

@@ -4,7 +4,7 @@ import { roleAtLeast, type OrgPrincipal } from '../../actors/identity/principal.
 import { credentialServices } from '../../actors/credentials/rotation.js';
 import { upsertCredential } from '../../storage/credentials/credentials.js';
 import { credentialKind, credentialReply, putCredentialBody, rotateBody, rotateReply } from '../../schemas/daemon-extras/bodies.js';
-import { orgPrincipal, requesterOf } from './sessions.js';
+import { orgPrincipal, requesterOf } from '../principal.js';
 import type { Route } from '../types.js';
 
 /**

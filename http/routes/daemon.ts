@@ -12,7 +12,7 @@ import { listProjects, projectsInOrg } from '../../storage/identity/orgs.js';
 import { findMutation, mutationHistory, workerInOrg } from '../../storage/sessions/daemon.js';
 import { pollForWorker } from '../../storage/sessions/queries.js';
 import { enqueueMutationBody, heartbeatBody, mutationViewSchema, offeredSessionSchema, pollBody, registerBody } from '../../schemas/sessions/daemon.js';
-import { orgPrincipal, requesterOf } from './sessions.js';
+import { orgPrincipal, requesterOf } from '../principal.js';
 import type { HttpRequest, Route } from '../types.js';
 
 /**

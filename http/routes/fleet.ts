@@ -3,7 +3,7 @@ import { daemonServices } from '../../actors/daemon-host/services.js';
 import { fleetStats } from '../../actors/fleet/stats.js';
 import { listWorkers, MAX_WORKERS_LISTED } from '../../actors/fleet/workers.js';
 import { fleetStatsReply, workerListReply } from '../../schemas/daemon-extras/bodies.js';
-import { orgPrincipal } from './sessions.js';
+import { orgPrincipal } from '../principal.js';
 import type { Route } from '../types.js';
 
 /** Fleet statistics (spec 4.8, 5.3): not anonymous; an API key, user token or session cookie of the org. */

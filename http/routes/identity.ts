@@ -20,7 +20,7 @@ import { findTeam, insertTeam, listTeamMembers, upsertTeamMember } from '../../s
 import { isUuid, type TeamRole, type UserRecord } from '../../storage/identity/rows.js';
 import * as schemas from '../../schemas/identity/http.js';
 import { auditTrail } from './audit-trail.js';
-import { requesterOf } from './sessions.js';
+import { requesterOf } from '../principal.js';
 
 /**
  * Identity routes: provisioning (platform admin), login/logout, caller context, API keys, registration tokens

@@ -3,7 +3,7 @@ import type { Deps } from '../../actors/deps.js';
 import { projectsInOrg } from '../../storage/identity/orgs.js';
 import { upsertOptionSnapshots, type OptionSnapshot } from '../../storage/plugins/option-snapshots.js';
 import { MAX_OPTIONS_BYTES, optionsSnapshotBody, optionsSnapshotReply } from '../../schemas/daemon-extras/bodies.js';
-import { orgPrincipal, requesterOf } from './sessions.js';
+import { orgPrincipal, requesterOf } from '../principal.js';
 import type { Route } from '../types.js';
 
 /**

@@ -3,7 +3,7 @@ import { TroupeError } from '../../ops/kernel/errors.js';
 import type { OrgPrincipal } from '../../actors/identity/principal.js';
 import { PROVIDER_WEBHOOK_MAX_BYTES, receiveProviderWebhook, webhookSealContext } from '../../actors/integrations/webhooks/ingest.js';
 import { isWebhookProvider } from '../../actors/integrations/webhooks/providers.js';
-import { requesterOf } from './sessions.js';
+import { requesterOf } from '../principal.js';
 import { projectsInOrg } from '../../storage/identity/orgs.js';
 import { connectProviderIntegration } from '../../storage/integrations/provider-integrations.js';
 import {

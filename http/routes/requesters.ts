@@ -3,7 +3,7 @@ import type { Deps } from '../../actors/deps.js';
 import { TroupeError } from '../../ops/kernel/errors.js';
 import type { OrgPrincipal } from '../../actors/identity/principal.js';
 import { decodeStrictBase64, ed25519PublicKey } from '../../actors/integrations/requesters/signed-dispatch.js';
-import { requesterOf } from './sessions.js';
+import { requesterOf } from '../principal.js';
 import { listRequesters, registerRequester, type RequesterRecord } from '../../storage/integrations/requesters.js';
 import { createRequesterBody, requesterListReply, requesterReply } from '../../schemas/integrations/requesters.js';
 import type { HttpRequest, Route } from '../types.js';

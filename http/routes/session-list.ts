@@ -5,6 +5,8 @@ import { listProjects } from '../../storage/identity/orgs.js';
 import { sessionsByTrackerIssue } from '../../storage/sessions/queries.js';
 import { listSessions } from '../../storage/sessions/listing.js';
 import type { HttpRequest, Reply, Route } from '../types.js';
+import { route } from '../route.js';
+import { orgPrincipal } from '../principal.js';
 
 /**
  * `GET /api/sessions`: the org's sessions, newest first, by status and project, paged by cursor; or, with
@@ -55,8 +57,8 @@ async function readableProjects(deps: Deps, p: OrgPrincipal, only: string | unde
   return readable;
 }
 
-async function list(req: HttpRequest, deps: Deps, p: OrgPrincipal): Promise<Reply> {
-  await deps.authz.authorize(p, 'read', { type: 'Session', id: 'list', orgId: p.orgId });
+async function list(req: HttpRequest, deps: Deps): Promise<Reply> {
+  const p = orgPrincipal(req);
   const trackerIssue = req.query.get('trackerIssue');
   if (trackerIssue !== null) return { body: { sessions: await sessionsByTrackerIssue(deps.db, p.orgId, trackerIssue) } };
   const status = req.query.get('status');
@@ -70,11 +72,12 @@ async function list(req: HttpRequest, deps: Deps, p: OrgPrincipal): Promise<Repl
   return { body: page };
 }
 
-export function sessionListRoute(orgPrincipal: (req: HttpRequest) => OrgPrincipal): Route<Deps> {
-  return {
+export function sessionListRoute(): Route<Deps> {
+  return route({
     method: 'get', path: '/api/sessions', auth: 'org', tags: ['sessions'],
     summary: 'Sessions of the org, newest first, filtered by status (comma-separated) and project, paged by cursor; with trackerIssue, the sessions of that issue',
     querySchema: listQuery, responseSchema: listReply,
-    handler: (req, deps) => list(req, deps, orgPrincipal(req)),
-  };
+    authorize: { action: 'read', resource: (_req, p) => ({ type: 'Session', id: 'list', orgId: p.orgId }) },
+    handler: list,
+  });
 }

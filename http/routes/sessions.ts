@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { TroupeError } from '../../ops/kernel/errors.js';
 import type { Deps } from '../../actors/deps.js';
-import type { OrgPrincipal, Principal } from '../../actors/identity/principal.js';
 import { publicIdPattern, publicSessionId, sessionAddress, type SessionReply } from '../../actors/session/index.js';
 import { daemonServices } from '../../actors/daemon-host/services.js';
 import { projectsInOrg } from '../../storage/identity/orgs.js';
@@ -11,7 +10,9 @@ import { sessionListRoute } from './session-list.js';
 import { MAX_PROMPT_LENGTH } from '../../schemas/sessions/session-actor.js';
 import { recordRoutingDecision } from '../../storage/analytics/router.js';
 import { chooseProvider, DEFAULT_WORK_TYPE } from '../../actors/analytics/router.js';
-import type { HttpRequest, Route } from '../types.js';
+import type { Route, RouteAuthorization } from '../types.js';
+import { route } from '../route.js';
+import { orgPrincipal, requesterOf } from '../principal.js';
 import { auditTrail } from './audit-trail.js';
 import { assertSignedDispatch } from '../../actors/integrations/requesters/signed-dispatch.js';
 import { errorIssuesForSession } from '../../actors/integrations/error-tracker/index.js';
@@ -22,23 +23,6 @@ import { errorIssuesForSession } from '../../actors/integrations/error-tracker/i
  * the session actor and map its reply.
  */
 
-export function orgPrincipal(req: HttpRequest): OrgPrincipal {
-  const p = req.principal;
-  if (!p || p.kind === 'admin') throw new TroupeError('INTERNAL', 'route reached without an org principal');
-  return p;
-}
-
-/** Who asked, as recorded on sessions, prompts and mutations. */
-export function requesterOf(p: Principal): string {
-  switch (p.kind) {
-    case 'user': return `user:${p.userId}`;
-    case 'apiKey': return `apiKey:${p.keyId}`;
-    case 'machine': return `machine:${p.clientId}`;
-    case 'runtime': return `worker:${p.workerId}`;
-    case 'admin': return 'admin';
-  }
-}
-
 /** The session in the caller's org, or 404 (absent, malformed id, or another org's). */
 async function scopedSession(deps: Deps, orgId: string, id: string | undefined): Promise<{ id: string; projectId: string; status: string }> {
   if (id === undefined || !publicIdPattern.test(id)) throw new TroupeError('NOT_FOUND', 'session not found');
@@ -46,6 +30,15 @@ async function scopedSession(deps: Deps, orgId: string, id: string | undefined):
   if (!scope) throw new TroupeError('NOT_FOUND', 'session not found');
   return { id, ...scope };
 }
+
+type ScopedSession = Awaited<ReturnType<typeof scopedSession>>;
+
+/** `action` on the session `:id` names, found in the caller's org first (404 otherwise); the handler gets it as `found`. */
+const onSession = (action: 'read' | 'operate'): RouteAuthorization<Deps, any, ScopedSession> => ({
+  find: (req, deps, p) => scopedSession(deps, p.orgId, req.params.id),
+  action,
+  resource: (_req, p, session) => ({ type: 'Session', id: session.id, orgId: p.orgId, projectId: session.projectId }),
+});
 
 const short = { type: 'string', minLength: 1, maxLength: 200 } as const;
 const sessionIdParam = { type: 'string', pattern: '^[0-9a-f]{16}$' } as const;
@@ -171,7 +164,7 @@ function withoutKind(reply: SessionReply): Record<string, unknown> {
 
 export function sessionRoutes(): Route<Deps>[] {
   return [
-    {
+    route({
       method: 'post',
       path: '/api/agent-dispatch', rateLimit: 'dispatch',
       auth: 'org',
@@ -180,15 +173,20 @@ export function sessionRoutes(): Route<Deps>[] {
       bodySchema: dispatchBody,
       successStatus: 201,
       responseSchema: { type: 'object', required: ['sessionId', 'status'], properties: { sessionId: sessionIdParam, status: { const: 'pending' } } },
+      authorize: {
+        async find(req, deps, p) {
+          // Signed-requester checks (spec 5.5, decision 0014) run before anything is read or created: a bound credential
+          // whose requester holds a key must sign this exact request.
+          await assertSignedDispatch(deps, p, req);
+          const known = await projectsInOrg(deps.db, p.orgId, [req.body.projectId]);
+          if (!known.has(req.body.projectId)) throw new TroupeError('NOT_FOUND', 'project not found', { field: 'projectId' });
+        },
+        action: 'dispatch',
+        resource: (req, p) => ({ type: 'Session', id: 'new', orgId: p.orgId, projectId: req.body.projectId }),
+      },
       async handler(req, deps) {
         const p = orgPrincipal(req);
-        const body = req.body as { projectId: string; prompt: string; agentCardId?: string; trackerIssue?: string; workType?: string; provider?: string; trackerSessionId?: string };
-        // Signed-requester checks (spec 5.5, decision 0014) run before anything is read or created: a bound credential
-        // whose requester holds a key must sign this exact request.
-        await assertSignedDispatch(deps, p, req);
-        const known = await projectsInOrg(deps.db, p.orgId, [body.projectId]);
-        if (!known.has(body.projectId)) throw new TroupeError('NOT_FOUND', 'project not found', { field: 'projectId' });
-        await deps.authz.authorize(p, 'dispatch', { type: 'Session', id: 'new', orgId: p.orgId, projectId: body.projectId });
+        const body = req.body;
         const trackerSessionId = body.trackerSessionId ?? `troupe:${randomUUID()}`;
         // The org's own session for this tracker id when it has one (also one made before ids were org-scoped).
         const sessionId = (body.trackerSessionId !== undefined ? await sessionIdByTracker(deps.db, p.orgId, trackerSessionId) : undefined)
@@ -209,8 +207,8 @@ export function sessionRoutes(): Route<Deps>[] {
         }
         return { status: 201, body: { sessionId, status: reply.status } };
       },
-    },
-    {
+    }),
+    route({
       method: 'post',
       path: '/api/sessions/:id/status',
       auth: 'runtime',
@@ -221,7 +219,7 @@ export function sessionRoutes(): Route<Deps>[] {
       async handler(req, deps) {
         const p = orgPrincipal(req);
         if (p.kind !== 'runtime') throw new TroupeError('AUTH_FORBIDDEN');
-        const body = req.body as { status: string; workerId: string; costUsd?: number; error?: string; phase?: string };
+        const body = req.body;
         if (body.workerId !== p.workerId) throw new TroupeError('AUTH_FORBIDDEN', 'workerId does not match the runtime token');
         const id = req.params.id;
         if (id === undefined || !publicIdPattern.test(id)) throw new TroupeError('NOT_FOUND', 'session not found');
@@ -233,8 +231,8 @@ export function sessionRoutes(): Route<Deps>[] {
         daemonServices(deps).liveness.record(p.workerId, deps.clock.now());
         return { body: withoutKind(reply) };
       },
-    },
-    {
+    }),
+    route({
       method: 'post',
       path: '/api/public/sessions/:id/stop',
       auth: 'org',
@@ -245,18 +243,17 @@ export function sessionRoutes(): Route<Deps>[] {
         type: 'object', required: ['stopped', 'sessionId', 'previousStatus', 'newStatus'],
         properties: { stopped: { type: 'boolean' }, sessionId: sessionIdParam, previousStatus: { type: 'string' }, newStatus: { type: 'string' } },
       },
-      async handler(req, deps) {
+      authorize: onSession('operate'),
+      async handler(req, deps, { found: session }) {
         const p = orgPrincipal(req);
-        const session = await scopedSession(deps, p.orgId, req.params.id);
-        await deps.authz.authorize(p, 'operate', { type: 'Session', id: session.id, orgId: p.orgId, projectId: session.projectId });
         const reply = await deps.ask<SessionReply>(sessionAddress(session.id), { type: 'session.stop', requestedBy: requesterOf(p) });
         if (reply.kind === 'stopped' && reply.stopped) {
           await auditTrail(deps, p.orgId, 'session.stopped', requesterOf(p), session.id, { previousStatus: reply.previousStatus });
         }
         return { body: withoutKind(reply) };
       },
-    },
-    {
+    }),
+    route({
       method: 'post',
       path: '/api/public/sessions/:id/prompt', rateLimit: 'dispatch',
       auth: 'org',
@@ -270,12 +267,11 @@ export function sessionRoutes(): Route<Deps>[] {
         type: 'object', required: ['delivered', 'promptId', 'sessionId', 'status'],
         properties: { delivered: { type: 'boolean' }, promptId: { type: 'string' }, sessionId: sessionIdParam, status: { type: 'string' } },
       },
-      async handler(req, deps) {
+      authorize: onSession('operate'),
+      async handler(req, deps, { found: session }) {
         const p = orgPrincipal(req);
-        const session = await scopedSession(deps, p.orgId, req.params.id);
-        await deps.authz.authorize(p, 'operate', { type: 'Session', id: session.id, orgId: p.orgId, projectId: session.projectId });
         const reply = await deps.ask<SessionReply>(sessionAddress(session.id), {
-          type: 'session.prompt', promptId: randomUUID(), prompt: (req.body as { prompt: string }).prompt, requestedBy: requesterOf(p),
+          type: 'session.prompt', promptId: randomUUID(), prompt: req.body.prompt, requestedBy: requesterOf(p),
         });
         // The prompt's text is the user's prose: the chain records that one was sent, not what it said.
         if (reply.kind === 'prompted') {
@@ -283,18 +279,17 @@ export function sessionRoutes(): Route<Deps>[] {
         }
         return { body: withoutKind(reply) };
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: '/api/public/sessions/:id',
       auth: 'org',
       summary: 'Enriched session detail: status, project, worker, prompts, activities, cost, timestamps, status timeline, what the caller may do',
       tags: ['sessions'],
       responseSchema: sessionDetailReply,
-      async handler(req, deps) {
+      authorize: onSession('read'),
+      async handler(req, deps, { found: session }) {
         const p = orgPrincipal(req);
-        const session = await scopedSession(deps, p.orgId, req.params.id);
-        await deps.authz.authorize(p, 'read', { type: 'Session', id: session.id, orgId: p.orgId, projectId: session.projectId });
         const resource = { type: 'Session', id: session.id, orgId: p.orgId, projectId: session.projectId } as const;
         const [detail, timeline, operate] = await Promise.all([
           sessionDetail(deps.db, p.orgId, session.id), sessionTimeline(deps.db, p.orgId, session.id), deps.authz.check(p, 'operate', resource),
@@ -303,9 +298,9 @@ export function sessionRoutes(): Route<Deps>[] {
         // `can` tells a page which controls to offer; the write routes decide again on their own.
         return { body: { ...detail, timeline, can: { stop: operate.allowed, prompt: operate.allowed } } };
       },
-    },
-    sessionListRoute(orgPrincipal),
-    {
+    }),
+    sessionListRoute(),
+    route({
       method: 'get',
       path: '/api/sessions/:id/error-issues',
       auth: 'org',
@@ -334,13 +329,12 @@ export function sessionRoutes(): Route<Deps>[] {
           error: { enum: ['unreachable', 'unauthorized', 'bad-response', 'reauthorization-required'] },
         },
       },
-      async handler(req, deps) {
+      authorize: onSession('read'),
+      async handler(req, deps, { found: session }) {
         const p = orgPrincipal(req);
-        const session = await scopedSession(deps, p.orgId, req.params.id);
-        await deps.authz.authorize(p, 'read', { type: 'Session', id: session.id, orgId: p.orgId, projectId: session.projectId });
         // The org's Sentry OAuth connection, if any, through the outbound guard (actors/integrations/error-tracker).
         return { body: await errorIssuesForSession(deps, p.orgId, session.id) };
       },
-    },
+    }),
   ];
 }

@@ -3,7 +3,7 @@ import type { Deps } from '../../actors/deps.js';
 import { interviewBatcher, interviewIdPattern, MAX_FRAME_DELAY_MS, MAX_TOKENS_PER_FRAME } from '../../actors/interview/batcher.js';
 import { interviewChannel, nodeStreams, type SessionEvent, type StampedEvent } from '../../actors/fleet/node-streams.js';
 import { interviewDeltasBody, interviewDeltasReply } from '../../schemas/daemon-extras/bodies.js';
-import { orgPrincipal } from './sessions.js';
+import { orgPrincipal } from '../principal.js';
 import { publicIdPattern } from '../../actors/session/index.js';
 import { sessionScope } from '../../storage/sessions/queries.js';
 import type { OrgPrincipal } from '../../schemas/identity/principal.js';

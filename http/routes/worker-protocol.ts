@@ -6,7 +6,7 @@ import { interviewBatcher } from '../../actors/interview/batcher.js';
 import { daemonServices } from '../../actors/daemon-host/services.js';
 import { sessionScope } from '../../storage/sessions/queries.js';
 import { appendSessionOutput, MAX_OUTPUT_TAIL_BYTES, sessionsHeldBy } from '../../storage/sessions/output.js';
-import { orgPrincipal } from './sessions.js';
+import { orgPrincipal } from '../principal.js';
 import type { HttpRequest, Route } from '../types.js';
 
 /**

@@ -3,11 +3,13 @@ import type { Deps } from '../../actors/deps.js';
 import { TroupeError } from '../../ops/kernel/errors.js';
 import type { OrgPrincipal } from '../../actors/identity/principal.js';
 import type { ResourceRef } from '../../actors/identity/ports.js';
-import type { HttpRequest, Route } from '../types.js';
+import type { HttpRequest, Route, RouteAuthorization } from '../types.js';
+import { route } from '../route.js';
+import { orgPrincipal } from '../principal.js';
 import { workflowAddress } from '../../actors/workflow/actor.js';
 import { changeActorOf } from '../../actors/workflow/change-actor.js';
 import { diffVersions } from '../../actors/workflow/diff.js';
-import type { ContentChanges, LiveStatus, WorkflowMsg, WorkflowView } from '../../actors/workflow/machine.js';
+import type { ContentChanges, WorkflowMsg, WorkflowView } from '../../actors/workflow/machine.js';
 import { projectsInOrg } from '../../storage/identity/orgs.js';
 import {
   findVersion, findWorkflow, listVersions, listWorkflows, type VersionRecord, type WorkflowRecord,
@@ -22,12 +24,6 @@ import { scheduleRoutes } from './workflow-schedule.js';
  * Editing is Cedar `edit` on the Workflow; a change that leaves it published also needs `publish` (decision 0008).
  */
 
-function orgPrincipal(req: HttpRequest): OrgPrincipal {
-  const p = req.principal;
-  if (!p || p.kind === 'admin') throw new TroupeError('INTERNAL', 'route reached without an org principal');
-  return p;
-}
-
 export const workflowResource = (w: { id: string; orgId: string; projectId: string }): ResourceRef =>
   ({ type: 'Workflow', id: w.id, orgId: w.orgId, projectId: w.projectId });
 
@@ -37,6 +33,13 @@ export async function loadWorkflow(deps: Deps, p: OrgPrincipal, id: string | und
   if (!workflow) throw new TroupeError('NOT_FOUND', 'workflow not found');
   return workflow;
 }
+
+/** `action` on the workflow `:id` names, found in the caller's org first (404 otherwise); the handler gets it as `found`. */
+export const onWorkflow = (action: 'read' | 'edit'): RouteAuthorization<Deps, any, WorkflowRecord> => ({
+  find: (req, deps, p) => loadWorkflow(deps, p, req.params.id),
+  action,
+  resource: (_req, _p, w) => workflowResource(w),
+});
 
 function fromView(view: WorkflowView) {
   const c = view.current;
@@ -75,16 +78,21 @@ function versionParam(req: HttpRequest): number {
 
 export function workflowRoutes(): Route<Deps>[] {
   return [
-    {
+    route({
       method: 'post', path: '/api/projects/:projectId/workflows', auth: 'org', tags: ['workflows'],
       summary: 'Create a workflow (version 1, draft)',
       bodySchema: schemas.createWorkflowBody, responseSchema: schemas.workflowReply, successStatus: 201,
-      async handler(req: HttpRequest<Record<string, unknown> & { name: string }>, deps) {
+      authorize: {
+        async find(req, deps, p) {
+          const projectId = req.params.projectId ?? '';
+          if (!(await projectsInOrg(deps.db, p.orgId, [projectId])).has(projectId)) throw new TroupeError('NOT_FOUND', 'project not found');
+          return { id: randomUUID(), projectId };
+        },
+        action: 'edit',
+        resource: (_req, p, { id, projectId }) => ({ type: 'Workflow', id, orgId: p.orgId, projectId }),
+      },
+      async handler(req, deps, { found: { id, projectId } }) {
         const p = orgPrincipal(req);
-        const projectId = req.params.projectId ?? '';
-        if (!(await projectsInOrg(deps.db, p.orgId, [projectId])).has(projectId)) throw new TroupeError('NOT_FOUND', 'project not found');
-        const id = randomUUID();
-        await deps.authz.authorize(p, 'edit', { type: 'Workflow', id, orgId: p.orgId, projectId });
         const msg: WorkflowMsg = {
           type: 'workflow.create', orgId: p.orgId, projectId,
           content: { ...contentChanges(req.body), name: req.body.name }, actor: changeActorOf(p),
@@ -92,7 +100,7 @@ export function workflowRoutes(): Route<Deps>[] {
         const view = await deps.ask<WorkflowView>(workflowAddress(id), msg);
         return { status: 201, body: fromView(view) };
       },
-    },
+    }),
     {
       method: 'get', path: '/api/workflows', auth: 'org', tags: ['workflows'],
       summary: 'List workflows of the caller\'s org, optionally of one project',
@@ -115,13 +123,12 @@ export function workflowRoutes(): Route<Deps>[] {
         return { body: { workflows: visible } };
       },
     },
-    {
+    route({
       method: 'get', path: '/api/workflows/:id', auth: 'org', tags: ['workflows'],
       summary: 'Read a workflow with its current canvas and definition, and what the caller may do with it', responseSchema: schemas.workflowReadReply,
-      async handler(req, deps) {
+      authorize: onWorkflow('read'),
+      async handler(req, deps, { found: w }) {
         const p = orgPrincipal(req);
-        const w = await loadWorkflow(deps, p, req.params.id);
-        await deps.authz.authorize(p, 'read', workflowResource(w));
         const v = await findVersion(deps.db, p.orgId, w.id, w.version);
         if (!v) throw new TroupeError('NOT_FOUND', 'workflow not found');
         const [edit, publish, run] = await Promise.all(
@@ -129,15 +136,14 @@ export function workflowRoutes(): Route<Deps>[] {
         );
         return { body: { ...fromRecords(w, v), can: { edit, publish, run } } };
       },
-    },
-    {
+    }),
+    route({
       method: 'patch', path: '/api/workflows/:id', auth: 'org', tags: ['workflows'],
       summary: 'Change a workflow (canvas, definition, status; status "published" publishes); every change is a new version',
       bodySchema: schemas.updateWorkflowBody, responseSchema: schemas.workflowReply,
-      async handler(req: HttpRequest<Record<string, unknown> & { status?: LiveStatus; changeReason?: string }>, deps) {
+      authorize: onWorkflow('edit'),
+      async handler(req, deps, { found: w }) {
         const p = orgPrincipal(req);
-        const w = await loadWorkflow(deps, p, req.params.id);
-        await deps.authz.authorize(p, 'edit', workflowResource(w));
         const msg: WorkflowMsg = {
           type: 'workflow.update', orgId: p.orgId, changes: contentChanges(req.body), actor: changeActorOf(p),
           mayPublish: await mayPublish(deps, p, w),
@@ -147,52 +153,48 @@ export function workflowRoutes(): Route<Deps>[] {
         const view = await deps.ask<WorkflowView>(workflowAddress(w.id), msg);
         return { body: fromView(view) };
       },
-    },
-    {
+    }),
+    route({
       method: 'get', path: '/api/workflows/:id/versions', auth: 'org', tags: ['workflows'],
       summary: 'Version summaries, newest first', responseSchema: schemas.versionSummaries,
-      async handler(req, deps) {
+      authorize: onWorkflow('read'),
+      async handler(req, deps, { found: w }) {
         const p = orgPrincipal(req);
-        const w = await loadWorkflow(deps, p, req.params.id);
-        await deps.authz.authorize(p, 'read', workflowResource(w));
         return { body: await listVersions(deps.db, p.orgId, w.id) };
       },
-    },
-    {
+    }),
+    route({
       method: 'get', path: '/api/workflows/:id/versions/:version', auth: 'org', tags: ['workflows'],
       summary: 'One version snapshot in full: canvas, definition YAML and who made it', responseSchema: schemas.versionReply,
-      async handler(req, deps) {
+      authorize: onWorkflow('read'),
+      async handler(req, deps, { found: w }) {
         const p = orgPrincipal(req);
-        const w = await loadWorkflow(deps, p, req.params.id);
-        await deps.authz.authorize(p, 'read', workflowResource(w));
         const v = await findVersion(deps.db, p.orgId, w.id, versionParam(req));
         if (!v) throw new TroupeError('NOT_FOUND', 'no such version');
         const { workflowId: _workflowId, orgId: _orgId, ...snapshot } = v;
         return { body: snapshot };
       },
-    },
-    {
+    }),
+    route({
       method: 'get', path: '/api/workflows/:id/versions/:version/diff', auth: 'org', tags: ['workflows'],
       summary: 'Compare version :version with version `compare` (required)',
       querySchema: schemas.diffQuery, responseSchema: schemas.versionDiffReply,
-      async handler(req, deps) {
+      authorize: onWorkflow('read'),
+      async handler(req, deps, { found: w }) {
         const p = orgPrincipal(req);
-        const w = await loadWorkflow(deps, p, req.params.id);
-        await deps.authz.authorize(p, 'read', workflowResource(w));
         const to = await findVersion(deps.db, p.orgId, w.id, versionParam(req));
         const from = await findVersion(deps.db, p.orgId, w.id, Number(req.query.get('compare')));
         if (!to || !from) throw new TroupeError('NOT_FOUND', 'no such version');
         return { body: diffVersions(from, to) };
       },
-    },
-    {
+    }),
+    route({
       method: 'post', path: '/api/workflows/:id/versions/:version/rollback', auth: 'org', tags: ['workflows'],
       summary: 'Restore version :version as a new version; history is untouched', responseSchema: schemas.workflowReply,
       bodyKind: 'none',
-      async handler(req, deps) {
+      authorize: onWorkflow('edit'),
+      async handler(req, deps, { found: w }) {
         const p = orgPrincipal(req);
-        const w = await loadWorkflow(deps, p, req.params.id);
-        await deps.authz.authorize(p, 'edit', workflowResource(w));
         const v = await findVersion(deps.db, p.orgId, w.id, versionParam(req));
         if (!v) throw new TroupeError('NOT_FOUND', 'no such version');
         const msg: WorkflowMsg = {
@@ -205,7 +207,7 @@ export function workflowRoutes(): Route<Deps>[] {
         const view = await deps.ask<WorkflowView>(workflowAddress(w.id), msg);
         return { body: fromView(view) };
       },
-    },
+    }),
     ...runRoutes(),
     ...scheduleRoutes(),
   ];

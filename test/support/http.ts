@@ -6,6 +6,7 @@ import type { Authenticator } from '../../actors/identity/ports.js';
 import type { Principal } from '../../actors/identity/principal.js';
 import { startHttpServer, type HttpServer } from '../../http/server.js';
 import type { SseOptions } from '../../http/sse.js';
+import type { EdgeHooks } from '../../http/pipeline.js';
 import type { Route } from '../../http/types.js';
 
 /**
@@ -113,11 +114,13 @@ export interface TestServer {
 
 export async function startTestServer(
   routes: readonly Route<TestDeps>[],
-  options: { deps?: TestDeps; sse?: Partial<SseOptions> } = {},
+  options: { deps?: TestDeps; sse?: Partial<SseOptions>; hooks?: EdgeHooks } = {},
 ): Promise<TestServer> {
   const deps = options.deps ?? testDeps();
   const { log, lines } = capturingLogger();
-  const server = await startHttpServer({ routes, deps, host: '127.0.0.1', port: 0, log, metrics: deps.metrics, ...(options.sse ? { sse: options.sse } : {}) });
+  const server = await startHttpServer({
+    routes, deps, host: '127.0.0.1', port: 0, log, metrics: deps.metrics, ...options.hooks, ...(options.sse ? { sse: options.sse } : {}),
+  });
   const url = `http://127.0.0.1:${server.port}`;
   return {
     server,

@@ -9,6 +9,9 @@ import { deleteTopology } from '../../transport/amqp/index.js';
 import { AmqpTransport } from '../../transport/amqp/index.js';
 import { engines, skipEngine } from './engines.js';
 import { newMigratedPglite } from './db.js';
+import { injector } from './inject.js';
+import { allRoutes } from '../../http/routes.js';
+import { edgeHooksFor } from '../../http/edge-hooks.js';
 import { deleteKeysWithPrefix } from './cache.js';
 
 /**
@@ -23,6 +26,11 @@ export interface TestNode {
   readonly adminToken: string;
   readonly config: Config;
   call(method: string, path: string, init?: CallInit): Promise<CallResult>;
+  /**
+   * The same request without a socket: through the node's route table and its edge pipeline in this process
+   * (test/support/inject.ts). For every route test that needs no stream or connection behaviour.
+   */
+  inject(method: string, path: string, init?: CallInit): Promise<CallResult>;
   close(): Promise<void>;
 }
 
@@ -83,10 +91,12 @@ export async function startTestNode(opts: { engines?: EngineSet; config?: Partia
     ...(set === 'real' ? { searchPath: schema, cachePrefix: `${prefix}:`, transportPrefix: prefix } : {}),
   });
   const url = node.url;
+  const injected = nodeInjector(node);
 
   return {
     node, url, adminToken, config,
     call: (method, path, init = {}) => call(url, method, path, init),
+    inject: (method, path, init = {}) => injected(method, path, init),
     async close() {
       const transport = node.deps.transport;
       const db = set === 'real' ? node.deps.db : undefined;
@@ -105,6 +115,11 @@ export async function startTestNode(opts: { engines?: EngineSet; config?: Partia
       if (set === 'real') await deleteKeysWithPrefix(`${prefix}:`);
     },
   };
+}
+
+/** Requests into a running node's route table without a socket (`TestNode.inject`). */
+export function nodeInjector(node: TroupeNode): (method: string, path: string, init?: CallInit) => Promise<CallResult> {
+  return injector(allRoutes(), node.deps, { hooks: edgeHooksFor(node.deps) });
 }
 
 export async function call(url: string, method: string, path: string, init: CallInit = {}): Promise<CallResult> {

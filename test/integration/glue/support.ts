@@ -3,7 +3,7 @@ import type { Config } from '../../../ops/kernel/config.js';
 import { silentLogger } from '../../../ops/kernel/logger.js';
 import { generateAdminToken, generateMasterKey } from '../../../ops/secrets.js';
 import { startNode, type TroupeNode } from '../../../ops/node.js';
-import { call, type TestNode } from '../../support/node.js';
+import { call, nodeInjector, type TestNode } from '../../support/node.js';
 import type { TestDb } from '../../support/db.js';
 import { engines } from '../../support/engines.js';
 
@@ -32,6 +32,7 @@ export function asTestNode(node: TroupeNode, adminToken: string): TestNode {
   return {
     node, url: node.url, adminToken, config: node.deps.config,
     call: (method, path, init = {}) => call(node.url, method, path, init),
+    inject: nodeInjector(node),
     close: () => node.close(),
   };
 }

@@ -1,4 +1,4 @@
-// Invariant: through the real HTTP server, a dispatched session moves pending → claimed → running → finalizing →
+// Invariant: through the edge pipeline (injected, no socket), a dispatched session moves pending → claimed → running → finalizing →
 // completed only by its worker's status reports (an illegal move is 409 and changes nothing); stop and prompt behave
 // as spec 3.1 says; the enriched detail shows what happened; another org's session is 404, anonymous callers 401,
 // refused credential kinds 403, and hostile bodies 4xx, never 5xx.
@@ -22,10 +22,10 @@ for (const { set, skip } of engineSets) describe(`session routes (${set} engines
 
   it('dispatch answers 201 pending for an API key, a user token and the session cookie', async () => {
     expect(await dispatch(t, acme)).to.match(/^[0-9a-f]{16}$/);
-    const byUser = await t.call('POST', '/api/agent-dispatch', { token: acme.memberToken, body: { projectId: acme.projectId, prompt: 'x' } });
+    const byUser = await t.inject('POST', '/api/agent-dispatch', { token: acme.memberToken, body: { projectId: acme.projectId, prompt: 'x' } });
     expect(byUser.status).to.equal(201);
     expect(byUser.json.status).to.equal('pending');
-    const byCookie = await t.call('POST', '/api/agent-dispatch', {
+    const byCookie = await t.inject('POST', '/api/agent-dispatch', {
       headers: { cookie: `troupe_session=${acme.ownerToken}`, 'sec-fetch-site': 'same-origin' }, body: { projectId: acme.projectId, prompt: 'x' },
     });
     expect(byCookie.status).to.equal(201);
@@ -33,14 +33,14 @@ for (const { set, skip } of engineSets) describe(`session routes (${set} engines
 
   it('dispatch refuses anonymous (401), a runtime token (403), another org project (404) and hostile bodies (400)', async () => {
     const daemon = await registerDaemon(t, acme);
-    expect((await t.call('POST', '/api/agent-dispatch', { body: { projectId: acme.projectId, prompt: 'x' } })).status).to.equal(401);
-    expect((await t.call('POST', '/api/agent-dispatch', { token: daemon.runtimeJwt, body: { projectId: acme.projectId, prompt: 'x' } })).status).to.equal(403);
-    expect((await t.call('POST', '/api/agent-dispatch', { token: acme.apiKey, body: { projectId: globex.projectId, prompt: 'x' } })).status).to.equal(404);
+    expect((await t.inject('POST', '/api/agent-dispatch', { body: { projectId: acme.projectId, prompt: 'x' } })).status).to.equal(401);
+    expect((await t.inject('POST', '/api/agent-dispatch', { token: daemon.runtimeJwt, body: { projectId: acme.projectId, prompt: 'x' } })).status).to.equal(403);
+    expect((await t.inject('POST', '/api/agent-dispatch', { token: acme.apiKey, body: { projectId: globex.projectId, prompt: 'x' } })).status).to.equal(404);
     for (const body of [{}, { projectId: 'nope', prompt: 'x' }, { projectId: acme.projectId, prompt: '' }, { projectId: acme.projectId, prompt: 'x', extra: 1 }, [], 'x']) {
-      const res = await t.call('POST', '/api/agent-dispatch', { token: acme.apiKey, body });
+      const res = await t.inject('POST', '/api/agent-dispatch', { token: acme.apiKey, body });
       expect(res.status, JSON.stringify(body)).to.equal(400);
     }
-    const badJson = await t.call('POST', '/api/agent-dispatch', { token: acme.apiKey, rawBody: '{"projectId":', headers: { 'content-type': 'application/json' } });
+    const badJson = await t.inject('POST', '/api/agent-dispatch', { token: acme.apiKey, rawBody: '{"projectId":', headers: { 'content-type': 'application/json' } });
     expect(badJson.status).to.equal(400);
   });
 
@@ -53,24 +53,24 @@ for (const { set, skip } of engineSets) describe(`session routes (${set} engines
   it('another org\'s use of a tracker id is invisible and harmless: no squatting, no probing (issue 16)', async () => {
     // Globex dispatches first with the tracker id Acme's Linear webhook will use for its issue.
     const acmeTracker = `linear:${acme.orgId}:${randomUUID()}`;
-    const squatted = await t.call('POST', '/api/agent-dispatch', { token: globex.apiKey, body: { projectId: globex.projectId, prompt: 'x', trackerSessionId: acmeTracker } });
+    const squatted = await t.inject('POST', '/api/agent-dispatch', { token: globex.apiKey, body: { projectId: globex.projectId, prompt: 'x', trackerSessionId: acmeTracker } });
     expect(squatted.status, 'a tracker id of its own, as far as Globex can tell').to.equal(201);
-    const again = await t.call('POST', '/api/agent-dispatch', { token: globex.apiKey, body: { projectId: globex.projectId, prompt: 'x', trackerSessionId: acmeTracker } });
+    const again = await t.inject('POST', '/api/agent-dispatch', { token: globex.apiKey, body: { projectId: globex.projectId, prompt: 'x', trackerSessionId: acmeTracker } });
     expect([again.status, again.json.sessionId]).to.deep.equal([201, squatted.json.sessionId]);
     // Acme's own dispatch of it is Acme's new session, not a conflict and not Globex's.
-    const mine = await t.call('POST', '/api/agent-dispatch', { token: acme.apiKey, body: { projectId: acme.projectId, prompt: 'mine', trackerSessionId: acmeTracker } });
+    const mine = await t.inject('POST', '/api/agent-dispatch', { token: acme.apiKey, body: { projectId: acme.projectId, prompt: 'mine', trackerSessionId: acmeTracker } });
     expect(mine.status, mine.text).to.equal(201);
     expect(mine.json.sessionId).to.not.equal(squatted.json.sessionId);
-    const detail = await t.call('GET', `/api/public/sessions/${mine.json.sessionId}`, { token: acme.apiKey });
+    const detail = await t.inject('GET', `/api/public/sessions/${mine.json.sessionId}`, { token: acme.apiKey });
     expect(detail.json).to.include({ prompt: 'mine' });
-    expect((await t.call('GET', `/api/public/sessions/${squatted.json.sessionId}`, { token: acme.apiKey })).status).to.equal(404);
-    expect((await t.call('GET', `/api/public/sessions/${mine.json.sessionId}`, { token: globex.apiKey })).status).to.equal(404);
+    expect((await t.inject('GET', `/api/public/sessions/${squatted.json.sessionId}`, { token: acme.apiKey })).status).to.equal(404);
+    expect((await t.inject('GET', `/api/public/sessions/${mine.json.sessionId}`, { token: globex.apiKey })).status).to.equal(404);
   });
 
   it('walks the machine through worker reports, with 409 for an illegal move, and shows it on the detail', async () => {
     const daemon = await registerDaemon(t, acme);
     const id = await dispatch(t, acme, { trackerIssue: 'ENG-42' });
-    const poll = await t.call('POST', '/v1/daemon/poll', { token: daemon.runtimeJwt, body: { workerId: daemon.workerId, capacity: 50 } });
+    const poll = await t.inject('POST', '/v1/daemon/poll', { token: daemon.runtimeJwt, body: { workerId: daemon.workerId, capacity: 50 } });
     expect(poll.status).to.equal(200);
     expect(poll.json.sessions.map((s: { id: string }) => s.id)).to.include(id);
 
@@ -85,7 +85,7 @@ for (const { set, skip } of engineSets) describe(`session routes (${set} engines
     const done = await report(t, daemon, id, 'completed', { costUsd: 1.25 });
     expect(done.json).to.deep.equal({ sessionId: id, previousStatus: 'finalizing', newStatus: 'completed' });
 
-    const detail = await t.call('GET', `/api/public/sessions/${id}`, { token: acme.apiKey });
+    const detail = await t.inject('GET', `/api/public/sessions/${id}`, { token: acme.apiKey });
     expect(detail.status).to.equal(200);
     expect(detail.json).to.deep.include({ id, status: 'completed', costUsd: 1.25, trackerIssue: 'ENG-42', phase: 'review' });
     expect(detail.json.project).to.deep.include({ id: acme.projectId, name: 'default' });
@@ -95,27 +95,27 @@ for (const { set, skip } of engineSets) describe(`session routes (${set} engines
     for (const key of ['createdAt', 'claimedAt', 'startedAt', 'finishedAt']) expect(detail.json[key], key).to.be.a('string');
     expect(detail.json).to.have.property('lastToolCalledAt');
 
-    const byIssue = await t.call('GET', '/api/sessions?trackerIssue=ENG-42', { token: acme.memberToken });
+    const byIssue = await t.inject('GET', '/api/sessions?trackerIssue=ENG-42', { token: acme.memberToken });
     expect(byIssue.json.sessions.map((s: { id: string }) => s.id)).to.deep.equal([id]);
-    const otherOrgIssue = await t.call('GET', '/api/sessions?trackerIssue=ENG-42', { token: globex.apiKey });
+    const otherOrgIssue = await t.inject('GET', '/api/sessions?trackerIssue=ENG-42', { token: globex.apiKey });
     expect(otherOrgIssue.json.sessions).to.deep.equal([]);
   });
 
   it('stop from a live state posts "Stop signal received"; stop again answers stopped:false', async () => {
     const id = await dispatch(t, acme);
-    const first = await t.call('POST', `/api/public/sessions/${id}/stop`, { token: acme.memberToken });
+    const first = await t.inject('POST', `/api/public/sessions/${id}/stop`, { token: acme.memberToken });
     expect(first.json).to.deep.equal({ stopped: true, sessionId: id, previousStatus: 'pending', newStatus: 'stopped' });
-    const second = await t.call('POST', `/api/public/sessions/${id}/stop`, { token: acme.apiKey });
+    const second = await t.inject('POST', `/api/public/sessions/${id}/stop`, { token: acme.apiKey });
     expect(second.status).to.equal(200);
     expect(second.json).to.deep.equal({ stopped: false, sessionId: id, previousStatus: 'stopped', newStatus: 'stopped' });
-    const detail = await t.call('GET', `/api/public/sessions/${id}`, { token: acme.apiKey });
+    const detail = await t.inject('GET', `/api/public/sessions/${id}`, { token: acme.apiKey });
     expect(detail.json.activities.map((a: { body: string }) => a.body)).to.deep.equal(['Stop signal received']);
   });
 
   it('prompt re-dispatches a terminal session as pending and queues for a running one', async () => {
     const id = await dispatch(t, acme);
-    await t.call('POST', `/api/public/sessions/${id}/stop`, { token: acme.apiKey });
-    const re = await t.call('POST', `/api/public/sessions/${id}/prompt`, { token: acme.apiKey, body: { prompt: 'Try again' } });
+    await t.inject('POST', `/api/public/sessions/${id}/stop`, { token: acme.apiKey });
+    const re = await t.inject('POST', `/api/public/sessions/${id}/prompt`, { token: acme.apiKey, body: { prompt: 'Try again' } });
     expect(re.status).to.equal(200);
     expect(re.json).to.deep.include({ delivered: true, sessionId: id, status: 'pending' });
     expect(re.json.promptId).to.be.a('string');
@@ -123,12 +123,12 @@ for (const { set, skip } of engineSets) describe(`session routes (${set} engines
     const daemon = await registerDaemon(t, acme);
     await report(t, daemon, id, 'claimed');
     await report(t, daemon, id, 'running');
-    const queued = await t.call('POST', `/api/public/sessions/${id}/prompt`, { token: acme.apiKey, body: { prompt: 'Also this' } });
+    const queued = await t.inject('POST', `/api/public/sessions/${id}/prompt`, { token: acme.apiKey, body: { prompt: 'Also this' } });
     expect(queued.json.status).to.equal('running');
-    const poll = await t.call('POST', '/v1/daemon/poll', { token: daemon.runtimeJwt, body: { workerId: daemon.workerId, capacity: 0 } });
+    const poll = await t.inject('POST', '/v1/daemon/poll', { token: daemon.runtimeJwt, body: { workerId: daemon.workerId, capacity: 0 } });
     const mine = poll.json.sessions.find((s: { id: string }) => s.id === id);
     expect(mine.queuedPrompts.map((p: { text: string }) => p.text)).to.deep.equal(['Also this']);
-    const again = await t.call('POST', '/v1/daemon/poll', { token: daemon.runtimeJwt, body: { workerId: daemon.workerId, capacity: 0 } });
+    const again = await t.inject('POST', '/v1/daemon/poll', { token: daemon.runtimeJwt, body: { workerId: daemon.workerId, capacity: 0 } });
     expect(again.json.sessions.find((s: { id: string }) => s.id === id), 'a prompt is delivered once').to.equal(undefined);
   });
 
@@ -137,24 +137,24 @@ for (const { set, skip } of engineSets) describe(`session routes (${set} engines
     for (const [method, path] of [
       ['GET', `/api/public/sessions/${id}`], ['POST', `/api/public/sessions/${id}/stop`], ['GET', `/api/sessions/${id}/error-issues`],
     ] as const) {
-      expect((await t.call(method, path, { token: globex.apiKey })).status, `${method} ${path}`).to.equal(404);
-      expect((await t.call(method, path)).status, `${method} ${path} anonymous`).to.equal(401);
+      expect((await t.inject(method, path, { token: globex.apiKey })).status, `${method} ${path}`).to.equal(404);
+      expect((await t.inject(method, path)).status, `${method} ${path} anonymous`).to.equal(401);
     }
-    expect((await t.call('POST', `/api/public/sessions/${id}/prompt`, { token: globex.apiKey, body: { prompt: 'x' } })).status).to.equal(404);
+    expect((await t.inject('POST', `/api/public/sessions/${id}/prompt`, { token: globex.apiKey, body: { prompt: 'x' } })).status).to.equal(404);
     const globexDaemon = await registerDaemon(t, globex);
     expect((await report(t, globexDaemon, id, 'claimed')).status).to.equal(404);
-    expect((await t.call('GET', `/api/public/sessions/${id}`, { token: globexDaemon.runtimeJwt })).status).to.equal(403);
-    expect((await t.call('GET', '/api/public/sessions/not-a-session', { token: acme.apiKey })).status).to.equal(404);
+    expect((await t.inject('GET', `/api/public/sessions/${id}`, { token: globexDaemon.runtimeJwt })).status).to.equal(403);
+    expect((await t.inject('GET', '/api/public/sessions/not-a-session', { token: acme.apiKey })).status).to.equal(404);
   });
 
   it("a worker off the session's project, or of another org, hears 404 even for a move that would be illegal; the session stays as it was", async () => {
     const id = await dispatch(t, acme);
     const d = await registerDaemon(t, acme, 'host-narrowed');
-    const removal = await t.call('POST', '/api/daemon/mutations', {
+    const removal = await t.inject('POST', '/api/daemon/mutations', {
       token: acme.ownerToken, body: { workerHostId: d.workerId, op: 'project.remove', params: { projectId: acme.projectId } },
     });
     expect(removal.status, removal.text).to.equal(201);
-    const beat = await t.call('POST', '/v1/daemon/heartbeat', { token: d.runtimeJwt, body: { workerId: d.workerId } });
+    const beat = await t.inject('POST', '/v1/daemon/heartbeat', { token: d.runtimeJwt, body: { workerId: d.workerId } });
     expect(beat.json.runtimeJwt, 'a narrowed token comes with the delivered removal').to.be.a('string');
     const narrowed = { workerId: d.workerId, runtimeJwt: beat.json.runtimeJwt as string };
     const globexDaemon = await registerDaemon(t, globex);
@@ -162,25 +162,25 @@ for (const { set, skip } of engineSets) describe(`session routes (${set} engines
     for (const outsider of [narrowed, globexDaemon]) {
       for (const status of ['claimed', 'completed']) expect((await report(t, outsider, id, status)).status, status).to.equal(404);
     }
-    const detail = await t.call('GET', `/api/public/sessions/${id}`, { token: acme.apiKey });
+    const detail = await t.inject('GET', `/api/public/sessions/${id}`, { token: acme.apiKey });
     expect(detail.json.status).to.equal('pending');
     expect((await report(t, await registerDaemon(t, acme, 'host-2'), id, 'claimed')).status).to.equal(200);
   });
 
   it('error-issues answers configured:false without a connection', async () => {
     const id = await dispatch(t, acme);
-    const res = await t.call('GET', `/api/sessions/${id}/error-issues`, { token: acme.apiKey });
+    const res = await t.inject('GET', `/api/sessions/${id}/error-issues`, { token: acme.apiKey });
     expect(res.json).to.deep.equal({ configured: false, issues: [] });
   });
 
   it('a status report must come from the worker its token names, with a well-formed body', async () => {
     const daemon = await registerDaemon(t, acme);
     const id = await dispatch(t, acme);
-    const spoofed = await t.call('POST', `/api/sessions/${id}/status`, { token: daemon.runtimeJwt, body: { status: 'claimed', workerId: 'someone-else' } });
+    const spoofed = await t.inject('POST', `/api/sessions/${id}/status`, { token: daemon.runtimeJwt, body: { status: 'claimed', workerId: 'someone-else' } });
     expect(spoofed.status).to.equal(403);
-    expect((await t.call('POST', `/api/sessions/${id}/status`, { token: acme.apiKey, body: { status: 'claimed', workerId: daemon.workerId } })).status).to.equal(403);
+    expect((await t.inject('POST', `/api/sessions/${id}/status`, { token: acme.apiKey, body: { status: 'claimed', workerId: daemon.workerId } })).status).to.equal(403);
     for (const body of [{ status: 'exploded', workerId: daemon.workerId }, { status: 'claimed', workerId: daemon.workerId, costUsd: -5 }, { status: 'claimed' }]) {
-      expect((await t.call('POST', `/api/sessions/${id}/status`, { token: daemon.runtimeJwt, body })).status).to.equal(400);
+      expect((await t.inject('POST', `/api/sessions/${id}/status`, { token: daemon.runtimeJwt, body })).status).to.equal(400);
     }
   });
 });
