@@ -4,8 +4,8 @@ import { randomUUID } from 'node:crypto';
 /**
  * Steady mixed load for the fault tests, recording every write the service acknowledged (Jepsen-style: the
  * checker later looks for each one in the database). Operations: daemon heartbeats (which also deliver mutations),
- * dispatches whose sessions a worker walks claimed → running → completed (retrying a refused report as a daemon
- * would), mutations enqueued and half of them cancelled at once, and SSE readers of the org's session events.
+ * dispatches whose sessions a worker walks claimed → running → finalizing → completed (retrying a refused report as
+ * a daemon would), mutations enqueued and half of them cancelled at once, and SSE readers of the org's session events.
  * Requests go round-robin to the nodes given; each has a deadline, so a hung node shows up as a timeout, never as a
  * stuck test.
  */
@@ -71,7 +71,9 @@ function request(url: string, method: string, path: string, token: string, body?
   });
 }
 
-const transitionsOf = ['claimed', 'running', 'completed'] as const;
+// The path a worker reports (actors/session/machine.ts): running → completed is refused (409), so a walk without
+// `finalizing` left every session running for ever and the terminal side effects unchecked.
+const transitionsOf = ['claimed', 'running', 'finalizing', 'completed'] as const;
 
 export class MixedLoad {
   readonly ledger: Ledger = { dispatched: new Map(), transitions: new Set(), mutations: new Set(), cancelled: new Set(), delivered: new Map() };
