@@ -10,6 +10,7 @@ import {
   inTraceOf,
 } from './envelope.js';
 import { DEFAULT_TELL_TTL_MS, EVENT_TTL_MS, askDeadline, assertTimeout } from './deadlines.js';
+import { DEFAULT_LOCAL_DEAD_LETTER_BOUND, LocalDeadLetters } from './local-dead-letters.js';
 
 export interface LocalTransportOptions {
   /** @default 'local' */
@@ -17,6 +18,10 @@ export interface LocalTransportOptions {
   log?: Logger;
   /** How long a told message stays deliverable. @default DEFAULT_TELL_TTL_MS */
   tellTtlMs?: number;
+  /** Handler crashes of a tell retried before it is dead-lettered, as the broker's shard queues do: 4 means 5 runs. @default 4 */
+  deliveryLimit?: number;
+  /** Dead letters kept in memory. @default 1000 */
+  deadLetterBound?: number;
 }
 
 interface Subscription {
@@ -28,13 +33,17 @@ interface Subscription {
  * The in-process transport of a single node on embedded defaults. It keeps the wire's semantics so code that
  * works here works over RabbitMQ: every message and reply is encoded to a v1 envelope and decoded again (no
  * shared object references, same validation, errors rebuilt from their wire form), deliveries to one address
- * run in arrival order, deadlines are enforced on both sides, and events are dispatched asynchronously.
+ * run in arrival order, deadlines are enforced on both sides, events are dispatched asynchronously, and a tell
+ * whose handler crashes is run again up to the delivery limit, then dead-lettered (local-dead-letters.ts). A crashing
+ * ask answers INTERNAL at once, as the AMQP transport's in-process asks do: its asker hears of it, nothing is lost.
  */
 export class LocalTransport implements Transport {
   readonly kind = 'local' as const;
   private readonly nodeId: string;
   private readonly log: Logger;
   private readonly tellTtlMs: number;
+  private readonly deliveryLimit: number;
+  readonly deadLetters: LocalDeadLetters;
   private readonly mailboxes = new KeyedSerial();
   private readonly subscriptions = new Set<Subscription>();
   private handler: DeliveryHandler | undefined;
@@ -44,6 +53,8 @@ export class LocalTransport implements Transport {
     this.nodeId = options.nodeId ?? 'local';
     this.log = options.log ?? silentLogger();
     this.tellTtlMs = options.tellTtlMs ?? DEFAULT_TELL_TTL_MS;
+    this.deliveryLimit = options.deliveryLimit ?? 4;
+    this.deadLetters = new LocalDeadLetters(options.deadLetterBound ?? DEFAULT_LOCAL_DEAD_LETTER_BOUND, (address, message) => this.tell(address, message), this.log);
   }
 
   async start(handler: DeliveryHandler): Promise<void> {
@@ -143,17 +154,35 @@ export class LocalTransport implements Transport {
     return decodeEnvelope(encodeEnvelope(envelope));
   }
 
+  /**
+   * A value or a TroupeError is the answer. Anything else thrown is a crash: an ask answers it; a tell, which nobody
+   * waits for, runs again as the broker would redeliver it, and after the last allowed run is dead-lettered.
+   */
+  private async runToAnswer(handler: DeliveryHandler, envelope: Envelope): Promise<Reply> {
+    for (let returns = 0; ; returns += 1) {
+      try {
+        return okReply(await inTraceOf(envelope, () => handler(envelope.to, envelope.payload, askDeadline(envelope))));
+      } catch (err) {
+        if (err instanceof TroupeError) return errorReply(err);
+        const final = envelope.type === 'ask' || returns >= this.deliveryLimit;
+        this.log.error(
+          { err, address: envelope.to, messageId: envelope.id, redeliveries: returns },
+          envelope.type === 'ask' ? 'delivery handler crashed'
+            : final ? 'delivery handler crashed on the last attempt; the message is dead-lettered' : 'delivery handler crashed; the message will be redelivered',
+        );
+        if (final) {
+          if (envelope.type === 'tell') this.deadLetters.add(envelope, 'delivery_limit');
+          return errorReply(asTroupeError(err));
+        }
+      }
+    }
+  }
+
   /** Runs the handler in the address's turn; undefined when the deadline passed while the message waited. */
   private deliver(handler: DeliveryHandler, envelope: Envelope): Promise<Reply | undefined> {
     return this.mailboxes.run(envelope.to, async () => {
       if (Date.now() > envelope.deadline) return undefined;
-      let reply: Reply;
-      try {
-        reply = okReply(await inTraceOf(envelope, () => handler(envelope.to, envelope.payload, askDeadline(envelope))));
-      } catch (err) {
-        if (!(err instanceof TroupeError)) this.log.error({ err, address: envelope.to, messageId: envelope.id }, 'delivery handler crashed');
-        reply = errorReply(asTroupeError(err));
-      }
+      const reply = await this.runToAnswer(handler, envelope);
       const replyEnvelope = createEnvelope({ type: 'reply', to: this.nodeId, from: this.nodeId, deadline: envelope.deadline, correlationId: envelope.id, payload: reply });
       try {
         return readReply(this.wire(replyEnvelope));

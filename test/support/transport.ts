@@ -8,6 +8,7 @@ import type { DeliveryHandler, Transport } from '../../transport/port.js';
 import { LocalTransport } from '../../transport/local.js';
 import { AmqpTransport, type AmqpTransportOptions } from '../../transport/amqp/transport.js';
 import { deleteTopology } from '../../transport/amqp/topology.js';
+import { removePolicies } from '../../transport/amqp/dead-letter-policy.js';
 import { silentLogger } from '../../ops/kernel/logger.js';
 import { managementUrlFor, vhostOf } from '../../transport/cluster/broker-view.js';
 import { engines, skipEngine } from './engines.js';
@@ -61,6 +62,8 @@ export async function deleteBrokerTopology(transport: AmqpTransport): Promise<vo
   } finally {
     await connection.close();
   }
+  // Present only where a test made queues look older (decision 0048); absent (404) otherwise, or no management API.
+  await removePolicies({ url: managementUrlFor(engines.amqp), vhost: vhostOf(engines.amqp) }, transport.deadLetterPolicies).catch(() => undefined);
 }
 
 /** Every transport implementation, for contract suites; the AMQP one is absent when TEST_SKIP_AMQP=1. */

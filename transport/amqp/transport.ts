@@ -6,7 +6,10 @@ import { TroupeError } from '../../ops/kernel/errors.js';
 import type { AskOptions, DeliveryHandler, EventHandler, LostEventListener, Transport, Unsubscribe } from '../port.js';
 import { KeyedSerial } from '../keyed-serial.js';
 import { DEFAULT_TELL_TTL_MS } from '../deadlines.js';
-import { declareTopology, shardTopology, topologyNames, type Topology, type TopologyNames } from './topology.js';
+import { DEFAULT_DEAD_LETTER_BOUND, declareTopology, shardTopology, topologyNames, type Topology, type TopologyNames } from './topology.js';
+import { AmqpDeadLetters } from './dead-letters.js';
+import { deadLetterPolicies, type PolicySpec } from './dead-letter-policy.js';
+import { managementUrlFor, vhostOf, type ManagementApi } from './management-api.js';
 import { transportMetrics, type TransportMetrics } from './metrics.js';
 import { ShortcutGate } from './shortcut.js';
 import { OwnerRoutes } from './owner-routes.js';
@@ -40,8 +43,15 @@ export interface AmqpTransportOptions {
   readonly prefix?: string;
   /** Unacknowledged deliveries per shard consumer, i.e. handlers running at once per shard. @default 64 */
   readonly prefetch?: number;
-  /** Redeliveries of a crashing message before it is dead-lettered. @default 5 */
+  /** Returns of a crashing message before it is dead-lettered: 4 means at most 5 deliveries. @default 4 */
   readonly deliveryLimit?: number;
+  /** Dead letters the dead-letter queue keeps; past it they wait in their shard queues (decision 0048). @default 10000 */
+  readonly deadLetterBound?: number;
+  /**
+   * The broker's management API, used to give queues an older Troupe declared the dead-letter policies (decision
+   * 0048); false: never called (the operator sets them). @default the AMQP URL's host, port 15672, same credentials
+   */
+  readonly management?: ManagementApi | false;
   /** AMQP heartbeat; a hung node loses its shards within two of these. @default 10 */
   readonly heartbeatSeconds?: number;
   /** How long tell/publish wait for the broker's confirm before reporting TRANSPORT_UNAVAILABLE. @default 10000 */
@@ -91,6 +101,9 @@ export class AmqpTransport implements Transport {
   readonly topology: Topology;
   /** Prefix of every exchange and queue name (`troupe` in production). */
   readonly prefix: string;
+  readonly deadLetters: AmqpDeadLetters;
+  /** The policies that give queues an older Troupe declared the dead-letter settings they lack (decision 0048). */
+  readonly deadLetterPolicies: readonly PolicySpec[];
 
   private readonly log: Logger;
   private readonly prefetch: number;
@@ -123,14 +136,16 @@ export class AmqpTransport implements Transport {
         ? Array.from({ length: shardCount }, (_, shard) => shard)
         : [...options.ownedShards];
     const prefetch = (this.prefetch = options.prefetch ?? 64);
-    const deliveryLimit = options.deliveryLimit ?? 5;
+    const deliveryLimit = options.deliveryLimit ?? 4;
+    const deadLetterBound = options.deadLetterBound ?? DEFAULT_DEAD_LETTER_BOUND;
     const metrics = (this.metrics = options.metrics ? transportMetrics(options.metrics) : undefined);
     const gate = (this.gate = new ShortcutGate(prefetch));
     const shortcut = options.shortcut ?? true;
     const ownerRouting = (this.ownerRouting = options.ownerRouting ?? true);
     const routes = new OwnerRoutes(nodeId);
     const names = (this.names = topologyNames(prefix, nodeId));
-    this.topology = shardTopology({ prefix, shardCount, nodeId, deliveryLimit, ...(options.eventBacklog ? { eventBacklog: options.eventBacklog } : {}) });
+    this.topology = shardTopology({ prefix, shardCount, nodeId, deliveryLimit, deadLetterBound, ...(options.eventBacklog ? { eventBacklog: options.eventBacklog } : {}) });
+    this.deadLetterPolicies = deadLetterPolicies(prefix, names, deliveryLimit, deadLetterBound);
     const connectionName = (this.connectionName = `${prefix}:${nodeId}:${randomBytes(4).toString('hex')}`);
     const link = (this.link = new BrokerConnection(
       {
@@ -165,6 +180,11 @@ export class AmqpTransport implements Transport {
     this.teller = new Teller({
       nodeId, shardCount, tellTtlMs: options.tellTtlMs ?? DEFAULT_TELL_TTL_MS, names, link, gate, routes, turns: tellTurns,
       flushAsks: (shard) => asker.flushShard(shard),
+    });
+    const management = options.management === false ? undefined : (options.management ?? { url: managementUrlFor(options.url), vhost: vhostOf(options.url) });
+    this.deadLetters = new AmqpDeadLetters({
+      deadLetterQueue: names.deadLetterQueue, bound: deadLetterBound, link, management, policies: this.deadLetterPolicies, log,
+      tell: (address, message) => this.teller.tell(address, message),
     });
   }
 
@@ -256,7 +276,8 @@ export class AmqpTransport implements Transport {
 
   /** A new connection's session: topology, event bindings, reply and event consumers, the inbox, the shards. */
   private async prepare(model: ChannelModel, consumer: Channel, publisher: ConfirmChannel): Promise<Session> {
-    await declareTopology(consumer, this.topology);
+    const { predating } = await declareTopology(consumer, this.topology, () => model.createChannel());
+    this.deadLetters.noteDeclared(predating);
     await this.events.bindAll(consumer);
     await publisher.consume(DIRECT_REPLY_TO, (msg) => this.asker.onReply(msg), { noAck: true });
     publisher.on('return', (msg: Message) => this.asker.onReturned(msg));

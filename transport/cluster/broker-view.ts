@@ -38,20 +38,7 @@ interface QueueRow {
   messages_unacknowledged?: unknown;
 }
 
-/** The management URL next to an AMQP URL: same host and credentials, port 15672. */
-export function managementUrlFor(amqpUrl: string): string {
-  const amqp = new URL(amqpUrl);
-  const http = new URL(`${amqp.protocol === 'amqps:' ? 'https' : 'http'}://${amqp.hostname}:15672`);
-  http.username = amqp.username || 'guest';
-  http.password = amqp.password || 'guest';
-  return http.toString().replace(/\/$/, '');
-}
-
-/** The vhost an AMQP URL names (`/` when its path is empty). */
-export function vhostOf(amqpUrl: string): string {
-  const path = new URL(amqpUrl).pathname;
-  return path === '' || path === '/' ? '/' : decodeURIComponent(path.slice(1));
-}
+export { managementUrlFor, vhostOf } from '../amqp/management-api.js';
 
 export async function readBrokerView(options: BrokerViewOptions): Promise<BrokerView> {
   const base = new URL(options.managementUrl);

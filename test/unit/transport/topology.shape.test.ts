@@ -28,7 +28,11 @@ describe('AMQP topology', () => {
         'x-single-active-consumer': true,
         'x-delivery-limit': 5,
         'x-dead-letter-exchange': 'troupe.dlx',
+        'x-dead-letter-strategy': 'at-least-once',
+        'x-overflow': 'reject-publish',
       });
+      // Queues declared before decision 0048 lack the last two; re-declaring them answers 406, which is tolerated.
+      expect(queue.mayPredate).to.equal(true);
     }
     expect(topology.bindings.filter((b) => b.exchange === 'troupe.shards')).to.deep.equal([
       { queue: 'troupe.shard.0', exchange: 'troupe.shards', routingKey: '0' },
@@ -48,8 +52,10 @@ describe('AMQP topology', () => {
     expect(topology.bindings).to.deep.include({ queue: 'troupe.events-lost.node-a', exchange: 'troupe.events-lost', routingKey: 'node-a' });
   });
 
-  it('sends every dead letter to one durable queue', () => {
-    expect(topology.queues.find((q) => q.name === 'troupe.dead-letter')).to.include({ durable: true, exclusive: false });
+  it('sends every dead letter to one durable, bounded queue that refuses past its bound', () => {
+    const dead = topology.queues.find((q) => q.name === 'troupe.dead-letter');
+    expect(dead).to.include({ durable: true, exclusive: false, mayPredate: true });
+    expect(dead?.arguments).to.deep.equal({ 'x-queue-type': 'quorum', 'x-max-length': 10_000, 'x-overflow': 'reject-publish' });
     expect(topology.bindings).to.deep.include({ queue: 'troupe.dead-letter', exchange: 'troupe.dlx', routingKey: '' });
   });
 });
