@@ -255,9 +255,12 @@ async function openTransport(
 ): Promise<Transport> {
   if (!config.amqpUrl) return new LocalTransport({ nodeId: config.nodeId, log });
   const { AmqpTransport } = await import('../transport/amqp/index.js');
+  const { managementUrlFor, vhostOf } = await import('../transport/amqp/management-api.js');
   return new AmqpTransport({
     url: config.amqpUrl, nodeId: config.nodeId, shardCount: config.shardCount, log, metrics, onShardsLost,
     prefix: options.transportPrefix ?? config.amqpPrefix,
+    // Queues an older Troupe declared get their dead-letter policies through it (decision 0048).
+    management: { url: config.amqpManagementUrl ?? managementUrlFor(config.amqpUrl), vhost: vhostOf(config.amqpUrl) },
   });
 }
 
