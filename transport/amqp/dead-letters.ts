@@ -76,19 +76,19 @@ export class AmqpDeadLetters implements DeadLetterBox {
   }
 
   replay(selection: DeadLetterSelection): Promise<DeadLetterOutcome> {
-    return this.scan(selection, async (channel, msg, id, done, unreadable) => {
+    return this.scan(selection, async (ack, msg, id, done, unreadable) => {
       const { envelope } = describe(msg);
       if (envelope === undefined) return unreadable.push(id);
       await this.options.tell(envelope.to, envelope.payload);
       // Acked once the replay is confirmed: a crash in between replays it twice, never zero times.
-      channel.ack(msg);
+      ack(msg);
       done.push(id);
     });
   }
 
   purge(selection: DeadLetterSelection): Promise<DeadLetterOutcome> {
-    return this.scan(selection, async (channel, msg, id, done) => {
-      channel.ack(msg);
+    return this.scan(selection, async (ack, msg, id, done) => {
+      ack(msg);
       done.push(id);
     });
   }
@@ -96,9 +96,9 @@ export class AmqpDeadLetters implements DeadLetterBox {
   /** Walks the queue once (what was there when it began), handing each selected dead letter to `act`. */
   private scan(
     selection: DeadLetterSelection,
-    act: (channel: Channel, msg: GetMessage, id: string, done: string[], unreadable: string[]) => Promise<unknown>,
+    act: (ack: (msg: GetMessage) => void, msg: GetMessage, id: string, done: string[], unreadable: string[]) => Promise<unknown>,
   ): Promise<DeadLetterOutcome> {
-    return this.withChannel(async (channel, total) => {
+    return this.withChannel(async (channel, total, ack) => {
       const tracker = new SelectionTracker(selection);
       const done: string[] = [];
       const unreadable: string[] = [];
@@ -106,13 +106,18 @@ export class AmqpDeadLetters implements DeadLetterBox {
         const msg = await channel.get(this.options.deadLetterQueue, { noAck: false });
         if (msg === false) break;
         const id = describe(msg).letter.id;
-        if (tracker.takes(id)) await act(channel, msg, id, done, unreadable);
+        if (tracker.takes(id)) await act(ack, msg, id, done, unreadable);
       }
       return { done, notFound: tracker.notFound(), unreadable };
     });
   }
 
-  private async withChannel<T>(work: (channel: Channel, total: number) => Promise<T>): Promise<T> {
+  /**
+   * Runs `work` on a channel of its own with the queue's depth when it began. What `work` took and did not ack is
+   * returned before the channel closes, and only once the queue shows it again does the call resolve: the broker
+   * returns a closed channel's messages asynchronously, and a list or purge right after would miss them.
+   */
+  private async withChannel<T>(work: (channel: Channel, total: number, ack: (msg: GetMessage) => void) => Promise<T>): Promise<T> {
     const session = this.options.link.session;
     if (session === undefined) throw new TroupeError('TRANSPORT_UNAVAILABLE', 'the broker is not connected');
     let channel: Channel;
@@ -122,14 +127,25 @@ export class AmqpDeadLetters implements DeadLetterBox {
       throw new TroupeError('TRANSPORT_UNAVAILABLE', `could not open a channel: ${(err as Error).message}`);
     }
     channel.on('error', (err: Error) => this.options.log.warn({ err: err.message }, 'dead-letter channel closed by the broker'));
+    const queue = this.options.deadLetterQueue;
+    let acked = 0;
+    const ack = (msg: GetMessage) => {
+      channel.ack(msg);
+      acked += 1;
+    };
     try {
-      const { messageCount } = await channel.checkQueue(this.options.deadLetterQueue);
-      return await work(channel, messageCount);
+      const { messageCount: total } = await channel.checkQueue(queue);
+      const result = await work(channel, total, ack);
+      channel.nackAll(true);
+      for (const until = Date.now() + 3_000; Date.now() < until; await new Promise((resolve) => setTimeout(resolve, 20))) {
+        if ((await channel.checkQueue(queue)).messageCount >= total - acked) break;
+      }
+      return result;
     } catch (err) {
       if (err instanceof TroupeError) throw err;
       throw new TroupeError('TRANSPORT_UNAVAILABLE', `the dead-letter queue could not be read: ${(err as Error).message}`);
     } finally {
-      // Whatever was taken and not acknowledged goes back to the queue, in order.
+      // Whatever is still unacknowledged goes back to the queue, in order.
       await channel.close().catch(() => undefined);
     }
   }
