@@ -21,6 +21,7 @@ import { streamRoutes } from './routes/streams.js';
 import { workerProtocolRoutes } from './routes/worker-protocol.js';
 import { fleetRoutes } from './routes/fleet.js';
 import { clusterRoutes } from './routes/cluster.js';
+import { deadLetterRoutes } from './routes/dead-letters.js';
 import { agentCardRoutes } from './routes/agent-cards.js';
 import { a2aRoutes } from './routes/a2a.js';
 import { templateRoutes } from './routes/templates.js';
@@ -52,6 +53,7 @@ export function allRoutes(): Route<Deps>[] {
     ...auditRoutes(),
     ...analyticsRoutes(),
     ...clusterRoutes(),
+    ...deadLetterRoutes(),
     ...authoringRoutes(),
     ...credentialRoutes(),
     ...pluginOptionRoutes(),

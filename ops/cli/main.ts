@@ -11,6 +11,7 @@ import { sessionCommands } from './commands/session.js';
 import { mutationsCommand } from './commands/mutations.js';
 import { clusterCommands } from './commands/cluster.js';
 import { auditCommands } from './commands/audit.js';
+import { deadLetterCommands } from './commands/dead-letters.js';
 import { m2mCommands } from './commands/m2m.js';
 import { workerCommand } from './worker/command.js';
 
@@ -37,6 +38,7 @@ export function buildProgram(): Command {
   program.addCommand(mutationsCommand());
   program.addCommand(clusterCommands());
   program.addCommand(auditCommands());
+  program.addCommand(deadLetterCommands());
   program.addCommand(m2mCommands());
   program.addCommand(workerCommand());
   return program;
