@@ -1,3 +1,4 @@
+import { rmSync } from 'node:fs';
 import os from 'node:os';
 import {
   ApiError, Unreachable, type CredentialRotatedEvent, type DaemonOfferEvent, type DaemonStopEvent, type Mutation, type OfferedSession, type WorkerApi,
@@ -62,6 +63,13 @@ const MAX_CHUNK_CHARS = 16 * 1024;
 const STREAM_IDLE_MS = 45_000;
 
 /** The payload of a verified-by-the-server JWT we hold: only read for its expiry and projects. */
+/** What `prepare` made for an offer's agent before its claim was answered. */
+interface PreparedAgent {
+  readonly agentDir?: string;
+  readonly env?: Record<string, string>;
+  readonly error?: Error;
+}
+
 function claimsOf(token: string): { exp?: number; prj?: string[] } {
   try {
     return JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString('utf8')) as { exp?: number; prj?: string[] };
@@ -397,11 +405,16 @@ export class Worker {
     if (this.running.has(offer.id) || this.claiming.has(offer.id) || this.reporting.has(offer.id)) return;
     if (!this.projects.has(offer.projectId)) return;
     this.claiming.add(offer.id);
+    // The agent's directory and environment are made while the claim is on the wire, so that once it is answered
+    // only the spawn stands between the claim and the agent (issue 15: dispatch → agent started). Nothing runs
+    // before the claim succeeds: a refused claim removes the directory it never used.
+    const prepared = this.prepare(offer);
     void (async () => {
       try {
         await this.api.status(this.token, offer.id, { workerId: this.workerId, status: 'claimed' });
       } catch (err) {
         this.claiming.delete(offer.id);
+        if (prepared.agentDir !== undefined) rmSync(prepared.agentDir, { recursive: true, force: true });
         // 409: another worker was first, or it is no longer pending. Nothing to do.
         if (!(err instanceof ApiError && (err.status === 409 || err.status === 404))) {
           this.log('warn', 'session.claim_failed', `could not claim: ${(err as Error).message}`, { sessionId: offer.id });
@@ -410,7 +423,7 @@ export class Worker {
       }
       this.claiming.delete(offer.id);
       this.log('info', 'session.claimed', `claimed (project ${offer.projectId})`, { sessionId: offer.id, projectId: offer.projectId });
-      this.start(offer);
+      this.start(offer, prepared);
     })();
   }
 
@@ -434,16 +447,27 @@ export class Worker {
     return env;
   }
 
-  private start(offer: OfferedSession): void {
+  /** A fresh directory and the environment for an offer's agent; what failed is kept to be reported once claimed. */
+  private prepare(offer: OfferedSession): PreparedAgent {
+    let agentDir: string | undefined;
+    try {
+      agentDir = freshDir(this.opts.workDir, offer.id);
+      return { agentDir, env: this.agentEnv(offer) };
+    } catch (err) {
+      return { agentDir, error: err as Error };
+    }
+  }
+
+  private start(offer: OfferedSession, prepared: PreparedAgent): void {
     const claimedAt = Date.now();
     let agent: Agent;
     let s: RunningSession | undefined;
-    let agentDir = '';
+    const agentDir = prepared.agentDir ?? '';
     try {
-      agentDir = freshDir(this.opts.workDir, offer.id);
+      if (prepared.error !== undefined || prepared.env === undefined) throw prepared.error ?? new Error('the agent was not prepared');
       agent = new Agent({
         sessionId: offer.id, command: this.opts.agentCommand, workDir: agentDir, prompt: offer.prompt,
-        env: this.agentEnv(offer),
+        env: prepared.env,
       }, {
         onOutput: (line) => { if (s) this.onOutput(s, line); },
         onCost: (cost) => { if (s) s.costUsd = cost; },
