@@ -11,11 +11,12 @@ import { createDb } from '../storage/db.js';
 import { migrate } from '../storage/migrations/runner.js';
 import { KnexSnapshotStore } from '../storage/knex-snapshot-store.js';
 import { MemoryCache } from '../storage/memory-cache.js';
-import type { RedisCache } from '../storage/redis-cache.js';
+import { RedisCache } from '../storage/redis-cache.js';
 import type { Cache } from '../storage/cache.js';
 import { LocalTransport } from '../transport/local.js';
-import type { AmqpTransport } from '../transport/amqp/index.js';
-import type { Cluster } from '../transport/cluster/index.js';
+import { AmqpTransport } from '../transport/amqp/index.js';
+import { Cluster } from '../transport/cluster/index.js';
+import { managementUrlFor, vhostOf } from '../transport/amqp/management-api.js';
 import { shardOf } from '../transport/shards.js';
 import type { Transport } from '../transport/port.js';
 import { createActorSystem, type ActorSystem } from '../actors/runtime/index.js';
@@ -235,12 +236,12 @@ async function openStorage(config: Config, options: NodeOptions, log: Logger): P
 }
 
 /*
- * The Redis and RabbitMQ clients (and the cluster built on the broker) are imported only when configured: they were
- * 25–30 MB of an embedded node's memory and a tenth of a second of every start (decisions 0046, 0051).
+ * The Redis and RabbitMQ clients stay static imports although an embedded node never uses them: imported lazily,
+ * the test processes (which load TypeScript as CommonJS through tsx) got a second copy of every module behind the
+ * dynamic import, and a TroupeError of one copy was not an instance of the other's (decision 0051).
  */
 async function openCache(config: Config, options: NodeOptions, log: Logger): Promise<{ cache: Cache; redis?: RedisCache['client'] }> {
   if (!config.redisUrl) return { cache: new MemoryCache() };
-  const { RedisCache } = await import('../storage/redis-cache.js');
   const cacheLog = log.child({ component: 'cache' });
   const cache = new RedisCache({
     url: config.redisUrl, keyPrefix: options.cachePrefix ?? config.cachePrefix, connectionName: `troupe-${config.nodeId}`,
@@ -254,8 +255,6 @@ async function openTransport(
   config: Config, options: NodeOptions, log: Logger, metrics: Registry, onShardsLost: (shards: readonly number[]) => void,
 ): Promise<Transport> {
   if (!config.amqpUrl) return new LocalTransport({ nodeId: config.nodeId, log });
-  const { AmqpTransport } = await import('../transport/amqp/index.js');
-  const { managementUrlFor, vhostOf } = await import('../transport/amqp/management-api.js');
   return new AmqpTransport({
     url: config.amqpUrl, nodeId: config.nodeId, shardCount: config.shardCount, log, metrics, onShardsLost,
     prefix: options.transportPrefix ?? config.amqpPrefix,
@@ -268,7 +267,6 @@ async function openTransport(
 async function openCluster(
   config: Config, transport: AmqpTransport, log: Logger, metrics: Registry, passivateShards: (shards: readonly number[]) => Promise<void>,
 ): Promise<Cluster> {
-  const { Cluster, managementUrlFor, vhostOf } = await import('../transport/cluster/index.js');
   const amqpUrl = config.amqpUrl!;
   return new Cluster({
     transport, amqpUrl, prefix: transport.prefix, nodeId: config.nodeId, shardCount: config.shardCount, metrics,
