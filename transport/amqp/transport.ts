@@ -6,7 +6,8 @@ import { TroupeError } from '../../ops/kernel/errors.js';
 import type { AskOptions, DeliveryHandler, EventHandler, LostEventListener, Transport, Unsubscribe } from '../port.js';
 import { KeyedSerial } from '../keyed-serial.js';
 import { DEFAULT_TELL_TTL_MS } from '../deadlines.js';
-import { DEFAULT_DEAD_LETTER_BOUND, declareTopology, shardTopology, topologyNames, type Topology, type TopologyNames } from './topology.js';
+import { DEFAULT_DEAD_LETTER_BOUND, shardTopology, topologyNames, type Topology, type TopologyNames } from './topology.js';
+import { declareTopologyInParallel } from './declare-in-parallel.js';
 import { AmqpDeadLetters } from './dead-letters.js';
 import { deadLetterPolicies, type PolicySpec } from './dead-letter-policy.js';
 import { managementUrlFor, vhostOf, type ManagementApi } from './management-api.js';
@@ -276,7 +277,7 @@ export class AmqpTransport implements Transport {
 
   /** A new connection's session: topology, event bindings, reply and event consumers, the inbox, the shards. */
   private async prepare(model: ChannelModel, consumer: Channel, publisher: ConfirmChannel): Promise<Session> {
-    const { predating } = await declareTopology(consumer, this.topology, () => model.createChannel());
+    const { predating } = await declareTopologyInParallel(model, this.topology);
     this.deadLetters.noteDeclared(predating);
     await this.events.bindAll(consumer);
     await publisher.consume(DIRECT_REPLY_TO, (msg) => this.asker.onReply(msg), { noAck: true });
