@@ -17,7 +17,10 @@ import { declareTopology, type Topology } from './topology.js';
 export const DECLARE_CHANNELS = 8;
 
 export async function declareTopologyInParallel(
-  model: ChannelModel, topology: Topology, channels = DECLARE_CHANNELS,
+  model: ChannelModel, topology: Topology,
+  /** More bindings of the same connection (the event patterns this node subscribes to), made with the topology's. */
+  bindMore: (channels: readonly Channel[]) => Promise<void> = async () => undefined,
+  channels = DECLARE_CHANNELS,
 ): Promise<{ predating: string[] }> {
   const scratch = () => model.createChannel();
   const opened = await Promise.all(Array.from({ length: channels }, scratch));
@@ -35,7 +38,7 @@ export async function declareTopologyInParallel(
       spread(topology.queues.filter((q) => !q.mayPredate), (channel, q) =>
         channel.assertQueue(q.name, { durable: q.durable, exclusive: q.exclusive, autoDelete: q.autoDelete, arguments: { ...q.arguments } })),
     ]);
-    await spread(topology.bindings, (channel, b) => channel.bindQueue(b.queue, b.exchange, b.routingKey));
+    await Promise.all([spread(topology.bindings, (channel, b) => channel.bindQueue(b.queue, b.exchange, b.routingKey)), bindMore(opened)]);
     return { predating };
   } finally {
     // Not awaited: a close is one more round trip nobody needs to wait for.

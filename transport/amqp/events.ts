@@ -54,10 +54,11 @@ export class EventBus {
   }
 
   /** A new connection: binds every wanted pattern on its consumer channel (the event queue may be new). */
-  async bindAll(consumer: Channel): Promise<void> {
+  async bindAll(channels: readonly Channel[]): Promise<void> {
     const wanted = [...this.subscriptions.keys()];
     this.bound.clear();
-    await Promise.all(wanted.map((pattern) => consumer.bindQueue(this.names.eventQueue, this.names.eventExchange, pattern)));
+    // Spread over the channels given: one channel's bindings are a round trip each (declare-in-parallel.ts).
+    await Promise.all(wanted.map((pattern, i) => channels[i % channels.length]!.bindQueue(this.names.eventQueue, this.names.eventExchange, pattern)));
     for (const pattern of wanted) this.bound.add(pattern);
   }
 

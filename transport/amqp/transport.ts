@@ -277,14 +277,18 @@ export class AmqpTransport implements Transport {
 
   /** A new connection's session: topology, event bindings, reply and event consumers, the inbox, the shards. */
   private async prepare(model: ChannelModel, consumer: Channel, publisher: ConfirmChannel): Promise<Session> {
-    const { predating } = await declareTopologyInParallel(model, this.topology);
+    const { predating } = await declareTopologyInParallel(model, this.topology, (channels) => this.events.bindAll(channels));
     this.deadLetters.noteDeclared(predating);
-    await this.events.bindAll(consumer);
-    await publisher.consume(DIRECT_REPLY_TO, (msg) => this.asker.onReply(msg), { noAck: true });
     publisher.on('return', (msg: Message) => this.asker.onReturned(msg));
-    // Per-consumer limit (global=false): each shard gets its own window, so one busy shard cannot starve the others.
-    await consumer.prefetch(this.prefetch, false);
-    const consumerTags = [await this.events.consume(consumer), await this.lostEvents.consume(consumer)];
+    // The reply consumer and the event consumers are on two channels: set up side by side (each step a round trip).
+    const [, consumerTags] = await Promise.all([
+      publisher.consume(DIRECT_REPLY_TO, (msg) => this.asker.onReply(msg), { noAck: true }),
+      (async () => {
+        // Per-consumer limit (global=false): each shard gets its own window, so one busy shard cannot starve the others.
+        await consumer.prefetch(this.prefetch, false);
+        return [await this.events.consume(consumer), await this.lostEvents.consume(consumer)];
+      })(),
+    ]);
     this.ownership.reset();
     // A name of its own per connection: the broker may not yet have dropped the previous connection's inbox.
     const inbox = this.ownerRouting ? this.names.inbox(randomBytes(4).toString('hex')) : undefined;
