@@ -1,12 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import type { Deps } from '../../actors/deps.js';
 import { TroupeError } from '../../ops/kernel/errors.js';
-import type { HttpRequest, Route } from '../types.js';
+import type { Route } from '../types.js';
+import { route } from '../route.js';
+import { orgPrincipal } from '../principal.js';
+import { onWorkflow } from './workflows.js';
 import { analyseDefinition } from '../../actors/workflow/definition.js';
 import { changeActorOf } from '../../actors/workflow/change-actor.js';
 import { workflowRunAddress } from '../../actors/workflow-run/actor.js';
 import type { RunMsg, RunView } from '../../actors/workflow-run/machine.js';
-import { findVersion, findWorkflow } from '../../storage/workflows/workflows.js';
+import { findVersion } from '../../storage/workflows/workflows.js';
 import { findRun, listRunsOf } from '../../storage/workflows/runs.js';
 import { decodeCursor, encodeCursor } from '../../storage/page-cursor.js';
 import * as schemas from '../../schemas/workflows/http.js';
@@ -20,16 +23,13 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export function runRoutes(): Route<Deps>[] {
   return [
-    {
+    route({
       method: 'post', path: '/api/workflows/:id/runs', auth: 'org', tags: ['workflows'], rateLimit: 'dispatch',
       summary: 'Start a run on the currently published version', bodySchema: schemas.startRunBody,
       responseSchema: schemas.startRunReply, successStatus: 201,
-      async handler(req: HttpRequest<{ input?: Record<string, unknown> } | undefined>, deps) {
-        const p = req.principal;
-        if (!p || p.kind === 'admin') throw new TroupeError('INTERNAL', 'route reached without an org principal');
-        const w = await findWorkflow(deps.db, p.orgId, req.params.id ?? '');
-        if (!w) throw new TroupeError('NOT_FOUND', 'workflow not found');
-        await deps.authz.authorize(p, 'dispatch', { type: 'Workflow', id: w.id, orgId: w.orgId, projectId: w.projectId });
+      authorize: onWorkflow('dispatch'),
+      async handler(req, deps, { found: w }) {
+        const p = orgPrincipal(req);
         if (w.publishedVersion === null) throw new TroupeError('CONFLICT', `workflow is ${w.status}, not published`);
         const version = await findVersion(deps.db, p.orgId, w.id, w.publishedVersion);
         if (!version) throw new TroupeError('CONFLICT', 'published version is missing');
@@ -42,17 +42,14 @@ export function runRoutes(): Route<Deps>[] {
         const view = await deps.ask<RunView>(workflowRunAddress(runId), msg);
         return { status: 201, body: { runId, version: view.version, status: view.status } };
       },
-    },
-    {
+    }),
+    route({
       method: 'get', path: '/api/workflows/:id/runs', auth: 'org', tags: ['workflows'],
       summary: 'Runs of a workflow, newest first, each with how it started (manual, schedule with its fire time, webhook with its delivery), the version it is pinned to, its input and status; paged by cursor',
       querySchema: schemas.listRunsQuery, responseSchema: schemas.runListReply,
-      async handler(req, deps) {
-        const p = req.principal;
-        if (!p || p.kind === 'admin') throw new TroupeError('INTERNAL', 'route reached without an org principal');
-        const w = await findWorkflow(deps.db, p.orgId, req.params.id ?? '');
-        if (!w) throw new TroupeError('NOT_FOUND', 'workflow not found');
-        await deps.authz.authorize(p, 'read', { type: 'WorkflowRun', id: 'list', orgId: w.orgId, projectId: w.projectId });
+      authorize: onWorkflow('read', (w) => ({ type: 'WorkflowRun', id: 'list', orgId: w.orgId, projectId: w.projectId })),
+      async handler(req, deps, { found: w }) {
+        const p = orgPrincipal(req);
         const limit = Number(req.query.get('limit') ?? 20);
         const cursor = req.query.get('cursor');
         const rows = await listRunsOf(deps.db, p.orgId, w.id, limit + 1, cursor === null ? undefined : decodeCursor(cursor, UUID));
@@ -68,16 +65,20 @@ export function runRoutes(): Route<Deps>[] {
           },
         };
       },
-    },
-    {
+    }),
+    route({
       method: 'get', path: '/api/workflow-runs/:runId', auth: 'org', tags: ['workflows'],
       summary: 'A run: its pinned version, status and steps', responseSchema: schemas.runReply,
-      async handler(req, deps) {
-        const p = req.principal;
-        if (!p || p.kind === 'admin') throw new TroupeError('INTERNAL', 'route reached without an org principal');
-        const run = await findRun(deps.db, p.orgId, req.params.runId ?? '');
-        if (!run) throw new TroupeError('NOT_FOUND', 'run not found');
-        await deps.authz.authorize(p, 'read', { type: 'WorkflowRun', id: run.id, orgId: run.orgId, projectId: run.projectId });
+      authorize: {
+        async find(req, deps, p) {
+          const run = await findRun(deps.db, p.orgId, req.params.runId ?? '');
+          if (!run) throw new TroupeError('NOT_FOUND', 'run not found');
+          return run;
+        },
+        action: 'read',
+        resource: (_req, _p, run) => ({ type: 'WorkflowRun', id: run.id, orgId: run.orgId, projectId: run.projectId }),
+      },
+      async handler(_req, _deps, { found: run }) {
         return {
           body: {
             runId: run.id, workflowId: run.workflowId, version: run.version, status: run.status, steps: run.steps,
@@ -85,6 +86,6 @@ export function runRoutes(): Route<Deps>[] {
           },
         };
       },
-    },
+    }),
   ];
 }

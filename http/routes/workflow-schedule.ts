@@ -1,11 +1,11 @@
 import type { Deps } from '../../actors/deps.js';
-import { TroupeError } from '../../ops/kernel/errors.js';
 import { CronSchedule } from '../../actors/workflow-schedule/cron.js';
-import { findWorkflow } from '../../storage/workflows/workflows.js';
 import { findSchedule, recentFires } from '../../storage/workflows/schedules.js';
 import { scheduleReply } from '../../schemas/workflows/http.js';
 import type { Route } from '../types.js';
-import { workflowResource } from './workflows.js';
+import { route } from '../route.js';
+import { orgPrincipal } from '../principal.js';
+import { onWorkflow } from './workflows.js';
 
 /** Fires listed ahead and behind (issue 17: "next fire times and the last ten fires and their runs"). */
 const NEXT_FIRES = 5;
@@ -15,16 +15,13 @@ const iso = (ms: number | null): string | null => (ms === null ? null : new Date
 
 /** A workflow's schedule as its actor last projected it (decision 0027). */
 export function scheduleRoutes(): Route<Deps>[] {
-  return [{
+  return [route({
     method: 'get', path: '/api/workflows/:id/schedule', auth: 'org', tags: ['workflows'],
     summary: "A workflow's schedule: whether it is active, its cron expression and zone, the published version it fires, its next fire times, and its last ten fires with their runs",
     responseSchema: scheduleReply,
-    async handler(req, deps) {
-      const p = req.principal;
-      if (!p || p.kind === 'admin') throw new TroupeError('INTERNAL', 'route reached without an org principal');
-      const w = await findWorkflow(deps.db, p.orgId, req.params.id ?? '');
-      if (!w) throw new TroupeError('NOT_FOUND', 'workflow not found');
-      await deps.authz.authorize(p, 'read', workflowResource(w));
+    authorize: onWorkflow('read'),
+    async handler(req, deps, { found: w }) {
+      const p = orgPrincipal(req);
       const [schedule, fires] = await Promise.all([findSchedule(deps.db, p.orgId, w.id), recentFires(deps.db, p.orgId, w.id, LAST_FIRES)]);
       const active = schedule?.status === 'active';
       const upcoming = active && schedule.nextFireAt !== null && schedule.cron !== null && schedule.timezone !== null
@@ -48,5 +45,5 @@ export function scheduleRoutes(): Route<Deps>[] {
         },
       };
     },
-  }];
+  })];
 }

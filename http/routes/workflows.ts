@@ -3,6 +3,7 @@ import type { Deps } from '../../actors/deps.js';
 import { TroupeError } from '../../ops/kernel/errors.js';
 import type { OrgPrincipal } from '../../actors/identity/principal.js';
 import type { ResourceRef } from '../../actors/identity/ports.js';
+import type { Action } from '../../actors/identity/authorizer.js';
 import type { HttpRequest, Route, RouteAuthorization } from '../types.js';
 import { route } from '../route.js';
 import { orgPrincipal } from '../principal.js';
@@ -34,11 +35,16 @@ export async function loadWorkflow(deps: Deps, p: OrgPrincipal, id: string | und
   return workflow;
 }
 
-/** `action` on the workflow `:id` names, found in the caller's org first (404 otherwise); the handler gets it as `found`. */
-export const onWorkflow = (action: 'read' | 'edit'): RouteAuthorization<Deps, any, WorkflowRecord> => ({
+/**
+ * `action` on the workflow `:id` names (or on what `resource` derives from it), found in the caller's org first (404
+ * otherwise); the handler gets the workflow as `found`.
+ */
+export const onWorkflow = (
+  action: Action, resource: (w: WorkflowRecord) => ResourceRef = workflowResource,
+): RouteAuthorization<Deps, any, WorkflowRecord> => ({
   find: (req, deps, p) => loadWorkflow(deps, p, req.params.id),
   action,
-  resource: (_req, _p, w) => workflowResource(w),
+  resource: (_req, _p, w) => resource(w),
 });
 
 function fromView(view: WorkflowView) {

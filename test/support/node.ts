@@ -117,9 +117,16 @@ export async function startTestNode(opts: { engines?: EngineSet; config?: Partia
   };
 }
 
+type Inject = (method: string, path: string, init?: CallInit) => Promise<CallResult>;
+/** The route table, built once per test process: its routes compile their validators on first use, once. */
+let routeTable: ReturnType<typeof allRoutes> | undefined;
+const injectors = new WeakMap<TroupeNode, Inject>();
+
 /** Requests into a running node's route table without a socket (`TestNode.inject`). */
-export function nodeInjector(node: TroupeNode): (method: string, path: string, init?: CallInit) => Promise<CallResult> {
-  return injector(allRoutes(), node.deps, { hooks: edgeHooksFor(node.deps) });
+export function nodeInjector(node: TroupeNode): Inject {
+  let found = injectors.get(node);
+  if (found === undefined) injectors.set(node, (found = injector((routeTable ??= allRoutes()), node.deps, { hooks: edgeHooksFor(node.deps) })));
+  return found;
 }
 
 export async function call(url: string, method: string, path: string, init: CallInit = {}): Promise<CallResult> {

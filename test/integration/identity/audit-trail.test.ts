@@ -10,7 +10,7 @@ interface Entry { type: string; actor: string; subject: string | null; payload: 
 
 async function chainOf(t: TestNode, org: Org): Promise<Entry[]> {
   for (let i = 0; i < 100 && (await auditOutboxDepth(t.node.deps.db)) > 0; i++) await new Promise((r) => setTimeout(r, 50));
-  const res = await t.call('GET', '/api/audit?limit=500', { token: org.ownerToken });
+  const res = await t.inject('GET', '/api/audit?limit=500', { token: org.ownerToken });
   expect(res.status, res.text).to.equal(200);
   return (res.json.entries as Entry[]).reverse();
 }
@@ -27,26 +27,26 @@ for (const { set, skip } of engineSets) {
       const acme = await provisionOrg(t, 'Audited');
       const globex = await provisionOrg(t, 'Elsewhere');
       const email = `dev-${Date.now()}@audited.test`;
-      const dev = await t.call('POST', `/api/admin/orgs/${acme.orgId}/users`, { token: t.adminToken, body: { email, role: 'admin', password: 'correct horse battery' } });
+      const dev = await t.inject('POST', `/api/admin/orgs/${acme.orgId}/users`, { token: t.adminToken, body: { email, role: 'admin', password: 'correct horse battery' } });
       expect(dev.status, dev.text).to.equal(201);
       const devId = dev.json.user.id as string;
-      expect((await t.call('POST', '/api/auth/login', { body: { email, password: 'wrong password!' } })).status).to.equal(401);
-      const login = await t.call('POST', '/api/auth/login', { body: { email, password: 'correct horse battery' } });
+      expect((await t.inject('POST', '/api/auth/login', { body: { email, password: 'wrong password!' } })).status).to.equal(401);
+      const login = await t.inject('POST', '/api/auth/login', { body: { email, password: 'correct horse battery' } });
       expect(login.status, login.text).to.equal(200);
       const token = login.json.userToken as string;
-      const key = await t.call('POST', `/api/org/${acme.orgId}/keys`, { token, body: { name: 'ci', scopes: ['read'] } });
+      const key = await t.inject('POST', `/api/org/${acme.orgId}/keys`, { token, body: { name: 'ci', scopes: ['read'] } });
       expect(key.status, key.text).to.equal(201);
-      expect((await t.call('DELETE', `/api/org/${acme.orgId}/keys/${key.json.id}`, { token })).status).to.equal(200);
-      const reg = await t.call('POST', `/api/org/${acme.orgId}/registration-tokens`, { token, body: { name: 'ci hosts' } });
+      expect((await t.inject('DELETE', `/api/org/${acme.orgId}/keys/${key.json.id}`, { token })).status).to.equal(200);
+      const reg = await t.inject('POST', `/api/org/${acme.orgId}/registration-tokens`, { token, body: { name: 'ci hosts' } });
       expect(reg.status, reg.text).to.equal(201);
-      expect((await t.call('DELETE', `/api/org/${acme.orgId}/registration-tokens/${reg.json.id}`, { token })).status).to.equal(200);
-      expect((await t.call('PUT', `/api/org/${acme.orgId}/credentials/github-token`, { token, body: { provider: 'static', value: 's3cret-value' } })).status).to.equal(200);
-      const rotate = await t.call('POST', '/api/daemon/credentials/rotate', { token, body: { orgId: acme.orgId, kind: 'github-token' } });
+      expect((await t.inject('DELETE', `/api/org/${acme.orgId}/registration-tokens/${reg.json.id}`, { token })).status).to.equal(200);
+      expect((await t.inject('PUT', `/api/org/${acme.orgId}/credentials/github-token`, { token, body: { provider: 'static', value: 's3cret-value' } })).status).to.equal(200);
+      const rotate = await t.inject('POST', '/api/daemon/credentials/rotate', { token, body: { orgId: acme.orgId, kind: 'github-token' } });
       expect(rotate.status, rotate.text).to.equal(200);
       const sessionId = await dispatch(t, acme);
-      expect((await t.call('POST', `/api/public/sessions/${sessionId}/prompt`, { token, body: { prompt: 'private words' } })).status).to.equal(200);
-      expect((await t.call('POST', `/api/public/sessions/${sessionId}/stop`, { token })).status).to.equal(200);
-      expect((await t.call('POST', '/api/auth/logout', { token })).status).to.equal(200);
+      expect((await t.inject('POST', `/api/public/sessions/${sessionId}/prompt`, { token, body: { prompt: 'private words' } })).status).to.equal(200);
+      expect((await t.inject('POST', `/api/public/sessions/${sessionId}/stop`, { token })).status).to.equal(200);
+      expect((await t.inject('POST', '/api/auth/logout', { token })).status).to.equal(200);
 
       const chain = await chainOf(t, acme);
       const types = chain.map((e) => e.type);

@@ -6,7 +6,7 @@ import { loadConfig } from '../../../ops/config.js';
 import { silentLogger } from '../../../ops/kernel/logger.js';
 import { generateAdminToken, generateMasterKey } from '../../../ops/secrets.js';
 import { startNode, type TroupeNode } from '../../../ops/node.js';
-import { call } from '../../support/node.js';
+import { nodeInjector } from '../../support/node.js';
 import { withPostgresSchema, type TestDb } from '../../support/db.js';
 import { engines } from '../../support/engines.js';
 import { eventually } from '../../support/transport.js';
@@ -41,7 +41,7 @@ describe('workflow runs: pinning across publish and restart; approval gates', fu
   const boot = async () => startNode(loadConfig({ DATABASE_URL: engines.postgres }, {
     port: 0, host: '127.0.0.1', nodeId: 'pin-test', masterKey, adminToken, logLevel: 'silent', shardCount: 4,
   }), { log: silentLogger(), searchPath: db.schema });
-  const api = (method: string, path: string, init: { token?: string; body?: unknown } = {}) => call(node.url, method, path, init);
+  const api = (method: string, path: string, init: { token?: string; body?: unknown } = {}) => nodeInjector(node)(method, path, init);
   const run = async (runId: string) => (await api('GET', `/api/workflow-runs/${runId}`, { token: owner })).json;
   const pendingGateOf = async (runId: string): Promise<string> => {
     let id: string | undefined;

@@ -25,7 +25,7 @@ for (const { set, skip } of engineSets) describe(`workflows: schedule triggers (
   });
   after(async () => { await t?.close(); });
 
-  const api = (method: string, path: string, body?: unknown, token = org.ownerToken) => t.call(method, path, { token, ...(body === undefined ? {} : { body }) });
+  const api = (method: string, path: string, body?: unknown, token = org.ownerToken) => t.inject(method, path, { token, ...(body === undefined ? {} : { body }) });
   async function publishedWorkflow(name: string, yaml: string): Promise<string> {
     const created = await api('POST', `/api/projects/${org.projectId}/workflows`, { name, definitionYaml: yaml });
     expect(created.status, created.text).to.equal(201);
