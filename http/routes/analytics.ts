@@ -1,12 +1,11 @@
 import { TroupeError } from '../../ops/kernel/errors.js';
 import type { Deps } from '../../actors/deps.js';
-import type { OrgPrincipal } from '../../actors/identity/principal.js';
 import { projectsInOrg } from '../../storage/identity/orgs.js';
 import { sessionScope } from '../../storage/sessions/queries.js';
 import { phaseMetrics, type PhaseMetricRange } from '../../storage/analytics/phase-metrics.js';
 import { armPosteriors, observationsPage, routingHealth } from '../../storage/analytics/router.js';
 import { platformAggregates } from '../../storage/analytics/aggregates.js';
-import { DEFAULT_WINDOW_DAYS, recordGraph, type EntityInput, type RelationshipInput } from '../../storage/analytics/graph.js';
+import { DEFAULT_WINDOW_DAYS, recordGraph } from '../../storage/analytics/graph.js';
 import { graphProjection } from '../../actors/analytics/graph.js';
 import { paletteKinds, projectPalette, type PaletteKind } from '../../storage/analytics/palette.js';
 import { sessionsByStatus } from '../../storage/analytics/operator.js';
@@ -15,7 +14,8 @@ import {
   paletteReply, phaseMetricsQuery, phaseMetricsReply, routerQuery, routerReply,
 } from '../../schemas/analytics/http.js';
 import { orgPrincipal } from '../principal.js';
-import type { Route } from '../types.js';
+import type { Route, RouteAuthorization } from '../types.js';
+import { route } from '../route.js';
 
 /**
  * Operations and analytics (decision 0013): phase metrics, router performance, platform aggregates, the project
@@ -23,7 +23,7 @@ import type { Route } from '../types.js';
  * org-scoped query takes the org from the verified principal, never from the request.
  */
 
-const orgResource = (p: OrgPrincipal) => ({ type: 'Org', id: p.orgId, orgId: p.orgId });
+const readOrg: RouteAuthorization<Deps> = { action: 'read', resource: (_req, p) => ({ type: 'Org', id: p.orgId, orgId: p.orgId }) };
 
 /** A project of the caller's org, or 404 (absent, malformed, or another org's). */
 async function projectOfOrg(deps: Deps, orgId: string, projectId: string | undefined): Promise<string> {
@@ -34,6 +34,13 @@ async function projectOfOrg(deps: Deps, orgId: string, projectId: string | undef
   return projectId;
 }
 
+/** Cedar `read` on the project `:projectId` names, found in the caller's org first (404 otherwise). */
+const readProject: RouteAuthorization<Deps, any, string> = {
+  find: (req, deps, p) => projectOfOrg(deps, p.orgId, req.params.projectId),
+  action: 'read',
+  resource: (_req, p, projectId) => ({ type: 'Project', id: projectId, orgId: p.orgId, projectId }),
+};
+
 const intParam = (raw: string | null, fallback: number, max: number): number => {
   const n = raw === null ? fallback : Number.parseInt(raw, 10);
   return Math.min(max, Math.max(1, Number.isFinite(n) ? n : fallback));
@@ -41,7 +48,7 @@ const intParam = (raw: string | null, fallback: number, max: number): number => 
 
 export function analyticsRoutes(): Route<Deps>[] {
   return [
-    {
+    route({
       method: 'get',
       path: '/api/public/phase-metrics',
       auth: 'org',
@@ -49,14 +56,14 @@ export function analyticsRoutes(): Route<Deps>[] {
       tags: ['analytics'],
       querySchema: phaseMetricsQuery,
       responseSchema: phaseMetricsReply,
+      authorize: readOrg,
       async handler(req, deps) {
         const p = orgPrincipal(req);
-        await deps.authz.authorize(p, 'read', orgResource(p));
         const range = (req.query.get('timeRange') ?? '30d') as PhaseMetricRange;
         return { body: await phaseMetrics(deps.db, p.orgId, range, deps.clock.now()) };
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: '/api/router/performance',
       auth: 'org',
@@ -64,9 +71,9 @@ export function analyticsRoutes(): Route<Deps>[] {
       tags: ['analytics'],
       querySchema: routerQuery,
       responseSchema: routerReply,
+      authorize: readOrg,
       async handler(req, deps) {
         const p = orgPrincipal(req);
-        await deps.authz.authorize(p, 'read', orgResource(p));
         const limit = intParam(req.query.get('limit'), 25, MAX_OBSERVATIONS_PAGE);
         const arms = await armPosteriors(deps.db, p.orgId);
         const [page, health] = await Promise.all([
@@ -75,7 +82,7 @@ export function analyticsRoutes(): Route<Deps>[] {
         ]);
         return { body: { arms, ...page, health } };
       },
-    },
+    }),
     {
       method: 'get',
       path: '/api/platform/aggregates',
@@ -89,7 +96,7 @@ export function analyticsRoutes(): Route<Deps>[] {
         return { body: await platformAggregates(deps.db, deps.config.kAnonymityFloor, deps.clock.now()) };
       },
     },
-    {
+    route({
       method: 'get',
       path: '/api/projects/:projectId/graph',
       auth: 'org',
@@ -97,16 +104,15 @@ export function analyticsRoutes(): Route<Deps>[] {
       tags: ['analytics'],
       querySchema: graphQuery,
       responseSchema: graphReply,
-      async handler(req, deps) {
+      authorize: readProject,
+      async handler(req, deps, { found: projectId }) {
         const p = orgPrincipal(req);
-        const projectId = await projectOfOrg(deps, p.orgId, req.params.projectId);
-        await deps.authz.authorize(p, 'read', { type: 'Project', id: projectId, orgId: p.orgId, projectId });
         const raw = req.query.get('window');
         const days = raw === null ? DEFAULT_WINDOW_DAYS : raw === 'all' ? null : Number.parseInt(raw, 10);
         return { body: await graphProjection(deps.db, p.orgId, projectId, days, deps.clock.now()) };
       },
-    },
-    {
+    }),
+    route({
       method: 'post',
       path: '/api/projects/:projectId/graph/entities',
       auth: 'any',
@@ -114,12 +120,15 @@ export function analyticsRoutes(): Route<Deps>[] {
       tags: ['analytics'],
       bodySchema: graphWriteBody,
       responseSchema: graphWriteReply,
-      async handler(req, deps) {
-        const p = orgPrincipal(req);
-        const projectId = await projectOfOrg(deps, p.orgId, req.params.projectId);
-        const body = req.body as { sessionId?: string; entities: EntityInput[]; relationships?: RelationshipInput[] };
+      authorize: {
+        find: (req, deps, p) => projectOfOrg(deps, p.orgId, req.params.projectId),
         // A worker reports within the projects its token names; people and keys need edit rights on sessions.
-        await deps.authz.authorize(p, p.kind === 'runtime' ? 'report' : 'edit', { type: 'Session', id: body.sessionId ?? 'graph', orgId: p.orgId, projectId });
+        action: (_req, p) => (p.kind === 'runtime' ? 'report' : 'edit'),
+        resource: (req, p, projectId) => ({ type: 'Session', id: req.body.sessionId ?? 'graph', orgId: p.orgId, projectId }),
+      },
+      async handler(req, deps, { found: projectId }) {
+        const p = orgPrincipal(req);
+        const body = req.body;
         if (body.sessionId !== undefined) {
           const scope = await sessionScope(deps.db, p.orgId, body.sessionId);
           if (!scope || scope.projectId !== projectId) throw new TroupeError('NOT_FOUND', 'session not found', { field: 'sessionId' });
@@ -130,8 +139,8 @@ export function analyticsRoutes(): Route<Deps>[] {
         });
         return { body: written };
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: '/api/projects/:projectId/palette',
       auth: 'any',
@@ -139,16 +148,22 @@ export function analyticsRoutes(): Route<Deps>[] {
       tags: ['analytics'],
       querySchema: paletteQuery,
       responseSchema: paletteReply,
-      async handler(req, deps) {
+      authorize: {
+        async find(req, deps, p) {
+          const projectId = req.params.projectId;
+          // Spec 7: missing project access is 403 here. An absent or foreign project gets the same answer, so the
+          // route is not an oracle for which project ids exist.
+          const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+          if (projectId === undefined || !uuid.test(projectId) || !(await projectsInOrg(deps.db, p.orgId, [projectId])).has(projectId)) {
+            throw new TroupeError('AUTHZ_DENIED', 'no access to this project');
+          }
+          return projectId;
+        },
+        action: 'read',
+        resource: (_req, p, projectId) => ({ type: 'Project', id: projectId, orgId: p.orgId, projectId }),
+      },
+      async handler(req, deps, { found: projectId }) {
         const p = orgPrincipal(req);
-        const projectId = req.params.projectId;
-        // Spec 7: missing project access is 403 here. An absent or foreign project gets the same answer, so the
-        // route is not an oracle for which project ids exist.
-        const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-        if (projectId === undefined || !uuid.test(projectId) || !(await projectsInOrg(deps.db, p.orgId, [projectId])).has(projectId)) {
-          throw new TroupeError('AUTHZ_DENIED', 'no access to this project');
-        }
-        await deps.authz.authorize(p, 'read', { type: 'Project', id: projectId, orgId: p.orgId, projectId });
         const raw = req.query.get('kind');
         if (raw !== null && !(paletteKinds as readonly string[]).includes(raw)) {
           throw new TroupeError('HTTP_BAD_QUERY', `query parameter 'kind' must be one of ${paletteKinds.join(', ')}`, { field: 'kind' });
@@ -156,8 +171,8 @@ export function analyticsRoutes(): Route<Deps>[] {
         const liveSince = deps.clock.now() - deps.config.sessionLeaseMs;
         return { body: { groups: await projectPalette(deps.db, p.orgId, projectId, (raw ?? undefined) as PaletteKind | undefined, liveSince) } };
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: '/api/fleet/sessions',
       auth: 'org',
@@ -165,12 +180,12 @@ export function analyticsRoutes(): Route<Deps>[] {
       tags: ['analytics', 'sessions'],
       querySchema: operatorSessionsQuery,
       responseSchema: { type: 'object', required: ['sessions'], properties: { sessions: { type: 'array', items: operatorSessionRow } } },
+      authorize: { action: 'read', resource: (_req, p) => ({ type: 'Session', id: 'list', orgId: p.orgId }) },
       async handler(req, deps) {
         const p = orgPrincipal(req);
-        await deps.authz.authorize(p, 'read', { type: 'Session', id: 'list', orgId: p.orgId });
         const limit = intParam(req.query.get('limit'), 100, 500);
         return { body: { sessions: await sessionsByStatus(deps.db, p.orgId, req.query.get('status') ?? undefined, limit) } };
       },
-    },
+    }),
   ];
 }

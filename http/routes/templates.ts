@@ -8,7 +8,8 @@ import { findTemplate, templateVersions, type TemplateRow } from '../../storage/
 import {
   publishTemplateBody, putTemplateBody, templateDiffReply, templateReply, templateSlugPattern, templateStateReply, TEMPLATE_SLUG_PATTERN,
 } from '../../schemas/templates/templates.js';
-import type { HttpRequest, Route } from '../types.js';
+import type { HttpRequest, Route, RouteAuthorization } from '../types.js';
+import { route } from '../route.js';
 
 /**
  * Workflow templates (CONTRACT "Templates", spec 9.3): admin-managed and draft-always. `PUT` edits the draft
@@ -19,9 +20,8 @@ import type { HttpRequest, Route } from '../types.js';
 
 type UserPrincipal = Extract<Principal, { kind: 'user' }>;
 
-function human(req: HttpRequest): UserPrincipal {
-  const p = req.principal;
-  if (p?.kind !== 'user') throw new TroupeError('AUTH_HUMAN_ONLY');
+function humanOf(p: Principal): UserPrincipal {
+  if (p.kind !== 'user') throw new TroupeError('AUTH_HUMAN_ONLY');
   return p;
 }
 
@@ -40,21 +40,24 @@ async function scopedTemplate(deps: Deps, orgId: string, slug: string): Promise<
 
 const resource = (orgId: string, slug: string) => ({ type: 'Template', id: slug, orgId }) as const;
 
-interface PutBody { name: string; description?: string; definitionYaml: string; expectedRevision?: number }
+/** `action` on the template `:slug` names; Cedar decides before the template is looked up (reads of an unknown one are 404 after). */
+const onTemplate = (action: 'read' | 'publish'): RouteAuthorization<Deps, any, { p: UserPrincipal; slug: string }> => ({
+  find: async (req, _deps, p) => ({ p: humanOf(p), slug: slugOf(req) }),
+  action,
+  resource: (_req, _p, { p, slug }) => resource(p.orgId, slug),
+});
 
 export function templateRoutes(): Route<Deps>[] {
   return [
-    {
+    route({
       method: 'get',
       path: '/api/templates/:slug',
       auth: 'human',
       summary: 'A workflow template: its current draft ({template}) plus its published versions, newest first ({versions})',
       tags: ['templates'],
       responseSchema: templateReply,
-      async handler(req, deps) {
-        const p = human(req);
-        const slug = slugOf(req);
-        await deps.authz.authorize(p, 'read', resource(p.orgId, slug));
+      authorize: onTemplate('read'),
+      async handler(_req, deps, { found: { p, slug } }) {
         const template = await scopedTemplate(deps, p.orgId, slug);
         const versions = await templateVersions(deps.db, p.orgId, slug);
         const live = versions.find((v) => v.version === template.liveVersion);
@@ -69,8 +72,8 @@ export function templateRoutes(): Route<Deps>[] {
           },
         };
       },
-    },
-    {
+    }),
+    route({
       method: 'put',
       path: '/api/templates/:slug',
       auth: 'human',
@@ -78,14 +81,20 @@ export function templateRoutes(): Route<Deps>[] {
       tags: ['templates'],
       bodySchema: putTemplateBody,
       responseSchema: templateStateReply,
-      async handler(req, deps) {
-        const p = human(req);
-        const slug = req.params.slug ?? '';
-        if (!templateSlugPattern.test(slug)) {
-          throw new TroupeError('VALIDATION_FAILED', `field 'slug' must match ${TEMPLATE_SLUG_PATTERN}`, { field: 'slug' });
-        }
-        await deps.authz.authorize(p, 'edit', resource(p.orgId, slug));
-        const body = req.body as PutBody;
+      authorize: {
+        async find(req, _deps, p) {
+          const human = humanOf(p);
+          const slug = req.params.slug ?? '';
+          if (!templateSlugPattern.test(slug)) {
+            throw new TroupeError('VALIDATION_FAILED', `field 'slug' must match ${TEMPLATE_SLUG_PATTERN}`, { field: 'slug' });
+          }
+          return { p: human, slug };
+        },
+        action: 'edit',
+        resource: (_req, _p, { p, slug }) => resource(p.orgId, slug),
+      },
+      async handler(req, deps, { found: { p, slug } }) {
+        const body = req.body;
         // Drafts are validated like workflow saves, so whatever is published is a definition runs can execute.
         analyseDefinition(body.definitionYaml);
         const message: TemplateMsg = {
@@ -97,18 +106,16 @@ export function templateRoutes(): Route<Deps>[] {
         const { created, ...rest } = view;
         return { status: created ? 201 : 200, body: rest };
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: '/api/templates/:slug/diff',
       auth: 'human',
       summary: 'What publishing would change: the draft against the live version (everything is added before the first publish)',
       tags: ['templates'],
       responseSchema: templateDiffReply,
-      async handler(req, deps) {
-        const p = human(req);
-        const slug = slugOf(req);
-        await deps.authz.authorize(p, 'read', resource(p.orgId, slug));
+      authorize: onTemplate('read'),
+      async handler(_req, deps, { found: { p, slug } }) {
         const template = await scopedTemplate(deps, p.orgId, slug);
         const live = template.liveVersion === null
           ? undefined
@@ -129,8 +136,8 @@ export function templateRoutes(): Route<Deps>[] {
           },
         };
       },
-    },
-    {
+    }),
+    route({
       method: 'post',
       path: '/api/templates/:slug/publish',
       auth: 'human',
@@ -138,18 +145,16 @@ export function templateRoutes(): Route<Deps>[] {
       tags: ['templates'],
       bodySchema: publishTemplateBody,
       responseSchema: templateStateReply,
-      async handler(req, deps) {
-        const p = human(req);
-        const slug = slugOf(req);
-        await deps.authz.authorize(p, 'publish', resource(p.orgId, slug));
+      authorize: onTemplate('publish'),
+      async handler(req, deps, { found: { p, slug } }) {
         await scopedTemplate(deps, p.orgId, slug);
-        const changeReason = (req.body as { changeReason?: string } | undefined)?.changeReason ?? null;
+        const changeReason = req.body?.changeReason ?? null;
         const view = await deps.ask<TemplateView>(templateAddress(p.orgId, slug), {
           type: 'template.publish', orgId: p.orgId, by: `user:${p.userId}`, changeReason,
         } satisfies TemplateMsg);
         const { created: _created, ...rest } = view;
         return { body: rest };
       },
-    },
+    }),
   ];
 }

@@ -54,7 +54,7 @@ for (const { set, skip } of engineSets) describe(`analytics routes (${set} engin
       [0.2, 0.1, 0.1].forEach((cost, i) => expect(Number(records[i]!.cost_usd)).to.be.closeTo(cost, 1e-9));
       for (const r of records) expect(Number(r.cycle_time_ms)).to.equal(new Date(r.ended_at).getTime() - new Date(r.started_at).getTime());
 
-      const res = await t.call('GET', '/api/public/phase-metrics?timeRange=7d', { token: acme.apiKey });
+      const res = await t.inject('GET', '/api/public/phase-metrics?timeRange=7d', { token: acme.apiKey });
       expect(res.status, res.text).to.equal(200);
       const plan = records.filter((r) => r.phase === 'plan');
       expect(res.json.phases.plan.totalRecords).to.equal(2);
@@ -110,7 +110,7 @@ for (const { set, skip } of engineSets) describe(`analytics routes (${set} engin
           return { final, rework: rs.some((s) => s.attempt > 1) };
         }).filter((r) => r.final !== undefined);
         const share = (pred: (r: { final?: string; rework: boolean }) => boolean): number => Number((runs.filter(pred).length / runs.length).toFixed(6));
-        const res = await t.call('GET', `/api/public/phase-metrics?timeRange=${range}`, { token: globex.ownerToken });
+        const res = await t.inject('GET', `/api/public/phase-metrics?timeRange=${range}`, { token: globex.ownerToken });
         expect(res.status, res.text).to.equal(200);
         expect(res.json.phases, range).to.deep.equal(expected);
         expect(res.json.reworkRate).to.equal(Number((inRange.filter((s) => s.attempt > 1).length / inRange.length).toFixed(6)));
@@ -121,17 +121,17 @@ for (const { set, skip } of engineSets) describe(`analytics routes (${set} engin
         });
       }
       // The default range is 30d; and another org's records never show.
-      const def = await t.call('GET', '/api/public/phase-metrics', { token: globex.apiKey });
+      const def = await t.inject('GET', '/api/public/phase-metrics', { token: globex.apiKey });
       expect(def.json.timeRange).to.equal('30d');
       expect(def.json.phases).to.not.have.property('implement');
     });
 
     it('refuses anonymous callers and a worker token, and bad ranges with 400', async () => {
       const daemon = await registerDaemon(t, acme, 'host-pm');
-      expect((await t.call('GET', '/api/public/phase-metrics')).status).to.equal(401);
-      expect((await t.call('GET', '/api/public/phase-metrics', { token: daemon.runtimeJwt })).status).to.equal(403);
+      expect((await t.inject('GET', '/api/public/phase-metrics')).status).to.equal(401);
+      expect((await t.inject('GET', '/api/public/phase-metrics', { token: daemon.runtimeJwt })).status).to.equal(403);
       for (const q of ['timeRange=1y', 'timeRange=', 'other=1', 'timeRange=%00']) {
-        expect((await t.call('GET', `/api/public/phase-metrics?${q}`, { token: acme.apiKey })).status, q).to.equal(400);
+        expect((await t.inject('GET', `/api/public/phase-metrics?${q}`, { token: acme.apiKey })).status, q).to.equal(400);
       }
     });
   });
@@ -147,7 +147,7 @@ for (const { set, skip } of engineSets) describe(`analytics routes (${set} engin
       const expected = chooseArm('general', arms, 'route-seed-0001')!.provider;
       const chosen: string[] = [];
       for (let i = 0; i < 2; i++) {
-        const res = await t.call('POST', '/api/agent-dispatch', {
+        const res = await t.inject('POST', '/api/agent-dispatch', {
           token: acme.apiKey, headers: { 'x-request-id': 'route-seed-0001' }, body: { projectId: acme.projectId, prompt: 'route me' },
         });
         expect(res.status, res.text).to.equal(201);
@@ -173,7 +173,7 @@ for (const { set, skip } of engineSets) describe(`analytics routes (${set} engin
       let cursor: string | null = null;
       let pages = 0;
       do {
-        const res = await t.call('GET', `/api/router/performance?limit=10${cursor ? `&cursor=${cursor}` : ''}`, { token: globex.apiKey });
+        const res = await t.inject('GET', `/api/router/performance?limit=10${cursor ? `&cursor=${cursor}` : ''}`, { token: globex.apiKey });
         expect(res.status, res.text).to.equal(200);
         seen.push(...res.json.observations.map((o: { id: string }) => o.id));
         cursor = res.json.nextCursor;
@@ -187,7 +187,7 @@ for (const { set, skip } of engineSets) describe(`analytics routes (${set} engin
       expect(seen).to.deep.equal(expectedOrder);
       expect(pages).to.equal(3);
 
-      const acmeView = await t.call('GET', '/api/router/performance', { token: acme.ownerToken });
+      const acmeView = await t.inject('GET', '/api/router/performance', { token: acme.ownerToken });
       expect(acmeView.json.observations.map((o: { id: string }) => o.id).some((id: string) => id.startsWith('seed-'))).to.equal(false);
       const alpha = acmeView.json.arms.find((a: { provider: string }) => a.provider === 'alpha');
       expect(alpha).to.deep.include({ workType: 'general', alpha: 2, beta: 1, samples: 1 });
@@ -197,10 +197,10 @@ for (const { set, skip } of engineSets) describe(`analytics routes (${set} engin
     });
 
     it('answers 400 for forged cursors and bad limits, 401 anonymous, never 5xx', async () => {
-      expect((await t.call('GET', '/api/router/performance')).status).to.equal(401);
+      expect((await t.inject('GET', '/api/router/performance')).status).to.equal(401);
       const forged = Buffer.from(JSON.stringify(['not a date', 'x'])).toString('base64url');
       for (const q of [`cursor=${forged}`, 'cursor=%27%3Bdrop', 'cursor=AAAA', 'limit=-1', 'limit=abc', 'limit=99999', `cursor=${'A'.repeat(600)}`]) {
-        const res = await t.call('GET', `/api/router/performance?${q}`, { token: acme.apiKey });
+        const res = await t.inject('GET', `/api/router/performance?${q}`, { token: acme.apiKey });
         expect(res.status, q).to.equal(400);
       }
     });
@@ -224,7 +224,7 @@ for (const { set, skip } of engineSets) describe(`analytics routes (${set} engin
       const belowFloor = orgs.slice(0, FLOOR - 1).map((o, i) => outcome(o, checkedWeek + i, 'failed', 9, 5));
       await db()('session_outcomes').insert([...atFloor, ...belowFloor, outcome(orgs[0]!, checkedWeek + 5000, 'completed', 4, null)]);
 
-      const first = await t.call('GET', '/api/platform/aggregates', { token: globex.apiKey });
+      const first = await t.inject('GET', '/api/platform/aggregates', { token: globex.apiKey });
       expect(first.status, first.text).to.equal(200);
       const week = new Date(weekStart(checkedWeek)).toISOString().slice(0, 10);
       const completed = first.json.rows.find((r: { weekStart: string; outcome: string }) => r.weekStart === week && r.outcome === 'completed');
@@ -242,22 +242,22 @@ for (const { set, skip } of engineSets) describe(`analytics routes (${set} engin
 
       // Differencing: new runs (this week, any number of orgs) change no published cell and publish no partial week.
       await db()('session_outcomes').insert(orgs.map((o) => outcome(o, Date.now(), 'failed', 100, 1)));
-      const second = await t.call('GET', '/api/platform/aggregates', { token: acme.apiKey });
+      const second = await t.inject('GET', '/api/platform/aggregates', { token: acme.apiKey });
       expect(second.json.rows).to.deep.equal(first.json.rows);
       expect(second.json.rows.every((r: { weekStart: string }) => r.weekStart < new Date(weekStart(Date.now())).toISOString().slice(0, 10))).to.equal(true);
     });
 
     it('takes no filters at all and refuses anonymous callers', async () => {
-      expect((await t.call('GET', '/api/platform/aggregates')).status).to.equal(401);
+      expect((await t.inject('GET', '/api/platform/aggregates')).status).to.equal(401);
       for (const q of ['orgId=x', 'week=2024-01-01', 'outcome=failed']) {
-        expect((await t.call('GET', `/api/platform/aggregates?${q}`, { token: acme.apiKey })).status, q).to.equal(400);
+        expect((await t.inject('GET', `/api/platform/aggregates?${q}`, { token: acme.apiKey })).status, q).to.equal(400);
       }
     });
   });
 
   describe('knowledge graph', () => {
-    const graphOf = (org: Org, q = '') => t.call('GET', `/api/projects/${org.projectId}/graph${q}`, { token: org.ownerToken });
-    const write = (org: Org, body: unknown, token = org.apiKey) => t.call('POST', `/api/projects/${org.projectId}/graph/entities`, { token, body });
+    const graphOf = (org: Org, q = '') => t.inject('GET', `/api/projects/${org.projectId}/graph${q}`, { token: org.ownerToken });
+    const write = (org: Org, body: unknown, token = org.apiKey) => t.inject('POST', `/api/projects/${org.projectId}/graph/entities`, { token, body });
 
     it('records entities, relationships and recalls and projects them in the exact spec 2.5 shape', async () => {
       const daemon = await registerDaemon(t, globex, 'host-graph');
@@ -335,12 +335,12 @@ for (const { set, skip } of engineSets) describe(`analytics routes (${set} engin
     });
 
     it("refuses another org's project (404), anonymous callers (401), unknown relationship ends and hostile input (400)", async () => {
-      expect((await t.call('GET', `/api/projects/${globex.projectId}/graph`, { token: acme.apiKey })).status).to.equal(404);
-      expect((await t.call('GET', `/api/projects/${randomUUID()}/graph`, { token: acme.apiKey })).status).to.equal(404);
-      expect((await t.call('GET', '/api/projects/not-a-uuid/graph', { token: acme.apiKey })).status).to.equal(404);
-      expect((await t.call('POST', `/api/projects/${globex.projectId}/graph/entities`, { token: acme.apiKey, body: { entities: [] } })).status).to.equal(404);
-      expect((await t.call('GET', `/api/projects/${acme.projectId}/graph`)).status).to.equal(401);
-      expect((await t.call('POST', `/api/projects/${acme.projectId}/graph/entities`, { body: { entities: [] } })).status).to.equal(401);
+      expect((await t.inject('GET', `/api/projects/${globex.projectId}/graph`, { token: acme.apiKey })).status).to.equal(404);
+      expect((await t.inject('GET', `/api/projects/${randomUUID()}/graph`, { token: acme.apiKey })).status).to.equal(404);
+      expect((await t.inject('GET', '/api/projects/not-a-uuid/graph', { token: acme.apiKey })).status).to.equal(404);
+      expect((await t.inject('POST', `/api/projects/${globex.projectId}/graph/entities`, { token: acme.apiKey, body: { entities: [] } })).status).to.equal(404);
+      expect((await t.inject('GET', `/api/projects/${acme.projectId}/graph`)).status).to.equal(401);
+      expect((await t.inject('POST', `/api/projects/${acme.projectId}/graph/entities`, { body: { entities: [] } })).status).to.equal(401);
       const otherSession = await dispatch(t, globex);
       expect((await write(acme, { sessionId: otherSession, entities: [] })).status).to.equal(404);
       const dangling = await write(acme, { entities: [], relationships: [{ source: { type: 'x', name: 'nope' }, target: { type: 'x', name: 'nope2' }, relationshipName: 'r' }] });
@@ -362,7 +362,7 @@ for (const { set, skip } of engineSets) describe(`analytics routes (${set} engin
       await upsertProviderIntegration(db(), { orgId: acme.orgId, provider: 'github', sealedSecret: 'sealed', projectId: null, updatedBy: 'test', at: new Date(now) });
       await upsertProviderIntegration(db(), { orgId: acme.orgId, provider: 'linear', sealedSecret: 'sealed', projectId: randomUUID(), updatedBy: 'test', at: new Date(now) });
       await upsertOptionSnapshots(db(), { orgId: acme.orgId, projectId: acme.projectId, updatedBy: 'test', at: now }, [{ pluginId: 'jira', verbId: 'create-issue', options: { project: ['ENG'] } }]);
-      const res = await t.call('GET', `/api/projects/${acme.projectId}/palette`, { token: acme.memberToken });
+      const res = await t.inject('GET', `/api/projects/${acme.projectId}/palette`, { token: acme.memberToken });
       expect(res.status, res.text).to.equal(200);
       const groups = res.json.groups;
       expect(Object.keys(groups).sort()).to.deep.equal(['ci', 'errors', 'hosting', 'incident', 'plugin', 'repo', 'tracker', 'worker']);
@@ -372,10 +372,10 @@ for (const { set, skip } of engineSets) describe(`analytics routes (${set} engin
       expect(groups.tracker).to.deep.equal([]);
       expect(groups.plugin[0]).to.deep.include({ kind: 'plugin', provider: 'jira', name: 'create-issue', options: { project: ['ENG'] } });
       expect(groups.worker.map((w: { id: string }) => w.id)).to.include(daemon.workerId);
-      const onlyRepo = await t.call('GET', `/api/projects/${acme.projectId}/palette?kind=repo`, { token: daemon.runtimeJwt });
+      const onlyRepo = await t.inject('GET', `/api/projects/${acme.projectId}/palette?kind=repo`, { token: daemon.runtimeJwt });
       expect(onlyRepo.status).to.equal(200);
       expect(Object.keys(onlyRepo.json.groups)).to.deep.equal(['repo']);
-      expect((await t.call('GET', `/api/projects/${acme.projectId}/palette?kind=bogus`, { token: acme.apiKey })).status).to.equal(400);
+      expect((await t.inject('GET', `/api/projects/${acme.projectId}/palette?kind=bogus`, { token: acme.apiKey })).status).to.equal(400);
     });
 
     it('lists the OAuth-connected providers of the caller\'s org next to the webhook ones, without their tokens', async () => {
@@ -386,7 +386,7 @@ for (const { set, skip } of engineSets) describe(`analytics routes (${set} engin
       await upsertProviderIntegration(db(), { orgId: globex.orgId, provider: 'github', sealedSecret: 'sealed', projectId: null, updatedBy: 'test', at: new Date() });
       await connect(globex.orgId, 'github', 'gho_globex_secret_token');
       await connect(globex.orgId, 'sentry', 'sntrys_globex_secret_token');
-      const res = await t.call('GET', `/api/projects/${globex.projectId}/palette`, { token: globex.memberToken });
+      const res = await t.inject('GET', `/api/projects/${globex.projectId}/palette`, { token: globex.memberToken });
       expect(res.status, res.text).to.equal(200);
       expect(res.text).to.not.include('secret_token');
       expect(res.text).to.not.include('sealed');
@@ -397,10 +397,10 @@ for (const { set, skip } of engineSets) describe(`analytics routes (${set} engin
       expect(tracker).to.deep.equal([]);
       expect(Object.keys(errors[0]).sort()).to.deep.equal(['connectedAt', 'connection', 'expiresAt', 'grantedScope', 'id', 'kind', 'name', 'provider', 'scope', 'status', 'statusChangedAt']);
       expect(errors[0]).to.include({ status: 'connected', statusChangedAt: null });
-      const onlyErrors = await t.call('GET', `/api/projects/${globex.projectId}/palette?kind=errors`, { token: globex.apiKey });
+      const onlyErrors = await t.inject('GET', `/api/projects/${globex.projectId}/palette?kind=errors`, { token: globex.apiKey });
       expect(Object.keys(onlyErrors.json.groups)).to.deep.equal(['errors']);
       // Another org's connections are not in this org's palette.
-      const acmePalette = await t.call('GET', `/api/projects/${acme.projectId}/palette`, { token: acme.memberToken });
+      const acmePalette = await t.inject('GET', `/api/projects/${acme.projectId}/palette`, { token: acme.memberToken });
       expect(acmePalette.json.groups.errors).to.deep.equal([]);
       expect(acmePalette.json.groups.repo.map((e: { id: string }) => e.id)).to.not.include('oauth:github');
     });
@@ -409,11 +409,11 @@ for (const { set, skip } of engineSets) describe(`analytics routes (${set} engin
       const daemon = await registerDaemon(t, acme, 'palette-host-2');
       const second = randomUUID();
       await insertProject(db(), { id: second, orgId: acme.orgId, name: 'Second', slug: `second-${second.slice(0, 8)}` });
-      expect((await t.call('GET', `/api/projects/${second}/palette`, { token: daemon.runtimeJwt })).status).to.equal(403);
-      expect((await t.call('GET', `/api/projects/${second}/palette`, { token: acme.memberToken })).status).to.equal(200);
-      expect((await t.call('GET', `/api/projects/${globex.projectId}/palette`, { token: acme.apiKey })).status).to.equal(403);
-      expect((await t.call('GET', `/api/projects/${randomUUID()}/palette`, { token: acme.apiKey })).status).to.equal(403);
-      expect((await t.call('GET', `/api/projects/${acme.projectId}/palette`)).status).to.equal(401);
+      expect((await t.inject('GET', `/api/projects/${second}/palette`, { token: daemon.runtimeJwt })).status).to.equal(403);
+      expect((await t.inject('GET', `/api/projects/${second}/palette`, { token: acme.memberToken })).status).to.equal(200);
+      expect((await t.inject('GET', `/api/projects/${globex.projectId}/palette`, { token: acme.apiKey })).status).to.equal(403);
+      expect((await t.inject('GET', `/api/projects/${randomUUID()}/palette`, { token: acme.apiKey })).status).to.equal(403);
+      expect((await t.inject('GET', `/api/projects/${acme.projectId}/palette`)).status).to.equal(401);
     });
   });
 
@@ -422,13 +422,13 @@ for (const { set, skip } of engineSets) describe(`analytics routes (${set} engin
       const daemon = await registerDaemon(t, globex, 'ops-host');
       const id = await dispatch(t, globex);
       for (const s of ['claimed', 'running']) await report(t, daemon, id, s, { phase: 'plan' });
-      const res = await t.call('GET', '/api/fleet/sessions?status=running', { token: globex.apiKey });
+      const res = await t.inject('GET', '/api/fleet/sessions?status=running', { token: globex.apiKey });
       expect(res.status, res.text).to.equal(200);
       expect(res.json.sessions.map((s: { id: string }) => s.id)).to.include(id);
       expect(res.json.sessions.every((s: { status: string }) => s.status === 'running')).to.equal(true);
-      expect((await t.call('GET', '/api/fleet/sessions?status=running', { token: acme.apiKey })).json.sessions.map((s: { id: string }) => s.id)).to.not.include(id);
-      expect((await t.call('GET', '/api/fleet/sessions?status=bogus', { token: acme.apiKey })).status).to.equal(400);
-      expect((await t.call('GET', '/api/fleet/sessions')).status).to.equal(401);
+      expect((await t.inject('GET', '/api/fleet/sessions?status=running', { token: acme.apiKey })).json.sessions.map((s: { id: string }) => s.id)).to.not.include(id);
+      expect((await t.inject('GET', '/api/fleet/sessions?status=bogus', { token: acme.apiKey })).status).to.equal(400);
+      expect((await t.inject('GET', '/api/fleet/sessions')).status).to.equal(401);
     });
   });
 });

@@ -40,7 +40,7 @@ for (const { set, skip } of engineSets) describe(`templates routes (${set} engin
     acme = await provisionOrg(t, 'Acme');
     globex = await provisionOrg(t, 'Globex');
     const user = async (role: string) => {
-      const res = await t.call('POST', `/api/admin/orgs/${acme.orgId}/users`, { token: t.adminToken, body: { email: `${role}-${Date.now()}@acme.test`, role } });
+      const res = await t.inject('POST', `/api/admin/orgs/${acme.orgId}/users`, { token: t.adminToken, body: { email: `${role}-${Date.now()}@acme.test`, role } });
       expect(res.status, res.text).to.equal(201);
       return res.json.userToken as string;
     };
@@ -49,10 +49,10 @@ for (const { set, skip } of engineSets) describe(`templates routes (${set} engin
   });
   after(() => t?.close());
 
-  const put = (slug: string, body: Record<string, unknown>, token = acme.ownerToken) => t.call('PUT', `/api/templates/${slug}`, { token, body });
-  const get = (slug: string, token = acme.ownerToken) => t.call('GET', `/api/templates/${slug}`, { token });
-  const diff = (slug: string, token = acme.ownerToken) => t.call('GET', `/api/templates/${slug}/diff`, { token });
-  const publish = (slug: string, body: Record<string, unknown> = {}, token = acme.ownerToken) => t.call('POST', `/api/templates/${slug}/publish`, { token, body });
+  const put = (slug: string, body: Record<string, unknown>, token = acme.ownerToken) => t.inject('PUT', `/api/templates/${slug}`, { token, body });
+  const get = (slug: string, token = acme.ownerToken) => t.inject('GET', `/api/templates/${slug}`, { token });
+  const diff = (slug: string, token = acme.ownerToken) => t.inject('GET', `/api/templates/${slug}/diff`, { token });
+  const publish = (slug: string, body: Record<string, unknown> = {}, token = acme.ownerToken) => t.inject('POST', `/api/templates/${slug}/publish`, { token, body });
 
   it('edits a draft, diffs it against live, publishes immutable versions listed newest first', async () => {
     const created = await put('triage', { name: 'Triage', description: 'first cut', definitionYaml: v1 });
@@ -130,7 +130,7 @@ for (const { set, skip } of engineSets) describe(`templates routes (${set} engin
       expect((await put('guarded', { name: 'x', definitionYaml: v1 }, token)).status).to.equal(403);
       expect((await publish('guarded', {}, token)).status).to.equal(403);
     }
-    expect((await t.call('GET', '/api/templates/guarded')).status).to.equal(401);
+    expect((await t.inject('GET', '/api/templates/guarded')).status).to.equal(401);
     expect((await put('guarded', { name: 'x', definitionYaml: v2 }, acme.memberToken)).status).to.equal(403);
     expect((await publish('guarded', {}, acme.memberToken)).status).to.equal(403);
     expect((await put('guarded', { name: 'x', definitionYaml: v2 }, acmeViewer)).status).to.equal(403);
