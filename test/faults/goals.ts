@@ -141,6 +141,8 @@ const goals: Record<string, Goal> = {
     return {
       writesPerSecondOffered: offered,
       writesPerSecondReached: Math.round(writes(result.from - 5_000, result.from).length / 5),
+      // Before the fault, for comparison: a node that is already behind its offered load answers slowly either way.
+      writesBeforeOutage: summarise(writes(result.from - 5_000, result.from)),
       firstRefusalMsAfterStop: firstRefusal === undefined ? null : Math.round(firstRefusal),
       okWritesLaterThan2sIntoOutage: writes(result.from + 2_000, result.back).filter((s) => s.outcome === 'ok').length,
       writesDuringOutage: summarise(writes(result.from, result.back)),
