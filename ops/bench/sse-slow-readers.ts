@@ -54,7 +54,7 @@ printTable(r.stalled.map((s, i) => ({
   'offered KiB': Math.round(s.bytesOffered / 1024),
 })));
 console.log(`readers: ${r.readers}, deliveries ${r.latency.count}, delay p50 ${r.latency.p50Ms} ms p99 ${r.latency.p99Ms} ms max ${r.latency.maxMs} ms, frames missed ${r.framesMissed}, readers closed ${r.readersClosed}; this process's event-loop delay p99 ${r.clientLoopDelayP99Ms} ms`);
-console.log(`node RSS: ${Math.round(r.rssKb.start / 1024)} MB warm, ${Math.round(r.rssKb.max / 1024)} MB max, ${Math.round(r.rssKb.end / 1024)} MB end; live heap+external after GC ${Math.round(r.liveKb.start / 1024)} → ${Math.round(r.liveKb.end / 1024)} MB`);
+console.log(`node RSS: ${Math.round(r.rssKb.start / 1024)} MB warm, ${Math.round(r.rssKb.max / 1024)} MB max, ${Math.round(r.rssKb.end / 1024)} MB end; live heap+external after GC ${Math.round(r.liveKb.start / 1024)} → ${Math.round(r.liveKb.end / 1024)} MB (external counts the embedded engine's Wasm memory)`);
 
 // "Exceeding" the bound: the node holds a stalled reader's frames once the kernel's buffers are full; from then it is
 // dropped when they pass 256 KiB or when it has taken nothing for the stall timeout, whichever comes first.

@@ -2,7 +2,7 @@
 // process with 100 subscribers of one interview stream on raw sockets, one of which stops reading once the stream
 // is open, while a worker posts 32 KiB frames ten times a second: every reading subscriber gets every frame and stays
 // connected, the stalled one is dropped by the node (its log says why) holding at most 1 MiB for it, and the node's
-// live memory ends where it started.
+// RSS stays within 64 MB of where it was once the streams were open.
 import { expect } from 'chai';
 import { runSlowReaders } from '../../../ops/bench/slow-readers.js';
 
@@ -13,7 +13,7 @@ describe('slow SSE readers: a real node, 100 subscribers, one never reading', fu
     // ~320 KB/s a stream: the stalled socket fills its kernel buffers (~4 MiB on loopback) in about 13 s.
     const r = await runSlowReaders({ subscribers: 100, stalled: 1, framesPerSecond: 10, frameBytes: 32 * 1024, seconds: 16, warmupSeconds: 1 });
     console.log(`      readers: delay p50 ${r.latency.p50Ms} ms p99 ${r.latency.p99Ms} ms (client loop delay p99 ${r.clientLoopDelayP99Ms} ms); `
-      + `stalled: ${JSON.stringify(r.stalled)}; node live memory ${r.liveKb.start} → ${r.liveKb.end} kB`);
+      + `stalled: ${JSON.stringify(r.stalled)}; node RSS ${r.rssKb.start} → max ${r.rssKb.max} kB`);
     expect(r.publishFailures).to.equal(0);
     expect(r.framesPublished).to.be.above(150);
     expect(r.readersClosed, 'reading subscribers cut off').to.equal(0);
@@ -24,6 +24,7 @@ describe('slow SSE readers: a real node, 100 subscribers, one never reading', fu
     expect(stalled!.droppedAfterMs, 'the stalled reader was dropped').to.not.equal(null);
     expect(stalled!.unsentBytes!).to.be.at.most(1024 * 1024);
     expect(stalled!.stalledMs!).to.be.at.most(30_000);
-    expect(r.liveKb.end - r.liveKb.start, 'live heap and external memory grew').to.be.below(20 * 1024);
+    // RSS, not the live heap: the embedded engine's Wasm memory counts as external and swings by hundreds of MB.
+    expect(r.rssKb.max - r.rssKb.start, 'node RSS grew while the stalled reader filled').to.be.below(64 * 1024);
   });
 });
