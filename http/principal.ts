@@ -25,3 +25,8 @@ export function requesterOf(p: Principal): string {
     case 'admin': return 'admin';
   }
 }
+
+/** Routes under `/api/org/:orgId/…` name the caller's own org, or answer 403 TENANT_MISMATCH. */
+export function assertOwnOrg(req: Pick<HttpRequest, 'params'>, p: OrgPrincipal): void {
+  if (req.params.orgId !== p.orgId) throw new TroupeError('TENANT_MISMATCH');
+}

@@ -1,24 +1,24 @@
 import { randomUUID } from 'node:crypto';
 import type { Deps } from '../../actors/deps.js';
 import { TroupeError } from '../../ops/kernel/errors.js';
-import type { OrgPrincipal } from '../../actors/identity/principal.js';
 import { decodeStrictBase64, ed25519PublicKey } from '../../actors/integrations/requesters/signed-dispatch.js';
-import { requesterOf } from '../principal.js';
+import { assertOwnOrg, orgPrincipal, requesterOf } from '../principal.js';
+import { route } from '../route.js';
 import { listRequesters, registerRequester, type RequesterRecord } from '../../storage/integrations/requesters.js';
 import { createRequesterBody, requesterListReply, requesterReply } from '../../schemas/integrations/requesters.js';
-import type { HttpRequest, Route } from '../types.js';
+import type { Route, RouteAuthorization } from '../types.js';
 
 /**
  * Requester registrations for signed agent dispatch (spec 5.5; decision 0014). Managing them is managing
  * credentials (`manage-keys`: admins and owners, admin-scoped keys); API keys and machine clients are bound to one
  * by `requesterId` when they are issued. A path orgId other than the caller's is 403 TENANT_MISMATCH.
  */
-function ownOrg(req: HttpRequest): OrgPrincipal {
-  const p = req.principal;
-  if (!p || p.kind === 'admin') throw new TroupeError('INTERNAL', 'route reached without an org principal');
-  if (req.params.orgId !== p.orgId) throw new TroupeError('TENANT_MISMATCH');
-  return p;
-}
+/** `action` on the caller's org, once the path's `:orgId` is shown to be it. */
+const onOwnOrg = (action: 'manage-keys' | 'read'): RouteAuthorization<Deps> => ({
+  find: async (req, _deps, p) => assertOwnOrg(req, p),
+  action,
+  resource: (_req, p) => ({ type: 'Org', id: p.orgId, orgId: p.orgId }),
+});
 
 const view = (r: RequesterRecord) => ({ id: r.id, orgId: r.orgId, name: r.name, mode: r.mode, publicKey: r.publicKey, createdAt: r.createdAt });
 
@@ -36,13 +36,13 @@ function checkedPublicKey(text: string): string {
 
 export function requesterRoutes(): Route<Deps>[] {
   return [
-    {
+    route({
       method: 'post', path: '/api/org/:orgId/requesters', auth: 'org', tags: ['integrations', 'sessions'], successStatus: 201,
       summary: 'Register a requester for signed agent dispatch: light or strict, with an optional Ed25519 public key (admin/owner)',
       bodySchema: createRequesterBody, responseSchema: requesterReply,
-      async handler(req: HttpRequest<{ name: string; mode: 'light' | 'strict'; publicKey?: string }>, deps) {
-        const p = ownOrg(req);
-        await deps.authz.authorize(p, 'manage-keys', { type: 'Org', id: p.orgId, orgId: p.orgId });
+      authorize: onOwnOrg('manage-keys'),
+      async handler(req, deps) {
+        const p = orgPrincipal(req);
         const publicKey = req.body.publicKey === undefined ? null : checkedPublicKey(req.body.publicKey);
         const at = new Date(deps.clock.now());
         const created = await registerRequester(deps.db, {
@@ -54,16 +54,16 @@ export function requesterRoutes(): Route<Deps>[] {
         if (!created) throw new TroupeError('ALREADY_EXISTS', 'a requester with this name exists', { field: 'name' });
         return { status: 201, body: { requester: view(created) } };
       },
-    },
-    {
+    }),
+    route({
       method: 'get', path: '/api/org/:orgId/requesters', auth: 'org', tags: ['integrations', 'sessions'],
       summary: "The org's requester registrations",
       responseSchema: requesterListReply,
+      authorize: onOwnOrg('read'),
       async handler(req, deps) {
-        const p = ownOrg(req);
-        await deps.authz.authorize(p, 'read', { type: 'Org', id: p.orgId, orgId: p.orgId });
+        const p = orgPrincipal(req);
         return { body: { requesters: (await listRequesters(deps.db, p.orgId)).map(view) } };
       },
-    },
+    }),
   ];
 }
