@@ -10,8 +10,8 @@ import { AmqpTransport, type AmqpTransportOptions } from '../../transport/amqp/t
 import { deleteTopology } from '../../transport/amqp/topology.js';
 import { removePolicies } from '../../transport/amqp/dead-letter-policy.js';
 import { silentLogger } from '../../ops/kernel/logger.js';
-import { managementUrlFor, vhostOf } from '../../transport/cluster/broker-view.js';
-import { engines, skipEngine } from './engines.js';
+import { vhostOf } from '../../transport/cluster/broker-view.js';
+import { amqpManagementUrl, engines, skipEngine } from './engines.js';
 
 export interface StartedTransport<T extends Transport = Transport> {
   readonly transport: T;
@@ -37,6 +37,7 @@ export async function startAmqpTransport(
 ): Promise<StartedTransport<AmqpTransport>> {
   const transport = new AmqpTransport({
     url: engines.amqp,
+    management: { url: amqpManagementUrl, vhost: vhostOf(engines.amqp) },
     nodeId: `test-${randomBytes(3).toString('hex')}`,
     shardCount: 4,
     log: silentLogger(),
@@ -63,7 +64,7 @@ export async function deleteBrokerTopology(transport: AmqpTransport): Promise<vo
     await connection.close();
   }
   // Present only where a test made queues look older (decision 0048); absent (404) otherwise, or no management API.
-  await removePolicies({ url: managementUrlFor(engines.amqp), vhost: vhostOf(engines.amqp) }, transport.deadLetterPolicies).catch(() => undefined);
+  await removePolicies({ url: amqpManagementUrl, vhost: vhostOf(engines.amqp) }, transport.deadLetterPolicies).catch(() => undefined);
 }
 
 /** Every transport implementation, for contract suites; the AMQP one is absent when TEST_SKIP_AMQP=1. */
@@ -88,7 +89,7 @@ export async function eventually(condition: () => boolean | Promise<boolean>, wh
  * side need it.
  */
 export async function skipUnlessManagementApi(test: Mocha.Context): Promise<void> {
-  const base = new URL(managementUrlFor(engines.amqp));
+  const base = new URL(amqpManagementUrl);
   const origin = `${base.protocol}//${base.host}`;
   const authorization = `Basic ${Buffer.from(`${decodeURIComponent(base.username)}:${decodeURIComponent(base.password)}`).toString('base64')}`;
   const answered = await fetch(`${origin}/api/overview`, { headers: { authorization }, signal: AbortSignal.timeout(2_000) })
@@ -103,7 +104,7 @@ export async function skipUnlessManagementApi(test: Mocha.Context): Promise<void
  * a network partition would. The API lists a connection only after its statistics interval, so this can take seconds.
  */
 export async function cutOff(name: string): Promise<void> {
-  const base = new URL(managementUrlFor(engines.amqp));
+  const base = new URL(amqpManagementUrl);
   const authorization = `Basic ${Buffer.from(`${decodeURIComponent(base.username)}:${decodeURIComponent(base.password)}`).toString('base64')}`;
   const origin = `${base.protocol}//${base.host}`;
   let brokerName: string | undefined;

@@ -10,15 +10,15 @@ import { expect } from 'chai';
 import amqp from 'amqplib';
 import type { AmqpTransport } from '../../../transport/amqp/transport.js';
 import { topologyNames } from '../../../transport/amqp/topology.js';
-import { managementUrlFor, vhostOf } from '../../../transport/amqp/management-api.js';
+import { vhostOf } from '../../../transport/amqp/management-api.js';
 import { atLeastOnce, queueSettings } from '../../../transport/amqp/dead-letter-policy.js';
 import { managementCall } from '../../../transport/amqp/management-api.js';
-import { engines, skipEngine } from '../../support/engines.js';
+import { amqpManagementUrl, engines, skipEngine } from '../../support/engines.js';
 import { eventually, skipUnlessManagementApi, startAmqpTransport, testPrefix, type StartedTransport } from '../../support/transport.js';
 
 const SHARDS = 4;
 const BOUND = 2;
-const api = { url: managementUrlFor(engines.amqp), vhost: vhostOf(engines.amqp) };
+const api = { url: amqpManagementUrl, vhost: vhostOf(engines.amqp) };
 
 /** What Troupe declared before decision 0048, argument for argument. */
 async function declareOlderTopology(prefix: string): Promise<void> {

@@ -9,10 +9,10 @@ import type { Socket } from 'node:net';
 import amqp from 'amqplib';
 import { TroupeError } from '../../../ops/kernel/errors.js';
 import type { AmqpTransport } from '../../../transport/amqp/transport.js';
-import { engines, skipEngine } from '../../support/engines.js';
+import { amqpManagementUrl, engines, skipEngine } from '../../support/engines.js';
 import { eventually, startAmqpTransport, type StartedTransport } from '../../support/transport.js';
 
-const MANAGEMENT = process.env.TEST_RABBITMQ_MANAGEMENT_URL ?? 'http://127.0.0.1:15672';
+const MANAGEMENT = new URL(amqpManagementUrl).origin;
 const managementAuth = `Basic ${Buffer.from('guest:guest').toString('base64')}`;
 
 async function managementAvailable(): Promise<boolean> {
