@@ -80,10 +80,12 @@ function deadlineSignal(request: Request, timeoutMs: number): AbortSignal {
   const controller = new AbortController();
   const onAbort = () => controller.abort(request.signal.reason);
   if (request.signal.aborted) onAbort(); else request.signal.addEventListener('abort', onAbort, { once: true });
-  setTimeout(() => {
+  const timer = setTimeout(() => {
     request.signal.removeEventListener('abort', onAbort);
     controller.abort(new DOMException(`no answer within ${timeoutMs} ms`, 'TimeoutError'));
-  }, timeoutMs).unref();
+  }, timeoutMs);
+  // In Node the timer must not keep a finished CLI alive; in a browser it is a number and needs nothing.
+  (timer as unknown as { unref?: () => void }).unref?.();
   return controller.signal;
 }
 
