@@ -2,6 +2,7 @@
 // time sessions waited between dispatch and claim, on both engine sets.
 import { expect } from 'chai';
 import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
+import { eventually } from '../../support/transport.js';
 import { dispatch, provisionOrg, registerDaemon, report } from '../sessions/support.js';
 
 const sample = (text: string, name: string, labels = ''): number | undefined => {
@@ -26,7 +27,12 @@ for (const { set, skip } of engineSets) {
       expect(poll.status).to.equal(200);
       const claimed = (await report(t, daemon, ids[0]!, 'claimed'));
       expect(claimed.status, claimed.text).to.equal(200);
-      const metrics = (await t.call('GET', '/metrics')).text;
+      // The claim wait is observed by an effect of the durable claim, which may run just after the reply.
+      let metrics = '';
+      await eventually(async () => {
+        metrics = (await t.call('GET', '/metrics')).text;
+        return sample(metrics, 'troupe_session_claim_wait_seconds_count') === 1;
+      }, 'the claim wait observed', 5000).catch(() => undefined);
       expect(sample(metrics, 'troupe_sessions', 'status="pending"')).to.equal(2);
       expect(sample(metrics, 'troupe_sessions', 'status="claimed"')).to.equal(1);
       expect(sample(metrics, 'troupe_session_queue_depth')).to.equal(2);
