@@ -6,7 +6,7 @@ import { authenticate, type AuthDeps } from './authenticate.js';
 import { assertSameOriginWrite } from './csrf.js';
 import { decodeBody, DEFAULT_BODY_LIMIT } from './body.js';
 import { toErrorReply, type ErrorBody } from './errors.js';
-import { assertSafeHeaders, HeaderBag } from './exchange.js';
+import { assertSafeHeaders, HeaderBag, type CopiedRequest } from './exchange.js';
 import { orgPrincipal } from './principal.js';
 import type { BodyKind, HttpRequest, RateLimitKind, Reply, Route, RouteCall } from './types.js';
 import { compileRouteValidators, validateBody, validateQuery, type RouteValidators } from './validation.js';
@@ -67,17 +67,8 @@ export function compileRoute<D>(route: Route<D>, hooks: EdgeHooks): CompiledRout
   };
 }
 
-/** A request as the transport hands it over: nothing decoded yet. */
-export interface IncomingRequest {
-  readonly method: string;
-  readonly path: string;
-  readonly rawQuery: string;
-  /** Percent-encoded, in the order of the route's `:names`. */
-  readonly rawParams: readonly string[];
-  /** Lower-cased names. */
-  readonly headers: Readonly<Record<string, string>>;
-  readonly requestId: string;
-}
+/** A request as the transport hands it over (uWS's copy, or a test's for `inject`): nothing decoded yet. */
+export type IncomingRequest = CopiedRequest;
 
 /** Runs a request through the route and returns the handler's reply; throws what the client is to be answered. */
 export async function answer<D extends AuthDeps>(
