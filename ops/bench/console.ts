@@ -120,9 +120,12 @@ try {
   let ready: { id: string; step: number }[] = [];
   const outstanding = new Set<Promise<void>>();
   let acknowledged = 0;
+  // A refused request ends the drive through the `finally` below (which stops the node), not as an unhandled
+  // rejection that would end this process and leave the node running.
+  let failure: unknown;
   const track = (p: Promise<void>) => {
-    outstanding.add(p);
-    void p.finally(() => outstanding.delete(p));
+    const settled: Promise<void> = p.catch((err: unknown) => { failure ??= err; }).finally(() => outstanding.delete(settled));
+    outstanding.add(settled);
   };
   const advance = (s: { id: string; step: number }) => track((async () => {
     await call(base, 'POST', `/api/sessions/${s.id}/status`, { token: worker.runtimeJwt, body: { status: LIFECYCLE[s.step], workerId: worker.workerId } });
@@ -131,7 +134,7 @@ try {
   })());
   const started = Date.now();
   let owed = 0;
-  for (let tick = 0; tick < (SECONDS * 1000) / TICK_MS; tick++) {
+  for (let tick = 0; tick < (SECONDS * 1000) / TICK_MS && failure === undefined; tick++) {
     const due = started + tick * TICK_MS;
     if (Date.now() < due) await new Promise((resolve) => setTimeout(resolve, due - Date.now()));
     owed += perTick;
@@ -151,12 +154,13 @@ try {
   const driveSeconds = (Date.now() - started) / 1000;
   const ackedWhileDriving = acknowledged;
   // Let what is in flight finish, so every dispatched session ends completed.
-  while (outstanding.size > 0 || ready.length > 0) {
+  while (failure === undefined && (outstanding.size > 0 || ready.length > 0)) {
     const due_ = ready;
     ready = [];
     for (const s of due_) advance(s);
     await Promise.race([...outstanding, new Promise((resolve) => setTimeout(resolve, 50))]);
   }
+  if (failure !== undefined) throw failure;
   const deadline = Date.now() + 10_000;
   let applied = 0;
   while (Date.now() < deadline) {
