@@ -55,8 +55,9 @@ export function watchPage(page: Page, origin: string): PageWatch {
   page.on('requestfailed', (request) => {
     const failure = request.failure()?.errorText ?? '';
     // A stream, fetch or image cut off by navigating away is the page leaving, not a failure (on a busy machine the
-    // header's icon can still be loading when a test moves on). A missing one answers 404, caught below.
-    if (failure === 'net::ERR_ABORTED' && ['eventsource', 'fetch', 'image'].includes(request.resourceType())) return;
+    // header's icon, or the tab's icon the browser fetches as 'other', can still be loading when a test moves on).
+    // A missing one answers 404, caught below.
+    if (failure === 'net::ERR_ABORTED' && ['eventsource', 'fetch', 'image', 'other'].includes(request.resourceType())) return;
     const line = `${request.method()} ${request.url()}: ${failure}`;
     if (!isExpected(line)) watch.failedRequests.push(line);
   });
