@@ -1,14 +1,16 @@
 import type { Deps } from '../../actors/deps.js';
 import { TroupeError } from '../../ops/kernel/errors.js';
 import {
-  externalAgentAddress, externalAgentId, fetchAgentCard, type ExternalAgentMsg, type ExternalAgentReply, type TrustLevel,
+  externalAgentAddress, externalAgentId, fetchAgentCard, type ExternalAgentMsg, type ExternalAgentReply,
 } from '../../actors/integrations/a2a/index.js';
 import { OutboundRefused } from '../../actors/integrations/outbound/index.js';
 import { externalAgentListReply, externalAgentReply, registerExternalAgentBody, updateExternalAgentBody } from '../../schemas/agents/external-agent.js';
 import { externalAgentView, findExternalAgent, listExternalAgents, type ExternalAgentView } from '../../storage/integrations/a2a.js';
 import { isUuid } from '../../storage/identity/rows.js';
-import type { HttpRequest, Route } from '../types.js';
-import { actorIdOf, orgCaller } from './agent-cards.js';
+import type { Route, RouteAuthorization } from '../types.js';
+import { route } from '../route.js';
+import { orgPrincipal } from '../principal.js';
+import { actorIdOf } from './agent-cards.js';
 
 /**
  * External agents (A2A, decision 0015). Registering fetches the agent's card through the outbound guard; a target
@@ -50,17 +52,35 @@ async function refresh(deps: Deps, agent: ExternalAgentView): Promise<void> {
   await deps.ask(externalAgentAddress(agent.id), msg);
 }
 
+/** `action` on the external agent `:id` names, found in the caller's org first (404 otherwise); the handler gets it. */
+const onAgent = (action: 'read' | 'manage-org'): RouteAuthorization<Deps, any, ExternalAgentView> => ({
+  async find(req, deps, p) {
+    const id = req.params.id ?? '';
+    const agent = isUuid(id) ? await findExternalAgent(deps.db, p.orgId, id) : undefined;
+    if (!agent) throw new TroupeError('NOT_FOUND', 'external agent not found');
+    return agent;
+  },
+  action,
+  resource: (req, p) => integration(p.orgId, req.params.id ?? ''),
+});
+
 export function a2aRoutes(): Route<Deps>[] {
   return [
-    {
+    route({
       method: 'post', path: '/api/a2a/agents', auth: 'org', tags: ['a2a'], successStatus: 201,
       summary: 'Register an external A2A agent by URL; its card is fetched from the well-known path through the outbound guard',
       bodySchema: registerExternalAgentBody, responseSchema: externalAgentReply,
-      async handler(req: HttpRequest<{ url: string }>, deps) {
-        const p = orgCaller(req);
-        const url = normalizeUrl(req.body.url);
-        const id = externalAgentId(p.orgId, url);
-        await deps.authz.authorize(p, 'manage-org', integration(p.orgId, id));
+      authorize: {
+        // The agent's id is derived from its normalized URL, so a malformed URL is 400 before Cedar is asked.
+        find: async (req, _deps, p) => {
+          const url = normalizeUrl(req.body.url);
+          return { url, id: externalAgentId(p.orgId, url) };
+        },
+        action: 'manage-org',
+        resource: (_req, p, { id }) => integration(p.orgId, id),
+      },
+      async handler(req, deps, { found: { url, id } }) {
+        const p = orgPrincipal(req);
         if (await findExternalAgent(deps.db, p.orgId, id)) throw new TroupeError('ALREADY_EXISTS', 'this agent is already registered', { id });
         const fetchedAt = deps.clock.now();
         let fetched;
@@ -76,13 +96,13 @@ export function a2aRoutes(): Route<Deps>[] {
         const reply = await deps.ask<ExternalAgentReply>(externalAgentAddress(id), msg);
         return { status: 201, body: { agent: externalAgentView(reply.agent) } };
       },
-    },
-    {
+    }),
+    route({
       method: 'get', path: '/api/a2a/agents', auth: 'org', tags: ['a2a'],
       summary: 'The org\'s external agents; stale cards are re-fetched in the background', responseSchema: externalAgentListReply,
+      authorize: { action: 'read', resource: (_req, p) => integration(p.orgId, 'a2a') },
       async handler(req, deps) {
-        const p = orgCaller(req);
-        await deps.authz.authorize(p, 'read', integration(p.orgId, 'a2a'));
+        const p = orgPrincipal(req);
         const agents = await listExternalAgents(deps.db, p.orgId);
         const now = deps.clock.now();
         const stale = agents.filter((a) => a.lastFetchedAt === null || now - Date.parse(a.lastFetchedAt) > REFRESH_AFTER_MS).slice(0, MAX_REFRESHES_PER_LIST);
@@ -91,47 +111,39 @@ export function a2aRoutes(): Route<Deps>[] {
         }
         return { body: { agents } };
       },
-    },
-    {
+    }),
+    route({
       method: 'get', path: '/api/a2a/agents/:id', auth: 'org', tags: ['a2a'],
       summary: 'One external agent of the caller\'s org', responseSchema: externalAgentReply,
-      async handler(req, deps) {
-        const p = orgCaller(req);
-        const id = req.params.id ?? '';
-        const agent = isUuid(id) ? await findExternalAgent(deps.db, p.orgId, id) : undefined;
-        if (!agent) throw new TroupeError('NOT_FOUND', 'external agent not found');
-        await deps.authz.authorize(p, 'read', integration(p.orgId, id));
+      authorize: onAgent('read'),
+      async handler(_req, _deps, { found: agent }) {
         return { body: { agent } };
       },
-    },
-    {
+    }),
+    route({
       method: 'patch', path: '/api/a2a/agents/:id', auth: 'human', tags: ['a2a'],
       summary: 'Set an external agent\'s trust level (untrusted, verified, internal); user token or session cookie, admin or owner',
       bodySchema: updateExternalAgentBody, responseSchema: externalAgentReply,
-      async handler(req: HttpRequest<{ trustLevel: TrustLevel }>, deps) {
-        const p = orgCaller(req);
+      authorize: onAgent('manage-org'),
+      async handler(req, deps) {
+        const p = orgPrincipal(req);
         const id = req.params.id ?? '';
-        const agent = isUuid(id) ? await findExternalAgent(deps.db, p.orgId, id) : undefined;
-        if (!agent) throw new TroupeError('NOT_FOUND', 'external agent not found');
-        await deps.authz.authorize(p, 'manage-org', integration(p.orgId, id));
         const msg: ExternalAgentMsg = { type: 'externalAgent.setTrust', orgId: p.orgId, trustLevel: req.body.trustLevel, by: actorIdOf(p) };
         const reply = await deps.ask<ExternalAgentReply>(externalAgentAddress(id), msg);
         return { body: { agent: externalAgentView(reply.agent) } };
       },
-    },
-    {
+    }),
+    route({
       method: 'post', path: '/api/a2a/agents/:id/refresh', auth: 'org', tags: ['a2a'], bodyKind: 'none',
       summary: 'Re-fetch an external agent\'s card now', responseSchema: externalAgentReply,
-      async handler(req, deps) {
-        const p = orgCaller(req);
+      authorize: onAgent('manage-org'),
+      async handler(req, deps, { found: agent }) {
+        const p = orgPrincipal(req);
         const id = req.params.id ?? '';
-        const agent = isUuid(id) ? await findExternalAgent(deps.db, p.orgId, id) : undefined;
-        if (!agent) throw new TroupeError('NOT_FOUND', 'external agent not found');
-        await deps.authz.authorize(p, 'manage-org', integration(p.orgId, id));
         await refresh(deps, agent);
         const now = await findExternalAgent(deps.db, p.orgId, id);
         return { body: { agent: now ?? agent } };
       },
-    },
+    }),
   ];
 }

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Deps } from '../../actors/deps.js';
 import { TroupeError } from '../../ops/kernel/errors.js';
-import type { OrgPrincipal, Principal } from '../../actors/identity/principal.js';
+import type { Principal } from '../../actors/identity/principal.js';
 import { agentCardAddress, type AgentCardMsg, type AgentCardReply } from '../../actors/agent-card/index.js';
-import { applyOverlay, missingTargets, type Overlay } from '../../actors/marketplace/payload.js';
+import { applyOverlay, missingTargets } from '../../actors/marketplace/payload.js';
 import { previewUpdate } from '../../actors/marketplace/update-preview.js';
 import { ajv, compileOnFirstUse } from '../../schemas/ajv.js';
 import {
@@ -12,7 +12,9 @@ import {
 } from '../../schemas/agents/agent-card.js';
 import { findCard, findListing, listingSourceCard, listListings, sourceVersion, type AgentCardView } from '../../storage/agent-cards/cards.js';
 import { isUuid } from '../../storage/identity/rows.js';
-import type { HttpRequest, Route } from '../types.js';
+import type { Route, RouteAuthorization } from '../types.js';
+import { route } from '../route.js';
+import { orgPrincipal } from '../principal.js';
 
 /**
  * Agent cards and the marketplace (decision 0015). Cards are org-owned and written through the agent-card actor;
@@ -20,13 +22,6 @@ import type { HttpRequest, Route } from '../types.js';
  * and may install one, which creates a card of its own pinned to the listed version with its overlay laid over it.
  * Members edit and install cards; publishing to the marketplace needs the `publish` right (admin, owner).
  */
-
-export function orgCaller(req: HttpRequest): OrgPrincipal {
-  const p = req.principal;
-  // The edge authenticates every non-'none' route; this fails closed if a route is ever misdeclared.
-  if (!p || p.kind === 'admin') throw new TroupeError('AUTH_FORBIDDEN', 'this operation takes an org credential');
-  return p;
-}
 
 /** Who did it, as recorded in versions and the audit chain. */
 export function actorIdOf(p: Principal): string {
@@ -54,7 +49,19 @@ const view = (reply: AgentCardReply) => ({
   createdBy: reply.card.createdBy, createdAt: new Date(reply.card.createdAt).toISOString(), updatedAt: new Date(reply.card.updatedAt).toISOString(),
 });
 
-type PayloadBody = { name: string; description?: string; prompt: string; capabilities?: string[]; model?: string; config?: Record<string, unknown> };
+/** `action` on the card `:id` names, found in the caller's org first (404 otherwise); the handler gets the card. */
+const onCard = (action: 'read' | 'edit'): RouteAuthorization<Deps, any, AgentCardView> => ({
+  find: (req, deps, p) => ownCard(deps, p.orgId, req.params.id),
+  action,
+  resource: (_req, p, card) => cardResource(p.orgId, card.id),
+});
+
+/** `edit` on a card about to be created: its id is chosen before Cedar is asked, so the decision names the card made. */
+const newCard: RouteAuthorization<Deps, any, string> = {
+  find: async () => randomUUID(),
+  action: 'edit',
+  resource: (_req, p, id) => cardResource(p.orgId, id),
+};
 
 /** The installed card's pinned and newest source versions; 404 when the listing or its card is gone. */
 async function sourcesOf(deps: Deps, card: AgentCardView) {
@@ -68,46 +75,45 @@ async function sourcesOf(deps: Deps, card: AgentCardView) {
 
 export function agentCardRoutes(): Route<Deps>[] {
   return [
-    {
+    route({
       method: 'post', path: '/api/agent-cards', auth: 'org', tags: ['agents'], successStatus: 201,
       summary: 'Create an agent card (version 1)', bodySchema: createAgentCardBody, responseSchema: agentCardReply,
-      async handler(req: HttpRequest<PayloadBody>, deps) {
-        const p = orgCaller(req);
-        const id = randomUUID();
-        await deps.authz.authorize(p, 'edit', cardResource(p.orgId, id));
+      authorize: newCard,
+      async handler(req, deps, { found: id }) {
+        const p = orgPrincipal(req);
         const msg: AgentCardMsg = { type: 'agentCard.create', orgId: p.orgId, payload: req.body, by: actorIdOf(p) };
         return { status: 201, body: { agentCard: view(await deps.ask<AgentCardReply>(agentCardAddress(id), msg)) } };
       },
-    },
-    {
+    }),
+    route({
       method: 'get', path: '/api/agent-cards/:id', auth: 'org', tags: ['agents'],
       summary: 'One agent card of the caller\'s org', responseSchema: agentCardReply,
-      async handler(req, deps) {
-        const p = orgCaller(req);
-        const card = await ownCard(deps, p.orgId, req.params.id);
-        await deps.authz.authorize(p, 'read', cardResource(p.orgId, card.id));
+      authorize: onCard('read'),
+      async handler(_req, _deps, { found: card }) {
         return { body: { agentCard: card } };
       },
-    },
-    {
+    }),
+    route({
       method: 'patch', path: '/api/agent-cards/:id', auth: 'org', tags: ['agents'],
       summary: 'Change an authored agent card; a changed payload appends a new version', bodySchema: updateAgentCardBody, responseSchema: agentCardReply,
-      async handler(req: HttpRequest<Partial<PayloadBody>>, deps) {
-        const p = orgCaller(req);
-        const card = await ownCard(deps, p.orgId, req.params.id);
-        await deps.authz.authorize(p, 'edit', cardResource(p.orgId, card.id));
+      authorize: onCard('edit'),
+      async handler(req, deps, { found: card }) {
+        const p = orgPrincipal(req);
         const msg: AgentCardMsg = { type: 'agentCard.update', orgId: p.orgId, changes: req.body, by: actorIdOf(p) };
         return { body: { agentCard: view(await deps.ask<AgentCardReply>(agentCardAddress(card.id), msg)) } };
       },
-    },
-    {
+    }),
+    route({
       method: 'post', path: '/api/marketplace/listings', auth: 'org', tags: ['agents'], successStatus: 201,
       summary: 'Publish an authored agent card to the marketplace; the listing follows the card\'s newest version. 409 when the org has its quota of listings (TROUPE_MARKETPLACE_LISTINGS_PER_ORG)',
       bodySchema: publishListingBody, responseSchema: listingReply,
-      async handler(req: HttpRequest<{ agentCardId: string }>, deps) {
-        const p = orgCaller(req);
-        const card = await ownCard(deps, p.orgId, req.body.agentCardId);
-        await deps.authz.authorize(p, 'publish', cardResource(p.orgId, card.id));
+      authorize: {
+        find: (req, deps, p) => ownCard(deps, p.orgId, req.body.agentCardId),
+        action: 'publish',
+        resource: (_req, p, card) => cardResource(p.orgId, card.id),
+      },
+      async handler(req, deps, { found: card }) {
+        const p = orgPrincipal(req);
         const msg: AgentCardMsg = {
           type: 'agentCard.publish', orgId: p.orgId, listingId: randomUUID(), by: actorIdOf(p), quota: deps.config.marketplaceListingsPerOrg,
         };
@@ -116,13 +122,12 @@ export function agentCardRoutes(): Route<Deps>[] {
         if (!listing) throw new TroupeError('INTERNAL', 'published listing not readable');
         return { status: 201, body: { listing } };
       },
-    },
-    {
+    }),
+    route({
       method: 'get', path: '/api/marketplace/listings', auth: 'org', tags: ['agents'],
       summary: 'Marketplace listings of every org, newest first, a page at a time (cursor), filtered by publisherOrgId and text (q)',
       querySchema: listingListQuery, responseSchema: listingListReply,
       async handler(req, deps) {
-        orgCaller(req);
         const cursor = req.query.get('cursor');
         const publisherOrgId = req.query.get('publisherOrgId');
         const text = req.query.get('q');
@@ -133,15 +138,14 @@ export function agentCardRoutes(): Route<Deps>[] {
           }),
         };
       },
-    },
-    {
+    }),
+    route({
       method: 'post', path: '/api/agent-cards/marketplace-install', auth: 'org', tags: ['agents'], successStatus: 201,
       summary: 'Install a marketplace listing into the caller\'s org, pinned to its newest version, with an optional overlay',
       bodySchema: installBody, responseSchema: agentCardReply,
-      async handler(req: HttpRequest<{ listingId: string; overlay?: Overlay }>, deps) {
-        const p = orgCaller(req);
-        const id = randomUUID();
-        await deps.authz.authorize(p, 'edit', cardResource(p.orgId, id));
+      authorize: newCard,
+      async handler(req, deps, { found: id }) {
+        const p = orgPrincipal(req);
         const sourceCardId = await listingSourceCard(deps.db, req.body.listingId);
         const source = sourceCardId ? await sourceVersion(deps.db, sourceCardId) : undefined;
         if (!sourceCardId || !source) throw new TroupeError('NOT_FOUND', 'listing not found');
@@ -156,32 +160,29 @@ export function agentCardRoutes(): Route<Deps>[] {
         };
         return { status: 201, body: { agentCard: view(await deps.ask<AgentCardReply>(agentCardAddress(id), msg)) } };
       },
-    },
-    {
+    }),
+    route({
       method: 'get', path: '/api/agent-cards/:id/marketplace-install/update', auth: 'org', tags: ['agents'],
       summary: 'Preview the newest source version of an installed card: version metadata, payload and prompt deltas, capability changes, overlay keys preserved, conflicting and dropped',
       responseSchema: updatePreviewReply,
-      async handler(req, deps) {
-        const p = orgCaller(req);
-        const card = await ownCard(deps, p.orgId, req.params.id);
-        await deps.authz.authorize(p, 'read', cardResource(p.orgId, card.id));
+      authorize: onCard('read'),
+      async handler(_req, deps, { found: card }) {
         const { install, pinned, latest } = await sourcesOf(deps, card);
         return { body: { update: previewUpdate(install.listingId, pinned, latest, install.overlay) } };
       },
-    },
-    {
+    }),
+    route({
       method: 'post', path: '/api/agent-cards/:id/marketplace-install/update', auth: 'org', tags: ['agents'], bodyKind: 'none',
       summary: 'Accept the newest source version: re-pin, re-materialize, drop overlay keys whose targets vanished (audited), in one transaction',
       responseSchema: agentCardReply,
-      async handler(req, deps) {
-        const p = orgCaller(req);
-        const card = await ownCard(deps, p.orgId, req.params.id);
-        await deps.authz.authorize(p, 'edit', cardResource(p.orgId, card.id));
+      authorize: onCard('edit'),
+      async handler(req, deps, { found: card }) {
+        const p = orgPrincipal(req);
         const { latest } = await sourcesOf(deps, card);
         const msg: AgentCardMsg = { type: 'agentCard.acceptUpdate', orgId: p.orgId, source: latest, by: actorIdOf(p) };
         const reply = await deps.ask<AgentCardReply>(agentCardAddress(card.id), msg);
         return { body: { agentCard: view(reply), droppedOverlayKeys: reply.dropped } };
       },
-    },
+    }),
   ];
 }

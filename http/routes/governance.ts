@@ -20,11 +20,12 @@ import {
   incidentListReply, incidentWebhookQuery, incidentWebhookReply, listIncidentsQuery,
 } from '../../schemas/governance/incident.js';
 import { securityMetricsQuery, securityMetricsReply } from '../../schemas/governance/security-metrics.js';
-import { findPolicy, listPolicies, listPolicyVersions, policyViewOf } from '../../storage/governance/policies.js';
+import { findPolicy, listPolicies, listPolicyVersions, policyViewOf, type PolicyView } from '../../storage/governance/policies.js';
 import { assignIncidentIoEnvironmentSecret, connectIncidentIo, listIncidents } from '../../storage/governance/incidents.js';
 import { findOrg, projectsInOrg } from '../../storage/identity/orgs.js';
 import { secretKey } from '../../actors/governance/standard-webhooks.js';
-import type { HttpRequest, Route } from '../types.js';
+import type { Route } from '../types.js';
+import { route } from '../route.js';
 
 /**
  * Governance routes (decision 0009): stored Cedar policies with version history, incidents and the signed
@@ -36,10 +37,9 @@ const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
 
 interface Human { readonly userId: string; readonly orgId: string; readonly principal: Principal }
 
-function human(req: HttpRequest): Human {
-  const p = req.principal;
+function human(p: Principal): Human {
   // The edge enforces 'human'; this keeps the types honest and fails closed if a route is ever misdeclared.
-  if (!p || p.kind !== 'user') throw new TroupeError('AUTH_HUMAN_ONLY');
+  if (p.kind !== 'user') throw new TroupeError('AUTH_HUMAN_ONLY');
   return { userId: p.userId, orgId: p.orgId, principal: p };
 }
 
@@ -54,6 +54,13 @@ async function resolveScope(deps: Deps, h: Human, scope: PolicyScope, scopeId: s
   const own = await projectsInOrg(deps.db, h.orgId, [scopeId]);
   if (!own.has(scopeId)) throw new TroupeError('VALIDATION_FAILED', 'scopeId: no such project in this workspace', { field: 'scopeId' });
   return { scope, scopeId };
+}
+
+/** The policy `:id` names in the caller's org, or 404 (an id that is no uuid cannot be one). */
+async function scopedPolicy(deps: Deps, h: Human, id: string | undefined): Promise<PolicyView> {
+  const policy = id !== undefined && uuidPattern.test(id) ? await findPolicy(deps.db, h.orgId, id) : undefined;
+  if (!policy) throw new TroupeError('NOT_FOUND', 'policy not found');
+  return policy;
 }
 
 const policyResource = (orgId: string, id: string, scope?: PolicyScope, scopeId?: string) =>
@@ -73,24 +80,23 @@ function assignEnvironmentSecret(deps: Deps, orgId: string | null): Promise<{ pr
   }));
 }
 
-interface CreatePolicyBody {
-  name: string; cedarPolicy: string; description?: string; regulatoryTags?: string[]; metadata?: Record<string, unknown>;
-  changeReason?: string; workspaceId?: string; scope?: PolicyScope; scopeId?: string; status?: 'draft' | 'active';
-}
-type UpdatePolicyBody = Partial<Omit<CreatePolicyBody, 'workspaceId' | 'status'>> & { status?: PolicyStatus };
-
 export function governanceRoutes(): Route<Deps>[] {
   return [
-    {
+    route({
       method: 'post', path: '/api/policies', auth: 'human', tags: ['governance'], successStatus: 201,
       summary: 'Create a Cedar policy (validated against the Troupe Cedar schema); version 1 is recorded',
       bodySchema: createPolicyBody, responseSchema: policyReply,
-      async handler(req: HttpRequest<CreatePolicyBody>, deps) {
-        const h = human(req);
+      authorize: {
+        async find(req, deps, p) {
+          const h = human(p);
+          assertOwnWorkspace(h, req.body.workspaceId);
+          return { h, ...(await resolveScope(deps, h, req.body.scope ?? 'workspace', req.body.scopeId)) };
+        },
+        action: 'manage-policies',
+        resource: (_req, _p, { h, scope, scopeId }) => policyResource(h.orgId, 'new', scope, scopeId),
+      },
+      async handler(req, deps, { found: { h, scope, scopeId } }) {
         const b = req.body;
-        assertOwnWorkspace(h, b.workspaceId);
-        const { scope, scopeId } = await resolveScope(deps, h, b.scope ?? 'workspace', b.scopeId);
-        await deps.authz.authorize(h.principal, 'manage-policies', policyResource(h.orgId, 'new', scope, scopeId));
         assertValidCedar(b.cedarPolicy);
         const id = randomUUID();
         const msg: PolicyMsg = {
@@ -102,23 +108,30 @@ export function governanceRoutes(): Route<Deps>[] {
         await announce(deps, h.orgId);
         return { status: 201, body: { policy: policyViewOf(reply.policy) } };
       },
-    },
-    {
+    }),
+    route({
       method: 'patch', path: '/api/policies/:id', auth: 'human', tags: ['governance'],
       summary: 'Change a policy; a new cedarPolicy appends an immutable version with changedBy and changeReason; status archived archives it',
       bodySchema: updatePolicyBody, responseSchema: policyReply,
-      async handler(req: HttpRequest<UpdatePolicyBody>, deps) {
-        const h = human(req);
+      authorize: {
+        async find(req, deps, p) {
+          const h = human(p);
+          const current = await scopedPolicy(deps, h, req.params.id);
+          const b = req.body;
+          const scope = b.scope ?? current.scope;
+          const resolved = b.scope !== undefined || b.scopeId !== undefined
+            ? await resolveScope(deps, h, scope, b.scopeId ?? (scope === current.scope ? current.scopeId : undefined))
+            : { scope: current.scope, scopeId: current.scopeId };
+          return { h, current, resolved };
+        },
+        action: 'manage-policies',
+        resource: (req, _p, { h, current }) => policyResource(h.orgId, req.params.id ?? '', current.scope, current.scopeId),
+      },
+      async handler(req, deps, { found: { h, current, resolved } }) {
         const id = req.params.id ?? '';
-        const current = uuidPattern.test(id) ? await findPolicy(deps.db, h.orgId, id) : undefined;
-        if (!current) throw new TroupeError('NOT_FOUND', 'policy not found');
         const b = req.body;
-        const scope = b.scope ?? current.scope;
-        const resolved = b.scope !== undefined || b.scopeId !== undefined
-          ? await resolveScope(deps, h, scope, b.scopeId ?? (scope === current.scope ? current.scopeId : undefined))
-          : { scope: current.scope, scopeId: current.scopeId };
-        // Both the policy's current and its new place must be the caller's to manage.
-        await deps.authz.authorize(h.principal, 'manage-policies', policyResource(h.orgId, id, current.scope, current.scopeId));
+        // Both the policy's current and its new place must be the caller's to manage: the route declares the first,
+        // and the second exists only when the body moves the policy, so it is asked here.
         if (resolved.scope !== current.scope || resolved.scopeId !== current.scopeId) {
           await deps.authz.authorize(h.principal, 'manage-policies', policyResource(h.orgId, id, resolved.scope, resolved.scopeId));
         }
@@ -139,28 +152,37 @@ export function governanceRoutes(): Route<Deps>[] {
         await announce(deps, h.orgId);
         return { body: { policy: policyViewOf(reply.policy) } };
       },
-    },
-    {
+    }),
+    route({
       method: 'get', path: '/api/policies/:id', auth: 'human', tags: ['governance'],
       summary: 'A policy with its versions, newest first; another org\'s policy is 404',
       responseSchema: policyWithVersionsReply,
-      async handler(req, deps) {
-        const h = human(req);
-        const id = req.params.id ?? '';
-        const policy = uuidPattern.test(id) ? await findPolicy(deps.db, h.orgId, id) : undefined;
-        if (!policy) throw new TroupeError('NOT_FOUND', 'policy not found');
-        await deps.authz.authorize(h.principal, 'read', policyResource(h.orgId, id, policy.scope, policy.scopeId));
-        return { body: { policy, versions: await listPolicyVersions(deps.db, h.orgId, id) } };
+      authorize: {
+        find: async (req, deps, p) => {
+          const h = human(p);
+          return { h, policy: await scopedPolicy(deps, h, req.params.id) };
+        },
+        action: 'read',
+        resource: (req, _p, { h, policy }) => policyResource(h.orgId, req.params.id ?? '', policy.scope, policy.scopeId),
       },
-    },
-    {
+      async handler(req, deps, { found: { h, policy } }) {
+        return { body: { policy, versions: await listPolicyVersions(deps.db, h.orgId, req.params.id ?? '') } };
+      },
+    }),
+    route({
       method: 'get', path: '/api/policies', auth: 'human', tags: ['governance'],
       summary: 'The workspace\'s policies, newest first, filtered by status and scope',
       querySchema: listPoliciesQuery, responseSchema: policyListReply,
-      async handler(req, deps) {
-        const h = human(req);
-        assertOwnWorkspace(h, req.query.get('workspaceId'));
-        await deps.authz.authorize(h.principal, 'read', policyResource(h.orgId, 'list'));
+      authorize: {
+        find: async (req, _deps, p) => {
+          const h = human(p);
+          assertOwnWorkspace(h, req.query.get('workspaceId'));
+          return h;
+        },
+        action: 'read',
+        resource: (_req, _p, h) => policyResource(h.orgId, 'list'),
+      },
+      async handler(req, deps, { found: h }) {
         const status = req.query.get('status') as PolicyStatus | null;
         const scope = req.query.get('scope') as PolicyScope | null;
         const policies = await listPolicies(deps.db, h.orgId, {
@@ -169,14 +191,17 @@ export function governanceRoutes(): Route<Deps>[] {
         });
         return { body: { policies } };
       },
-    },
-    {
+    }),
+    route({
       method: 'get', path: '/api/incidents', auth: 'human', tags: ['governance'],
       summary: 'The org\'s incidents, newest first; status is a comma-separated list',
       querySchema: listIncidentsQuery, responseSchema: incidentListReply,
-      async handler(req, deps) {
-        const h = human(req);
-        await deps.authz.authorize(h.principal, 'read', { type: 'Incident', id: 'list', orgId: h.orgId });
+      authorize: {
+        find: async (_req, _deps, p) => human(p),
+        action: 'read',
+        resource: (_req, _p, h) => ({ type: 'Incident', id: 'list', orgId: h.orgId }),
+      },
+      async handler(req, deps, { found: h }) {
         const statuses = (req.query.get('status') ?? '').split(',').map((s) => s.trim()).filter(Boolean);
         const severity = req.query.get('severity');
         const source = req.query.get('source');
@@ -187,15 +212,22 @@ export function governanceRoutes(): Route<Deps>[] {
         });
         return { body: { ...page, limit, offset } };
       },
-    },
-    {
+    }),
+    route({
       method: 'put', path: '/api/org/:orgId/integrations/incident-io', auth: 'human', tags: ['governance'],
       summary: 'Connect incident.io: store the org\'s whsec_ signing secret (encrypted at rest); the reply names the delivery URL (the legacy environment secret is the platform admin\'s to give)',
       bodySchema: incidentIoIntegrationBody, responseSchema: incidentIoIntegrationReply,
-      async handler(req: HttpRequest<{ signingSecret: string }>, deps) {
-        const h = human(req);
-        if (req.params.orgId !== h.orgId) throw new TroupeError('NOT_FOUND', 'org not found');
-        await deps.authz.authorize(h.principal, 'manage-credentials', { type: 'Integration', id: INCIDENT_IO_PROVIDER, orgId: h.orgId });
+      authorize: {
+        find: async (req, _deps, p) => {
+          const h = human(p);
+          // Another org's path is 404 here, not the TENANT_MISMATCH of assertOwnOrg: this route has always answered so.
+          if (req.params.orgId !== h.orgId) throw new TroupeError('NOT_FOUND', 'org not found');
+          return h;
+        },
+        action: 'manage-credentials',
+        resource: (_req, _p, h) => ({ type: 'Integration', id: INCIDENT_IO_PROVIDER, orgId: h.orgId }),
+      },
+      async handler(req, deps, { found: h }) {
         const secret = req.body.signingSecret;
         if (!secretKey(secret)) {
           throw new TroupeError('VALIDATION_FAILED', 'signingSecret: must be whsec_ followed by base64 of at least 16 bytes', { field: 'signingSecret' });
@@ -213,7 +245,7 @@ export function governanceRoutes(): Route<Deps>[] {
           },
         };
       },
-    },
+    }),
     {
       method: 'post', path: '/api/webhooks/ingest/incident-io', auth: 'none', tags: ['governance', 'webhooks'],
       summary: 'incident.io webhook, verified as Standard Webhooks; every verification failure (including over 1 MiB and a repeated webhook-id) is 401',
@@ -232,11 +264,11 @@ export function governanceRoutes(): Route<Deps>[] {
         }
       },
     },
-    {
+    route({
       method: 'put', path: '/api/admin/integrations/incident-io/environment-secret', auth: 'admin', tags: ['governance', 'admin'],
       summary: 'Give the legacy TROUPE_INCIDENT_IO_SECRET to one org (taking it from any other); that org\'s deliveries are verified with it',
       bodySchema: incidentIoEnvironmentSecretBody, responseSchema: incidentIoEnvironmentSecretReply,
-      async handler(req: HttpRequest<{ orgId: string }>, deps) {
+      async handler(req, deps) {
         if (deps.config.incidentIoSecret === undefined) {
           throw new TroupeError('CONFLICT', 'TROUPE_INCIDENT_IO_SECRET is not set on this deployment');
         }
@@ -244,7 +276,7 @@ export function governanceRoutes(): Route<Deps>[] {
         const { previousOrgId } = await assignEnvironmentSecret(deps, req.body.orgId);
         return { body: { orgId: req.body.orgId, previousOrgId, webhookUrl: incidentWebhookUrl(req.body.orgId) } };
       },
-    },
+    }),
     {
       method: 'delete', path: '/api/admin/integrations/incident-io/environment-secret', auth: 'admin', tags: ['governance', 'admin'],
       summary: 'Take the legacy TROUPE_INCIDENT_IO_SECRET from whichever org has it',
@@ -254,13 +286,16 @@ export function governanceRoutes(): Route<Deps>[] {
         return { body: { orgId: null, previousOrgId, webhookUrl: null } };
       },
     },
-    {
+    route({
       method: 'get', path: '/api/security/metrics', auth: 'human', tags: ['governance'],
       summary: 'Security metrics from the audit chain, incidents and policies; metricType overview|health|timeline|posture, timeRange 24h|7d|30d|90d, limit ≤ 100 timeline rows',
       querySchema: securityMetricsQuery, responseSchema: securityMetricsReply,
-      async handler(req, deps) {
-        const h = human(req);
-        await deps.authz.authorize(h.principal, 'read', { type: 'Audit', id: 'security-metrics', orgId: h.orgId });
+      authorize: {
+        find: async (_req, _deps, p) => human(p),
+        action: 'read',
+        resource: (_req, _p, h) => ({ type: 'Audit', id: 'security-metrics', orgId: h.orgId }),
+      },
+      async handler(req, deps, { found: h }) {
         return {
           body: await securityMetrics(deps.db, h.orgId, {
             metricType: (req.query.get('metricType') ?? 'overview') as MetricType,
@@ -270,6 +305,6 @@ export function governanceRoutes(): Route<Deps>[] {
           }),
         };
       },
-    },
+    }),
   ];
 }

@@ -1,7 +1,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Deps } from '../../actors/deps.js';
 import { TroupeError } from '../../ops/kernel/errors.js';
-import type { Route, HttpRequest, Reply } from '../types.js';
+import type { Route, HttpRequest, Reply, RouteAuthorization, RouteCall } from '../types.js';
+import { route, type BodyOf } from '../route.js';
 import type { OrgPrincipal, OrgRole } from '../../actors/identity/principal.js';
 import { hashPassword, verifyPassword, decoyPasswordHash } from '../../actors/identity/passwords.js';
 import { apiKeyPrefix, mintSecret, registrationTokenPrefix } from '../../actors/identity/secrets-format.js';
@@ -20,7 +21,7 @@ import { findTeam, insertTeam, listTeamMembers, upsertTeamMember } from '../../s
 import { isUuid, type TeamRole, type UserRecord } from '../../storage/identity/rows.js';
 import * as schemas from '../../schemas/identity/http.js';
 import { auditTrail } from './audit-trail.js';
-import { requesterOf } from '../principal.js';
+import { assertOwnOrg, orgPrincipal, requesterOf } from '../principal.js';
 
 /**
  * Identity routes: provisioning (platform admin), login/logout, caller context, API keys, registration tokens
@@ -49,20 +50,6 @@ export function scopesOfRole(role: OrgRole): string[] {
 /** The org role a scoped credential acts at, for the org list entry (which must carry a role). */
 function roleOfScopes(scopes: readonly string[]): OrgRole {
   return scopes.includes('admin') ? 'admin' : scopes.includes('write') ? 'member' : 'viewer';
-}
-
-function orgPrincipal(req: HttpRequest): OrgPrincipal {
-  const p = req.principal;
-  // The edge has enforced the route's auth mode; reaching here without an org principal is our bug.
-  if (!p || p.kind === 'admin') throw new TroupeError('INTERNAL', 'route reached without an org principal');
-  return p;
-}
-
-/** A path orgId names the caller's own org or is refused: CONTRACT "tenancy" (403 TENANT_MISMATCH). */
-function ownOrg(req: HttpRequest): OrgPrincipal {
-  const principal = orgPrincipal(req);
-  if (req.params.orgId !== principal.orgId) throw new TroupeError('TENANT_MISMATCH');
-  return principal;
 }
 
 /** The human on whose behalf a credential acts, recorded as a key's creator. */
@@ -107,12 +94,7 @@ const keyReply = (k: ApiKeyIssued & { fullKey: string }) => ({
 
 // --- Handlers ---------------------------------------------------------------------------------------------------
 
-interface CreateOrgBody {
-  name: string; slug?: string; plan?: string;
-  owner: { email: string; firstName?: string; lastName?: string; password?: string };
-}
-
-export async function createOrg(req: HttpRequest<CreateOrgBody>, deps: Deps): Promise<Reply> {
+export async function createOrg(req: HttpRequest<BodyOf<typeof schemas.createOrgBody>>, deps: Deps): Promise<Reply> {
   const { name, owner } = req.body;
   const passwordHash = owner.password === undefined ? undefined : await hashPassword(owner.password);
   let slug = req.body.slug ?? slugify(name);
@@ -154,12 +136,7 @@ export async function createOrg(req: HttpRequest<CreateOrgBody>, deps: Deps): Pr
   };
 }
 
-interface CreateOrgUserBody {
-  email: string; role: OrgRole; password?: string; firstName?: string; lastName?: string;
-  projects?: Array<{ id: string; role: 'admin' | 'editor' | 'viewer' }>;
-}
-
-export async function createOrgUser(req: HttpRequest<CreateOrgUserBody>, deps: Deps): Promise<Reply> {
+export async function createOrgUser(req: HttpRequest<BodyOf<typeof schemas.createOrgUserBody>>, deps: Deps): Promise<Reply> {
   const orgId = req.params.orgId ?? '';
   const org = await findOrg(deps.db, orgId);
   if (!org) throw new TroupeError('NOT_FOUND', 'org not found');
@@ -178,13 +155,11 @@ export async function createOrgUser(req: HttpRequest<CreateOrgUserBody>, deps: D
   return { status: 201, body: { user: publicUser(user), userToken: token.token, role: req.body.role } };
 }
 
-interface LoginBody { email: string; password: string; orgId?: string }
-
 function sessionCookie(deps: Deps, value: string, maxAgeSeconds: number): string {
   return `${SESSION_COOKIE}=${value}; HttpOnly; SameSite=Lax; Path=/; Max-Age=${maxAgeSeconds}${deps.config.behindTls ? '; Secure' : ''}`;
 }
 
-export async function login(req: HttpRequest<LoginBody>, deps: Deps): Promise<Reply> {
+export async function login(req: HttpRequest<BodyOf<typeof schemas.loginBody>>, deps: Deps): Promise<Reply> {
   const email = req.body.email.trim().toLowerCase();
   const limits = loginLimits(deps, email, req.clientAddress());
   await limits.assertOpen();
@@ -317,10 +292,24 @@ async function loadCallerContext(deps: Deps, p: OrgPrincipal) {
   };
 }
 
-interface CreateKeyBody { name: string; scopes?: string[]; requesterId?: string }
+type CreateKeyBody = BodyOf<typeof schemas.createKeyBody>;
+
+/** `manage-keys` on the caller's org; `find` refuses another org's path (and what it names) before Cedar is asked. */
+const manageKeys = <Found>(find?: RouteAuthorization<Deps, any, Found>['find']): RouteAuthorization<Deps, any, Found> => ({
+  ...(find === undefined ? {} : { find }),
+  action: 'manage-keys',
+  resource: (_req, p) => ({ type: 'Org', id: p.orgId, orgId: p.orgId }),
+});
+
+/** The path's org is the caller's (403 TENANT_MISMATCH otherwise), and its `:id` a uuid (404 otherwise, as for an unknown one). */
+const ownOrgAnd = (notFound: string) => async (req: HttpRequest, _deps: Deps, p: OrgPrincipal): Promise<string> => {
+  assertOwnOrg(req, p);
+  const id = req.params.id ?? '';
+  if (!isUuid(id)) throw new TroupeError('NOT_FOUND', notFound);
+  return id;
+};
 
 async function createKeyIn(orgId: string, p: OrgPrincipal, body: CreateKeyBody, deps: Deps) {
-  await deps.authz.authorize(p, 'manage-keys', { type: 'Org', id: orgId, orgId });
   const key = await issueApiKey(deps, orgId, {
     name: body.name.trim(),
     scopes: body.scopes ?? DEFAULT_KEY_SCOPES,
@@ -332,7 +321,7 @@ async function createKeyIn(orgId: string, p: OrgPrincipal, body: CreateKeyBody, 
 }
 
 export async function createKey(req: HttpRequest<CreateKeyBody>, deps: Deps): Promise<Reply> {
-  const p = ownOrg(req);
+  const p = orgPrincipal(req);
   return { status: 201, body: keyReply(await createKeyIn(p.orgId, p, req.body, deps)) };
 }
 
@@ -349,11 +338,8 @@ export async function createKeyDeprecated(req: HttpRequest<CreateKeyBody>, deps:
   };
 }
 
-export async function revokeKey(req: HttpRequest, deps: Deps): Promise<Reply> {
-  const p = ownOrg(req);
-  const keyId = req.params.id ?? '';
-  if (!isUuid(keyId)) throw new TroupeError('NOT_FOUND', 'api key not found');
-  await deps.authz.authorize(p, 'manage-keys', { type: 'Org', id: p.orgId, orgId: p.orgId });
+export async function revokeKey(req: HttpRequest, deps: Deps, { found: keyId }: RouteCall<string>): Promise<Reply> {
+  const p = orgPrincipal(req);
   const revoked = await deps.ask<CredentialRevoked>(orgAddress(p.orgId), { type: 'org.revokeApiKey', keyId } satisfies OrgMsg);
   // Before answering: once the caller hears "revoked", this node must already refuse the key.
   await announceRevocation(deps, [tags.apiKey(keyId)]);
@@ -361,11 +347,8 @@ export async function revokeKey(req: HttpRequest, deps: Deps): Promise<Reply> {
   return { body: { id: revoked.id, revoked: true, revokedAt: new Date(revoked.revokedAt).toISOString() } };
 }
 
-interface CreateRegistrationTokenBody { name?: string; projects?: string[] }
-
-export async function createRegistrationToken(req: HttpRequest<CreateRegistrationTokenBody>, deps: Deps): Promise<Reply> {
-  const p = ownOrg(req);
-  await deps.authz.authorize(p, 'manage-keys', { type: 'Org', id: p.orgId, orgId: p.orgId });
+export async function createRegistrationToken(req: HttpRequest<BodyOf<typeof schemas.createRegistrationTokenBody>>, deps: Deps): Promise<Reply> {
+  const p = orgPrincipal(req);
   const projects = req.body?.projects ?? [];
   const known = await projectsInOrg(deps.db, p.orgId, projects);
   const unknown = projects.find((id) => !known.has(id));
@@ -375,36 +358,43 @@ export async function createRegistrationToken(req: HttpRequest<CreateRegistratio
   return { status: 201, body: { id: issued.id, registrationToken: issued.registrationToken, projects: issued.projects } };
 }
 
-export async function revokeRegistrationToken(req: HttpRequest, deps: Deps): Promise<Reply> {
-  const p = ownOrg(req);
-  const tokenId = req.params.id ?? '';
-  if (!isUuid(tokenId)) throw new TroupeError('NOT_FOUND', 'registration token not found');
-  await deps.authz.authorize(p, 'manage-keys', { type: 'Org', id: p.orgId, orgId: p.orgId });
+export async function revokeRegistrationToken(req: HttpRequest, deps: Deps, { found: tokenId }: RouteCall<string>): Promise<Reply> {
+  const p = orgPrincipal(req);
   const revoked = await deps.ask<CredentialRevoked>(orgAddress(p.orgId), { type: 'org.revokeRegistrationToken', tokenId } satisfies OrgMsg);
   await announceRevocation(deps, [tags.registration(tokenId)]);
   if (!revoked.alreadyRevoked) await auditTrail(deps, p.orgId, 'registration_token.revoked', requesterOf(p), tokenId);
   return { body: { id: revoked.id, revoked: true, revokedAt: new Date(revoked.revokedAt).toISOString() } };
 }
 
-export async function createTeam(req: HttpRequest<{ name: string }>, deps: Deps): Promise<Reply> {
+/** The new team's id is chosen before Cedar is asked, so the decision names the team that is then created. */
+const newTeam: RouteAuthorization<Deps, any, string> = {
+  find: async () => randomUUID(),
+  action: 'manage-members',
+  resource: (_req, p, id) => ({ type: 'Team', id, orgId: p.orgId }),
+};
+
+export async function createTeam(req: HttpRequest<BodyOf<typeof schemas.createTeamBody>>, deps: Deps, { found: id }: RouteCall<string>): Promise<Reply> {
   const p = orgPrincipal(req);
-  const id = randomUUID();
-  await deps.authz.authorize(p, 'manage-members', { type: 'Team', id, orgId: p.orgId });
   const team = await insertTeam(deps.db, { id, orgId: p.orgId, name: req.body.name.trim() });
   await auditTrail(deps, p.orgId, 'team.created', requesterOf(p), id, { name: team.name });
   return { status: 201, body: { team } };
 }
 
-async function teamOfCaller(req: HttpRequest, deps: Deps) {
-  const p = orgPrincipal(req);
-  const team = await findTeam(deps.db, p.orgId, req.params.id ?? '');
-  if (!team) throw new TroupeError('NOT_FOUND', 'team not found');
-  return { p, team };
-}
+type Team = NonNullable<Awaited<ReturnType<typeof findTeam>>>;
 
-export async function addTeamMember(req: HttpRequest<{ userId: string; role?: TeamRole }>, deps: Deps): Promise<Reply> {
-  const { p, team } = await teamOfCaller(req, deps);
-  await deps.authz.authorize(p, 'manage-members', { type: 'Team', id: team.id, orgId: team.orgId });
+/** `action` on the team `:id` names, found in the caller's org first (404 otherwise). */
+const onTeam = (action: 'manage-members' | 'read'): RouteAuthorization<Deps, any, Team> => ({
+  async find(req, deps, p) {
+    const team = await findTeam(deps.db, p.orgId, req.params.id ?? '');
+    if (!team) throw new TroupeError('NOT_FOUND', 'team not found');
+    return team;
+  },
+  action,
+  resource: (_req, _p, team) => ({ type: 'Team', id: team.id, orgId: team.orgId }),
+});
+
+export async function addTeamMember(req: HttpRequest<BodyOf<typeof schemas.addTeamMemberBody>>, deps: Deps, { found: team }: RouteCall<Team>): Promise<Reply> {
+  const p = orgPrincipal(req);
   const user = await findOrgMember(deps.db, team.orgId, req.body.userId);
   if (!user) throw new TroupeError('NOT_FOUND', 'user not found in this org', { field: 'userId' });
   await upsertTeamMember(deps.db, team.orgId, team.id, user.id, req.body.role ?? 'member');
@@ -413,9 +403,7 @@ export async function addTeamMember(req: HttpRequest<{ userId: string; role?: Te
   return { status: 201, body: { member } };
 }
 
-export async function listMembersOfTeam(req: HttpRequest, deps: Deps): Promise<Reply> {
-  const { p, team } = await teamOfCaller(req, deps);
-  await deps.authz.authorize(p, 'read', { type: 'Team', id: team.id, orgId: team.orgId });
+export async function listMembersOfTeam(_req: HttpRequest, deps: Deps, { found: team }: RouteCall<Team>): Promise<Reply> {
   return { body: { members: await listTeamMembers(deps.db, team.orgId, team.id) } };
 }
 
@@ -425,76 +413,81 @@ const orgIdParam = 'orgId must be the caller\'s org (403 TENANT_MISMATCH otherwi
 
 export function identityRoutes(): Route<Deps>[] {
   return [
-    {
+    route({
       method: 'post', path: '/api/admin/orgs', auth: 'admin', tags: ['provisioning'], successStatus: 201,
       summary: 'Create an org with its owner, a "default" project, an admin-scoped API key and a daemon registration token (an existing user with the owner email is reused)',
       bodySchema: schemas.createOrgBody, responseSchema: schemas.createOrgReply, handler: createOrg,
-    },
-    {
+    }),
+    route({
       method: 'post', path: '/api/admin/orgs/:orgId/users', auth: 'admin', tags: ['provisioning'], successStatus: 201,
       summary: 'Add a user to an org (or change an existing member\'s role) with optional project roles; 404 for an unknown org or project',
       bodySchema: schemas.createOrgUserBody, responseSchema: schemas.createOrgUserReply, handler: createOrgUser,
-    },
-    {
+    }),
+    route({
       method: 'post', path: '/api/auth/login', auth: 'none', tags: ['auth'],
       summary: 'Exchange email and password for a user token and the troupe_session cookie; wrong password and unknown email are the same 401',
       bodySchema: schemas.loginBody, responseSchema: schemas.loginReply, handler: login,
-    },
-    {
+    }),
+    route({
       method: 'post', path: '/api/auth/logout', auth: 'none', tags: ['auth'], bodyKind: 'none',
       summary: 'End the presented user session (bearer user token and/or troupe_session cookie) on every node and clear the cookie; always 200, ending nothing when no valid user token is presented',
       responseSchema: schemas.okReply, handler: logout,
-    },
-    {
+    }),
+    route({
       method: 'get', path: '/api/org/list', auth: 'org', tags: ['identity'],
       summary: 'Orgs of the calling user with their role; for an API key or machine token, its own org with the role its scopes act at',
       responseSchema: schemas.orgListReply, handler: listOrgs,
-    },
-    {
+    }),
+    route({
       method: 'get', path: '/api/cli/whoami', auth: 'org', tags: ['identity'],
       summary: 'Caller context. user is the caller for a user token or session, the key\'s creator for an API key, null for a machine token',
       responseSchema: schemas.whoamiReply, handler: whoami,
-    },
-    {
+    }),
+    route({
       method: 'post', path: '/api/org/:orgId/keys', auth: 'org', tags: ['api-keys'], successStatus: 201,
       summary: `Issue an org API key (admin/owner); fullKey is returned only here; scopes default to [read, write]. ${orgIdParam}`,
-      bodySchema: schemas.createKeyBody, responseSchema: schemas.createKeyReply, handler: createKey,
-    },
-    {
+      bodySchema: schemas.createKeyBody, responseSchema: schemas.createKeyReply,
+      authorize: manageKeys(async (req, _deps, p) => assertOwnOrg(req, p)), handler: createKey,
+    }),
+    route({
       method: 'post', path: '/api/org/api-keys', auth: 'org', tags: ['api-keys'], successStatus: 201, deprecated: true,
       summary: 'Deprecated alias of POST /api/org/{orgId}/keys for the caller\'s org (answers with Deprecation and Link headers)',
-      bodySchema: schemas.createKeyBody, responseSchema: schemas.createKeyReply, handler: createKeyDeprecated,
-    },
-    {
+      bodySchema: schemas.createKeyBody, responseSchema: schemas.createKeyReply,
+      authorize: manageKeys(), handler: createKeyDeprecated,
+    }),
+    route({
       method: 'delete', path: '/api/org/:orgId/keys/:id', auth: 'org', tags: ['api-keys'],
       summary: `Revoke an API key; it stops authenticating before this answers; 404 for an unknown key or another org's. ${orgIdParam}`,
-      responseSchema: schemas.revokeReply, handler: revokeKey,
-    },
-    {
+      responseSchema: schemas.revokeReply,
+      authorize: manageKeys(ownOrgAnd('api key not found')), handler: revokeKey,
+    }),
+    route({
       method: 'post', path: '/api/org/:orgId/registration-tokens', auth: 'org', tags: ['daemons'], successStatus: 201,
       summary: `Issue a daemon registration token (admin/owner), optionally limited to projects of the org. ${orgIdParam}`,
-      bodySchema: schemas.createRegistrationTokenBody, responseSchema: schemas.createRegistrationTokenReply, handler: createRegistrationToken,
-    },
-    {
+      bodySchema: schemas.createRegistrationTokenBody, responseSchema: schemas.createRegistrationTokenReply,
+      authorize: manageKeys(async (req, _deps, p) => assertOwnOrg(req, p)), handler: createRegistrationToken,
+    }),
+    route({
       method: 'delete', path: '/api/org/:orgId/registration-tokens/:id', auth: 'org', tags: ['daemons'],
       summary: `Revoke a daemon registration token. ${orgIdParam}`,
-      responseSchema: schemas.revokeReply, handler: revokeRegistrationToken,
-    },
-    {
+      responseSchema: schemas.revokeReply,
+      authorize: manageKeys(ownOrgAnd('registration token not found')), handler: revokeRegistrationToken,
+    }),
+    route({
       method: 'post', path: '/api/org/teams', auth: 'org', tags: ['teams'], successStatus: 201,
       summary: 'Create a team in the caller\'s org (admin/owner)',
-      bodySchema: schemas.createTeamBody, responseSchema: schemas.createTeamReply, handler: createTeam,
-    },
-    {
+      bodySchema: schemas.createTeamBody, responseSchema: schemas.createTeamReply, authorize: newTeam, handler: createTeam,
+    }),
+    route({
       method: 'post', path: '/api/org/teams/:id/members', auth: 'org', tags: ['teams'], successStatus: 201,
       summary: 'Add an org member to a team or change their team role (admin/owner); 404 for another org\'s team or a user outside the org',
-      bodySchema: schemas.addTeamMemberBody, responseSchema: schemas.addTeamMemberReply, handler: addTeamMember,
-    },
-    {
+      bodySchema: schemas.addTeamMemberBody, responseSchema: schemas.addTeamMemberReply, authorize: onTeam('manage-members'), handler: addTeamMember,
+    }),
+    route({
       method: 'get', path: '/api/org/teams/:id/members', auth: 'org', tags: ['teams'],
       summary: 'Members of a team with their user; 404 for another org\'s team',
-      responseSchema: schemas.teamMembersReply, handler: listMembersOfTeam,
-    },
+      responseSchema: schemas.teamMembersReply, authorize: onTeam('read'), handler: listMembersOfTeam,
+    }),
   ];
 }
 
