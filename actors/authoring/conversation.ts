@@ -101,8 +101,9 @@ export function startConversation(
   return envelope(scope, state, randomUUID(), new Date(ports.now()).toISOString(), ports.key);
 }
 
+/** Reads only the token's signed members (id, startedAt, stateMac): the rest are the client's to show, and not required. */
 export async function answerConversation(
-  scope: ConversationScope, state: BuilderState, token: ConversationToken, answer: Record<string, unknown>, ports: ConversationPorts,
+  scope: ConversationScope, state: BuilderState, token: Pick<ConversationToken, 'id' | 'startedAt' | 'stateMac'>, answer: Record<string, unknown>, ports: ConversationPorts,
 ): Promise<ConversationEnvelope> {
   const expected = macOf(ports.key, scope, token.id, token.startedAt, state);
   if (!sameMac(expected, token.stateMac)) throw refused('state', 'was not issued for this conversation, or was changed in transit');

@@ -3,21 +3,20 @@ import type { Deps } from '../../actors/deps.js';
 import { TroupeError } from '../../ops/kernel/errors.js';
 import type { OrgPrincipal } from '../../actors/identity/principal.js';
 import { changeActorOf } from '../../actors/workflow/change-actor.js';
-import { answerConversation, startConversation, type BuilderState, type ConversationPorts, type ConversationToken, type SynthesisRequest } from '../../actors/authoring/conversation.js';
-import { assertValidPlan, candidateDigest, type CandidatePlan } from '../../actors/authoring/plan.js';
+import { answerConversation, startConversation, type ConversationPorts } from '../../actors/authoring/conversation.js';
+import { assertValidPlan, candidateDigest } from '../../actors/authoring/plan.js';
 import { proposalAddress } from '../../actors/authoring/proposal-actor.js';
 import type { ProposalAppendMsg, ProposalReply } from '../../actors/authoring/proposal-machine.js';
 import { simulate } from '../../actors/authoring/simulation.js';
 import { authoringSnapshot, cardBaseDigestOf } from '../../actors/authoring/snapshot.js';
 import { synthesize } from '../../actors/authoring/synthesis.js';
 import { assertValidCard, cardCandidateDigest, synthesizeAgentCard } from '../../actors/authoring/card-synthesis.js';
-import type { AuthoringTarget } from '../../actors/authoring/rounds.js';
-import type { AgentCardDraft } from '../../schemas/authoring/proposal.js';
 import { projectRoleOf, projectsInOrg } from '../../storage/identity/orgs.js';
 import { findPolicy, listPolicyVersions } from '../../storage/governance/policies.js';
 import { findProposal, listProposals, listProposalVersions } from '../../storage/authoring/proposals.js';
 import * as schemas from '../../schemas/authoring/http.js';
-import type { HttpRequest, Route } from '../types.js';
+import type { Route, RouteAuthorization } from '../types.js';
+import { route } from '../route.js';
 
 /**
  * Authoring helpers (spec 1.3, 2.2, 2.3, 4.1, 4.8; CONTRACT.md "Authoring"; ops/decisions/0011-authoring.md).
@@ -28,20 +27,18 @@ import type { HttpRequest, Route } from '../types.js';
 
 const TAGS = ['authoring'];
 
-function orgPrincipal(req: HttpRequest): OrgPrincipal {
-  const p = req.principal;
-  if (!p || p.kind === 'admin') throw new TroupeError('INTERNAL', 'route reached without an org principal');
-  return p;
-}
+interface InProject { readonly p: OrgPrincipal; readonly projectId: string }
 
 /** The caller and a project of its org that it may read; 404 for a project of another org or none. */
-async function projectOf(req: HttpRequest, deps: Deps): Promise<{ p: OrgPrincipal; projectId: string }> {
-  const p = orgPrincipal(req);
-  const projectId = req.params.projectId ?? '';
-  if (!(await projectsInOrg(deps.db, p.orgId, [projectId])).has(projectId)) throw new TroupeError('NOT_FOUND', 'project not found');
-  await deps.authz.authorize(p, 'read', { type: 'Project', id: projectId, orgId: p.orgId, projectId });
-  return { p, projectId };
-}
+const readProject: RouteAuthorization<Deps, any, InProject> = {
+  async find(req, deps, p) {
+    const projectId = req.params.projectId ?? '';
+    if (!(await projectsInOrg(deps.db, p.orgId, [projectId])).has(projectId)) throw new TroupeError('NOT_FOUND', 'project not found');
+    return { p, projectId };
+  },
+  action: 'read',
+  resource: (_req, p, { projectId }) => ({ type: 'Project', id: projectId, orgId: p.orgId, projectId }),
+};
 
 function conversationPorts(deps: Deps): ConversationPorts {
   return {
@@ -52,37 +49,12 @@ function conversationPorts(deps: Deps): ConversationPorts {
   };
 }
 
-interface ConversationBody {
-  action: 'start' | 'answer';
-  goal?: string;
-  target?: AuthoringTarget;
-  workflowId?: string;
-  agentCardId?: string;
-  state?: BuilderState;
-  answer?: Record<string, unknown>;
-  conversation?: ConversationToken;
-}
-
-interface ApplyBody {
-  target: AuthoringTarget;
-  workflowId?: string;
-  agentCardId?: string;
-  candidateDigest: string;
-  baseDigest: string;
-  vocabularyDigest: string;
-  policyDigest: string;
-  plan?: CandidatePlan;
-  card?: AgentCardDraft;
-  proposalId?: string;
-  proposalVersion?: number;
-}
-
 const stale = (which: string): TroupeError =>
   new TroupeError('CONFLICT', `stale ${which}: it no longer matches the current state; synthesize again`, { stale: which });
 
 export function authoringRoutes(): Route<Deps>[] {
   return [
-    {
+    route({
       method: 'post', path: '/api/projects/:projectId/authoring/conversation', auth: 'org', tags: TAGS,
       summary: 'Advance a builder conversation: `start` {goal, target?, workflowId?, agentCardId?} asks round 1 (a workflow: '
         + 'outcome; target agentCard: role); `answer` {state, answer, conversation} revalidates the signed client-carried '
@@ -90,8 +62,8 @@ export function authoringRoutes(): Route<Deps>[] {
         + 'third answer status is `ready` with the synthesisRequest. A changed, '
         + 'expired, replayed or out-of-order state, a malformed answer, or a fourth round is 400. Never writes.',
       bodySchema: schemas.conversationBody, responseSchema: schemas.conversationReply,
-      async handler(req: HttpRequest<ConversationBody>, deps) {
-        const { p, projectId } = await projectOf(req, deps);
+      authorize: readProject,
+      async handler(req, deps, { found: { p, projectId } }) {
         const scope = { orgId: p.orgId, projectId, caller: changeActorOf(p).label };
         const body = req.body;
         if (body.action === 'start') {
@@ -110,16 +82,16 @@ export function authoringRoutes(): Route<Deps>[] {
         }
         return { body: await answerConversation(scope, body.state!, body.conversation!, body.answer!, conversationPorts(deps)) };
       },
-    },
-    {
+    }),
+    route({
       method: 'post', path: '/api/projects/:projectId/authoring/synthesize', auth: 'org', tags: TAGS,
       summary: 'Synthesize a draft from a synthesis request: clarification questions when something is missing, else a '
         + 'deterministic candidate (same request, same bytes): a plan built from the project vocabulary and valid against '
         + 'the v2 definition schema, or for target agentCard a card valid against the agent-card payload schema; with its '
         + 'candidate, base (workflow or card version), vocabulary and policy digests. Never writes.',
       bodySchema: schemas.synthesizeBody, responseSchema: schemas.synthesizeReply,
-      async handler(req: HttpRequest<{ synthesisRequest: SynthesisRequest }>, deps) {
-        const { p, projectId } = await projectOf(req, deps);
+      authorize: readProject,
+      async handler(req, deps, { found: { p, projectId } }) {
         const request = req.body.synthesisRequest;
         if (request.target === 'agentCard') {
           const agentCardId = request.agentCardId ?? '';
@@ -154,18 +126,19 @@ export function authoringRoutes(): Route<Deps>[] {
           },
         };
       },
-    },
-    {
+    }),
+    route({
       method: 'post', path: '/api/projects/:projectId/authoring/apply', auth: 'org', tags: TAGS, successStatus: 200,
       summary: 'Store a reviewed candidate (a plan, or for target agentCard a card) as an isolated proposal: revalidates it and the candidate, base, '
         + 'vocabulary, policy and proposal-version digests (each stale one is 409 with `details.stale` naming it), then '
         + 'appends an immutable proposal version (1 for a new proposal; pass proposalId and proposalVersion to append). '
         + 'The audit entry commits with the version, so auditPending is false. Runtime workflows and agent cards never change.',
       bodySchema: schemas.applyBody, responseSchema: schemas.applyReply,
-      async handler(req: HttpRequest<ApplyBody>, deps) {
-        const { p, projectId } = await projectOf(req, deps);
+      authorize: readProject,
+      async handler(req, deps, { found: { p, projectId } }) {
         const body = req.body;
         const proposalId = body.proposalId ?? randomUUID();
+        // The second decision, on the proposal the body names (or a new one): the route declares the project's read.
         await deps.authz.authorize(p, 'edit', { type: 'Proposal', id: proposalId, orgId: p.orgId, projectId });
         const workflowId = body.workflowId ?? '';
         const agentCardId = body.agentCardId ?? '';
@@ -193,37 +166,37 @@ export function authoringRoutes(): Route<Deps>[] {
         const reply = await deps.ask<ProposalReply>(proposalAddress(proposalId), msg);
         return { body: { applied: true, target: reply.target, proposalId: reply.proposalId, status: reply.status, version: reply.version, auditPending: false } };
       },
-    },
-    {
+    }),
+    route({
       method: 'get', path: '/api/projects/:projectId/authoring/proposals', auth: 'org', tags: TAGS,
       summary: 'List the project\'s proposals, newest first', querySchema: schemas.listProposalsQuery, responseSchema: schemas.listProposalsReply,
-      async handler(req, deps) {
-        const { p, projectId } = await projectOf(req, deps);
+      authorize: readProject,
+      async handler(req, deps, { found: { p, projectId } }) {
         const limit = Number(req.query.get('limit') ?? 50);
         const offset = Number(req.query.get('offset') ?? 0);
         return { body: { proposals: await listProposals(deps.db, p.orgId, projectId, { limit, offset }) } };
       },
-    },
-    {
+    }),
+    route({
       method: 'get', path: '/api/projects/:projectId/authoring/proposals/:id', auth: 'org', tags: TAGS,
       summary: 'Read a proposal with its immutable versions, newest first; another org\'s or project\'s is 404',
       responseSchema: schemas.proposalReply,
-      async handler(req, deps) {
-        const { p, projectId } = await projectOf(req, deps);
+      authorize: readProject,
+      async handler(req, deps, { found: { p, projectId } }) {
         const proposal = await findProposal(deps.db, p.orgId, projectId, req.params.id ?? '');
         if (!proposal) throw new TroupeError('NOT_FOUND', 'proposal not found');
         return { body: { proposal, versions: await listProposalVersions(deps.db, p.orgId, proposal.id) } };
       },
-    },
-    {
+    }),
+    route({
       method: 'post', path: '/api/projects/:projectId/authoring/simulate', auth: 'org', tags: TAGS,
       summary: 'Simulate a canvas against one exact policy revision joined with the default set: each node is resolved '
         + 'from the vocabulary and asked of Cedar as the caller (agent: dispatch on Session; approval: operate on '
         + 'ApprovalGate; condition, loop, wait: operate on WorkflowRun; the resource id is the nodeKey). Unknown nodes, '
         + 'tools with no palette match, no permitting policy and evaluation errors deny. Over 200 nodes is 413. Read-only.',
       bodySchema: schemas.simulateBody, responseSchema: schemas.simulateReply,
-      async handler(req: HttpRequest<{ policyId: string; policyVersion: number; plan: CandidatePlan }>, deps) {
-        const { p, projectId } = await projectOf(req, deps);
+      authorize: readProject,
+      async handler(req, deps, { found: { p, projectId } }) {
         const { policyId, policyVersion, plan } = req.body;
         const policy = await findPolicy(deps.db, p.orgId, policyId);
         // A policy of another project is not part of this project's policy set: as absent as another org's.
@@ -238,6 +211,6 @@ export function authoringRoutes(): Route<Deps>[] {
         });
         return { body: { decision: result.decision, policy: { id: policy.id, version: revision.version }, nodes: result.nodes } };
       },
-    },
+    }),
   ];
 }

@@ -4,8 +4,9 @@ import { roleAtLeast, type OrgPrincipal } from '../../actors/identity/principal.
 import { credentialServices } from '../../actors/credentials/rotation.js';
 import { upsertCredential } from '../../storage/credentials/credentials.js';
 import { credentialKind, credentialReply, putCredentialBody, rotateBody, rotateReply } from '../../schemas/daemon-extras/bodies.js';
-import { orgPrincipal, requesterOf } from '../principal.js';
+import { assertOwnOrg, orgPrincipal, requesterOf } from '../principal.js';
 import type { Route } from '../types.js';
+import { route } from '../route.js';
 
 /**
  * Credentials (CONTRACT "Credentials", spec 4.2, decision 0012): an admin stores a credential through a provider
@@ -36,14 +37,15 @@ async function mayRotate(deps: Deps, p: OrgPrincipal, kind: string): Promise<voi
       if (!roleAtLeast(p.orgRole, 'admin')) throw new TroupeError('AUTH_FORBIDDEN', 'rotating credentials takes an org admin or owner');
       return;
     default:
-      // Machine tokens are not named by the spec; they act by scope like everywhere else (admin scope).
+      // Machine tokens are not named by the spec; they act by scope like everywhere else (admin scope). Cedar is
+      // asked here, not declared on the route, because only this kind of caller is decided by it.
       await deps.authz.authorize(p, 'manage-credentials', { type: 'Credential', id: kind, orgId: p.orgId });
   }
 }
 
 export function credentialRoutes(): Route<Deps>[] {
   return [
-    {
+    route({
       method: 'put',
       path: '/api/org/:orgId/credentials/:kind',
       auth: 'org',
@@ -51,13 +53,19 @@ export function credentialRoutes(): Route<Deps>[] {
       tags: ['credentials'],
       bodySchema: putCredentialBody,
       responseSchema: credentialReply,
-      async handler(req, deps) {
+      authorize: {
+        async find(req, _deps, p) {
+          assertOwnOrg(req, p);
+          const kind = req.params.kind ?? '';
+          if (!kindPattern.test(kind)) throw new TroupeError('VALIDATION_FAILED', 'kind must match ' + credentialKind.pattern, { field: 'kind' });
+          return kind;
+        },
+        action: 'manage-credentials',
+        resource: (_req, p, kind) => ({ type: 'Credential', id: kind, orgId: p.orgId }),
+      },
+      async handler(req, deps, { found: kind }) {
         const p = orgPrincipal(req);
-        if (req.params.orgId !== p.orgId) throw new TroupeError('TENANT_MISMATCH');
-        const kind = req.params.kind ?? '';
-        if (!kindPattern.test(kind)) throw new TroupeError('VALIDATION_FAILED', 'kind must match ' + credentialKind.pattern, { field: 'kind' });
-        await deps.authz.authorize(p, 'manage-credentials', { type: 'Credential', id: kind, orgId: p.orgId });
-        const body = req.body as { provider: string; value: unknown };
+        const body = req.body;
         const services = credentialServices(deps);
         if (!services.providers.ids.includes(body.provider)) {
           throw new TroupeError('VALIDATION_FAILED', `provider must be one of: ${services.providers.ids.join(', ')}`, { field: 'provider' });
@@ -73,8 +81,8 @@ export function credentialRoutes(): Route<Deps>[] {
         });
         return { body: { orgId: p.orgId, kind, provider: body.provider, updatedAt: new Date(at).toISOString() } };
       },
-    },
-    {
+    }),
+    route({
       method: 'post',
       path: '/api/daemon/credentials/rotate',
       auth: 'org',
@@ -84,7 +92,7 @@ export function credentialRoutes(): Route<Deps>[] {
       responseSchema: rotateReply,
       async handler(req, deps) {
         const p = orgPrincipal(req);
-        const body = req.body as { orgId: string; kind: string };
+        const body = req.body;
         // The cross-tenant guard comes first: a foreign orgId learns nothing about roles or credentials.
         if (body.orgId !== p.orgId) throw new TroupeError('TENANT_MISMATCH');
         await mayRotate(deps, p, body.kind);
@@ -95,8 +103,8 @@ export function credentialRoutes(): Route<Deps>[] {
         });
         return { body: result };
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: '/api/daemon/credentials/stream',
       auth: 'runtime',
@@ -127,6 +135,6 @@ export function credentialRoutes(): Route<Deps>[] {
           },
         };
       },
-    },
+    }),
   ];
 }

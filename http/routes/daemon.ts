@@ -14,6 +14,7 @@ import { pollForWorker } from '../../storage/sessions/queries.js';
 import { enqueueMutationBody, heartbeatBody, mutationViewSchema, offeredSessionSchema, pollBody, registerBody } from '../../schemas/sessions/daemon.js';
 import { orgPrincipal, requesterOf } from '../principal.js';
 import type { HttpRequest, Route } from '../types.js';
+import { route } from '../route.js';
 
 /**
  * The daemon protocol (spec 4.2, decision 0007): registration by registration token, heartbeats that deliver
@@ -85,7 +86,7 @@ const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
 
 export function daemonRoutes(): Route<Deps>[] {
   return [
-    {
+    route({
       method: 'post',
       path: '/v1/daemon/register',
       auth: 'none',
@@ -100,7 +101,7 @@ export function daemonRoutes(): Route<Deps>[] {
         },
       },
       async handler(req, deps) {
-        const body = req.body as { registrationToken: string; hostname: string; maxAgents: number };
+        const body = req.body;
         const parsed = parseSecret(registrationTokenPrefix, body.registrationToken);
         if (!parsed) throw new TroupeError('AUTH_INVALID', 'registration token is invalid or revoked');
         const candidates = await registrationTokensByPrefix(deps.db, parsed.lookupPrefix);
@@ -126,8 +127,8 @@ export function daemonRoutes(): Route<Deps>[] {
           body: { workerId, runtimeJwt: token, heartbeatIntervalSeconds, pollIntervalSeconds: POLL_INTERVAL_SECONDS },
         };
       },
-    },
-    {
+    }),
+    route({
       method: 'post',
       path: '/v1/daemon/heartbeat',
       auth: 'runtime',
@@ -139,8 +140,7 @@ export function daemonRoutes(): Route<Deps>[] {
         properties: { ok: { const: true }, mutations: { type: 'array', items: mutationViewSchema }, runtimeJwt: { type: 'string' } },
       },
       async handler(req, deps) {
-        const body = req.body as { workerId: string };
-        const p = runtimePrincipal(req, body.workerId);
+        const p = runtimePrincipal(req, req.body.workerId);
         const svc = daemonServices(deps);
         const now = deps.clock.now();
         svc.liveness.record(p.workerId, now);
@@ -154,8 +154,8 @@ export function daemonRoutes(): Route<Deps>[] {
         });
         return { body: { ok: true, mutations: delivered?.mutations ?? [], runtimeJwt: token } };
       },
-    },
-    {
+    }),
+    route({
       method: 'post',
       path: '/v1/daemon/poll',
       auth: 'runtime',
@@ -164,14 +164,14 @@ export function daemonRoutes(): Route<Deps>[] {
       bodySchema: pollBody,
       responseSchema: { type: 'object', required: ['sessions'], properties: { sessions: { type: 'array', items: offeredSessionSchema } } },
       async handler(req, deps) {
-        const body = req.body as { workerId: string; capacity: number };
+        const body = req.body;
         const p = runtimePrincipal(req, body.workerId);
         const now = deps.clock.now();
         daemonServices(deps).liveness.record(p.workerId, now);
         return { body: { sessions: await pollForWorker(deps.db, p.orgId, p.projectIds, p.workerId, body.capacity, now) } };
       },
-    },
-    {
+    }),
+    route({
       method: 'post',
       path: '/api/sessions/:id/step-heartbeat',
       // Authenticated inside: an authentication failure must be swallowed, which the edge would not do.
@@ -191,7 +191,7 @@ export function daemonRoutes(): Route<Deps>[] {
           } catch {
             principal = undefined;
           }
-          const workerId = (req.body as { workerId: string }).workerId;
+          const workerId = req.body.workerId;
           if (principal?.kind !== 'runtime' || principal.workerId !== workerId) {
             svc.stepHeartbeatsSwallowed.inc({ reason: 'auth' });
           } else if (!publicIdPattern.test(sessionId)) {
@@ -208,8 +208,8 @@ export function daemonRoutes(): Route<Deps>[] {
         }
         return { body: { ok: true } };
       },
-    },
-    {
+    }),
+    route({
       method: 'post',
       path: '/api/daemon/mutations',
       auth: 'org',
@@ -218,10 +218,11 @@ export function daemonRoutes(): Route<Deps>[] {
       bodySchema: enqueueMutationBody,
       successStatus: 201,
       responseSchema: { type: 'object', required: ['mutation'], properties: { mutation: mutationViewSchema } },
+      // Cedar is asked before the host is looked up (an unknown host is 404 only to those allowed to enqueue).
+      authorize: { action: 'enqueue-mutation', resource: (req, p) => ({ type: 'DaemonHost', id: req.body.workerHostId, orgId: p.orgId }) },
       async handler(req, deps) {
         const p = orgPrincipal(req);
-        const body = req.body as { workerHostId: string; op: string; params: Record<string, unknown> };
-        await deps.authz.authorize(p, 'enqueue-mutation', { type: 'DaemonHost', id: body.workerHostId, orgId: p.orgId });
+        const body = req.body;
         if (!uuidPattern.test(body.workerHostId) || !await workerInOrg(deps.db, p.orgId, body.workerHostId)) {
           throw new TroupeError('NOT_FOUND', 'daemon host not found', { field: 'workerHostId' });
         }
@@ -238,8 +239,8 @@ export function daemonRoutes(): Route<Deps>[] {
         daemonServices(deps).notePending(body.workerHostId, reply.pendingCount);
         return { status: 201, body: { mutation: reply.mutation } };
       },
-    },
-    {
+    }),
+    route({
       method: 'post',
       path: '/api/daemon/mutations/:id/cancel',
       auth: 'org',
@@ -247,13 +248,19 @@ export function daemonRoutes(): Route<Deps>[] {
       tags: ['daemon'],
       bodyKind: 'none',
       responseSchema: { type: 'object', required: ['mutation'], properties: { mutation: mutationViewSchema } },
-      async handler(req, deps) {
-        const p = orgPrincipal(req);
+      authorize: {
+        async find(req, deps, p) {
+          const id = req.params.id ?? '';
+          const found = uuidPattern.test(id) ? await findMutation(deps.db, p.orgId, id) : undefined;
+          if (!found) throw new TroupeError('NOT_FOUND', 'mutation not found');
+          return found;
+        },
+        action: 'enqueue-mutation',
+        resource: (req, p) => ({ type: 'Mutation', id: req.params.id ?? '', orgId: p.orgId }),
+      },
+      async handler(req, deps, { found }) {
         const id = req.params.id ?? '';
-        const found = uuidPattern.test(id) ? await findMutation(deps.db, p.orgId, id) : undefined;
-        if (!found) throw new TroupeError('NOT_FOUND', 'mutation not found');
         const workerHostId = found.workerHostId as string;
-        await deps.authz.authorize(p, 'enqueue-mutation', { type: 'Mutation', id, orgId: p.orgId });
         if (found.status !== 'pending') throw new TroupeError('CONFLICT', `the mutation is already ${String(found.status)}`);
         // Through the actor: a heartbeat delivering it at the same moment is ordered against this, one wins.
         const reply = await deps.ask<DaemonHostReply>(daemonHostAddress(workerHostId), { type: 'daemonHost.cancel', mutationId: id });
@@ -261,8 +268,8 @@ export function daemonRoutes(): Route<Deps>[] {
         daemonServices(deps).notePending(workerHostId, reply.pendingCount);
         return { body: { mutation: reply.mutation } };
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: '/api/daemon/mutations',
       auth: 'org',
@@ -270,15 +277,16 @@ export function daemonRoutes(): Route<Deps>[] {
       tags: ['daemon'],
       querySchema: { type: 'object', required: ['workerHostId'], properties: { workerHostId: { type: 'string', minLength: 1, maxLength: 64 } } },
       responseSchema: { type: 'object', required: ['mutations'], properties: { mutations: { type: 'array', items: mutationViewSchema } } },
+      // Cedar is asked before the host is looked up, as for enqueueing.
+      authorize: { action: 'read', resource: (req, p) => ({ type: 'DaemonHost', id: req.query.get('workerHostId')!, orgId: p.orgId }) },
       async handler(req, deps) {
         const p = orgPrincipal(req);
         const workerHostId = req.query.get('workerHostId')!;
-        await deps.authz.authorize(p, 'read', { type: 'DaemonHost', id: workerHostId, orgId: p.orgId });
         if (!uuidPattern.test(workerHostId) || !await workerInOrg(deps.db, p.orgId, workerHostId)) {
           throw new TroupeError('NOT_FOUND', 'daemon host not found');
         }
         return { body: { mutations: await mutationHistory(deps.db, p.orgId, workerHostId) } };
       },
-    },
+    }),
   ];
 }

@@ -18,7 +18,7 @@ import { findLoginByEmail, findOrgMember } from '../../storage/identity/users.js
 import { findApiKey } from '../../storage/identity/credentials.js';
 import { revokeUserToken } from '../../storage/identity/revoked-user-tokens.js';
 import { findTeam, insertTeam, listTeamMembers, upsertTeamMember } from '../../storage/identity/teams.js';
-import { isUuid, type TeamRole, type UserRecord } from '../../storage/identity/rows.js';
+import { isUuid, type UserRecord } from '../../storage/identity/rows.js';
 import * as schemas from '../../schemas/identity/http.js';
 import { auditTrail } from './audit-trail.js';
 import { assertOwnOrg, orgPrincipal, requesterOf } from '../principal.js';

@@ -2,7 +2,8 @@ import type { Deps } from '../../actors/deps.js';
 import { TroupeError } from '../../ops/kernel/errors.js';
 import type { Principal } from '../../actors/identity/principal.js';
 import { beginAuthorization, completeAuthorization, isOAuthProvider, type OAuthProvider } from '../../actors/integrations/oauth/index.js';
-import type { HttpRequest, Route } from '../types.js';
+import type { HttpRequest, Route, RouteAuthorization } from '../types.js';
+import { route } from '../route.js';
 
 /**
  * Integration OAuth (CONTRACT "Integration OAuth"). Both ends take a human credential (session cookie or user
@@ -33,14 +34,19 @@ const callbackReply = {
   },
 } as const;
 
-async function connectingUser(req: HttpRequest, deps: Deps): Promise<{ orgId: string; userId: string; provider: OAuthProvider }> {
-  const p: Principal | undefined = req.principal;
-  if (!p || p.kind !== 'user') throw new TroupeError('AUTH_HUMAN_ONLY', 'an integration is connected by a user');
-  const provider = req.params.provider ?? '';
-  if (!isOAuthProvider(provider)) throw new TroupeError('NOT_FOUND', 'unknown OAuth provider');
-  await deps.authz.authorize(p, 'manage-credentials', { type: 'Integration', id: provider, orgId: p.orgId });
-  return { orgId: p.orgId, userId: p.userId, provider };
-}
+interface ConnectingUser { readonly orgId: string; readonly userId: string; readonly provider: OAuthProvider }
+
+/** The user connecting, and a provider we know (404 otherwise); manage-credentials on that provider's integration. */
+const connectingUser: RouteAuthorization<Deps, any, ConnectingUser> = {
+  async find(req, _deps, p: Principal) {
+    if (p.kind !== 'user') throw new TroupeError('AUTH_HUMAN_ONLY', 'an integration is connected by a user');
+    const provider = req.params.provider ?? '';
+    if (!isOAuthProvider(provider)) throw new TroupeError('NOT_FOUND', 'unknown OAuth provider');
+    return { orgId: p.orgId, userId: p.userId, provider };
+  },
+  action: 'manage-credentials',
+  resource: (_req, _p, who) => ({ type: 'Integration', id: who.provider, orgId: who.orgId }),
+};
 
 function redirectUriFor(req: HttpRequest, deps: Deps, provider: OAuthProvider): string {
   const path = `/api/integrations/${provider}/oauth/callback`;
@@ -56,27 +62,27 @@ function redirectUriFor(req: HttpRequest, deps: Deps, provider: OAuthProvider): 
 
 export function integrationOAuthRoutes(): Route<Deps>[] {
   return [
-    {
+    route({
       method: 'post', path: '/api/integrations/:provider/oauth/authorize', auth: 'human', tags: ['integrations'],
       summary: 'Start connecting a provider (linear, github, sentry) over OAuth with PKCE: the URL to send the browser to, and its single-use state (admin/owner)',
       responseSchema: authorizeReply,
-      async handler(req, deps) {
-        const who = await connectingUser(req, deps);
+      authorize: connectingUser,
+      async handler(req, deps, { found: who }) {
         return { body: await beginAuthorization(deps, { ...who, redirectUri: redirectUriFor(req, deps, who.provider) }) };
       },
-    },
-    {
+    }),
+    route({
       method: 'get', path: '/api/integrations/:provider/oauth/callback', auth: 'human', tags: ['integrations'],
       summary: "Finish a provider connection: the state must be this user's, unused and unexpired; the code is exchanged at the provider's token endpoint and the tokens stored encrypted",
       querySchema: callbackQuery, responseSchema: callbackReply,
-      async handler(req, deps) {
-        const who = await connectingUser(req, deps);
+      authorize: connectingUser,
+      async handler(req, deps, { found: who }) {
         return {
           body: await completeAuthorization(deps, {
             ...who, state: req.query.get('state') ?? '', code: req.query.get('code') ?? undefined, providerError: req.query.get('error') ?? undefined,
           }),
         };
       },
-    },
+    }),
   ];
 }

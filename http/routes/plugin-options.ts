@@ -5,6 +5,7 @@ import { upsertOptionSnapshots, type OptionSnapshot } from '../../storage/plugin
 import { MAX_OPTIONS_BYTES, optionsSnapshotBody, optionsSnapshotReply } from '../../schemas/daemon-extras/bodies.js';
 import { orgPrincipal, requesterOf } from '../principal.js';
 import type { Route } from '../types.js';
+import { route } from '../route.js';
 
 /**
  * Plugin option snapshots (spec 4.2, decision 0012): a daemon (or an operator's tool) reports the option
@@ -39,7 +40,7 @@ export function screenSnapshots(entries: readonly unknown[]): { snapshots: Optio
 
 export function pluginOptionRoutes(): Route<Deps>[] {
   return [
-    {
+    route({
       method: 'post',
       path: '/api/daemon/options/snapshot',
       auth: 'any',
@@ -49,14 +50,15 @@ export function pluginOptionRoutes(): Route<Deps>[] {
       responseSchema: optionsSnapshotReply,
       async handler(req, deps) {
         const p = orgPrincipal(req);
-        const body = req.body as { orgId: string; projectId: string; snapshots: unknown[] };
+        const body = req.body;
         if (body.orgId !== p.orgId) throw new TroupeError('TENANT_MISMATCH');
         const projectRefused = new TroupeError('AUTH_FORBIDDEN', 'projectId is outside the caller\'s project boundary', { field: 'projectId' });
         if (!uuidPattern.test(body.projectId)) throw projectRefused;
         if (p.kind === 'runtime' && !p.projectIds.includes(body.projectId)) throw projectRefused;
         if (!(await projectsInOrg(deps.db, p.orgId, [body.projectId])).has(body.projectId)) throw projectRefused;
         if (p.kind !== 'runtime') {
-          // Humans and keys write option metadata as project operators (member, editor, write scope and up).
+          // Humans and keys write option metadata as project operators (member, editor, write scope and up). Asked
+          // here, not declared on the route: a worker's project boundary is its token's claim, and Cedar is not asked.
           await deps.authz.authorize(p, 'operate', { type: 'Project', id: body.projectId, orgId: p.orgId, projectId: body.projectId });
         }
         const { snapshots, skipped } = screenSnapshots(body.snapshots);
@@ -65,6 +67,6 @@ export function pluginOptionRoutes(): Route<Deps>[] {
         }, snapshots);
         return { body: { ok: true, upserted, skipped } };
       },
-    },
+    }),
   ];
 }

@@ -8,7 +8,8 @@ import { publicIdPattern } from '../../actors/session/index.js';
 import { sessionScope } from '../../storage/sessions/queries.js';
 import type { OrgPrincipal } from '../../schemas/identity/principal.js';
 import { interviewDeltaEventSchema, sessionStatusEventSchema, streamResetEvent } from '../../schemas/sessions/stream-events.js';
-import type { SseStream, Route } from '../types.js';
+import type { SseStream, Route, RouteAuthorization } from '../types.js';
+import { route } from '../route.js';
 
 /**
  * Live streams (decision 0012): interview token deltas in and out, and the org's session events. Every stream is
@@ -48,14 +49,20 @@ function interviewId(raw: string | undefined): string {
  * worker registered for other projects may neither write into it nor read it, and a project role applies as on
  * the session itself. Any other interview id is org-wide.
  */
-async function authorizeInterview(deps: Deps, p: OrgPrincipal, action: 'read' | 'report', id: string): Promise<void> {
-  const scope = publicIdPattern.test(id) ? await sessionScope(deps.db, p.orgId, id) : undefined;
-  await deps.authz.authorize(p, action, scope ? { type: 'Session', id, orgId: p.orgId, projectId: scope.projectId } : { type: 'Session', id: '*', orgId: p.orgId });
-}
+const onInterview = (action: 'read' | 'report'): RouteAuthorization<Deps, any, { id: string; projectId: string | undefined }> => ({
+  async find(req, deps, p) {
+    const id = interviewId(req.params.id);
+    const scope = publicIdPattern.test(id) ? await sessionScope(deps.db, p.orgId, id) : undefined;
+    return { id, projectId: scope?.projectId };
+  },
+  action,
+  resource: (_req, p: OrgPrincipal, { id, projectId }) =>
+    projectId !== undefined ? { type: 'Session', id, orgId: p.orgId, projectId } : { type: 'Session', id: '*', orgId: p.orgId },
+});
 
 export function streamRoutes(): Route<Deps>[] {
   return [
-    {
+    route({
       method: 'post',
       path: '/api/interview/:id/deltas',
       auth: 'runtime',
@@ -64,16 +71,15 @@ export function streamRoutes(): Route<Deps>[] {
       bodySchema: interviewDeltasBody,
       responseSchema: interviewDeltasReply,
       successStatus: 202,
-      async handler(req, deps) {
+      authorize: onInterview('report'),
+      async handler(req, deps, { found: { id } }) {
         const p = orgPrincipal(req);
-        const id = interviewId(req.params.id);
-        await authorizeInterview(deps, p, 'report', id);
-        const tokens = (req.body as { tokens: string[] }).tokens;
+        const tokens = req.body.tokens;
         interviewBatcher(deps).add(p.orgId, id, tokens);
         return { status: 202, body: { ok: true, accepted: tokens.length } };
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: '/api/interview/:id/stream',
       auth: 'any',
@@ -81,10 +87,9 @@ export function streamRoutes(): Route<Deps>[] {
       summary: 'Interview token deltas (SSE): `interview.delta` frames {interviewId, seq, tokens, at} in order; `Last-Event-ID` resumes',
       sseEvents: { 'interview.delta': { schemaName: 'InterviewDeltaEvent', schema: interviewDeltaEventSchema }, ...streamResetEvent },
       tags: ['interview', 'streams'],
-      async handler(req, deps) {
+      authorize: onInterview('read'),
+      async handler(req, deps, { found: { id } }) {
         const p = orgPrincipal(req);
-        const id = interviewId(req.params.id);
-        await authorizeInterview(deps, p, 'read', id);
         const streams = nodeStreams(deps);
         await streams.ready();
         const channel = interviewChannel(p.orgId, id);
@@ -95,8 +100,8 @@ export function streamRoutes(): Route<Deps>[] {
           },
         };
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: '/api/sessions/events',
       auth: 'org',
@@ -105,9 +110,9 @@ export function streamRoutes(): Route<Deps>[] {
       sseEvents: { 'session.status': { schemaName: 'SessionStatusEvent', schema: sessionStatusEventSchema }, ...streamResetEvent },
       tags: ['sessions', 'streams'],
       querySchema: { type: 'object', additionalProperties: false, properties: { projectId: { type: 'string', maxLength: 64 } } },
+      authorize: { action: 'read', resource: (_req, p) => ({ type: 'Session', id: '*', orgId: p.orgId }) },
       async handler(req, deps) {
         const p = orgPrincipal(req);
-        await deps.authz.authorize(p, 'read', { type: 'Session', id: '*', orgId: p.orgId });
         const projectId = req.query.get('projectId') ?? undefined;
         if (projectId !== undefined && !uuidPattern.test(projectId)) {
           throw new TroupeError('HTTP_BAD_QUERY', 'projectId must be a UUID', { field: 'projectId' });
@@ -122,6 +127,6 @@ export function streamRoutes(): Route<Deps>[] {
           },
         };
       },
-    },
+    }),
   ];
 }
