@@ -1,9 +1,9 @@
 import type { Deps } from '../../actors/deps.js';
-import type { DeadLetterSelection } from '../../transport/port.js';
 import type { Route } from '../types.js';
+import { route } from '../route.js';
 
 /** Message ids as the transports make them, a digest for unreadable ones, or another publisher's printable id. */
-const deadLetterId = { type: 'string', minLength: 1, maxLength: 200, pattern: '^[\\x21-\\x7e]+$' };
+const deadLetterId = { type: 'string', minLength: 1, maxLength: 200, pattern: '^[\\x21-\\x7e]+$' } as const;
 
 const deadLetterSchema = {
   type: 'object',
@@ -38,7 +38,7 @@ const selectionSchema = {
     { required: ['ids'], properties: { ids: { type: 'array', minItems: 1, maxItems: 1000, uniqueItems: true, items: deadLetterId } }, additionalProperties: false },
     { required: ['all'], properties: { all: { const: true } }, additionalProperties: false },
   ],
-};
+} as const;
 
 const outcomeSchema = {
   type: 'object',
@@ -67,17 +67,17 @@ export function deadLetterRoutes(): Route<Deps>[] {
         return { body: await deps.transport.deadLetters.list(limit === null ? 50 : Number(limit)) };
       },
     },
-    {
+    route({
       method: 'post', path: '/api/admin/dead-letters/replay', auth: 'admin', tags: ['operations'],
       summary: 'Send dead letters again to their addresses, as tells with a fresh time to live (`{ids}` or `{all: true}`); unreadable ones are left for purge',
       bodySchema: selectionSchema, responseSchema: outcomeSchema,
-      handler: async (req, deps) => ({ body: await deps.transport.deadLetters.replay(req.body as DeadLetterSelection) }),
-    },
-    {
+      handler: async (req, deps) => ({ body: await deps.transport.deadLetters.replay(req.body) }),
+    }),
+    route({
       method: 'post', path: '/api/admin/dead-letters/purge', auth: 'admin', tags: ['operations'],
       summary: 'Remove dead letters for good (`{ids}` or `{all: true}`)',
       bodySchema: selectionSchema, responseSchema: outcomeSchema,
-      handler: async (req, deps) => ({ body: await deps.transport.deadLetters.purge(req.body as DeadLetterSelection) }),
-    },
+      handler: async (req, deps) => ({ body: await deps.transport.deadLetters.purge(req.body) }),
+    }),
   ];
 }

@@ -15,6 +15,7 @@ import {
   rotateM2mClientReply,
 } from '../../schemas/integrations/oauth.js';
 import type { HttpRequest, Reply, Route } from '../types.js';
+import type { BodyOf } from '../route.js';
 
 /**
  * Operating machine clients (platform admin; decision 0017): rotate a secret with an overlap, revoke a client, and
@@ -36,7 +37,7 @@ function clientView(client: M2mClientDetail, now: number) {
   };
 }
 
-export async function rotateClientSecret(req: HttpRequest<{ overlapSeconds?: number }>, deps: Deps): Promise<Reply> {
+export async function rotateClientSecret(req: HttpRequest<BodyOf<typeof rotateM2mClientBody>>, deps: Deps): Promise<Reply> {
   const clientId = req.params.clientId ?? '';
   const overlapSeconds = req.body.overlapSeconds ?? DEFAULT_ROTATION_OVERLAP_SECONDS;
   const at = new Date(deps.clock.now());

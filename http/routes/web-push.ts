@@ -6,6 +6,7 @@ import { OutboundRefused } from '../../actors/integrations/outbound/index.js';
 import { publicKeyReply, subscribeBody, subscribeReply, testSendBody, testSendReply, unsubscribeBody, unsubscribeReply } from '../../schemas/agents/web-push.js';
 import { deleteSubscription, upsertSubscription } from '../../storage/integrations/web-push.js';
 import type { HttpRequest, Route } from '../types.js';
+import { route } from '../route.js';
 
 /**
  * Web push (decision 0015). Subscriptions belong to a user, so subscribe, unsubscribe and the test send take a user
@@ -73,25 +74,25 @@ export function webPushRoutes(): Route<Deps>[] {
       },
       successStatus: 201,
     },
-    {
+    route({
       method: 'delete', path: '/api/notifications/web-push/subscribe', auth: 'human', tags: ['notifications'], bodyKind: 'json',
       summary: 'Remove the authenticated user\'s subscription for an endpoint', bodySchema: unsubscribeBody, responseSchema: unsubscribeReply,
-      async handler(req: HttpRequest<{ endpoint: string }>, deps) {
+      async handler(req, deps) {
         const u = user(req);
         const removed = await deleteSubscription(deps.db, u.orgId, u.userId, req.body.endpoint);
         if (!removed) throw new TroupeError('NOT_FOUND', 'no such subscription');
         return { body: { removed: true } };
       },
-    },
-    {
+    }),
+    route({
       method: 'post', path: '/api/notifications/web-push/test', auth: 'human', tags: ['notifications'],
       summary: 'Send a test notification to every browser the user subscribed', bodySchema: testSendBody, responseSchema: testSendReply,
-      async handler(req: HttpRequest<{ title?: string; body?: string }>, deps) {
+      async handler(req, deps) {
         const u = user(req);
         if (!vapidKeys(deps)) throw new TroupeError('CONFLICT', 'web push is not configured on this deployment');
         const outcome = await notifyUser(deps, u.orgId, u.userId, { title: req.body.title ?? 'Troupe', body: req.body.body ?? 'Test notification', tag: 'test' });
         return { body: outcome };
       },
-    },
+    }),
   ];
 }

@@ -8,6 +8,7 @@ import { sessionScope } from '../../storage/sessions/queries.js';
 import { appendSessionOutput, MAX_OUTPUT_TAIL_BYTES, sessionsHeldBy } from '../../storage/sessions/output.js';
 import { orgPrincipal } from '../principal.js';
 import type { HttpRequest, Route } from '../types.js';
+import { route } from '../route.js';
 
 /**
  * What `troupe worker` needs beyond the daemon protocol of spec 4.2 (decisions 0021 and 0022): a stream on which
@@ -125,7 +126,7 @@ export function workerProtocolRoutes(): Route<Deps>[] {
         return { body: { sessions: await sessionsHeldBy(deps.db, p.orgId, p.workerId) } };
       },
     },
-    {
+    route({
       method: 'post',
       path: '/api/sessions/:id/output',
       auth: 'runtime',
@@ -150,7 +151,7 @@ export function workerProtocolRoutes(): Route<Deps>[] {
       },
       async handler(req, deps) {
         const p = runtimeCaller(req);
-        const body = req.body as { workerId: string; chunks: string[] };
+        const body = req.body;
         if (body.workerId !== p.workerId) throw new TroupeError('AUTH_FORBIDDEN', 'workerId does not match the runtime token');
         const id = req.params.id ?? '';
         const scope = publicIdPattern.test(id) ? await sessionScope(deps.db, p.orgId, id) : undefined;
@@ -163,6 +164,6 @@ export function workerProtocolRoutes(): Route<Deps>[] {
         daemonServices(deps).liveness.record(p.workerId, now);
         return { status: 202, body: { ok: true, accepted: body.chunks.length, ...appended } };
       },
-    },
+    }),
   ];
 }
