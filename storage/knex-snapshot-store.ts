@@ -2,7 +2,8 @@ import type { Knex } from 'knex';
 import { TroupeError } from '../ops/kernel/errors.js';
 import type { Projection, Snapshot, SnapshotStore, SqlProjection } from './snapshot-store.js';
 import { CommitGroups, type CommitGroupOptions, type WriteOutcome } from './commit-group.js';
-import { acquireSqlConnection } from './sql-tx.js';
+import { acquireSqlConnection, type SqlTx } from './sql-tx.js';
+import { TransitionStatement } from './transition-statement.js';
 import { dbKind } from './db.js';
 import { withStorageErrors } from './storage-errors.js';
 
@@ -22,6 +23,8 @@ import { withStorageErrors } from './storage-errors.js';
 export const MAX_ADDRESS_BYTES = 1024;
 
 const TABLE = 'actor_snapshots';
+const INSERT_SNAPSHOT = 'insert into actor_snapshots (address, kind, version, state) values ($1, $2, $3, $4) on conflict (address) do nothing returning version';
+const UPDATE_SNAPSHOT = 'update actor_snapshots set version = $1, state = $2, updated_at = current_timestamp where address = $3 and version = $4 returning version';
 
 interface SnapshotRow {
   address: string;
@@ -84,19 +87,26 @@ export class KnexSnapshotStore implements SnapshotStore {
   /**
    * The same write in plain SQL, the projection on the same connection (decision 0045), committed with the other
    * saves waiting at that moment (decision 0045, second part). A stale version declines: it wrote nothing, the group goes on.
+   * A projection in statement form rides in the snapshot's own statement (decision 0055).
    */
   private saveInSql(address: string, expectedVersion: number, json: string, project: SqlProjection): Promise<number> {
     const nextVersion = expectedVersion + 1;
+    const [snapshotSql, snapshotValues] = expectedVersion === 0
+      ? [INSERT_SNAPSHOT, [address, kindOf(address), nextVersion, json]]
+      : [UPDATE_SNAPSHOT, [nextVersion, json, address, expectedVersion]];
+    if ('statement' in project) {
+      const statement = new TransitionStatement(snapshotSql, snapshotValues);
+      const followUp = project.statement(statement);
+      const write = async (tx: SqlTx): Promise<WriteOutcome<number>> => {
+        const { version, returned } = await statement.run(tx);
+        if (version === undefined) return { ok: false, error: stale(address, expectedVersion) };
+        if (followUp !== undefined) await followUp(tx, returned);
+        return { ok: true, value: nextVersion };
+      };
+      return this.groups.run(address, write, followUp === undefined);
+    }
     return this.groups.run(address, async (tx): Promise<WriteOutcome<number>> => {
-      const written = expectedVersion === 0
-        ? await tx.query(
-          'insert into actor_snapshots (address, kind, version, state) values ($1, $2, $3, $4) on conflict (address) do nothing returning version',
-          [address, kindOf(address), nextVersion, json],
-        )
-        : await tx.query(
-          'update actor_snapshots set version = $1, state = $2, updated_at = current_timestamp where address = $3 and version = $4 returning version',
-          [nextVersion, json, address, expectedVersion],
-        );
+      const written = await tx.query(snapshotSql, snapshotValues);
       if (written.rows.length === 0) return { ok: false, error: stale(address, expectedVersion) };
       await project.sql(tx);
       return { ok: true, value: nextVersion };

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { SqlTx } from './sql-tx.js';
+import type { FollowUp, TransitionStatement } from './transition-statement.js';
 
 /**
  * Durable actor state, one row per actor address, fenced by an optimistic version.
@@ -25,9 +26,14 @@ export type KnexProjection = (trx: Knex.Transaction) => Promise<void>;
  * The same in plain SQL (./sql-tx.ts), for the hot kinds (decision 0045): the store then writes the snapshot and
  * runs the projection without knex.
  */
-export interface SqlProjection {
-  readonly sql: (tx: SqlTx) => Promise<void>;
-}
+export type SqlProjection =
+  | { readonly sql: (tx: SqlTx) => Promise<void> }
+  /**
+   * The hottest kind's (decision 0055): the projection adds its writes to the snapshot's own statement
+   * (./transition-statement.ts) and returns what has to follow it, if anything. A transition with no follow-up is one
+   * statement, which commits on its own when no other write shares its transaction.
+   */
+  | { readonly statement: (statement: TransitionStatement) => FollowUp | undefined };
 
 export type Projection = KnexProjection | SqlProjection;
 

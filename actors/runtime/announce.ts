@@ -46,6 +46,9 @@ export function withAnnouncement<S, M extends { type: string }, R, E extends { t
     projectSql: behavior.projectSql === undefined
       ? undefined
       : (tx, id, next, previous, effects) => behavior.projectSql!(tx, id, next, previous, theirs(effects)),
+    projectStatement: behavior.projectStatement === undefined
+      ? undefined
+      : (statement, id, next, previous, effects) => behavior.projectStatement!(statement, id, next, previous, theirs(effects)),
     async afterPersist(effects, ctx) {
       for (const effect of effects) {
         if (!ours(effect)) continue;

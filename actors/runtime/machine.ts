@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { SqlTx } from '../../storage/sql-tx.js';
+import type { FollowUp, TransitionStatement } from '../../storage/transition-statement.js';
 import type { ErrorCode } from '../../ops/kernel/errors.js';
 import type { Logger } from '../../ops/kernel/logger.js';
 import type { SupervisionPolicy } from './supervision.js';
@@ -77,6 +78,11 @@ export interface ActorBehavior<S, M extends { type: string }, R = unknown, E = n
    * transaction without knex. A kind has `project` or `projectSql`, not both.
    */
   projectSql?(tx: SqlTx, id: string, next: S, previous: S, effects: readonly E[]): Promise<void>;
+  /**
+   * The same as parts of the snapshot's own statement, for the hottest kind (decision 0055): it adds its writes to
+   * `statement` and returns the statements that must follow it in the transaction, if any. One projection form a kind.
+   */
+  projectStatement?(statement: TransitionStatement, id: string, next: S, previous: S, effects: readonly E[]): FollowUp | undefined;
   /** Runs after the state is durable and the reply sent; must be idempotent (a crash may replay it). */
   afterPersist?(effects: readonly E[], ctx: EffectContext<M>): Promise<void>;
   /**

@@ -134,7 +134,8 @@ export function createActorSystem(opts: ActorSystemOptions): ActorSystem {
   function register<S, M extends { type: string }, R, E>(behavior: ActorBehavior<S, M, R, E>): void {
     if (!/^[a-z][a-z0-9-]*$/.test(behavior.kind)) throw new Error(`actor kind must be lower-case words: ${behavior.kind}`);
     if (kinds.has(behavior.kind)) throw new Error(`actor kind registered twice: ${behavior.kind}`);
-    if (behavior.project !== undefined && behavior.projectSql !== undefined) throw new Error(`actor kind has two projections: ${behavior.kind}`);
+    const forms = [behavior.project, behavior.projectSql, behavior.projectStatement].filter((f) => f !== undefined).length;
+    if (forms > 1) throw new Error(`actor kind has two projections: ${behavior.kind}`);
     const erased = behavior as unknown as AnyBehavior;
     kinds.set(behavior.kind, { behavior: erased, admit: compileAdmission(erased), transitions: compileTransitionCheck(erased.machine) });
   }
@@ -326,7 +327,9 @@ export function createActorSystem(opts: ActorSystemOptions): ActorSystem {
       finish({ ok: false, error: new TroupeError('INTERNAL') }, 'failed');
       return loaded;
     }
-    const project: Projection | undefined = behavior.projectSql !== undefined
+    const project: Projection | undefined = behavior.projectStatement !== undefined
+      ? { statement: (statement) => behavior.projectStatement!(statement, id, next, previous, effects) }
+      : behavior.projectSql !== undefined
       ? { sql: (tx) => behavior.projectSql!(tx, id, next, previous, effects) }
       : behavior.project === undefined
         ? undefined

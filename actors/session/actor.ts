@@ -1,8 +1,8 @@
-import type { SqlTx } from '../../storage/sql-tx.js';
+import type { TransitionStatement } from '../../storage/transition-statement.js';
 import type { ActorBehavior } from '../runtime/machine.js';
 import { sessionMessageSchema } from '../../schemas/sessions/session-actor.js';
-import { projectSession } from '../../storage/sessions/projection.js';
-import { recordSessionAnalytics } from '../../storage/analytics/session-facts.js';
+import { chain, projectSessionStatement } from '../../storage/sessions/projection.js';
+import { sessionAnalyticsStatement } from '../../storage/analytics/session-facts.js';
 import { sessionMachine, initialSessionState, type SessionEffect, type SessionMsg, type SessionReply, type SessionState } from './machine.js';
 
 /**
@@ -26,11 +26,12 @@ export function createSessionBehavior(ports: SessionPorts = {}): ActorBehavior<S
     initial: initialSessionState,
     machine: sessionMachine,
     messages: sessionMessageSchema,
-    // The hottest projection of a node, so in plain SQL on the snapshot's connection (decision 0045).
-    async projectSql(tx: SqlTx, id: string, next: SessionState, previous: SessionState, effects: readonly SessionEffect[]) {
-      await projectSession(tx, id, next, previous, effects, next.updatedAt);
-      // Phase records, the run's outcome and its router arm (decision 0013): in this transaction, so exactly once.
-      await recordSessionAnalytics(tx, id, next, previous, effects, next.updatedAt);
+    // The hottest projection of a node: parts of the snapshot's own statement (decisions 0045, 0055).
+    projectStatement(statement: TransitionStatement, id: string, next: SessionState, previous: SessionState, effects: readonly SessionEffect[]) {
+      const own = projectSessionStatement(statement, id, next, previous, effects, next.updatedAt);
+      // Phase records, the run's outcome and its router arm (decision 0013): with the transition, so exactly once.
+      const analytics = sessionAnalyticsStatement(statement, id, next, previous, effects, next.updatedAt);
+      return chain([own, analytics].filter((f) => f !== undefined));
     },
     async afterPersist(effects, ctx) {
       for (const effect of effects) {

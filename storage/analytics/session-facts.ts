@@ -1,10 +1,11 @@
 import type { SqlTx } from '../sql-tx.js';
+import { APPLIED, type FollowUp, type TransitionStatement } from '../transition-statement.js';
 import type { SessionEffect, SessionState } from '../../schemas/sessions/session-state.js';
 import { DEFAULT_WORK_TYPE, PRIOR_ALPHA, PRIOR_BETA } from '../../schemas/analytics/router.js';
 
 /**
- * The analytics facts a session transition leaves behind, written by the session actor's `project` inside its
- * snapshot transaction (decision 0013), so they commit exactly when the transition does:
+ * The analytics facts a session transition leaves behind, written by the session actor's projection with its
+ * snapshot (decision 0013), so they commit exactly when the transition does:
  *
  * - Phase records. A worker names the phase it is in with `phase` on `POST /api/sessions/{id}/status`
  *   (`{status, workerId, phase?, costUsd?}`; `costUsd` is the run's cumulative cost so far). A record opens when a
@@ -16,21 +17,33 @@ import { DEFAULT_WORK_TYPE, PRIOR_ALPHA, PRIOR_BETA } from '../../schemas/analyt
  *   run's (provider, workType) arm bumped once with it.
  *
  * Every key is deterministic (`<session>:<epoch>:<phase>:<attempt>`, the terminal key) and every close is guarded
- * by `ended_at is null`, so a projection replayed over the same transition writes nothing twice. Plain SQL on the
- * snapshot's connection, like the session's own projection (storage/sql-tx.ts, decision 0045).
+ * by `ended_at is null`, so a projection replayed over the same transition writes nothing twice. The outcome is a part
+ * of the snapshot's own statement, like the session's own projection (storage/transition-statement.ts, decision 0055).
  */
 
 const isTerminal = (s: string): s is 'completed' | 'failed' | 'stopped' => s === 'completed' || s === 'failed' || s === 'stopped';
 
-export async function recordSessionAnalytics(
-  tx: SqlTx, id: string, next: SessionState, previous: SessionState, effects: readonly SessionEffect[], now: number,
-): Promise<void> {
-  const spec = next.spec;
-  if (spec === null) return;
-  await recordPhases(tx, id, next, previous, now);
+export function sessionAnalyticsStatement(
+  st: TransitionStatement, id: string, next: SessionState, previous: SessionState, effects: readonly SessionEffect[], now: number,
+): FollowUp | undefined {
+  if (next.spec === null) return undefined;
   for (const effect of effects) {
-    if (effect.type === 'terminal') await recordOutcome(tx, id, next, effect, now);
+    if (effect.type === 'terminal') outcomeParts(st, id, next, effect, now);
   }
+  // Phase records are read before they are closed or counted, so they follow the statement, and only when a phase moves.
+  return phaseWork(next, previous) ? (tx) => recordPhases(tx, id, next, previous, now) : undefined;
+}
+
+/** Whether this transition closes an open phase record or opens one (the conditions `recordPhases` acts on). */
+function phaseWork(next: SessionState, previous: SessionState): boolean {
+  if (isTerminal(previous.status)) return false;
+  const newRun = next.epoch !== previous.epoch;
+  const phaseChanged = next.phase !== previous.phase;
+  const ended = isTerminal(next.status);
+  const requeued = next.status === 'pending' && previous.status !== 'pending';
+  const closes = previous.phase !== null && (phaseChanged || ended || requeued || newRun);
+  const opens = next.phase !== null && next.status !== 'pending' && (phaseChanged || newRun);
+  return closes || opens;
 }
 
 async function recordPhases(tx: SqlTx, id: string, next: SessionState, previous: SessionState, now: number): Promise<void> {
@@ -73,23 +86,20 @@ async function closeOpenPhase(tx: SqlTx, id: string, epoch: number, outcome: str
   );
 }
 
-async function recordOutcome(
-  tx: SqlTx, id: string, s: SessionState, effect: Extract<SessionEffect, { type: 'terminal' }>, now: number,
-): Promise<void> {
+function outcomeParts(
+  st: TransitionStatement, id: string, s: SessionState, effect: Extract<SessionEffect, { type: 'terminal' }>, now: number,
+): void {
   const spec = s.spec!;
   const workType = spec.workType ?? DEFAULT_WORK_TYPE;
   const success = effect.status === 'completed';
   const began = s.startedAt ?? s.claimedAt;
-  const inserted = await tx.query(
-    `insert into session_outcomes (id, org_id, session_id, provider, work_type, status, success, cost_usd, duration_ms, created_at)
-     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) on conflict (id) do nothing returning id`,
-    [effect.key, spec.orgId, id, spec.provider, workType, effect.status, success, effect.costUsd, began === null ? null : Math.max(0, now - began), new Date(now)],
-  );
-  if (inserted.rows.length === 0 || spec.provider === null) return;
-  await tx.query(
-    `insert into router_arms (org_id, provider, work_type, alpha, beta, samples, updated_at) values ($1, $2, $3, $4, $5, 1, $6)
-     on conflict (org_id, provider, work_type) do update set alpha = router_arms.alpha + $7, beta = router_arms.beta + $8,
-       samples = router_arms.samples + 1, updated_at = excluded.updated_at`,
-    [spec.orgId, spec.provider, workType, PRIOR_ALPHA + (success ? 1 : 0), PRIOR_BETA + (success ? 0 : 1), new Date(now), success ? 1 : 0, success ? 0 : 1],
-  );
+  const outcome = [effect.key, spec.orgId, id, spec.provider, workType, effect.status, success, effect.costUsd, began === null ? null : Math.max(0, now - began), new Date(now)];
+  st.part('a_outcome', `insert into session_outcomes (id, org_id, session_id, provider, work_type, status, success, cost_usd, duration_ms, created_at)
+    select ${st.list(outcome)} where ${APPLIED} on conflict (id) do nothing returning id`);
+  if (spec.provider === null) return;
+  const arm = [spec.orgId, spec.provider, workType, PRIOR_ALPHA + (success ? 1 : 0), PRIOR_BETA + (success ? 0 : 1)];
+  st.part('a_arm', `insert into router_arms (org_id, provider, work_type, alpha, beta, samples, updated_at)
+    select ${st.list(arm)}, 1, ${st.value(new Date(now))} where exists (select from a_outcome)
+    on conflict (org_id, provider, work_type) do update set alpha = router_arms.alpha + ${st.value(success ? 1 : 0)},
+      beta = router_arms.beta + ${st.value(success ? 0 : 1)}, samples = router_arms.samples + 1, updated_at = excluded.updated_at`);
 }

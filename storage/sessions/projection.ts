@@ -1,50 +1,80 @@
 import type { SqlTx } from '../sql-tx.js';
+import { APPLIED, TransitionStatement, type FollowUp } from '../transition-statement.js';
 import type { SessionEffect, SessionState } from '../../schemas/sessions/session-state.js';
 import { oweTrackerComment, trackerTargetOf } from './tracker-comments.js';
 
 const isTerminal = (status: string): boolean => status === 'completed' || status === 'failed' || status === 'stopped';
 
 /**
- * The session actor's read models, written inside its snapshot transaction (so they never disagree with what it
- * answered). Terminal effects are recorded under an idempotency key in `session_effect_ledger` first: a replayed
- * projection (a crash after the write, a retried message) finds the key and does nothing twice. Plain SQL on the
- * snapshot's own connection (storage/sql-tx.ts, decision 0045): this is the hottest write path of a node.
+ * The session actor's read models, written with its snapshot (so they never disagree with what it answered).
+ * Terminal effects are recorded under an idempotency key in `session_effect_ledger` first: a replayed projection
+ * (a crash after the write, a retried message) finds the key and does nothing twice. Parts of the snapshot's own
+ * statement (storage/transition-statement.ts, decision 0055): this is the hottest write path of a node, and a
+ * transition without an issue lock or a tracker comment costs Postgres that one statement.
  */
 
 const ts = (ms: number | null): Date | null => (ms === null ? null : new Date(ms));
 
+export function projectSessionStatement(
+  st: TransitionStatement, id: string, next: SessionState, previous: SessionState, effects: readonly SessionEffect[], now: number,
+): FollowUp | undefined {
+  const spec = next.spec;
+  if (spec === null) return undefined;
+  const followUps: FollowUp[] = [];
+  effects.forEach((effect, i) => {
+    switch (effect.type) {
+      case 'sessionWritten': {
+        writeSessionRow(st, id, next, previous);
+        // A session (re-)entering the queue with a tracker issue takes the issue's lock, or waits for it: it reads the
+        // lock under an advisory lock, so after the row is written.
+        if (next.status === 'pending' && previous.status !== 'pending' && spec.trackerIssue !== null) {
+          const issue = spec.trackerIssue;
+          followUps.push((tx) => acquireIssueLock(tx, spec.orgId, issue, id, next.updatedAt));
+        }
+        break;
+      }
+      case 'promptRecorded':
+        st.part(`s_prompt_${i}`, `insert into session_prompts (id, session_id, org_id, epoch, text, queued, created_at)
+          select ${st.list([effect.promptId, id, spec.orgId, next.epoch, effect.text, effect.queued, new Date(now)])} where ${APPLIED}
+          on conflict (id) do nothing`);
+        break;
+      case 'activity':
+        st.part(`s_activity_${i}`, `insert into session_activities (id, session_id, org_id, kind, body, created_at)
+          select ${st.list([effect.key, id, spec.orgId, effect.kind, effect.body, new Date(now)])} where ${APPLIED}
+          on conflict (id) do nothing`);
+        break;
+      case 'terminal': {
+        const followUp = terminalEffects(st, id, next, effect, now);
+        if (followUp !== undefined) followUps.push(followUp);
+        break;
+      }
+    }
+  });
+  return chain(followUps);
+}
+
+/** The follow-ups in order, as one; none is no follow-up (the transition stays one statement). */
+export function chain(followUps: readonly FollowUp[]): FollowUp | undefined {
+  if (followUps.length === 0) return undefined;
+  return async (tx, returned) => {
+    for (const f of followUps) await f(tx, returned);
+  };
+}
+
+/**
+ * The projection on its own, with no snapshot to fence it (every part applies), in `tx`: for tests that replay a
+ * projection the way a crash after its commit would.
+ */
 export async function projectSession(
   tx: SqlTx, id: string, next: SessionState, previous: SessionState, effects: readonly SessionEffect[], now: number,
 ): Promise<void> {
-  const spec = next.spec;
-  if (spec === null) return;
-  for (const effect of effects) {
-    switch (effect.type) {
-      case 'sessionWritten':
-        await writeSessionRow(tx, id, next, previous);
-        break;
-      case 'promptRecorded':
-        await tx.query(
-          `insert into session_prompts (id, session_id, org_id, epoch, text, queued, created_at) values ($1, $2, $3, $4, $5, $6, $7)
-           on conflict (id) do nothing`,
-          [effect.promptId, id, spec.orgId, next.epoch, effect.text, effect.queued, new Date(now)],
-        );
-        break;
-      case 'activity':
-        await tx.query(
-          `insert into session_activities (id, session_id, org_id, kind, body, created_at) values ($1, $2, $3, $4, $5, $6)
-           on conflict (id) do nothing`,
-          [effect.key, id, spec.orgId, effect.kind, effect.body, new Date(now)],
-        );
-        break;
-      case 'terminal':
-        await runTerminalEffects(tx, id, next, effect, now);
-        break;
-    }
-  }
+  const st = new TransitionStatement('select 1 as version', []);
+  const followUp = projectSessionStatement(st, id, next, previous, effects, now);
+  const { returned } = await st.run(tx);
+  if (followUp !== undefined) await followUp(tx, returned);
 }
 
-/** The columns every write of the session row sets, in this order from `$1` (see `rowValues`). */
+/** The columns every write of the session row sets, in this order (see `rowValues`). */
 const ROW_COLUMNS = [
   'status', 'worker_id', 'epoch', 'cost_usd', 'error', 'phase', 'prompt', 'updated_at', 'claimed_at', 'started_at', 'finished_at', 'last_worker_id',
 ] as const;
@@ -59,47 +89,30 @@ function rowValues(s: SessionState): unknown[] {
   ];
 }
 
-const UPDATE_ROW = `update sessions set ${ROW_COLUMNS.map((c, i) => (c === 'last_worker_id' ? `${c} = coalesce($${i + 1}, ${c})` : `${c} = $${i + 1}`)).join(', ')}
-  where id = $${ROW_COLUMNS.length + 1}`;
-
 const SPEC_COLUMNS = ['id', 'org_id', 'project_id', 'tracker_session_id', 'tracker_issue', 'agent_card_id', 'work_type', 'provider', 'requested_by', 'created_at', 'lock_state'] as const;
-const INSERT_ROW = `insert into sessions (${[...ROW_COLUMNS, ...SPEC_COLUMNS].join(', ')})
-  values (${[...ROW_COLUMNS, ...SPEC_COLUMNS].map((_, i) => `$${i + 1}`).join(', ')})
-  on conflict (id) do update set ${ROW_COLUMNS.map((c) => (c === 'last_worker_id' ? `${c} = coalesce(excluded.${c}, sessions.${c})` : `${c} = excluded.${c}`)).join(', ')}`;
+const ON_CONFLICT_SET = ROW_COLUMNS.map((c) => (c === 'last_worker_id' ? `${c} = coalesce(excluded.${c}, sessions.${c})` : `${c} = excluded.${c}`)).join(', ');
 
-/**
- * The row write and, when the status changed, its transition in one statement: the row's write is a data-modifying
- * `with` (run once, to completion, whatever the insert does), so a transition costs Postgres one round trip here
- * rather than two (G9, decision 0052). `$n` of the transition continue after the row's parameters.
- */
-const withTransition = (rowSql: string, rowParams: number): string => `with written as (${rowSql})
-  insert into session_transitions (id, session_id, org_id, epoch, from_status, to_status, worker_id, at)
-  values (${Array.from({ length: 8 }, (_, i) => `$${rowParams + i + 1}`).join(', ')})
-  on conflict (id) do nothing`;
-const INSERT_ROW_PARAMS = ROW_COLUMNS.length + SPEC_COLUMNS.length;
-const UPDATE_ROW_PARAMS = ROW_COLUMNS.length + 1;
-const INSERT_ROW_WITH_TRANSITION = withTransition(INSERT_ROW, INSERT_ROW_PARAMS);
-const UPDATE_ROW_WITH_TRANSITION = withTransition(UPDATE_ROW, UPDATE_ROW_PARAMS);
-
-async function writeSessionRow(tx: SqlTx, id: string, s: SessionState, previous: SessionState): Promise<void> {
+/** The row's write and, when the status changed, its transition (the `from` and `to` of the session's history). */
+function writeSessionRow(st: TransitionStatement, id: string, s: SessionState, previous: SessionState): void {
   const spec = s.spec!;
-  const inserting = previous.status === 'absent';
-  const row = inserting
-    ? [
+  if (previous.status === 'absent') {
+    const values = [
       ...rowValues(s), id, spec.orgId, spec.projectId, spec.trackerSessionId, spec.trackerIssue, spec.agentCardId, spec.workType,
       spec.provider, spec.requestedBy, new Date(s.createdAt), 'none',
-    ]
-    : [...rowValues(s), id];
-  if (s.status === previous.status) {
-    await tx.query(inserting ? INSERT_ROW : UPDATE_ROW, row);
+    ];
+    st.part('s_row', `insert into sessions (${[...ROW_COLUMNS, ...SPEC_COLUMNS].join(', ')}) select ${st.list(values)} where ${APPLIED}
+      on conflict (id) do update set ${ON_CONFLICT_SET}`);
   } else {
-    const transition = [`${s.updatedAt}.${id}.${s.epoch}.${s.status}`, id, spec.orgId, s.epoch, previous.status, s.status, s.workerId, new Date(s.updatedAt)];
-    await tx.query(inserting ? INSERT_ROW_WITH_TRANSITION : UPDATE_ROW_WITH_TRANSITION, [...row, ...transition]);
+    const set = rowValues(s).map((v, i) => {
+      const c = ROW_COLUMNS[i]!;
+      return c === 'last_worker_id' ? `${c} = coalesce(${st.value(v)}, ${c})` : `${c} = ${st.value(v)}`;
+    });
+    st.part('s_row', `update sessions set ${set.join(', ')} where id = ${st.value(id)} and ${APPLIED}`);
   }
-  // A session (re-)entering the queue with a tracker issue takes the issue's lock, or waits for it.
-  if (s.status === 'pending' && previous.status !== 'pending' && spec.trackerIssue !== null) {
-    await acquireIssueLock(tx, spec.orgId, spec.trackerIssue, id, s.updatedAt);
-  }
+  if (s.status === previous.status) return;
+  const transition = [`${s.updatedAt}.${id}.${s.epoch}.${s.status}`, id, spec.orgId, s.epoch, previous.status, s.status, s.workerId, new Date(s.updatedAt)];
+  st.part('s_transition', `insert into session_transitions (id, session_id, org_id, epoch, from_status, to_status, worker_id, at)
+    select ${st.list(transition)} where ${APPLIED} on conflict (id) do nothing`);
 }
 
 /**
@@ -124,37 +137,39 @@ async function acquireIssueLock(tx: SqlTx, orgId: string, issue: string, session
 
 /**
  * Everything spec 3.1 says happens on a terminal transition, once per run: cost persisted and the claim released
- * (the session row, already written with no worker), fleet quota accounted, inbox archived, issue lock released and
- * the next waiting session for the issue promoted.
- * The comment on the tracker issue the session came from is owed with them (decision 0028).
+ * (the session row, written with no worker), fleet quota accounted, inbox archived, issue lock released and the next
+ * waiting session promoted. The comment on the tracker issue the session came from is owed with them (decision 0028).
+ * All of it waits on the ledger's key being new; the issue lock and the comment follow the statement.
  */
-async function runTerminalEffects(
-  tx: SqlTx, id: string, s: SessionState, effect: Extract<SessionEffect, { type: 'terminal' }>, now: number,
-): Promise<void> {
-  const recorded = await tx.query(
-    'insert into session_effect_ledger (key, recorded_at) values ($1, $2) on conflict (key) do nothing returning key',
-    [effect.key, new Date(now)],
-  );
-  if (recorded.rows.length === 0) return;
+function terminalEffects(
+  st: TransitionStatement, id: string, s: SessionState, effect: Extract<SessionEffect, { type: 'terminal' }>, now: number,
+): FollowUp | undefined {
   const spec = s.spec!;
+  st.part('s_ledger', `insert into session_effect_ledger (key, recorded_at) select ${st.list([effect.key, new Date(now)])} where ${APPLIED}
+    on conflict (key) do nothing returning key`, true);
+  const recorded = 'exists (select from s_ledger)';
   const period = new Date(now).toISOString().slice(0, 7);
-  await tx.query(
-    `insert into fleet_quota_usage (org_id, period, sessions, cost_usd) values ($1, $2, 1, $3)
-     on conflict (org_id, period) do update set sessions = fleet_quota_usage.sessions + 1, cost_usd = fleet_quota_usage.cost_usd + excluded.cost_usd`,
-    [spec.orgId, period, effect.costUsd],
-  );
-  await tx.query('update session_prompts set archived_at = $1 where session_id = $2 and archived_at is null', [new Date(now), id]);
-  if (spec.trackerIssue !== null) await releaseIssueLock(tx, spec.orgId, spec.trackerIssue, id, now);
-  // Tracker activity (spec 3.1): owed to the issue the session came from, posted by the tracker outbox (decision 0028).
+  st.part('s_quota', `insert into fleet_quota_usage (org_id, period, sessions, cost_usd) select ${st.list([spec.orgId, period])}, 1, ${st.value(effect.costUsd)}
+    where ${recorded}
+    on conflict (org_id, period) do update set sessions = fleet_quota_usage.sessions + 1, cost_usd = fleet_quota_usage.cost_usd + excluded.cost_usd`);
+  st.part('s_archive', `update session_prompts set archived_at = ${st.value(new Date(now))}
+    where session_id = ${st.value(id)} and archived_at is null and ${recorded}`);
+  const issue = spec.trackerIssue;
   const target = trackerTargetOf(spec);
-  if (target !== null) {
-    const started = s.startedAt ?? s.claimedAt;
-    await oweTrackerComment(tx, {
-      id: `${effect.key}:tracker`, orgId: spec.orgId, sessionId: id, epoch: s.epoch, target,
-      kind: effect.status === 'stopped' ? 'stop' : 'terminal', sessionStatus: effect.status, costUsd: effect.costUsd,
-      durationMs: started === null || s.finishedAt === null ? null : Math.max(0, s.finishedAt - started), at: new Date(now),
-    });
-  }
+  if (issue === null && target === null) return undefined;
+  return async (tx, returned) => {
+    if (!returned.has('s_ledger')) return;
+    if (issue !== null) await releaseIssueLock(tx, spec.orgId, issue, id, now);
+    // Tracker activity (spec 3.1): owed to the issue the session came from, posted by the tracker outbox (decision 0028).
+    if (target !== null) {
+      const started = s.startedAt ?? s.claimedAt;
+      await oweTrackerComment(tx, {
+        id: `${effect.key}:tracker`, orgId: spec.orgId, sessionId: id, epoch: s.epoch, target,
+        kind: effect.status === 'stopped' ? 'stop' : 'terminal', sessionStatus: effect.status, costUsd: effect.costUsd,
+        durationMs: started === null || s.finishedAt === null ? null : Math.max(0, s.finishedAt - started), at: new Date(now),
+      });
+    }
+  };
 }
 
 async function releaseIssueLock(tx: SqlTx, orgId: string, issue: string, sessionId: string, now: number): Promise<void> {

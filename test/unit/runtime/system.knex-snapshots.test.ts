@@ -1,5 +1,6 @@
 // Invariant: on the real knex snapshot store (PGlite and Postgres), the runtime's guarantees hold end to end, with a
-// projection through knex and one in plain SQL (decision 0045) alike: a reply means the snapshot and the behavior's
+// projection through knex, one in plain SQL (decision 0045) and one riding in the snapshot's own statement (decision
+// 0055) alike: a reply means the snapshot and the behavior's
 // projection committed together; a projection that fails rolls the snapshot back and leaves the actor's state
 // unchanged; and when two nodes' systems both host one address, the version fence makes the stale one stop and
 // rehydrate the other's state instead of overwriting it.
@@ -9,11 +10,12 @@ import { createActorSystem, type ActorSystem } from '../../../actors/runtime/sys
 import { systemClock } from '../../../ops/kernel/clock.js';
 import { TroupeError } from '../../../ops/kernel/errors.js';
 import { KnexSnapshotStore } from '../../../storage/knex-snapshot-store.js';
+import { APPLIED } from '../../../storage/transition-statement.js';
 import { MemorySnapshotStore } from '../../support/memory-snapshot-store.js';
 import { dbEngines, type TestDb } from '../../support/db.js';
 import { counterBehavior, rejectionOf, type CounterMsg, type CounterReply } from './counter-machine.js';
 
-for (const engine of dbEngines) for (const form of ['knex', 'sql'] as const) describe(`actor runtime on the knex snapshot store (${engine.name}, ${form} projection)`, () => {
+for (const engine of dbEngines) for (const form of ['knex', 'sql', 'statement'] as const) describe(`actor runtime on the knex snapshot store (${engine.name}, ${form} projection)`, () => {
   let db: TestDb;
   const systems: ActorSystem[] = [];
 
@@ -47,11 +49,21 @@ for (const engine of dbEngines) for (const form of ['knex', 'sql'] as const) des
             await trx('test_counter_view').insert({ id, count: next.count }).onConflict('id').merge();
           },
         }
-      : {
+      : form === 'sql'
+      ? {
           ...counterBehavior,
           async projectSql(tx, id, next) {
             refuse13(next.count);
             await tx.query('insert into test_counter_view (id, count) values ($1, $2) on conflict (id) do update set count = excluded.count', [id, next.count]);
+          },
+        }
+      : {
+          ...counterBehavior,
+          projectStatement(st, id, next) {
+            // 13 is refused by the database itself (a null count), inside the one statement that also writes the snapshot.
+            st.part('view', `insert into test_counter_view (id, count) select ${st.list([id, next.count === 13 ? null : next.count])}
+              where ${APPLIED} on conflict (id) do update set count = excluded.count`);
+            return undefined;
           },
         });
     systems.push(system);
@@ -74,7 +86,7 @@ for (const engine of dbEngines) for (const form of ['knex', 'sql'] as const) des
     const counter = node();
     await counter('k2').ask({ type: 'counter.increment', by: 12 });
     const err = await rejectionOf(counter('k2').ask({ type: 'counter.increment' }));
-    expect(err).to.include({ code: 'CONFLICT' });
+    expect(err).to.include({ code: form === 'statement' ? 'INTERNAL' : 'CONFLICT' });
     expect(Number((await snapshotOf('counter/k2')).version)).to.equal(1);
     expect(await viewOf('k2')).to.equal(12);
     expect(await counter('k2').ask({ type: 'counter.increment', by: 2 })).to.deep.equal({ status: 'on', count: 14 });

@@ -1,7 +1,9 @@
 // Invariant (decision 0045, second part): writes that arrive while a group commits share the next transaction, and each write
 // still meets exactly the outcome it would have met alone: a write that declines fails by itself while the rest of
 // its group commits; a write whose statement fails rolls its group back, and then every other write of that group
-// commits alone while the failing one fails and leaves nothing behind.
+// commits alone while the failing one fails and leaves nothing behind. A write of one statement (decision 0055) commits
+// by itself when it is alone, with no BEGIN and COMMIT, shares a group's transaction when it waited behind one, and
+// leaves nothing when its statement fails.
 import { expect } from 'chai';
 import { CommitGroups, type GroupedWrite } from '../../../storage/commit-group.js';
 import { dbEngines, type TestDb } from '../../support/db.js';
@@ -118,6 +120,78 @@ for (const engine of dbEngines) {
       const tx2 = await groups.run('d-2', insert('d-2'));
       expect(tx1).to.not.equal(tx2);
       expect(await rows('d-')).to.deep.equal(['d-1', 'd-2']);
+    });
+
+    /** One statement: inserts `id` and says in which transaction. */
+    const insertOne = (id: string): GroupedWrite<{ txid: string }> => async (tx) => {
+      const r = await tx.query<{ txid: string }>('with w as (insert into group_test (id, n) values ($1, 1)) select txid_current()::text as txid', [id]);
+      return { ok: true, value: r.rows[0]! };
+    };
+
+    /** The statements `work` sends down the pool's connections. */
+    async function statementsOf(work: () => Promise<unknown>): Promise<string[]> {
+      const pool = db.knex.client as unknown as { acquireConnection(): Promise<{ query: (...a: unknown[]) => unknown }> };
+      const acquire = pool.acquireConnection;
+      const seen: string[] = [];
+      pool.acquireConnection = async function (this: unknown) {
+        const connection = await acquire.call(this);
+        const query = connection.query;
+        // An own property over the prototype's method, removed again as soon as `work` is done.
+        connection.query = function (this: unknown, text: unknown, ...rest: unknown[]) {
+          seen.push(String(text));
+          return query.call(this, text, ...rest);
+        };
+        cleanups.push(() => { delete (connection as { query?: unknown }).query; });
+        return connection;
+      };
+      const cleanups: Array<() => void> = [];
+      try {
+        await work();
+      } finally {
+        pool.acquireConnection = acquire;
+        for (const c of cleanups) c();
+      }
+      return seen.map((t) => t.split(' ')[0]!.toLowerCase());
+    }
+
+    it('a one-statement write alone commits by itself, without BEGIN and COMMIT', async () => {
+      const groups = new CommitGroups(db.knex, { concurrency: 1 });
+      expect(await statementsOf(() => groups.run('g-1', insertOne('g-1'), true))).to.deep.equal(['with']);
+      expect(await rows('g-')).to.deep.equal(['g-1']);
+      expect(await statementsOf(() => groups.run('g-2', insertOne('g-2'))), 'a write not said to be one statement')
+        .to.deep.equal(['begin', 'with', 'commit']);
+    });
+
+    it('one-statement writes that waited behind a group share its transaction', async () => {
+      const groups = new CommitGroups(db.knex, { concurrency: 1 });
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => { release = resolve; });
+      const first = groups.run('h-0', async (tx) => { await held; return insert('h-0')(tx); });
+      const waiting = [1, 2, 3].map((i) => groups.run(`h-${i}`, insertOne(`h-${i}`), true));
+      release();
+      await first;
+      const outcomes = await Promise.all(waiting);
+      expect(new Set(outcomes.map((o) => o.txid)).size).to.equal(1);
+      expect(await rows('h-')).to.deep.equal(['h-0', 'h-1', 'h-2', 'h-3']);
+    });
+
+    it('a one-statement write that fails alone leaves nothing, and a second statement from it is refused', async () => {
+      await db.knex('group_test').insert({ id: 'i-taken', n: 1 });
+      const groups = new CommitGroups(db.knex, { concurrency: 1 });
+      const clashing: GroupedWrite<string> = async (tx) => {
+        await tx.query(`with w as (insert into group_test (id, n) values ('i-partial', 1)) insert into group_test (id, n) values ('i-taken', 1)`);
+        return { ok: true, value: 'never' };
+      };
+      const failed = await groups.run('i-1', clashing, true).then(() => undefined, (err: unknown) => err);
+      expect(failed).to.be.instanceOf(Error);
+      const twice: GroupedWrite<string> = async (tx) => {
+        await tx.query(`insert into group_test (id, n) values ('i-first', 1)`);
+        await tx.query(`insert into group_test (id, n) values ('i-second', 1)`);
+        return { ok: true, value: 'never' };
+      };
+      const refused = await groups.run('i-2', twice, true).then(() => undefined, (err: unknown) => err);
+      expect(String(refused)).to.match(/second statement/);
+      expect(await rows('i-'), 'the refused second statement never ran').to.deep.equal(['i-first', 'i-taken']);
     });
   });
 }
