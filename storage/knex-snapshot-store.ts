@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { TroupeError } from '../ops/kernel/errors.js';
 import type { Projection, Snapshot, SnapshotStore, SqlProjection } from './snapshot-store.js';
 import { CommitGroups, type CommitGroupOptions, type WriteOutcome } from './commit-group.js';
-import { acquireSqlConnection, type SqlTx } from './sql-tx.js';
+import { sqlQuery, type SqlTx } from './sql-tx.js';
 import { TransitionStatement } from './transition-statement.js';
 import { dbKind } from './db.js';
 import { withStorageErrors } from './storage-errors.js';
@@ -45,14 +45,7 @@ export class KnexSnapshotStore implements SnapshotStore {
   async load<S>(address: string): Promise<Snapshot<S> | undefined> {
     checkAddress(address);
     // Every actor's first message reads this, so it skips knex's builder like the hot saves do (decision 0045).
-    const row = await withStorageErrors(async () => {
-      const { tx, release } = await acquireSqlConnection(this.knex);
-      try {
-        return (await tx.query<SnapshotRow>('select address, version, state, updated_at from actor_snapshots where address = $1', [address])).rows[0];
-      } finally {
-        await release();
-      }
-    });
+    const [row] = await sqlQuery<SnapshotRow>(this.knex, 'select address, version, state, updated_at from actor_snapshots where address = $1', [address]);
     if (!row) return undefined;
     return { address: row.address, version: Number(row.version), state: row.state as S, updatedAt: row.updated_at };
   }

@@ -44,6 +44,22 @@ export async function acquireSqlConnection(knex: Knex): Promise<SqlConnection> {
 }
 
 /**
+ * One statement on a pooled connection, outside any transaction, without knex's builder: for reads on the hot paths
+ * (a dispatch's project check and router arms, an actor's snapshot load), where compiling a builder cost more node
+ * CPU than the round trip (decisions 0045, 0055).
+ */
+export function sqlQuery<R = Record<string, any>>(knex: Knex, text: string, values?: readonly unknown[]): Promise<R[]> {
+  return withStorageErrors(async () => {
+    const { tx, release } = await acquireSqlConnection(knex);
+    try {
+      return (await tx.query<R>(text, values)).rows;
+    } finally {
+      await release();
+    }
+  });
+}
+
+/**
  * Runs `work` between BEGIN and COMMIT on one connection, and rolls back if it throws. Driver failures are
  * classified as everywhere else in storage (a lost connection is STORAGE_UNAVAILABLE); a connection that broke is
  * discarded by the pool's own validation when next acquired.

@@ -83,6 +83,13 @@ export interface ActorBehavior<S, M extends { type: string }, R = unknown, E = n
    * `statement` and returns the statements that must follow it in the transaction, if any. One projection form a kind.
    */
   projectStatement?(statement: TransitionStatement, id: string, next: S, previous: S, effects: readonly E[]): FollowUp | undefined;
+  /**
+   * Whether `message`, arriving for an actor not in memory, names an address that cannot have been written yet (an id
+   * its sender has just made up): the runtime then starts from `initial` without reading the snapshot (decision 0055).
+   * A wrong answer costs a round trip, never a state: the first save's version fence refuses it, and the message is
+   * decided again on the stored state.
+   */
+  neverWritten?(message: M): boolean;
   /** Runs after the state is durable and the reply sent; must be idempotent (a crash may replay it). */
   afterPersist?(effects: readonly E[], ctx: EffectContext<M>): Promise<void>;
   /**

@@ -261,7 +261,7 @@ export function createActorSystem(opts: ActorSystemOptions): ActorSystem {
   }
 
   /** One message: load if needed, decide, persist, reply, schedule effects. Returns the cell nact keeps. */
-  async function turn(entry: Entry, cell: Cell<unknown>, envelope: Envelope): Promise<Cell<unknown>> {
+  async function turn(entry: Entry, cell: Cell<unknown>, envelope: Envelope, mayGuess = true): Promise<Cell<unknown>> {
     const { behavior, id, address } = entry;
     const { message } = envelope;
     const turnLog = entry.log.child({ msgType: message.type });
@@ -277,8 +277,18 @@ export function createActorSystem(opts: ActorSystemOptions): ActorSystem {
     }
 
     let loaded: LoadedCell<unknown>;
+    // A message that names an address nothing was written to yet starts from `initial` without a read (decision 0055).
+    const guessed = !cell.loaded && mayGuess && behavior.neverWritten?.(message) === true;
     if (cell.loaded) {
       loaded = cell;
+    } else if (guessed) {
+      try {
+        loaded = { loaded: true, version: 0, state: behavior.initial(id) };
+      } catch (err) {
+        turnLog.error({ err }, 'initial state threw');
+        finish({ ok: false, error: new TroupeError('INTERNAL') }, 'failed');
+        throw new ActorCrash(err, true);
+      }
     } else {
       let outcome;
       try {
@@ -307,6 +317,8 @@ export function createActorSystem(opts: ActorSystemOptions): ActorSystem {
       metrics.decideSeconds(behavior.kind, (performance.now() - decideStarted) / 1000);
     }
 
+    // Only a change is checked by the fence; anything else decided on a guessed state is decided again on the stored one.
+    if (guessed && (!decision.ok || decision.next === loaded.state)) return turn(entry, unloaded, envelope, false);
     if (!decision.ok) {
       finish({ ok: false, error: new TroupeError(decision.code, decision.message, decision.details) }, 'rejected');
       return loaded;
@@ -337,6 +349,12 @@ export function createActorSystem(opts: ActorSystemOptions): ActorSystem {
     const persistStarted = performance.now();
     const saved = await persist(snapshots, address, loaded.version, next, project, turnLog);
     metrics.persistSeconds(behavior.kind, (performance.now() - persistStarted) / 1000);
+    if (!saved.ok && saved.stale && guessed) {
+      // The guess was wrong (the address had been written after all) and the fence refused it, writing nothing:
+      // the same message again, on what is stored. Nobody has been answered yet.
+      turnLog.debug('address was written before; loading it');
+      return turn(entry, unloaded, envelope, false);
+    }
     if (!saved.ok) {
       finish({ ok: false, error: saved.error }, 'failed');
       if (saved.stale) {

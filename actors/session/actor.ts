@@ -3,7 +3,7 @@ import type { ActorBehavior } from '../runtime/machine.js';
 import { sessionMessageSchema } from '../../schemas/sessions/session-actor.js';
 import { chain, projectSessionStatement } from '../../storage/sessions/projection.js';
 import { sessionAnalyticsStatement } from '../../storage/analytics/session-facts.js';
-import { sessionMachine, initialSessionState, type SessionEffect, type SessionMsg, type SessionReply, type SessionState } from './machine.js';
+import { sessionMachine, initialSessionState, isNewTrackerSessionId, type SessionEffect, type SessionMsg, type SessionReply, type SessionState } from './machine.js';
 
 /**
  * The session actor: the pure machine of ./machine.ts plus its projection. Every effect of a transition is a
@@ -26,6 +26,7 @@ export function createSessionBehavior(ports: SessionPorts = {}): ActorBehavior<S
     initial: initialSessionState,
     machine: sessionMachine,
     messages: sessionMessageSchema,
+    neverWritten: (msg) => msg.type === 'session.dispatch' && isNewTrackerSessionId(msg.trackerSessionId),
     // The hottest projection of a node: parts of the snapshot's own statement (decisions 0045, 0055).
     projectStatement(statement: TransitionStatement, id: string, next: SessionState, previous: SessionState, effects: readonly SessionEffect[]) {
       const own = projectSessionStatement(statement, id, next, previous, effects, next.updatedAt);

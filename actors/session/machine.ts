@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { accept, reject, type Rejection } from '../runtime/machine.js';
 import { choose, defineMachine, go, type Take } from '../runtime/define-machine.js';
 import {
@@ -45,6 +45,14 @@ export function publicSessionId(orgId: string, trackerSessionId: string): string
   return createHash('sha256').update(`${orgId}:${trackerSessionId}`, 'utf8').digest('hex').slice(0, 16);
 }
 export const publicIdPattern = /^[0-9a-f]{16}$/;
+
+/**
+ * The tracker id of a session dispatched without one: a fresh UUID, so its actor's address has never been written and
+ * the first dispatch need not read it (`neverWritten`, decision 0055). A caller may send an id of this form itself;
+ * a wrong guess costs one more round trip, not a state.
+ */
+export const newTrackerSessionId = (): string => `troupe:${randomUUID()}`;
+export const isNewTrackerSessionId = (id: string): boolean => /^troupe:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(id);
 
 /** A session keeps being re-offered after lost leases this many times; the next lost lease fails it. */
 export const MAX_LEASE_RECLAIMS = 3;

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { TroupeError } from '../../ops/kernel/errors.js';
 import type { Deps } from '../../actors/deps.js';
-import { publicIdPattern, publicSessionId, sessionAddress, type SessionReply } from '../../actors/session/index.js';
+import { newTrackerSessionId, publicIdPattern, publicSessionId, sessionAddress, type SessionReply } from '../../actors/session/index.js';
 import { daemonServices } from '../../actors/daemon-host/services.js';
 import { projectsInOrg } from '../../storage/identity/orgs.js';
 import { sessionDetail, sessionIdByTracker, sessionScope } from '../../storage/sessions/queries.js';
@@ -187,7 +187,7 @@ export function sessionRoutes(): Route<Deps>[] {
       async handler(req, deps) {
         const p = orgPrincipal(req);
         const body = req.body;
-        const trackerSessionId = body.trackerSessionId ?? `troupe:${randomUUID()}`;
+        const trackerSessionId = body.trackerSessionId ?? newTrackerSessionId();
         // The org's own session for this tracker id when it has one (also one made before ids were org-scoped).
         const sessionId = (body.trackerSessionId !== undefined ? await sessionIdByTracker(deps.db, p.orgId, trackerSessionId) : undefined)
           ?? publicSessionId(p.orgId, trackerSessionId);

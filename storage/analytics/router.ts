@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { TroupeError } from '../../ops/kernel/errors.js';
 import { posteriorMean, type ArmChoice, type ArmPosterior } from '../../schemas/analytics/router.js';
+import { sqlQuery } from '../sql-tx.js';
 
 /**
  * Router read models (decision 0013): arm posteriors in `router_arms`, observations in `session_outcomes` (one
@@ -123,8 +124,9 @@ export async function routingHealth(db: Knex, orgId: string, arms: readonly ArmV
 
 /** The org's arm posteriors, every work type. */
 export async function orgArms(db: Knex, orgId: string): Promise<ArmPosterior[]> {
-  const rows = await db('router_arms').where({ org_id: orgId }).select('provider', 'work_type', 'alpha', 'beta');
-  return (rows as Record<string, unknown>[]).map((r) => ({
+  // Read by every dispatch that names no provider: plain SQL, as the other reads on the session path (decision 0055).
+  const rows = await sqlQuery(db, 'select provider, work_type, alpha, beta from router_arms where org_id = $1', [orgId]);
+  return rows.map((r) => ({
     provider: r.provider as string, workType: r.work_type as string, alpha: Number(r.alpha), beta: Number(r.beta),
   }));
 }

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { TroupeError } from '../../ops/kernel/errors.js';
+import { sqlQuery } from '../sql-tx.js';
 import type { OrgRole, ProjectRole } from '../../schemas/identity/principal.js';
 import {
   isUuid, toOrg, toProject, toUser,
@@ -100,8 +101,9 @@ export async function listProjects(db: Knex, orgId: string): Promise<ProjectReco
 export async function projectsInOrg(db: Knex, orgId: string, projectIds: readonly string[]): Promise<Set<string>> {
   const wellFormed = projectIds.filter(isUuid);
   if (wellFormed.length === 0) return new Set();
-  const rows = await db('projects').where({ org_id: orgId }).whereIn('id', wellFormed).select('id');
-  return new Set(rows.map((r: { id: string }) => r.id));
+  // Every dispatch checks its project: plain SQL, as the other reads on the session path (decision 0055).
+  const rows = await sqlQuery<{ id: string }>(db, 'select id from projects where org_id = $1 and id = any($2::uuid[])', [orgId, wellFormed]);
+  return new Set(rows.map((r) => r.id));
 }
 
 /** Projects of the org with the user's explicit role on each (null where none was granted). */
