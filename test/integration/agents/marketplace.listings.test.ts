@@ -22,9 +22,9 @@ for (const { set, skip } of engineSets) describe(`marketplace listings: paging, 
   after(async () => t?.close());
 
   async function publish(org: Org, name: string, description = 'an agent') {
-    const card = await t.call('POST', '/api/agent-cards', { token: org.ownerToken, body: { name, description, prompt: 'p', capabilities: [], config: {} } });
+    const card = await t.inject('POST', '/api/agent-cards', { token: org.ownerToken, body: { name, description, prompt: 'p', capabilities: [], config: {} } });
     expect(card.status, card.text).to.equal(201);
-    return t.call('POST', '/api/marketplace/listings', { token: org.ownerToken, body: { agentCardId: card.json.agentCard.id } });
+    return t.inject('POST', '/api/marketplace/listings', { token: org.ownerToken, body: { agentCardId: card.json.agentCard.id } });
   }
 
   it('refuses an org past its listing quota with 409, while other orgs still publish', async () => {
@@ -40,7 +40,7 @@ for (const { set, skip } of engineSets) describe(`marketplace listings: paging, 
     const over = await publish(flooder, 'Flood over');
     expect([over.status, over.json.code]).to.deep.equal([409, 'CONFLICT']);
     expect(over.json.details).to.deep.equal({ quota: QUOTA });
-    const fromFlooder = await t.call('GET', `/api/marketplace/listings?publisherOrgId=${flooder.orgId}&limit=100`, { token: reader.apiKey });
+    const fromFlooder = await t.inject('GET', `/api/marketplace/listings?publisherOrgId=${flooder.orgId}&limit=100`, { token: reader.apiKey });
     expect(fromFlooder.json.listings).to.have.length(QUOTA);
     expect((await publish(quiet, 'Quiet second')).status).to.equal(201);
   });
@@ -50,7 +50,7 @@ for (const { set, skip } of engineSets) describe(`marketplace listings: paging, 
     let cursor: string | null = null;
     let pages = 0;
     do {
-      const res = await t.call('GET', `/api/marketplace/listings?limit=2${cursor ? `&cursor=${cursor}` : ''}`, { token: reader.ownerToken });
+      const res = await t.inject('GET', `/api/marketplace/listings?limit=2${cursor ? `&cursor=${cursor}` : ''}`, { token: reader.ownerToken });
       expect(res.status, res.text).to.equal(200);
       expect(res.json.listings.length).to.be.at.most(2);
       seen.push(...res.json.listings.map((l: { id: string }) => l.id));
@@ -61,22 +61,22 @@ for (const { set, skip } of engineSets) describe(`marketplace listings: paging, 
     expect(seen).to.have.length(QUOTA + 2);
     expect(new Set(seen).size, 'no listing twice').to.equal(seen.length);
     for (const id of [...published[flooder.orgId]!, ...published[quiet.orgId]!]) expect(seen).to.include(id);
-    const bad = await t.call('GET', '/api/marketplace/listings?cursor=bm90LWEtY3Vyc29y', { token: reader.ownerToken });
+    const bad = await t.inject('GET', '/api/marketplace/listings?cursor=bm90LWEtY3Vyc29y', { token: reader.ownerToken });
     expect([bad.status, bad.json.code]).to.deep.equal([400, 'HTTP_BAD_QUERY']);
   });
 
   it('filters by publisher and by text in name or description, taking % and _ literally', async () => {
-    const byQuiet = await t.call('GET', `/api/marketplace/listings?publisherOrgId=${quiet.orgId}`, { token: reader.ownerToken });
+    const byQuiet = await t.inject('GET', `/api/marketplace/listings?publisherOrgId=${quiet.orgId}`, { token: reader.ownerToken });
     expect(byQuiet.json.listings.map((l: { name: string }) => l.name).sort()).to.deep.equal(['Quiet helper', 'Quiet second']);
     const text = async (q: string) =>
-      (await t.call('GET', `/api/marketplace/listings?q=${encodeURIComponent(q)}`, { token: reader.ownerToken })).json.listings.map((l: { name: string }) => l.name);
+      (await t.inject('GET', `/api/marketplace/listings?q=${encodeURIComponent(q)}`, { token: reader.ownerToken })).json.listings.map((l: { name: string }) => l.name);
     expect(await text('quiet HELP')).to.deep.equal(['Quiet helper']);
     expect(await text('100% of the_bugs'), 'matched in the description').to.deep.equal(['Quiet helper']);
     expect(await text('%'), 'a literal percent sign').to.deep.equal(['Quiet helper']);
     expect(await text('_'), 'a literal underscore').to.deep.equal(['Quiet helper']);
     expect(await text('flood')).to.have.length(QUOTA);
     for (const query of ['limit=0', 'limit=101', 'publisherOrgId=nope', 'q=', `q=${'x'.repeat(101)}`, 'other=1']) {
-      const res = await t.call('GET', `/api/marketplace/listings?${query}`, { token: reader.ownerToken });
+      const res = await t.inject('GET', `/api/marketplace/listings?${query}`, { token: reader.ownerToken });
       expect(res.status, query).to.equal(400);
     }
   });

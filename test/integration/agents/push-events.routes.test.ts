@@ -32,7 +32,7 @@ for (const { set, skip } of engineSets) describe(`web push on approval gates and
     ecdh.generateKeys();
     const b: Browser = { ecdh, auth: randomBytes(16), path: `/push/${user.userId}` };
     browsers.set(user.userId, b);
-    const r = await t.call('POST', '/api/notifications/web-push/subscribe', {
+    const r = await t.inject('POST', '/api/notifications/web-push/subscribe', {
       token: user.token,
       body: { endpoint: `${pushBase}${b.path}`, keys: { p256dh: ecdh.getPublicKey().toString('base64url'), auth: b.auth.toString('base64url') } },
     });
@@ -69,7 +69,7 @@ for (const { set, skip } of engineSets) describe(`web push on approval gates and
   });
 
   it('an opened gate reaches exactly the users whose role may decide it', async () => {
-    const adminGate = await t.call('POST', '/api/approval-gates', {
+    const adminGate = await t.inject('POST', '/api/approval-gates', {
       token: org.ownerToken, body: { projectId: org.projectId, title: 'Deploy to production', requiredRole: 'admin' },
     });
     expect(adminGate.status, adminGate.text).to.equal(201);
@@ -79,7 +79,7 @@ for (const { set, skip } of engineSets) describe(`web push on approval gates and
 
     // A gate members may decide: once the member hears of it, the admin-only gate has long been sent to everyone it
     // was going to reach, and the member and the viewer are not among them.
-    const openGate = await t.call('POST', '/api/approval-gates', { token: org.ownerToken, body: { projectId: org.projectId, title: 'Merge the docs fix' } });
+    const openGate = await t.inject('POST', '/api/approval-gates', { token: org.ownerToken, body: { projectId: org.projectId, title: 'Merge the docs fix' } });
     expect(openGate.status, openGate.text).to.equal(201);
     const openTag = `approval-gate:${openGate.json.gate.id}`;
     await eventually(() => received('member').some((n) => n.tag === openTag), 'member notified of the gate members may decide');
@@ -88,11 +88,11 @@ for (const { set, skip } of engineSets) describe(`web push on approval gates and
   });
 
   it('a session that ends reaches the user who dispatched it', async () => {
-    const dispatched = await t.call('POST', '/api/agent-dispatch', { token: users.member.token, body: { projectId: org.projectId, prompt: 'Fix the flaky login test' } });
+    const dispatched = await t.inject('POST', '/api/agent-dispatch', { token: users.member.token, body: { projectId: org.projectId, prompt: 'Fix the flaky login test' } });
     expect(dispatched.status, dispatched.text).to.equal(201);
     const sessionTag = `session:${dispatched.json.sessionId}`;
     expect(received('member').map((n) => n.tag)).to.not.include(sessionTag);
-    const stopped = await t.call('POST', `/api/public/sessions/${dispatched.json.sessionId}/stop`, { token: org.ownerToken });
+    const stopped = await t.inject('POST', `/api/public/sessions/${dispatched.json.sessionId}/stop`, { token: org.ownerToken });
     expect(stopped.status, stopped.text).to.equal(200);
     await eventually(() => received('member').some((n) => n.tag === sessionTag), 'dispatcher notified');
     expect(received('member').find((n) => n.tag === sessionTag)).to.deep.include({ title: 'Session stopped', body: 'Fix the flaky login test' });

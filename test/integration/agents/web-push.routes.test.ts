@@ -84,60 +84,60 @@ for (const { set, skip } of engineSets) describe(`web push over HTTP (${set} eng
   };
 
   it('publishes one stable VAPID public key (a P-256 point)', async () => {
-    const a = await t.call('GET', '/api/notifications/web-push/public-key', { token: org.apiKey });
+    const a = await t.inject('GET', '/api/notifications/web-push/public-key', { token: org.apiKey });
     expect(a.status, a.text).to.equal(200);
     expect(Buffer.from(a.json.publicKey, 'base64url')).to.have.length(65);
-    const b = await t.call('GET', '/api/notifications/web-push/public-key', { token: org.ownerToken });
+    const b = await t.inject('GET', '/api/notifications/web-push/public-key', { token: org.ownerToken });
     expect(b.json.publicKey).to.equal(a.json.publicKey);
-    expect((await t.call('GET', '/api/notifications/web-push/public-key')).status).to.equal(401);
+    expect((await t.inject('GET', '/api/notifications/web-push/public-key')).status).to.equal(401);
   });
 
   it('delivers an encrypted, VAPID-signed notification the subscriber can decrypt', async () => {
     const b = browser();
     const endpoint = `${pushBase}/push/${randomBytes(8).toString('hex')}`;
-    const sub = await t.call('POST', '/api/notifications/web-push/subscribe', { token: org.ownerToken, body: { endpoint, keys: b.keys, expirationTime: null } });
+    const sub = await t.inject('POST', '/api/notifications/web-push/subscribe', { token: org.ownerToken, body: { endpoint, keys: b.keys, expirationTime: null } });
     expect(sub.status, sub.text).to.equal(201);
     expect(sub.json.id).to.be.a('string');
-    const again = await t.call('POST', '/api/notifications/web-push/subscribe', { token: org.ownerToken, body: { endpoint, keys: b.keys } });
+    const again = await t.inject('POST', '/api/notifications/web-push/subscribe', { token: org.ownerToken, body: { endpoint, keys: b.keys } });
     expect(again.json.id, 're-subscribing keeps the id').to.equal(sub.json.id);
 
-    const sent = await t.call('POST', '/api/notifications/web-push/test', { token: org.ownerToken, body: { title: 'Gate open', body: 'Ship it?' } });
+    const sent = await t.inject('POST', '/api/notifications/web-push/test', { token: org.ownerToken, body: { title: 'Gate open', body: 'Ship it?' } });
     expect(sent.status, sent.text).to.equal(200);
     expect(sent.json).to.deep.equal({ sent: 1, removed: 0, failed: 0 });
     const msg = received.find((r) => r.path === new URL(endpoint).pathname)!;
     expect(msg.headers['content-encoding']).to.equal('aes128gcm');
     expect(Number(msg.headers.ttl)).to.be.greaterThan(0);
-    const publicKey = (await t.call('GET', '/api/notifications/web-push/public-key', { token: org.ownerToken })).json.publicKey;
+    const publicKey = (await t.inject('GET', '/api/notifications/web-push/public-key', { token: org.ownerToken })).json.publicKey;
     await verifyVapid(msg.headers, pushBase, publicKey);
     expect(JSON.parse(decryptPush(msg.body, b.ecdh, b.auth))).to.deep.equal({ title: 'Gate open', body: 'Ship it?', tag: 'test' });
 
-    const del = await t.call('DELETE', '/api/notifications/web-push/subscribe', { token: org.ownerToken, body: { endpoint } });
+    const del = await t.inject('DELETE', '/api/notifications/web-push/subscribe', { token: org.ownerToken, body: { endpoint } });
     expect(del.status, del.text).to.equal(200);
-    expect((await t.call('DELETE', '/api/notifications/web-push/subscribe', { token: org.ownerToken, body: { endpoint } })).status).to.equal(404);
-    expect((await t.call('POST', '/api/notifications/web-push/test', { token: org.ownerToken, body: {} })).json.sent).to.equal(0);
+    expect((await t.inject('DELETE', '/api/notifications/web-push/subscribe', { token: org.ownerToken, body: { endpoint } })).status).to.equal(404);
+    expect((await t.inject('POST', '/api/notifications/web-push/test', { token: org.ownerToken, body: {} })).json.sent).to.equal(0);
   });
 
   it('removes a subscription the push service says is gone (410)', async () => {
     const b = browser();
     const path = `/push/${randomBytes(8).toString('hex')}`;
     gone.add(path);
-    await t.call('POST', '/api/notifications/web-push/subscribe', { token: org.ownerToken, body: { endpoint: `${pushBase}${path}`, keys: b.keys } });
-    expect((await t.call('POST', '/api/notifications/web-push/test', { token: org.ownerToken, body: {} })).json).to.deep.equal({ sent: 0, removed: 1, failed: 0 });
-    expect((await t.call('POST', '/api/notifications/web-push/test', { token: org.ownerToken, body: {} })).json).to.deep.equal({ sent: 0, removed: 0, failed: 0 });
+    await t.inject('POST', '/api/notifications/web-push/subscribe', { token: org.ownerToken, body: { endpoint: `${pushBase}${path}`, keys: b.keys } });
+    expect((await t.inject('POST', '/api/notifications/web-push/test', { token: org.ownerToken, body: {} })).json).to.deep.equal({ sent: 0, removed: 1, failed: 0 });
+    expect((await t.inject('POST', '/api/notifications/web-push/test', { token: org.ownerToken, body: {} })).json).to.deep.equal({ sent: 0, removed: 0, failed: 0 });
   });
 
   it('one broken subscription does not stop the user\'s others from being notified (issue 16)', async () => {
     const other = await provision(t);
     const good = browser();
     const endpoint = `${pushBase}/push/${randomBytes(8).toString('hex')}`;
-    expect((await t.call('POST', '/api/notifications/web-push/subscribe', { token: other.ownerToken, body: { endpoint, keys: good.keys } })).status).to.equal(201);
+    expect((await t.inject('POST', '/api/notifications/web-push/subscribe', { token: other.ownerToken, body: { endpoint, keys: good.keys } })).status).to.equal(201);
     // A subscription stored before points were checked: 65 bytes, 0x04 first, not on the curve.
     const badPoint = Buffer.concat([Buffer.from([4]), Buffer.alloc(64, 7)]).toString('base64url');
     await t.node.deps.db('web_push_subscriptions').insert({
       ...(await t.node.deps.db('web_push_subscriptions').where({ org_id: other.orgId }).first()),
       id: randomUUID(), endpoint: `${pushBase}/push/broken-${randomBytes(4).toString('hex')}`, p256dh: badPoint,
     });
-    const sent = await t.call('POST', '/api/notifications/web-push/test', { token: other.ownerToken, body: { title: 'Both?' } });
+    const sent = await t.inject('POST', '/api/notifications/web-push/test', { token: other.ownerToken, body: { title: 'Both?' } });
     expect(sent.status, sent.text).to.equal(200);
     expect(sent.json).to.deep.equal({ sent: 1, removed: 0, failed: 1 });
     expect(received.some((r) => r.path === new URL(endpoint).pathname)).to.equal(true);
@@ -146,18 +146,18 @@ for (const { set, skip } of engineSets) describe(`web push over HTTP (${set} eng
   it('refuses credentials without a user, internal endpoints, malformed keys and hostile bodies', async () => {
     const b = browser();
     const body = { endpoint: `${pushBase}/push/x`, keys: b.keys };
-    expect((await t.call('POST', '/api/notifications/web-push/subscribe', { token: org.apiKey, body })).status).to.equal(403);
-    expect((await t.call('POST', '/api/notifications/web-push/subscribe', { body })).status).to.equal(401);
-    expect((await t.call('POST', '/api/notifications/web-push/subscribe', { token: org.ownerToken, body: { ...body, endpoint: 'http://169.254.169.254/push' } })).status).to.equal(400);
-    expect((await t.call('POST', '/api/notifications/web-push/subscribe', { token: org.ownerToken, body: { ...body, endpoint: 'http://[::1]:1/push' } })).status).to.equal(400);
+    expect((await t.inject('POST', '/api/notifications/web-push/subscribe', { token: org.apiKey, body })).status).to.equal(403);
+    expect((await t.inject('POST', '/api/notifications/web-push/subscribe', { body })).status).to.equal(401);
+    expect((await t.inject('POST', '/api/notifications/web-push/subscribe', { token: org.ownerToken, body: { ...body, endpoint: 'http://169.254.169.254/push' } })).status).to.equal(400);
+    expect((await t.inject('POST', '/api/notifications/web-push/subscribe', { token: org.ownerToken, body: { ...body, endpoint: 'http://[::1]:1/push' } })).status).to.equal(400);
     const shortKey = { ...body, keys: { ...b.keys, p256dh: Buffer.alloc(64, 4).toString('base64url') + 'AA' } };
     const offCurve = { ...body, keys: { ...b.keys, p256dh: Buffer.concat([Buffer.from([4]), Buffer.alloc(64, 7)]).toString('base64url') } };
-    const refused = await t.call('POST', '/api/notifications/web-push/subscribe', { token: org.ownerToken, body: offCurve });
+    const refused = await t.inject('POST', '/api/notifications/web-push/subscribe', { token: org.ownerToken, body: offCurve });
     expect([refused.status, refused.json.details?.field], '65 bytes that are no P-256 point (issue 16)').to.deep.equal([400, 'keys.p256dh']);
-    expect((await t.call('POST', '/api/notifications/web-push/subscribe', { token: org.ownerToken, body: shortKey })).status).to.equal(400);
-    expect((await t.call('POST', '/api/notifications/web-push/subscribe', { token: org.ownerToken, body: { ...body, keys: { ...b.keys, auth: 'AAAAAAAAAAAAAAAAAAAAAAAAAA' } } })).status).to.equal(400);
+    expect((await t.inject('POST', '/api/notifications/web-push/subscribe', { token: org.ownerToken, body: shortKey })).status).to.equal(400);
+    expect((await t.inject('POST', '/api/notifications/web-push/subscribe', { token: org.ownerToken, body: { ...body, keys: { ...b.keys, auth: 'AAAAAAAAAAAAAAAAAAAAAAAAAA' } } })).status).to.equal(400);
     for (const rawBody of hostileBodies) {
-      const r = await t.call('POST', '/api/notifications/web-push/subscribe', { token: org.ownerToken, rawBody, headers: { 'content-type': 'application/json' } });
+      const r = await t.inject('POST', '/api/notifications/web-push/subscribe', { token: org.ownerToken, rawBody, headers: { 'content-type': 'application/json' } });
       expect(r.status, r.text).to.be.within(400, 499);
     }
   });
@@ -166,11 +166,11 @@ for (const { set, skip } of engineSets) describe(`web push over HTTP (${set} eng
     const plain = await startTestNode({ engines: set });
     try {
       const o = await provision(plain);
-      const r = await plain.call('GET', '/api/notifications/web-push/public-key', { token: o.ownerToken });
+      const r = await plain.inject('GET', '/api/notifications/web-push/public-key', { token: o.ownerToken });
       expect(r.status).to.equal(200);
       expect(r.json).to.deep.equal({ publicKey: null });
       const b = browser();
-      expect((await plain.call('POST', '/api/notifications/web-push/subscribe', { token: o.ownerToken, body: { endpoint: 'https://push.example.test/x', keys: b.keys } })).status).to.equal(409);
+      expect((await plain.inject('POST', '/api/notifications/web-push/subscribe', { token: o.ownerToken, body: { endpoint: 'https://push.example.test/x', keys: b.keys } })).status).to.equal(409);
     } finally {
       await plain.close();
     }

@@ -22,7 +22,7 @@ for (const { set, skip } of engineSets) describe(`authoring: agent-card drafts (
   });
   after(async () => { await t?.close(); });
 
-  const api = (path: string, body: unknown, who: ProvisionedOrg = org) => t.call('POST', `/api/projects/${who.projectId}/authoring/${path}`, { token: who.ownerToken, body });
+  const api = (path: string, body: unknown, who: ProvisionedOrg = org) => t.inject('POST', `/api/projects/${who.projectId}/authoring/${path}`, { token: who.ownerToken, body });
 
   async function converse(goal: string, agentCardId?: string) {
     const started = await api('conversation', { action: 'start', goal, target: 'agentCard', ...(agentCardId ? { agentCardId } : {}) });
@@ -58,7 +58,7 @@ for (const { set, skip } of engineSets) describe(`authoring: agent-card drafts (
     expect(candidate.card).to.deep.include({ name: 'Bug triager', description: 'Triages new bug reports and labels them.', capabilities: ['repo.read', 'tracker.comment'], model: 'claude-sonnet' });
     expect(candidate.card.prompt).to.contain('1. Read the whole report first.').and.contain('2. Never close an issue.');
     // Schema-valid: the agent-card route takes it as it is (in another org, so this org's runtime stays untouched).
-    expect((await t.call('POST', '/api/agent-cards', { token: other.ownerToken, body: candidate.card })).status).to.equal(201);
+    expect((await t.inject('POST', '/api/agent-cards', { token: other.ownerToken, body: candidate.card })).status).to.equal(201);
 
     const cardsBefore = await t.node.deps.db('agent_cards').where({ org_id: org.orgId }).count('* as n');
     let applied: any;
@@ -69,12 +69,12 @@ for (const { set, skip } of engineSets) describe(`authoring: agent-card drafts (
     expect(applied.json).to.include({ applied: true, target: 'agentCard', status: 'draft', version: 1, auditPending: false });
     expect(await t.node.deps.db('agent_cards').where({ org_id: org.orgId }).count('* as n')).to.deep.equal(cardsBefore);
 
-    const read = await t.call('GET', `/api/projects/${org.projectId}/authoring/proposals/${applied.json.proposalId}`, { token: org.ownerToken });
+    const read = await t.inject('GET', `/api/projects/${org.projectId}/authoring/proposals/${applied.json.proposalId}`, { token: org.ownerToken });
     expect(read.status, read.text).to.equal(200);
     expect(read.json.proposal).to.include({ target: 'agentCard', agentCardId: '', version: 1 });
     expect(read.json.versions[0].card).to.deep.equal(candidate.card);
     expect(read.json.versions[0].digests).to.deep.equal(digests);
-    expect((await t.call('GET', `/api/projects/${other.projectId}/authoring/proposals/${applied.json.proposalId}`, { token: other.ownerToken })).status).to.equal(404);
+    expect((await t.inject('GET', `/api/projects/${other.projectId}/authoring/proposals/${applied.json.proposalId}`, { token: other.ownerToken })).status).to.equal(404);
 
     // A reviewed change appends version 2; a changed card with the old digest is stale.
     const edited = { ...candidate.card, description: 'Triages and labels new bug reports.' };
@@ -88,14 +88,14 @@ for (const { set, skip } of engineSets) describe(`authoring: agent-card drafts (
   });
 
   it('drafts against an existing card: a new card version makes the draft stale (baseDigest); another org\'s card is not found', async () => {
-    const created = await t.call('POST', '/api/agent-cards', { token: org.ownerToken, body: { name: 'Triager', prompt: 'Triage.' } });
+    const created = await t.inject('POST', '/api/agent-cards', { token: org.ownerToken, body: { name: 'Triager', prompt: 'Triage.' } });
     expect(created.status, created.text).to.equal(201);
     const cardId = created.json.agentCard.id as string;
     const request = await converse('Bug triager v2', cardId);
     expect(request.agentCardId).to.equal(cardId);
     const drafted = (await api('synthesize', { synthesisRequest: request })).json;
     expect(drafted.candidate.agentCardId).to.equal(cardId);
-    expect((await t.call('PATCH', `/api/agent-cards/${cardId}`, { token: org.ownerToken, body: { description: 'changed meanwhile' } })).status).to.equal(200);
+    expect((await t.inject('PATCH', `/api/agent-cards/${cardId}`, { token: org.ownerToken, body: { description: 'changed meanwhile' } })).status).to.equal(200);
     const stale = await api('apply', { target: 'agentCard', agentCardId: cardId, card: drafted.candidate.card, ...drafted.digests });
     expect(stale.status).to.equal(409);
     expect(stale.json.details).to.deep.equal({ stale: 'baseDigest' });

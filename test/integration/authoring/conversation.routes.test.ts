@@ -24,7 +24,7 @@ for (const { set, skip } of engineSets) describe(`authoring: builder conversatio
   });
   after(async () => { await t?.close(); });
 
-  const post = (body: unknown, token = org.ownerToken, where = path) => t.call('POST', where, { token, body });
+  const post = (body: unknown, token = org.ownerToken, where = path) => t.inject('POST', where, { token, body });
   const answers = [
     { outcome: 'Every failing test has a fix merged' },
     { steps: ['Find the failing tests', 'Write and merge the fix'] },
@@ -147,7 +147,7 @@ for (const { set, skip } of engineSets) describe(`authoring: builder conversatio
   });
 
   it('checks the named workflow belongs to the project', async () => {
-    const w = await t.call('POST', `/api/projects/${other.projectId}/workflows`, { token: other.ownerToken, body: { name: 'theirs' } });
+    const w = await t.inject('POST', `/api/projects/${other.projectId}/workflows`, { token: other.ownerToken, body: { name: 'theirs' } });
     expect(w.status, w.text).to.equal(201);
     const r = await post({ action: 'start', goal: 'x', workflowId: w.json.id });
     expect(r.status, r.text).to.equal(404);
@@ -155,7 +155,7 @@ for (const { set, skip } of engineSets) describe(`authoring: builder conversatio
 
   it('tenancy and credentials: 401 without one, 403 for a runtime token, 404 for another org\'s project; API keys work', async () => {
     const body = { action: 'start', goal: 'x' };
-    expect((await t.call('POST', path, { body })).status).to.equal(401);
+    expect((await t.inject('POST', path, { body })).status).to.equal(401);
     const tokens = await nonHumanTokens(t, org);
     expect((await post(body, tokens.runtime)).status).to.equal(403);
     expect((await post(body, org.ownerToken, `/api/projects/${other.projectId}/authoring/conversation`)).status).to.equal(404);

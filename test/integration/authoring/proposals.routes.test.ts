@@ -32,7 +32,7 @@ for (const { set, skip } of engineSets) describe(`authoring: synthesis, proposal
   });
   after(async () => { await t?.close(); });
 
-  const post = (what: string, body: unknown, token = org.ownerToken) => t.call('POST', `${base}/${what}`, { token, body });
+  const post = (what: string, body: unknown, token = org.ownerToken) => t.inject('POST', `${base}/${what}`, { token, body });
 
   describe('synthesize', () => {
     it('answers the same bytes for the same request, a valid plan from the vocabulary, and writes nothing', async () => {
@@ -74,15 +74,15 @@ for (const { set, skip } of engineSets) describe(`authoring: synthesis, proposal
     });
 
     it('changes its baseDigest when the workflow gets a new version, and 404s another org\'s workflow', async () => {
-      const w = await t.call('POST', `/api/projects/${org.projectId}/workflows`, { token: org.ownerToken, body: { name: 'base' } });
+      const w = await t.inject('POST', `/api/projects/${org.projectId}/workflows`, { token: org.ownerToken, body: { name: 'base' } });
       expect(w.status, w.text).to.equal(201);
       const first = await post('synthesize', { synthesisRequest: request({ workflowId: w.json.id }) });
-      const edited = await t.call('PATCH', `/api/workflows/${w.json.id}`, { token: org.ownerToken, body: { name: 'renamed' } });
+      const edited = await t.inject('PATCH', `/api/workflows/${w.json.id}`, { token: org.ownerToken, body: { name: 'renamed' } });
       expect(edited.status, edited.text).to.equal(200);
       const second = await post('synthesize', { synthesisRequest: request({ workflowId: w.json.id }) });
       expect(second.json.digests.baseDigest).not.to.equal(first.json.digests.baseDigest);
       expect(second.json.digests.candidateDigest).to.equal(first.json.digests.candidateDigest);
-      const foreign = await t.call('POST', `/api/projects/${other.projectId}/workflows`, { token: other.ownerToken, body: { name: 'theirs' } });
+      const foreign = await t.inject('POST', `/api/projects/${other.projectId}/workflows`, { token: other.ownerToken, body: { name: 'theirs' } });
       const r = await post('synthesize', { synthesisRequest: request({ workflowId: foreign.json.id }) });
       expect(r.status, r.text).to.equal(404);
     });
@@ -110,26 +110,26 @@ for (const { set, skip } of engineSets) describe(`authoring: synthesis, proposal
         expect(replay.status, replay.text).to.equal(409);
         expect(replay.json.details.stale).to.equal('proposalVersion');
       });
-      const read = await t.call('GET', `${base}/proposals/${proposalId}`, { token: org.ownerToken });
+      const read = await t.inject('GET', `${base}/proposals/${proposalId}`, { token: org.ownerToken });
       expect(read.status, read.text).to.equal(200);
       expect(read.json.proposal).to.include({ id: proposalId, status: 'draft', version: 2, target: 'workflow' });
       expect(read.json.versions.map((v: { version: number }) => v.version)).to.deep.equal([2, 1]);
       expect(read.json.versions[1].plan).to.deep.equal(body.plan);
       expect(read.json.versions[1].digests.candidateDigest).to.equal(body.candidateDigest);
-      const list = await t.call('GET', `${base}/proposals`, { token: org.ownerToken });
+      const list = await t.inject('GET', `${base}/proposals`, { token: org.ownerToken });
       expect(list.json.proposals.map((p: { id: string }) => p.id)).to.include(proposalId);
       const audit = await t.node.deps.db('audit_log').where({ org_id: org.orgId, type: 'proposal.version_created', subject: proposalId }).orderBy('seq');
       expect(audit.map((a: { payload: { version: number } }) => a.payload.version)).to.deep.equal([1, 2]);
-      const foreign = await t.call('GET', `/api/projects/${other.projectId}/authoring/proposals/${proposalId}`, { token: other.ownerToken });
+      const foreign = await t.inject('GET', `/api/projects/${other.projectId}/authoring/proposals/${proposalId}`, { token: other.ownerToken });
       expect(foreign.status).to.equal(404);
-      const notMine = await t.call('POST', `/api/projects/${other.projectId}/authoring/apply`, { token: other.ownerToken, body: { ...body, proposalId, proposalVersion: 2 } });
+      const notMine = await t.inject('POST', `/api/projects/${other.projectId}/authoring/apply`, { token: other.ownerToken, body: { ...body, proposalId, proposalVersion: 2 } });
       expect(notMine.status, notMine.text).to.be.oneOf([404, 409]);
       const refused = await t.node.deps.db.raw('update authoring_proposal_versions set created_by = ? where proposal_id = ?', ['x', proposalId]).then(() => 'updated', () => 'refused');
       expect(refused, 'proposal versions are immutable').to.equal('refused');
     });
 
     it('409 naming each stale digest in turn', async () => {
-      const w = await t.call('POST', `/api/projects/${org.projectId}/workflows`, { token: org.ownerToken, body: { name: 'stale' } });
+      const w = await t.inject('POST', `/api/projects/${org.projectId}/workflows`, { token: org.ownerToken, body: { name: 'stale' } });
       const body = await candidate(org.ownerToken, { workflowId: w.json.id });
       const staleCandidate = await post('apply', { ...body, plan: { ...body.plan, name: 'changed after review' } });
       expect(staleCandidate.status, staleCandidate.text).to.equal(409);
@@ -139,13 +139,13 @@ for (const { set, skip } of engineSets) describe(`authoring: synthesis, proposal
       expect(wrongVocabulary.status).to.equal(409);
       expect(wrongVocabulary.json.details.stale).to.equal('vocabularyDigest');
 
-      await t.call('PATCH', `/api/workflows/${w.json.id}`, { token: org.ownerToken, body: { name: 'moved on' } });
+      await t.inject('PATCH', `/api/workflows/${w.json.id}`, { token: org.ownerToken, body: { name: 'moved on' } });
       const staleBase = await post('apply', body);
       expect(staleBase.status, staleBase.text).to.equal(409);
       expect(staleBase.json.details.stale).to.equal('baseDigest');
 
       const fresh = await candidate(org.ownerToken, { workflowId: w.json.id });
-      const policy = await t.call('POST', '/api/policies', { token: org.ownerToken, body: { name: 'p', status: 'active', cedarPolicy: 'forbid (principal is Troupe::User, action == Troupe::Action::"manage-org", resource) when { principal.orgRole == \"viewer\" };' } });
+      const policy = await t.inject('POST', '/api/policies', { token: org.ownerToken, body: { name: 'p', status: 'active', cedarPolicy: 'forbid (principal is Troupe::User, action == Troupe::Action::"manage-org", resource) when { principal.orgRole == \"viewer\" };' } });
       expect(policy.status, policy.text).to.equal(201);
       const stalePolicy = await post('apply', fresh);
       expect(stalePolicy.status, stalePolicy.text).to.equal(409);
@@ -195,9 +195,9 @@ for (const { set, skip } of engineSets) describe(`authoring: synthesis, proposal
     };
     let sim: ProvisionedOrg;
     before(async () => { sim = await provisionOrg(t); });
-    const simulate = (body: unknown, token = sim.ownerToken) => t.call('POST', `/api/projects/${sim.projectId}/authoring/simulate`, { token, body });
+    const simulate = (body: unknown, token = sim.ownerToken) => t.inject('POST', `/api/projects/${sim.projectId}/authoring/simulate`, { token, body });
     const policy = async (cedarPolicy: string, status = 'draft') => {
-      const r = await t.call('POST', '/api/policies', { token: sim.ownerToken, body: { name: `p${Math.random()}`, cedarPolicy, status } });
+      const r = await t.inject('POST', '/api/policies', { token: sim.ownerToken, body: { name: `p${Math.random()}`, cedarPolicy, status } });
       expect(r.status, r.text).to.equal(201);
       return r.json.policy.id as string;
     };
@@ -206,7 +206,7 @@ for (const { set, skip } of engineSets) describe(`authoring: synthesis, proposal
 
     it('allows, denies per node against exactly the named revision, and changes nothing', async () => {
       const id = await policy(forbidAgents);
-      const updated = await t.call('PATCH', `/api/policies/${id}`, { token: sim.ownerToken, body: { cedarPolicy: harmless } });
+      const updated = await t.inject('PATCH', `/api/policies/${id}`, { token: sim.ownerToken, body: { cedarPolicy: harmless } });
       expect(updated.json.policy.version).to.equal(2);
       await expectRuntimeUnchanged(t, async () => {
         const v1 = await simulate({ policyId: id, policyVersion: 1, plan });
@@ -251,7 +251,7 @@ for (const { set, skip } of engineSets) describe(`authoring: synthesis, proposal
 
     it('404 for another org\'s policy or an absent version; 413 past the node cap', async () => {
       const id = await policy(harmless);
-      const foreign = await t.call('POST', '/api/policies', { token: other.ownerToken, body: { name: 'theirs', cedarPolicy: harmless } });
+      const foreign = await t.inject('POST', '/api/policies', { token: other.ownerToken, body: { name: 'theirs', cedarPolicy: harmless } });
       expect((await simulate({ policyId: foreign.json.policy.id, policyVersion: 1, plan })).status).to.equal(404);
       expect((await simulate({ policyId: id, policyVersion: 7, plan })).status).to.equal(404);
       const many = Array.from({ length: 201 }, (_, i) => ({ id: `n${i}`, nodeKey: 'wait', config: { seconds: 1 } }));
@@ -276,7 +276,7 @@ for (const { set, skip } of engineSets) describe(`authoring: synthesis, proposal
         const r = await post(what, body);
         expect(r.status, `${what} ${JSON.stringify(body).slice(0, 80)}: ${r.text}`).to.be.within(400, 499);
       }
-      const raw = await t.call('POST', `${base}/${what}`, { token: org.ownerToken, rawBody: '{"a":', headers: { 'content-type': 'application/json' } });
+      const raw = await t.inject('POST', `${base}/${what}`, { token: org.ownerToken, rawBody: '{"a":', headers: { 'content-type': 'application/json' } });
       expect(raw.status).to.equal(400);
     }
   });

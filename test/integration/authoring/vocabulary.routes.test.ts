@@ -29,9 +29,9 @@ for (const { set, skip } of engineSets) describe(`authoring: plugin verbs and pa
   });
   after(async () => { await t?.close(); });
 
-  const post = (what: string, body: unknown) => t.call('POST', `/api/projects/${org.projectId}/authoring/${what}`, { token: org.ownerToken, body });
+  const post = (what: string, body: unknown) => t.inject('POST', `/api/projects/${org.projectId}/authoring/${what}`, { token: org.ownerToken, body });
   const snapshot = async (snapshots: unknown[]) => {
-    const r = await t.call('POST', '/api/daemon/options/snapshot', { token: org.ownerToken, body: { orgId: org.orgId, projectId: org.projectId, snapshots } });
+    const r = await t.inject('POST', '/api/daemon/options/snapshot', { token: org.ownerToken, body: { orgId: org.orgId, projectId: org.projectId, snapshots } });
     expect(r.status, r.text).to.equal(200);
   };
   const digestNow = async () => {
@@ -82,7 +82,7 @@ for (const { set, skip } of engineSets) describe(`authoring: plugin verbs and pa
 
   it('simulates a plugin node as a dispatch a policy can single out', async () => {
     await snapshot([{ pluginId: 'com.acme.deploy', verbId: 'run', options: {} }, { pluginId: 'lint', verbId: 'check', options: {} }]);
-    const created = await t.call('POST', '/api/policies', {
+    const created = await t.inject('POST', '/api/policies', {
       token: org.ownerToken,
       body: { name: 'no deploys', status: 'draft', cedarPolicy: `forbid (principal, action == Troupe::Action::"dispatch", resource == Troupe::Session::"${verb}");` },
     });

@@ -35,8 +35,8 @@ for (const { set, skip } of engineSets) describe(`credentials, rotation and opti
     return c;
   };
   const put = (org: Org, token: string, kind: string, body: unknown) =>
-    t.call('PUT', `/api/org/${org.orgId}/credentials/${kind}`, { token, body });
-  const rotate = (token: string, body: unknown) => t.call('POST', '/api/daemon/credentials/rotate', { token, body });
+    t.inject('PUT', `/api/org/${org.orgId}/credentials/${kind}`, { token, body });
+  const rotate = (token: string, body: unknown) => t.inject('POST', '/api/daemon/credentials/rotate', { token, body });
 
   it('stores a credential sealed, for admins and owners only', async () => {
     const res = await put(acme, acme.ownerToken, 'github-token', { provider: 'static', value: 'ghp_secret_one' });
@@ -47,7 +47,7 @@ for (const { set, skip } of engineSets) describe(`credentials, rotation and opti
     expect((await put(acme, acme.memberToken, 'github-token', { provider: 'static', value: 'x' })).status).to.equal(403);
     expect((await put(acme, globex.ownerToken, 'github-token', { provider: 'static', value: 'x' })).status).to.equal(403);
     expect((await put(acme, acmeDaemon.runtimeJwt, 'github-token', { provider: 'static', value: 'x' })).status).to.equal(403);
-    expect((await t.call('PUT', `/api/org/${acme.orgId}/credentials/github-token`, { body: { provider: 'static', value: 'x' } })).status).to.equal(401);
+    expect((await t.inject('PUT', `/api/org/${acme.orgId}/credentials/github-token`, { body: { provider: 'static', value: 'x' } })).status).to.equal(401);
   });
 
   it('refuses hostile credential bodies with 4xx, never 5xx', async () => {
@@ -64,7 +64,7 @@ for (const { set, skip } of engineSets) describe(`credentials, rotation and opti
       const res = await put(acme, acme.ownerToken, kind, body);
       expect(res.status, `${kind} ${JSON.stringify(body).slice(0, 60)}: ${res.text}`).to.equal(400);
     }
-    const raw = await t.call('PUT', `/api/org/${acme.orgId}/credentials/github-token`, { token: acme.ownerToken, rawBody: '{"provider":', headers: { 'content-type': 'application/json' } });
+    const raw = await t.inject('PUT', `/api/org/${acme.orgId}/credentials/github-token`, { token: acme.ownerToken, rawBody: '{"provider":', headers: { 'content-type': 'application/json' } });
     expect(raw.status).to.equal(400);
   });
 
@@ -108,11 +108,11 @@ for (const { set, skip } of engineSets) describe(`credentials, rotation and opti
     expect((await rotate(acmeDaemon.runtimeJwt, body)).status).to.equal(403);
     expect((await rotate(acme.apiKey, body)).status).to.equal(200);
     const keyWith = async (scopes: string[]) =>
-      (await t.call('POST', `/api/org/${acme.orgId}/keys`, { token: acme.ownerToken, body: { name: `rotate-${scopes.join('-')}`, scopes } })).json.fullKey as string;
+      (await t.inject('POST', `/api/org/${acme.orgId}/keys`, { token: acme.ownerToken, body: { name: `rotate-${scopes.join('-')}`, scopes } })).json.fullKey as string;
     const readKey = await rotate(await keyWith(['read']), body);
     expect([readKey.status, readKey.json.code], 'a read-scope key (issue 16)').to.deep.equal([403, 'AUTH_FORBIDDEN']);
     expect((await rotate(await keyWith(['read', 'write']), body)).status, 'a write-scope key').to.equal(200);
-    expect((await t.call('POST', '/api/daemon/credentials/rotate', { body })).status).to.equal(401);
+    expect((await t.inject('POST', '/api/daemon/credentials/rotate', { body })).status).to.equal(401);
     expect((await rotate(acme.ownerToken, { orgId: acme.orgId, kind: 'never-stored' })).status).to.equal(404);
     for (const hostile of [{}, { orgId: acme.orgId }, { orgId: acme.orgId, kind: '../../etc' }, { orgId: 7, kind: 'x' }, [], 'x']) {
       const res = await rotate(acme.ownerToken, hostile);
@@ -129,7 +129,7 @@ for (const { set, skip } of engineSets) describe(`credentials, rotation and opti
   });
 
   describe('plugin option snapshots', () => {
-    const snapshot = (token: string, body: unknown) => t.call('POST', '/api/daemon/options/snapshot', { token, body });
+    const snapshot = (token: string, body: unknown) => t.inject('POST', '/api/daemon/options/snapshot', { token, body });
 
     it('upserts by (org, project, plugin, verb) and reports skipped entries', async () => {
       const first = await snapshot(acmeDaemon.runtimeJwt, {
@@ -163,7 +163,7 @@ for (const { set, skip } of engineSets) describe(`credentials, rotation and opti
       expect((await snapshot(acme.apiKey, { orgId: acme.orgId, projectId: globex.projectId, snapshots: entry })).status).to.equal(403);
       expect((await snapshot(acmeDaemon.runtimeJwt, { orgId: acme.orgId, projectId: globex.projectId, snapshots: entry })).status).to.equal(403);
       expect((await snapshot(acme.ownerToken, { orgId: acme.orgId, projectId: 'not-a-uuid', snapshots: entry })).status).to.equal(403);
-      expect((await t.call('POST', '/api/daemon/options/snapshot', { body: { orgId: acme.orgId, projectId: acme.projectId, snapshots: entry } })).status).to.equal(401);
+      expect((await t.inject('POST', '/api/daemon/options/snapshot', { body: { orgId: acme.orgId, projectId: acme.projectId, snapshots: entry } })).status).to.equal(401);
       for (const hostile of [{}, { orgId: acme.orgId, projectId: acme.projectId }, { orgId: acme.orgId, projectId: acme.projectId, snapshots: 'x' },
         { orgId: acme.orgId, projectId: acme.projectId, snapshots: Array.from({ length: 501 }, () => entry[0]) }]) {
         expect((await snapshot(acme.apiKey, hostile)).status, JSON.stringify(hostile).slice(0, 80)).to.equal(400);

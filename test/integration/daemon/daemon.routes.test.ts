@@ -1,4 +1,4 @@
-// Invariant: through the real HTTP server, a daemon registers only with a live registration token; a mutation
+// Invariant: through the node's HTTP edge (injected, no socket), a daemon registers only with a live registration token; a mutation
 // enqueued by an org admin or owner is delivered on exactly one heartbeat, stamped deliveredAt before that answer;
 // cancel wins only while undelivered (a cancel racing a heartbeat has exactly one winner); another org's hosts and
 // mutations are 404; the step heartbeat never answers 5xx; and a silent worker's sessions are reclaimed.
@@ -23,23 +23,23 @@ for (const { set, skip } of engineSets) describe(`daemon routes (${set} engines)
   after(() => t?.close());
 
   const heartbeat = (d: Daemon, token = d.runtimeJwt) =>
-    t.call('POST', '/v1/daemon/heartbeat', { token, body: { workerId: d.workerId, activeSessionIds: [], load: 0.5 } });
+    t.inject('POST', '/v1/daemon/heartbeat', { token, body: { workerId: d.workerId, activeSessionIds: [], load: 0.5 } });
   const enqueue = (token: string, workerHostId: string, op = 'pool.deleted', params: Record<string, unknown> = { poolId: 'gpu-a' }) =>
-    t.call('POST', '/api/daemon/mutations', { token, body: { workerHostId, op, params } });
+    t.inject('POST', '/api/daemon/mutations', { token, body: { workerHostId, op, params } });
 
   it('registers with a registration token in the body and refuses bad or revoked tokens with 401', async () => {
     const d = await registerDaemon(t, acme);
     expect(d.workerId).to.match(/^[0-9a-f-]{36}$/);
-    const res = await t.call('POST', '/v1/daemon/register', { body: { registrationToken: acme.registrationToken, hostname: 'h', maxAgents: 1 } });
+    const res = await t.inject('POST', '/v1/daemon/register', { body: { registrationToken: acme.registrationToken, hostname: 'h', maxAgents: 1 } });
     expect(res.json).to.include({ heartbeatIntervalSeconds: 15, pollIntervalSeconds: 5 });
     for (const registrationToken of ['trg_' + 'A'.repeat(40), 'nonsense', acme.apiKey]) {
-      expect((await t.call('POST', '/v1/daemon/register', { body: { registrationToken, hostname: 'h', maxAgents: 1 } })).status).to.equal(401);
+      expect((await t.inject('POST', '/v1/daemon/register', { body: { registrationToken, hostname: 'h', maxAgents: 1 } })).status).to.equal(401);
     }
-    expect((await t.call('POST', '/v1/daemon/register', { body: { hostname: 'h', maxAgents: 1 } })).status).to.equal(400);
-    const revoked = await t.call('DELETE', `/api/org/${acme.orgId}/registration-tokens/${acme.registrationTokenId}`, { token: acme.ownerToken });
+    expect((await t.inject('POST', '/v1/daemon/register', { body: { hostname: 'h', maxAgents: 1 } })).status).to.equal(400);
+    const revoked = await t.inject('DELETE', `/api/org/${acme.orgId}/registration-tokens/${acme.registrationTokenId}`, { token: acme.ownerToken });
     expect(revoked.status, revoked.text).to.be.oneOf([200, 204]);
-    expect((await t.call('POST', '/v1/daemon/register', { body: { registrationToken: acme.registrationToken, hostname: 'h', maxAgents: 1 } })).status).to.equal(401);
-    const fresh = await t.call('POST', `/api/org/${acme.orgId}/registration-tokens`, { token: acme.ownerToken, body: { name: 'next' } });
+    expect((await t.inject('POST', '/v1/daemon/register', { body: { registrationToken: acme.registrationToken, hostname: 'h', maxAgents: 1 } })).status).to.equal(401);
+    const fresh = await t.inject('POST', `/api/org/${acme.orgId}/registration-tokens`, { token: acme.ownerToken, body: { name: 'next' } });
     expect(fresh.status, fresh.text).to.equal(201);
     acme = { ...acme, registrationToken: fresh.json.registrationToken, registrationTokenId: fresh.json.id };
   });
@@ -57,7 +57,7 @@ for (const { set, skip } of engineSets) describe(`daemon routes (${set} engines)
     const row = await t.node.deps.db('daemon_mutations').where({ id: queued.json.mutation.id }).first();
     expect(row.delivered_at, 'durable before the answer').to.not.equal(null);
     expect((await heartbeat(d)).json.mutations).to.deep.equal([]);
-    const history = await t.call('GET', `/api/daemon/mutations?workerHostId=${d.workerId}`, { token: acme.apiKey });
+    const history = await t.inject('GET', `/api/daemon/mutations?workerHostId=${d.workerId}`, { token: acme.apiKey });
     expect(history.json.mutations[0]).to.include({ id: queued.json.mutation.id, status: 'delivered' });
     expect(history.json.mutations[0].deliveredAt).to.be.a('string');
   });
@@ -70,7 +70,7 @@ for (const { set, skip } of engineSets) describe(`daemon routes (${set} engines)
     const hb = await heartbeat(d);
     expect(hb.json.runtimeJwt).to.be.a('string');
     expect((await heartbeat(d, hb.json.runtimeJwt)).status).to.equal(200);
-    const poll = await t.call('POST', '/v1/daemon/poll', { token: hb.json.runtimeJwt, body: { workerId: d.workerId, capacity: 100 } });
+    const poll = await t.inject('POST', '/v1/daemon/poll', { token: hb.json.runtimeJwt, body: { workerId: d.workerId, capacity: 100 } });
     expect(poll.json.sessions.map((s: { id: string }) => s.id), 'no longer offered its old project').to.not.include(id);
     expect((await enqueue(acme.ownerToken, d.workerId, 'project.add', { projectId: acme.projectId })).status).to.equal(201);
     expect((await heartbeat(d, hb.json.runtimeJwt)).json.runtimeJwt).to.be.a('string');
@@ -99,26 +99,26 @@ for (const { set, skip } of engineSets) describe(`daemon routes (${set} engines)
     }
     expect((await enqueue(acme.memberToken, d.workerId)).status).to.equal(403);
     expect((await enqueue(d.runtimeJwt, d.workerId)).status).to.equal(403);
-    expect((await t.call('POST', '/api/daemon/mutations', { body: { workerHostId: d.workerId, op: 'pool.deleted', params: { poolId: 'x' } } })).status).to.equal(401);
+    expect((await t.inject('POST', '/api/daemon/mutations', { body: { workerHostId: d.workerId, op: 'pool.deleted', params: { poolId: 'x' } } })).status).to.equal(401);
     expect((await enqueue(globex.ownerToken, d.workerId)).status, "another org's host").to.equal(404);
-    expect((await t.call('GET', `/api/daemon/mutations?workerHostId=${d.workerId}`, { token: globex.apiKey })).status).to.equal(404);
+    expect((await t.inject('GET', `/api/daemon/mutations?workerHostId=${d.workerId}`, { token: globex.apiKey })).status).to.equal(404);
   });
 
   it('cancels while undelivered; 409 once delivered or cancelled; 404 unknown or of another org', async () => {
     const d = await registerDaemon(t, acme);
     const m1 = (await enqueue(acme.ownerToken, d.workerId)).json.mutation;
-    expect((await t.call('POST', `/api/daemon/mutations/${m1.id}/cancel`, { token: globex.ownerToken })).status).to.equal(404);
-    const cancelled = await t.call('POST', `/api/daemon/mutations/${m1.id}/cancel`, { token: acme.ownerToken });
+    expect((await t.inject('POST', `/api/daemon/mutations/${m1.id}/cancel`, { token: globex.ownerToken })).status).to.equal(404);
+    const cancelled = await t.inject('POST', `/api/daemon/mutations/${m1.id}/cancel`, { token: acme.ownerToken });
     expect(cancelled.status).to.equal(200);
     expect(cancelled.json.mutation).to.include({ status: 'cancelled' });
     expect(cancelled.json.mutation.cancelledAt).to.be.a('string');
-    expect((await t.call('POST', `/api/daemon/mutations/${m1.id}/cancel`, { token: acme.ownerToken })).status).to.equal(409);
+    expect((await t.inject('POST', `/api/daemon/mutations/${m1.id}/cancel`, { token: acme.ownerToken })).status).to.equal(409);
     expect((await heartbeat(d)).json.mutations, 'a cancelled mutation is never delivered').to.deep.equal([]);
     const m2 = (await enqueue(acme.ownerToken, d.workerId)).json.mutation;
     await heartbeat(d);
-    expect((await t.call('POST', `/api/daemon/mutations/${m2.id}/cancel`, { token: acme.ownerToken })).status).to.equal(409);
-    expect((await t.call('POST', '/api/daemon/mutations/00000000-0000-4000-8000-000000000000/cancel', { token: acme.ownerToken })).status).to.equal(404);
-    expect((await t.call('POST', '/api/daemon/mutations/nope/cancel', { token: acme.ownerToken })).status).to.equal(404);
+    expect((await t.inject('POST', `/api/daemon/mutations/${m2.id}/cancel`, { token: acme.ownerToken })).status).to.equal(409);
+    expect((await t.inject('POST', '/api/daemon/mutations/00000000-0000-4000-8000-000000000000/cancel', { token: acme.ownerToken })).status).to.equal(404);
+    expect((await t.inject('POST', '/api/daemon/mutations/nope/cancel', { token: acme.ownerToken })).status).to.equal(404);
   });
 
   it('a cancel racing a heartbeat has exactly one winner', async () => {
@@ -126,7 +126,7 @@ for (const { set, skip } of engineSets) describe(`daemon routes (${set} engines)
     for (let round = 0; round < 10; round += 1) {
       const m = (await enqueue(acme.ownerToken, d.workerId)).json.mutation;
       const [cancel, hb] = await Promise.all([
-        t.call('POST', `/api/daemon/mutations/${m.id}/cancel`, { token: acme.ownerToken }),
+        t.inject('POST', `/api/daemon/mutations/${m.id}/cancel`, { token: acme.ownerToken }),
         heartbeat(d),
       ]);
       const delivered = hb.json.mutations.some((x: { id: string }) => x.id === m.id);
@@ -137,12 +137,12 @@ for (const { set, skip } of engineSets) describe(`daemon routes (${set} engines)
 
   it('heartbeat refuses other credentials, a mismatched workerId and hostile bodies without a 5xx', async () => {
     const d = await registerDaemon(t, acme);
-    expect((await t.call('POST', '/v1/daemon/heartbeat', { body: { workerId: d.workerId } })).status).to.equal(401);
-    expect((await t.call('POST', '/v1/daemon/heartbeat', { token: acme.apiKey, body: { workerId: d.workerId } })).status).to.equal(403);
-    expect((await t.call('POST', '/v1/daemon/heartbeat', { token: 'a.b.c', body: { workerId: d.workerId } })).status).to.equal(401);
-    expect((await t.call('POST', '/v1/daemon/heartbeat', { token: d.runtimeJwt, body: { workerId: 'other' } })).status).to.equal(403);
+    expect((await t.inject('POST', '/v1/daemon/heartbeat', { body: { workerId: d.workerId } })).status).to.equal(401);
+    expect((await t.inject('POST', '/v1/daemon/heartbeat', { token: acme.apiKey, body: { workerId: d.workerId } })).status).to.equal(403);
+    expect((await t.inject('POST', '/v1/daemon/heartbeat', { token: 'a.b.c', body: { workerId: d.workerId } })).status).to.equal(401);
+    expect((await t.inject('POST', '/v1/daemon/heartbeat', { token: d.runtimeJwt, body: { workerId: 'other' } })).status).to.equal(403);
     for (const rawBody of ['', '{', '[]', '{"workerId":5}', '\u0000']) {
-      const res = await t.call('POST', '/v1/daemon/heartbeat', { token: d.runtimeJwt, rawBody, headers: { 'content-type': 'application/json' } });
+      const res = await t.inject('POST', '/v1/daemon/heartbeat', { token: d.runtimeJwt, rawBody, headers: { 'content-type': 'application/json' } });
       expect(res.status, rawBody).to.be.within(400, 499);
     }
   });
@@ -151,18 +151,18 @@ for (const { set, skip } of engineSets) describe(`daemon routes (${set} engines)
     const d = await registerDaemon(t, acme);
     const id = await dispatch(t, acme);
     await report(t, d, id, 'claimed');
-    const ok = await t.call('POST', `/api/sessions/${id}/step-heartbeat`, { token: d.runtimeJwt, body: { workerId: d.workerId } });
+    const ok = await t.inject('POST', `/api/sessions/${id}/step-heartbeat`, { token: d.runtimeJwt, body: { workerId: d.workerId } });
     expect(ok.json).to.deep.equal({ ok: true });
     await eventually(async () => {
-      const detail = await t.call('GET', `/api/public/sessions/${id}`, { token: acme.apiKey });
+      const detail = await t.inject('GET', `/api/public/sessions/${id}`, { token: acme.apiKey });
       return typeof detail.json.lastToolCalledAt === 'string';
     }, 'lastToolCalledAt recorded');
     for (const token of [undefined, 'garbage', acme.apiKey]) {
-      const res = await t.call('POST', `/api/sessions/${id}/step-heartbeat`, { ...(token ? { token } : {}), body: { workerId: d.workerId } });
+      const res = await t.inject('POST', `/api/sessions/${id}/step-heartbeat`, { ...(token ? { token } : {}), body: { workerId: d.workerId } });
       expect(res.status).to.equal(200);
       expect(res.json).to.deep.equal({ ok: true });
     }
-    const metrics = await t.call('GET', '/metrics');
+    const metrics = await t.inject('GET', '/metrics');
     expect(metrics.text).to.match(/troupe_step_heartbeats_swallowed_total\{reason="auth"[^}]*\} 3/);
   });
 
@@ -175,7 +175,7 @@ for (const { set, skip } of engineSets) describe(`daemon routes (${set} engines)
     await svc.liveness.flush();
     await t.node.deps.db('daemon_workers').where({ id: d.workerId }).update({ last_seen_at: new Date(Date.now() - svc.leaseMs - 60_000) });
     expect(await svc.sweepLeases()).to.be.greaterThan(0);
-    const detail = await t.call('GET', `/api/public/sessions/${id}`, { token: acme.apiKey });
+    const detail = await t.inject('GET', `/api/public/sessions/${id}`, { token: acme.apiKey });
     expect(detail.json.status).to.equal('pending');
     expect(detail.json.activities.map((a: { kind: string }) => a.kind)).to.include('session.reclaimed');
     expect((await report(t, d, id, 'running')).status, 'the silent worker lost it').to.equal(409);
@@ -194,12 +194,12 @@ for (const { set, skip } of engineSets) describe(`step heartbeat with the databa
       await report(t, d, id, 'claimed');
       await t.node.deps.db.destroy();
       for (let i = 0; i < 3; i += 1) {
-        const res = await t.call('POST', `/api/sessions/${id}/step-heartbeat`, { token: d.runtimeJwt, body: { workerId: d.workerId } });
+        const res = await t.inject('POST', `/api/sessions/${id}/step-heartbeat`, { token: d.runtimeJwt, body: { workerId: d.workerId } });
         expect(res.status).to.equal(200);
         expect(res.json).to.deep.equal({ ok: true });
       }
       await daemonServices(t.node.deps).steps.flush();
-      const res = await t.call('POST', `/api/sessions/${id}/step-heartbeat`, { token: 'x.y.z', body: { workerId: d.workerId } });
+      const res = await t.inject('POST', `/api/sessions/${id}/step-heartbeat`, { token: 'x.y.z', body: { workerId: d.workerId } });
       expect(res.status).to.equal(200);
     } finally {
       await t.close().catch(() => undefined);

@@ -38,22 +38,22 @@ for (const { set, skip } of governanceEngineSets) describe(`governance: incident
       t = await startTestNode({ engines: set });
       org = await provisionOrg(t);
       other = await provisionOrg(t);
-      const put = await t.call('PUT', `/api/org/${org.orgId}/integrations/incident-io`, { token: org.ownerToken, body: { signingSecret: secret } });
+      const put = await t.inject('PUT', `/api/org/${org.orgId}/integrations/incident-io`, { token: org.ownerToken, body: { signingSecret: secret } });
       expect(put.status, put.text).to.equal(200);
       expect(put.json).to.include({ connected: true, secretSource: 'org' });
     });
     after(async () => { await t?.close(); });
 
-    const deliver = (body: string | Buffer, headers: Record<string, string>) => t.call('POST', PATH, { rawBody: body, headers });
+    const deliver = (body: string | Buffer, headers: Record<string, string>) => t.inject('POST', PATH, { rawBody: body, headers });
 
     it('stores the secret sealed, for admins and owners of that org only', async () => {
       const row = await t.node.deps.db('incident_io_connections').where({ org_id: org.orgId }).first();
       expect(row.sealed_secret).to.be.a('string').and.not.include(secret.slice(6, 20));
       const member = await addUser(t, org.orgId, 'member');
-      expect((await t.call('PUT', `/api/org/${org.orgId}/integrations/incident-io`, { token: member.token, body: { signingSecret: newSecret() } })).status).to.equal(403);
-      expect((await t.call('PUT', `/api/org/${org.orgId}/integrations/incident-io`, { token: other.ownerToken, body: { signingSecret: newSecret() } })).status).to.equal(404);
-      expect((await t.call('PUT', `/api/org/${org.orgId}/integrations/incident-io`, { token: org.apiKey, body: { signingSecret: newSecret() } })).status).to.equal(403);
-      expect((await t.call('PUT', `/api/org/${org.orgId}/integrations/incident-io`, { token: org.ownerToken, body: { signingSecret: 'whsec_!!' } })).status).to.equal(400);
+      expect((await t.inject('PUT', `/api/org/${org.orgId}/integrations/incident-io`, { token: member.token, body: { signingSecret: newSecret() } })).status).to.equal(403);
+      expect((await t.inject('PUT', `/api/org/${org.orgId}/integrations/incident-io`, { token: other.ownerToken, body: { signingSecret: newSecret() } })).status).to.equal(404);
+      expect((await t.inject('PUT', `/api/org/${org.orgId}/integrations/incident-io`, { token: org.apiKey, body: { signingSecret: newSecret() } })).status).to.equal(403);
+      expect((await t.inject('PUT', `/api/org/${org.orgId}/integrations/incident-io`, { token: org.ownerToken, body: { signingSecret: 'whsec_!!' } })).status).to.equal(400);
     });
 
     it('creates, updates and resolves an incident from signed events, each delivery once', async () => {
@@ -76,11 +76,11 @@ for (const { set, skip } of governanceEngineSets) describe(`governance: incident
       const resolved = await deliver(resolvedBody, signed(secret, resolvedBody));
       expect(resolved.json).to.include({ ok: true, resolved: true, incidentId });
 
-      const list = await t.call('GET', '/api/incidents?status=resolved,closed&severity=critical&source=incident-io', { token: org.ownerToken });
+      const list = await t.inject('GET', '/api/incidents?status=resolved,closed&severity=critical&source=incident-io', { token: org.ownerToken });
       expect(list.status, list.text).to.equal(200);
       expect(list.json.incidents.map((i: { id: string }) => i.id)).to.deep.equal([incidentId]);
       expect(list.json.incidents[0]).to.include({ title: 'DB down', status: 'resolved', externalId });
-      const elsewhere = await t.call('GET', '/api/incidents', { token: other.ownerToken });
+      const elsewhere = await t.inject('GET', '/api/incidents', { token: other.ownerToken });
       expect(elsewhere.json.incidents).to.deep.equal([]);
     });
 
@@ -149,11 +149,11 @@ for (const { set, skip } of governanceEngineSets) describe(`governance: incident
     it('is human-only for incidents and metrics readers', async () => {
       const tokens = await nonHumanTokens(t, org);
       for (const [kind, token] of Object.entries(tokens)) {
-        expect((await t.call('GET', '/api/incidents', { token })).status, kind).to.equal(403);
-        expect((await t.call('GET', '/api/security/metrics', { token })).status, kind).to.equal(403);
+        expect((await t.inject('GET', '/api/incidents', { token })).status, kind).to.equal(403);
+        expect((await t.inject('GET', '/api/security/metrics', { token })).status, kind).to.equal(403);
       }
-      expect((await t.call('GET', '/api/incidents?limit=0', { token: org.ownerToken })).status).to.equal(400);
-      expect((await t.call('GET', '/api/incidents?status=%27%3B--', { token: org.ownerToken })).status).to.equal(400);
+      expect((await t.inject('GET', '/api/incidents?limit=0', { token: org.ownerToken })).status).to.equal(400);
+      expect((await t.inject('GET', '/api/incidents?status=%27%3B--', { token: org.ownerToken })).status).to.equal(400);
     });
   });
 
@@ -164,61 +164,61 @@ for (const { set, skip } of governanceEngineSets) describe(`governance: incident
     after(async () => { await t?.close(); });
     const body = () => event('incident.created', { id: `inc-${randomUUID()}` });
     const deliver = (b: string, headers: Record<string, string>, org?: string) =>
-      t.call('POST', org ? `${PATH}?org=${org}` : PATH, { rawBody: b, headers });
+      t.inject('POST', org ? `${PATH}?org=${org}` : PATH, { rawBody: b, headers });
 
     it('uses the legacy secret for the one org the platform admin gives it to, never for per-org rows (issue 16)', async () => {
       const perOrg = await provisionOrg(t);
-      await t.call('PUT', `/api/org/${perOrg.orgId}/integrations/incident-io`, { token: perOrg.ownerToken, body: { signingSecret: newSecret() } });
+      await t.inject('PUT', `/api/org/${perOrg.orgId}/integrations/incident-io`, { token: perOrg.ownerToken, body: { signingSecret: newSecret() } });
       const b1 = body();
       expect((await deliver(b1, signed(legacy, b1))).status, 'no environment-only row').to.equal(401);
 
       // An org cannot take the environment secret for itself.
       const envOrg = await provisionOrg(t);
-      const taken = await t.call('PUT', `/api/org/${envOrg.orgId}/integrations/incident-io`, { token: envOrg.ownerToken, body: { useEnvironmentSecret: true } });
+      const taken = await t.inject('PUT', `/api/org/${envOrg.orgId}/integrations/incident-io`, { token: envOrg.ownerToken, body: { useEnvironmentSecret: true } });
       expect(taken.status, taken.text).to.equal(400);
-      expect((await t.call('PUT', ENV_SECRET, { token: envOrg.ownerToken, body: { orgId: envOrg.orgId } })).status, 'org credentials on the admin route').to.equal(403);
+      expect((await t.inject('PUT', ENV_SECRET, { token: envOrg.ownerToken, body: { orgId: envOrg.orgId } })).status, 'org credentials on the admin route').to.equal(403);
 
-      const given = await t.call('PUT', ENV_SECRET, { token: t.adminToken, body: { orgId: envOrg.orgId } });
+      const given = await t.inject('PUT', ENV_SECRET, { token: t.adminToken, body: { orgId: envOrg.orgId } });
       expect(given.status, given.text).to.equal(200);
       expect(given.json).to.deep.equal({ orgId: envOrg.orgId, previousOrgId: null, webhookUrl: `${PATH}?org=${envOrg.orgId}` });
       const b2 = body();
       const ok = await deliver(b2, signed(legacy, b2));
       expect(ok.status, ok.text).to.equal(200);
-      const listed = await t.call('GET', '/api/incidents', { token: envOrg.ownerToken });
+      const listed = await t.inject('GET', '/api/incidents', { token: envOrg.ownerToken });
       expect(listed.json.incidents.map((i: { id: string }) => i.id)).to.deep.equal([ok.json.incidentId]);
       const b2routed = body();
       expect((await deliver(b2routed, signed(legacy, b2routed), envOrg.orgId)).status, 'routed by ?org= too').to.equal(200);
 
       // Another org's attempt changes nothing; the admin moving it does, and both chains say so.
       const secondEnv = await provisionOrg(t);
-      expect((await t.call('PUT', `/api/org/${secondEnv.orgId}/integrations/incident-io`, { token: secondEnv.ownerToken, body: { useEnvironmentSecret: true } })).status).to.equal(400);
+      expect((await t.inject('PUT', `/api/org/${secondEnv.orgId}/integrations/incident-io`, { token: secondEnv.ownerToken, body: { useEnvironmentSecret: true } })).status).to.equal(400);
       const b3 = body();
       expect((await deliver(b3, signed(legacy, b3))).status, 'still the first org\'s').to.equal(200);
-      const moved = await t.call('PUT', ENV_SECRET, { token: t.adminToken, body: { orgId: secondEnv.orgId } });
+      const moved = await t.inject('PUT', ENV_SECRET, { token: t.adminToken, body: { orgId: secondEnv.orgId } });
       expect(moved.json).to.include({ orgId: secondEnv.orgId, previousOrgId: envOrg.orgId });
       const b4 = body();
       const b4ok = await deliver(b4, signed(legacy, b4));
       expect(b4ok.status, b4ok.text).to.equal(200);
-      expect((await t.call('GET', '/api/incidents', { token: secondEnv.ownerToken })).json.incidents.map((i: { id: string }) => i.id)).to.deep.equal([b4ok.json.incidentId]);
+      expect((await t.inject('GET', '/api/incidents', { token: secondEnv.ownerToken })).json.incidents.map((i: { id: string }) => i.id)).to.deep.equal([b4ok.json.incidentId]);
       const b5 = body();
       expect((await deliver(b5, signed(legacy, b5), envOrg.orgId)).status, 'the first org lost it').to.equal(401);
       const auditTypes = async (o: ProvisionedOrg) =>
-        (await t.call('GET', '/api/audit?limit=20', { token: o.ownerToken })).json.entries.map((e: { type: string }) => e.type);
+        (await t.inject('GET', '/api/audit?limit=20', { token: o.ownerToken })).json.entries.map((e: { type: string }) => e.type);
       expect(await auditTypes(envOrg)).to.include.members(['integration.environment_secret_assigned', 'integration.environment_secret_removed']);
       expect(await auditTypes(secondEnv)).to.include('integration.environment_secret_assigned');
 
-      const removed = await t.call('DELETE', ENV_SECRET, { token: t.adminToken });
+      const removed = await t.inject('DELETE', ENV_SECRET, { token: t.adminToken });
       expect(removed.json).to.deep.equal({ orgId: null, previousOrgId: secondEnv.orgId, webhookUrl: null });
       const b6 = body();
       expect((await deliver(b6, signed(legacy, b6))).status).to.equal(401);
-      expect((await t.call('PUT', ENV_SECRET, { token: t.adminToken, body: { orgId: randomUUID() } })).status, 'an org that does not exist').to.equal(404);
+      expect((await t.inject('PUT', ENV_SECRET, { token: t.adminToken, body: { orgId: randomUUID() } })).status, 'an org that does not exist').to.equal(404);
     });
 
     it('checks a delivery whose URL names an org against that org\'s secret only, and keeps replay ids per org (issue 16)', async () => {
       const [a, b] = [await provisionOrg(t), await provisionOrg(t)];
       const [secretA, secretB] = [newSecret(), newSecret()];
       for (const [o, secret] of [[a, secretA], [b, secretB]] as const) {
-        const put = await t.call('PUT', `/api/org/${o.orgId}/integrations/incident-io`, { token: o.ownerToken, body: { signingSecret: secret } });
+        const put = await t.inject('PUT', `/api/org/${o.orgId}/integrations/incident-io`, { token: o.ownerToken, body: { signingSecret: secret } });
         expect(put.json.webhookUrl).to.equal(`${PATH}?org=${o.orgId}`);
       }
       const open = sinon.spy(t.node.deps.secrets, 'open');
@@ -241,7 +241,7 @@ for (const { set, skip } of governanceEngineSets) describe(`governance: incident
       const shared = newSecret();
       for (let i = 0; i < 2; i += 1) {
         const o = await provisionOrg(t);
-        await t.call('PUT', `/api/org/${o.orgId}/integrations/incident-io`, { token: o.ownerToken, body: { signingSecret: shared } });
+        await t.inject('PUT', `/api/org/${o.orgId}/integrations/incident-io`, { token: o.ownerToken, body: { signingSecret: shared } });
       }
       const b = body();
       expect((await deliver(b, signed(shared, b))).status).to.equal(401);

@@ -26,7 +26,7 @@ for (const { set, skip } of governanceEngineSets) describe(`governance: policies
   });
   after(async () => { await t?.close(); });
 
-  const create = (token: string, body: Record<string, unknown>) => t.call('POST', '/api/policies', { token, body });
+  const create = (token: string, body: Record<string, unknown>) => t.inject('POST', '/api/policies', { token, body });
 
   it('creates, versions on each Cedar change, archives, and reads back newest first with every field', async () => {
     const created = await create(org.ownerToken, {
@@ -40,27 +40,27 @@ for (const { set, skip } of governanceEngineSets) describe(`governance: policies
     expect(p.metadata).to.deep.equal({ ticket: 'SEC-1' });
     for (const field of ['id', 'description', 'cedarPolicy', 'createdAt', 'updatedAt']) expect(p[field], field).to.be.a('string');
 
-    const renamed = await t.call('PATCH', `/api/policies/${p.id}`, { token: org.ownerToken, body: { name: 'Readers' } });
+    const renamed = await t.inject('PATCH', `/api/policies/${p.id}`, { token: org.ownerToken, body: { name: 'Readers' } });
     expect(renamed.status, renamed.text).to.equal(200);
     expect(renamed.json.policy.version, 'a rename is not a new version').to.equal(1);
 
-    const changed = await t.call('PATCH', `/api/policies/${p.id}`, {
+    const changed = await t.inject('PATCH', `/api/policies/${p.id}`, {
       token: org.ownerToken, body: { cedarPolicy: `${permitRead}\n${forbidViewerReads}`, changeReason: 'viewers lose incidents' },
     });
     expect(changed.status, changed.text).to.equal(200);
     expect(changed.json.policy.version).to.equal(2);
 
-    const read = await t.call('GET', `/api/policies/${p.id}`, { token: org.ownerToken });
+    const read = await t.inject('GET', `/api/policies/${p.id}`, { token: org.ownerToken });
     expect(read.status, read.text).to.equal(200);
     expect(read.json.policy.name).to.equal('Readers');
     expect(read.json.versions.map((v: { version: number }) => v.version)).to.deep.equal([2, 1]);
     expect(read.json.versions[0]).to.include({ policyId: p.id, changedBy: org.ownerId, changeReason: 'viewers lose incidents' });
     expect(read.json.versions[1].cedarPolicy).to.equal(permitRead);
 
-    const archived = await t.call('PATCH', `/api/policies/${p.id}`, { token: org.ownerToken, body: { status: 'archived' } });
+    const archived = await t.inject('PATCH', `/api/policies/${p.id}`, { token: org.ownerToken, body: { status: 'archived' } });
     expect(archived.json.policy.status).to.equal('archived');
     expect(archived.json.policy.archivedAt).to.be.a('string');
-    const again = await t.call('PATCH', `/api/policies/${p.id}`, { token: org.ownerToken, body: { name: 'x' } });
+    const again = await t.inject('PATCH', `/api/policies/${p.id}`, { token: org.ownerToken, body: { name: 'x' } });
     expect(again.status, 'an archived policy is final').to.equal(409);
   });
 
@@ -69,22 +69,22 @@ for (const { set, skip } of governanceEngineSets) describe(`governance: policies
     const b = await create(org.ownerToken, { name: 'proj', cedarPolicy: permitRead, scope: 'project', scopeId: org.projectId, status: 'draft' });
     expect(a.status).to.equal(201);
     expect(b.status, b.text).to.equal(201);
-    const drafts = await t.call('GET', `/api/policies?workspaceId=${org.orgId}&status=draft&scope=project`, { token: org.ownerToken });
+    const drafts = await t.inject('GET', `/api/policies?workspaceId=${org.orgId}&status=draft&scope=project`, { token: org.ownerToken });
     expect(drafts.status, drafts.text).to.equal(200);
     expect(drafts.json.policies.map((x: { id: string }) => x.id)).to.deep.equal([b.json.policy.id]);
-    const foreign = await t.call('GET', `/api/policies?workspaceId=${other.orgId}`, { token: org.ownerToken });
+    const foreign = await t.inject('GET', `/api/policies?workspaceId=${other.orgId}`, { token: org.ownerToken });
     expect(foreign.status).to.equal(404);
-    const otherList = await t.call('GET', '/api/policies', { token: other.ownerToken });
+    const otherList = await t.inject('GET', '/api/policies', { token: other.ownerToken });
     expect(otherList.json.policies).to.deep.equal([]);
   });
 
   it('answers 404 for another org\'s policy on read and update', async () => {
     const mine = await create(org.ownerToken, { name: 'mine', cedarPolicy: permitRead });
     const id = mine.json.policy.id as string;
-    expect((await t.call('GET', `/api/policies/${id}`, { token: other.ownerToken })).status).to.equal(404);
-    expect((await t.call('PATCH', `/api/policies/${id}`, { token: other.ownerToken, body: { name: 'stolen' } })).status).to.equal(404);
-    expect((await t.call('GET', `/api/policies/${randomUUID()}`, { token: org.ownerToken })).status).to.equal(404);
-    expect((await t.call('GET', '/api/policies/not-a-uuid', { token: org.ownerToken })).status).to.equal(404);
+    expect((await t.inject('GET', `/api/policies/${id}`, { token: other.ownerToken })).status).to.equal(404);
+    expect((await t.inject('PATCH', `/api/policies/${id}`, { token: other.ownerToken, body: { name: 'stolen' } })).status).to.equal(404);
+    expect((await t.inject('GET', `/api/policies/${randomUUID()}`, { token: org.ownerToken })).status).to.equal(404);
+    expect((await t.inject('GET', '/api/policies/not-a-uuid', { token: org.ownerToken })).status).to.equal(404);
   });
 
   it('refuses invalid Cedar with its message and position, and text that breaks the schema', async () => {
@@ -102,12 +102,12 @@ for (const { set, skip } of governanceEngineSets) describe(`governance: policies
     const tokens = await nonHumanTokens(t, org);
     for (const [kind, token] of Object.entries(tokens)) {
       expect((await create(token, { name: 'x', cedarPolicy: permitRead })).status, kind).to.equal(403);
-      expect((await t.call('GET', '/api/policies', { token })).status, kind).to.equal(403);
+      expect((await t.inject('GET', '/api/policies', { token })).status, kind).to.equal(403);
     }
-    expect((await t.call('GET', '/api/policies')).status).to.equal(401);
+    expect((await t.inject('GET', '/api/policies')).status).to.equal(401);
     const member = await addUser(t, org.orgId, 'member');
     expect((await create(member.token, { name: 'x', cedarPolicy: permitRead })).status).to.equal(403);
-    expect((await t.call('GET', '/api/policies', { token: member.token })).status, 'members read').to.equal(200);
+    expect((await t.inject('GET', '/api/policies', { token: member.token })).status, 'members read').to.equal(200);
     const admin = await addUser(t, org.orgId, 'admin');
     expect((await create(admin.token, { name: 'x', cedarPolicy: permitRead })).status).to.equal(201);
   });
@@ -124,9 +124,9 @@ for (const { set, skip } of governanceEngineSets) describe(`governance: policies
       const r = await create(org.ownerToken, body as Record<string, unknown>);
       expect(r.status, JSON.stringify(body).slice(0, 80)).to.be.within(400, 499);
     }
-    const bad = await t.call('POST', '/api/policies', { token: org.ownerToken, rawBody: '{"name":', headers: { 'content-type': 'application/json' } });
+    const bad = await t.inject('POST', '/api/policies', { token: org.ownerToken, rawBody: '{"name":', headers: { 'content-type': 'application/json' } });
     expect(bad.status).to.equal(400);
-    const patch = await t.call('PATCH', `/api/policies/${randomUUID()}`, { token: org.ownerToken, body: {} });
+    const patch = await t.inject('PATCH', `/api/policies/${randomUUID()}`, { token: org.ownerToken, body: {} });
     expect(patch.status).to.be.within(400, 499);
   });
 
@@ -138,17 +138,17 @@ for (const { set, skip } of governanceEngineSets) describe(`governance: policies
     expect(created.status, created.text).to.equal(201);
     const id = created.json.policy.id as string;
 
-    expect((await t.call('GET', '/api/audit?limit=5', { token: locked.ownerToken })).status, 'the forbid holds elsewhere').to.equal(403);
-    expect((await t.call('GET', '/api/incidents', { token: locked.ownerToken })).status).to.equal(403);
-    const list = await t.call('GET', '/api/policies', { token: locked.ownerToken });
+    expect((await t.inject('GET', '/api/audit?limit=5', { token: locked.ownerToken })).status, 'the forbid holds elsewhere').to.equal(403);
+    expect((await t.inject('GET', '/api/incidents', { token: locked.ownerToken })).status).to.equal(403);
+    const list = await t.inject('GET', '/api/policies', { token: locked.ownerToken });
     expect(list.status, list.text).to.equal(200);
     expect(list.json.policies.map((p: { id: string }) => p.id)).to.include(id);
-    expect((await t.call('GET', `/api/policies/${id}`, { token: locked.ownerToken })).status).to.equal(200);
-    const undone = await t.call('PATCH', `/api/policies/${id}`, { token: locked.ownerToken, body: { status: 'archived', changeReason: 'break glass' } });
+    expect((await t.inject('GET', `/api/policies/${id}`, { token: locked.ownerToken })).status).to.equal(200);
+    const undone = await t.inject('PATCH', `/api/policies/${id}`, { token: locked.ownerToken, body: { status: 'archived', changeReason: 'break glass' } });
     expect(undone.status, undone.text).to.equal(200);
     expect(undone.json.policy.status).to.equal('archived');
 
-    const audit = await t.call('GET', '/api/audit?limit=50', { token: locked.ownerToken });
+    const audit = await t.inject('GET', '/api/audit?limit=50', { token: locked.ownerToken });
     expect(audit.status, 'full access again once the forbid is archived').to.equal(200);
     const breakGlass = audit.json.entries.filter((e: { type: string }) => e.type === 'authz.break_glass');
     expect(breakGlass.map((e: { payload: { action: string } }) => e.payload.action).sort()).to.deep.equal(['manage-policies', 'read', 'read']);
@@ -157,12 +157,12 @@ for (const { set, skip } of governanceEngineSets) describe(`governance: policies
       expect(entry.payload.rule).to.equal('platform.owner-keeps-policies');
       expect(entry.payload.refusedBy).to.deep.equal([`org.policy/${id}/v1#0`]);
     }
-    const verified = await t.call('GET', '/api/audit/verify', { token: locked.ownerToken });
+    const verified = await t.inject('GET', '/api/audit/verify', { token: locked.ownerToken });
     expect(verified.json.valid).to.equal(true);
     // The platform rule is the owner's alone: the same forbid on admins leaves them without policies.
     const adminLockout = '@id("no-admins")\nforbid (principal is Troupe::User, action, resource) when { principal.orgRole == "admin" };';
     expect((await create(locked.ownerToken, { name: 'lock admins out', cedarPolicy: adminLockout })).status).to.equal(201);
-    expect((await t.call('GET', '/api/policies', { token: admin.token })).status).to.equal(403);
+    expect((await t.inject('GET', '/api/policies', { token: admin.token })).status).to.equal(403);
   });
 
   describe('enforcement', () => {
@@ -176,7 +176,7 @@ for (const { set, skip } of governanceEngineSets) describe(`governance: policies
       const viewer = await addUser(t, enforced.orgId, 'viewer');
       const principal: Principal = { kind: 'user', userId: viewer.userId, orgId: enforced.orgId, orgRole: 'viewer', via: 'token' };
       expect((await check(principal, enforced.orgId)).allowed).to.equal(true);
-      expect((await t.call('GET', '/api/incidents', { token: viewer.token })).status).to.equal(200);
+      expect((await t.inject('GET', '/api/incidents', { token: viewer.token })).status).to.equal(200);
 
       const created = await create(enforced.ownerToken, { name: 'no viewers', cedarPolicy: forbidViewerReads });
       expect(created.status, created.text).to.equal(201);
@@ -184,9 +184,9 @@ for (const { set, skip } of governanceEngineSets) describe(`governance: policies
       const denied = await check(principal, enforced.orgId);
       expect(denied.allowed).to.equal(false);
       expect(denied.determiningPolicies).to.deep.equal([`org.policy/${id}/v1#0`]);
-      expect((await t.call('GET', '/api/incidents', { token: viewer.token })).status, 'over HTTP too').to.equal(403);
+      expect((await t.inject('GET', '/api/incidents', { token: viewer.token })).status, 'over HTTP too').to.equal(403);
 
-      await t.call('PATCH', `/api/policies/${id}`, { token: enforced.ownerToken, body: { status: 'archived' } });
+      await t.inject('PATCH', `/api/policies/${id}`, { token: enforced.ownerToken, body: { status: 'archived' } });
       expect((await check(principal, enforced.orgId)).allowed).to.equal(true);
     });
 
@@ -202,7 +202,7 @@ for (const { set, skip } of governanceEngineSets) describe(`governance: policies
       // Another org is untouched by this org's policies.
       const outsider: Principal = { kind: 'user', userId: other.ownerId, orgId: other.orgId, orgRole: 'owner', via: 'token' };
       expect((await check(outsider, other.orgId)).allowed).to.equal(true);
-      await t.call('PATCH', `/api/policies/${created.json.policy.id}`, { token: enforced.ownerToken, body: { status: 'archived' } });
+      await t.inject('PATCH', `/api/policies/${created.json.policy.id}`, { token: enforced.ownerToken, body: { status: 'archived' } });
     });
   });
 });

@@ -20,13 +20,13 @@ for (const { set, skip } of governanceEngineSets) describe(`governance: security
     org = await provisionOrg(t);
     other = await provisionOrg(t);
     for (let i = 0; i < 3; i += 1) {
-      const r = await t.call('POST', '/api/policies', { token: org.ownerToken, body: { name: `p${i}`, cedarPolicy, regulatoryTags: ['SOC2', `T${i}`] } });
+      const r = await t.inject('POST', '/api/policies', { token: org.ownerToken, body: { name: `p${i}`, cedarPolicy, regulatoryTags: ['SOC2', `T${i}`] } });
       expect(r.status, r.text).to.equal(201);
     }
   });
   after(async () => { await t?.close(); });
 
-  const metrics = (q: string, token = org.ownerToken) => t.call('GET', `/api/security/metrics${q}`, { token });
+  const metrics = (q: string, token = org.ownerToken) => t.inject('GET', `/api/security/metrics${q}`, { token });
 
   it('overview counts this org\'s policy changes and policies', async () => {
     const r = await metrics('');
@@ -58,13 +58,13 @@ for (const { set, skip } of governanceEngineSets) describe(`governance: security
 
   it('records a refused request as a denial and counts it in overview, timeline and posture', async () => {
     const denied = await provisionOrg(t);
-    const forbid = await t.call('POST', '/api/policies', {
+    const forbid = await t.inject('POST', '/api/policies', {
       token: denied.ownerToken,
       body: { name: 'no incident reads', status: 'active', cedarPolicy: 'forbid (principal is Troupe::User, action == Troupe::Action::"read", resource is Troupe::Incident) when { principal.orgRole == "member" };' },
     });
     expect(forbid.status, forbid.text).to.equal(201);
     const member = await addUser(t, denied.orgId, 'member');
-    const refused = await t.call('GET', '/api/incidents', { token: member.token });
+    const refused = await t.inject('GET', '/api/incidents', { token: member.token });
     expect(refused.status, refused.text).to.equal(403);
     const determining = `org.policy/${forbid.json.policy.id}/v1#0`;
 

@@ -44,7 +44,7 @@ for (const { set, skip } of engineSets) describe(`integrations: CircleCI job fai
   let other: Org;
   const secret = randomBytes(20).toString('hex');
 
-  const deliver = (body: string, signature = circleciSignature(secret, body)) => t.call('POST', `/api/webhooks/ingest/circleci?org=${org.orgId}`, {
+  const deliver = (body: string, signature = circleciSignature(secret, body)) => t.inject('POST', `/api/webhooks/ingest/circleci?org=${org.orgId}`, {
     rawBody: body, headers: { 'content-type': 'application/json', 'circleci-signature': signature, 'circleci-event-type': 'job-completed' },
   });
   const ciActivities = (o: Org, sessionId: string) => sessionActivities(t, o, sessionId, 'ci.job_failed');
@@ -53,7 +53,7 @@ for (const { set, skip } of engineSets) describe(`integrations: CircleCI job fai
     t = await startTestNode({ engines: set });
     org = await provision(t);
     other = await provision(t);
-    const put = await t.call('PUT', `/api/org/${org.orgId}/integrations/circleci`, { token: org.ownerToken, body: { signingSecret: secret } });
+    const put = await t.inject('PUT', `/api/org/${org.orgId}/integrations/circleci`, { token: org.ownerToken, body: { signingSecret: secret } });
     expect(put.status, put.text).to.equal(200);
   });
   after(async () => { await t?.close(); });

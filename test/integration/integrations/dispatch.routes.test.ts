@@ -1,4 +1,4 @@
-// Invariant: through the real HTTP server, a dispatch by a credential bound to a keyed requester is created only
+// Invariant: through the node's HTTP edge (injected, no socket), a dispatch by a credential bound to a keyed requester is created only
 // with a fresh, valid Ed25519 signature of that exact request for that requester; a light requester without key,
 // an unbound key and a user token need no headers; a strict requester without key (or a binding to a requester the
 // org lacks) is 403. A nonce is accepted once — unless the cache is down, when replays pass but signature and
@@ -30,13 +30,13 @@ function signingHeaders(key: KeyObject, requesterId: string, rawBody: string, op
 }
 
 async function register(t: TestNode, org: ProvisionedOrg, body: Record<string, unknown>): Promise<string> {
-  const r = await t.call('POST', `/api/org/${org.orgId}/requesters`, { token: org.ownerToken, body });
+  const r = await t.inject('POST', `/api/org/${org.orgId}/requesters`, { token: org.ownerToken, body });
   expect(r.status, r.text).to.equal(201);
   return r.json.requester.id as string;
 }
 
 async function boundKey(t: TestNode, org: ProvisionedOrg, requesterId: string): Promise<string> {
-  const r = await t.call('POST', `/api/org/${org.orgId}/keys`, { token: org.ownerToken, body: { name: `bound-${requesterId.slice(0, 8)}`, requesterId } });
+  const r = await t.inject('POST', `/api/org/${org.orgId}/keys`, { token: org.ownerToken, body: { name: `bound-${requesterId.slice(0, 8)}`, requesterId } });
   expect(r.status, r.text).to.equal(201);
   return r.json.fullKey as string;
 }
@@ -67,7 +67,7 @@ for (const { set, skip } of engineSets) describe(`integrations: signed agent dis
 
     const bodyText = () => JSON.stringify({ projectId: org.projectId, prompt: `Fix it ${randomUUID()}` });
     const dispatch = (token: string, rawBody: string, headers: Record<string, string> = {}) =>
-      t.call('POST', '/api/agent-dispatch', { token, rawBody, headers: { 'content-type': 'application/json', ...headers } });
+      t.inject('POST', '/api/agent-dispatch', { token, rawBody, headers: { 'content-type': 'application/json', ...headers } });
 
     it('needs no headers from a user token, an unbound key, or a key bound to a light requester without key', async () => {
       expect((await dispatch(org.ownerToken, bodyText())).status).to.equal(201);
@@ -138,29 +138,29 @@ for (const { set, skip } of engineSets) describe(`integrations: signed agent dis
         const member = await addUser(t, org.orgId, 'member');
         const tokens = await nonHumanTokens(t, org);
         const body = { name: `r-${randomUUID()}`, mode: 'light' };
-        expect((await t.call('POST', path(org.orgId), { token: member.token, body })).status).to.equal(403);
-        expect((await t.call('POST', path(org.orgId), { token: other.ownerToken, body })).status).to.equal(403);
-        expect((await t.call('POST', path(org.orgId), { token: tokens.runtime, body })).status).to.equal(403);
-        expect((await t.call('POST', path(org.orgId), { body })).status).to.equal(401);
-        expect((await t.call('POST', path(org.orgId), { token: t.adminToken, body })).status).to.equal(403);
-        const list = await t.call('GET', path(org.orgId), { token: org.ownerToken });
+        expect((await t.inject('POST', path(org.orgId), { token: member.token, body })).status).to.equal(403);
+        expect((await t.inject('POST', path(org.orgId), { token: other.ownerToken, body })).status).to.equal(403);
+        expect((await t.inject('POST', path(org.orgId), { token: tokens.runtime, body })).status).to.equal(403);
+        expect((await t.inject('POST', path(org.orgId), { body })).status).to.equal(401);
+        expect((await t.inject('POST', path(org.orgId), { token: t.adminToken, body })).status).to.equal(403);
+        const list = await t.inject('GET', path(org.orgId), { token: org.ownerToken });
         expect(list.status).to.equal(200);
         expect(list.json.requesters.map((r: { id: string }) => r.id)).to.include(keyed.id);
         expect(list.json.requesters.every((r: { orgId: string }) => r.orgId === org.orgId)).to.equal(true);
-        expect((await t.call('GET', path(org.orgId), { token: other.ownerToken })).status).to.equal(403);
+        expect((await t.inject('GET', path(org.orgId), { token: other.ownerToken })).status).to.equal(403);
       });
 
       it('refuses malformed public keys, bad modes and duplicate names', async () => {
         const raw = keyPair().publicKey.export({ format: 'der', type: 'spki' }).subarray(12);
         for (const publicKey of [raw.toString('base64url'), raw.toString('base64').replace('=', ''), raw.subarray(0, 31).toString('base64'),
           Buffer.concat([raw, Buffer.from([1])]).toString('base64'), ` ${raw.toString('base64').slice(1)}`, 'x'.repeat(44), 42]) {
-          const r = await t.call('POST', path(org.orgId), { token: org.ownerToken, body: { name: `k-${randomUUID()}`, mode: 'strict', publicKey } });
+          const r = await t.inject('POST', path(org.orgId), { token: org.ownerToken, body: { name: `k-${randomUUID()}`, mode: 'strict', publicKey } });
           expect(r.status, String(publicKey)).to.equal(400);
         }
         for (const body of [{ name: 'x', mode: 'loose' }, { mode: 'light' }, { name: '   ', mode: 'light' }, { name: 'x', mode: 'light', extra: true }]) {
-          expect((await t.call('POST', path(org.orgId), { token: org.ownerToken, body })).status, JSON.stringify(body)).to.equal(400);
+          expect((await t.inject('POST', path(org.orgId), { token: org.ownerToken, body })).status, JSON.stringify(body)).to.equal(400);
         }
-        expect((await t.call('POST', path(org.orgId), { token: org.ownerToken, body: { name: 'ci-bot', mode: 'light' } })).status).to.equal(409);
+        expect((await t.inject('POST', path(org.orgId), { token: org.ownerToken, body: { name: 'ci-bot', mode: 'light' } })).status).to.equal(409);
       });
     });
   });
@@ -184,7 +184,7 @@ for (const { set, skip } of engineSets) describe(`integrations: signed agent dis
       const b = JSON.stringify({ projectId: org.projectId, prompt: 'go' });
       const headers = signingHeaders(keys.privateKey, keyed.id, b);
       const send = (h: Record<string, string>, body = b) =>
-        t.call('POST', '/api/agent-dispatch', { token: keyed.apiKey, rawBody: body, headers: { 'content-type': 'application/json', ...h } });
+        t.inject('POST', '/api/agent-dispatch', { token: keyed.apiKey, rawBody: body, headers: { 'content-type': 'application/json', ...h } });
       expect((await send(headers)).status).to.equal(201);
       expect((await send(headers)).status, 'replay passes while the cache is down').to.equal(201);
       expect((await send(headers, b.replace('go', 'GO'))).status).to.equal(401);

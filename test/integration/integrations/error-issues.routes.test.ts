@@ -162,7 +162,7 @@ for (const { set, skip } of engineSets) describe(`integrations: session error-tr
       sealedTokens: deps.secrets.seal(JSON.stringify(tokens), connectionSealContext(orgId, 'sentry')),
     });
   }
-  const errorIssues = (o: Org, id: string) => t.call('GET', `/api/sessions/${id}/error-issues`, { token: o.apiKey });
+  const errorIssues = (o: Org, id: string) => t.inject('GET', `/api/sessions/${id}/error-issues`, { token: o.apiKey });
   const connectionRow = (o: Org) => t.node.deps.db('integration_oauth_connections').where({ org_id: o.orgId, provider: 'sentry' }).first();
   async function storedTokens(o: Org): Promise<Record<string, unknown>> {
     const row = await connectionRow(o);
@@ -401,6 +401,7 @@ for (const { set, skip } of engineSets) describe(`integrations: session error-tr
     const lookup = errorIssues(o, session);
     await hold.arrived;
 
+    // Over the socket: the redirect URI the provider sends the browser back to is built from the Host header.
     const start = await t.call('POST', '/api/integrations/sentry/oauth/authorize', { token: o.ownerToken });
     const consent = await fetch(start.json.authorizeUrl, { redirect: 'manual' });
     const back = new URL(consent.headers.get('location')!);
@@ -432,7 +433,7 @@ for (const { set, skip } of engineSets) describe(`integrations: session error-tr
     expect(sentry.seen.length, 'a marked connection reaches no provider').to.equal(seenBefore);
 
     const projects = await t.node.deps.db('projects').where({ org_id: o.orgId }).select('id');
-    const palette = await t.call('GET', `/api/projects/${projects[0].id}/palette?kind=errors`, { token: o.ownerToken });
+    const palette = await t.inject('GET', `/api/projects/${projects[0].id}/palette?kind=errors`, { token: o.ownerToken });
     expect(palette.status, palette.text).to.equal(200);
     expect(palette.json.groups.errors[0]).to.include({ id: 'oauth:sentry', status: 'reauthorization_required' });
   });
@@ -481,6 +482,7 @@ for (const { set, skip } of engineSets) describe(`integrations: session error-tr
     const { o, session } = await expiredConnection({ refreshToken: `gone-${randomUUID()}` });
     expect((await errorIssues(o, session)).json.error).to.equal('reauthorization-required');
 
+    // Over the socket: the redirect URI the provider sends the browser back to is built from the Host header.
     const start = await t.call('POST', '/api/integrations/sentry/oauth/authorize', { token: o.ownerToken });
     expect(start.status, start.text).to.equal(200);
     const consent = await fetch(start.json.authorizeUrl, { redirect: 'manual' });

@@ -32,19 +32,19 @@ for (const { set, skip } of engineSets) describe(`integrations: GitHub and Verce
   /** One GitHub delivery: its body, event and delivery id are fixed, so sending it again is GitHub re-sending it. */
   const githubDelivery = (event: string, payload: Record<string, unknown>) => ({ event, body: JSON.stringify(payload), id: randomUUID() });
   const deliverGithub = async (d: { event: string; body: string; id: string }, secret = githubSecret, to = org) =>
-    t.call('POST', `/api/webhooks/ingest/github?org=${to.orgId}`, {
+    t.inject('POST', `/api/webhooks/ingest/github?org=${to.orgId}`, {
       rawBody: d.body,
       headers: {
         'content-type': 'application/json', 'x-github-event': d.event, 'x-github-delivery': d.id,
         'x-hub-signature-256': await octokitSign(secret, d.body),
       },
     });
-  const deliverVercel = (body: string) => t.call('POST', `/api/webhooks/ingest/vercel?org=${org.orgId}`, {
+  const deliverVercel = (body: string) => t.inject('POST', `/api/webhooks/ingest/vercel?org=${org.orgId}`, {
     rawBody: body, headers: { 'content-type': 'application/json', 'x-vercel-signature': vercelSignature(vercelSecret, body) },
   });
 
   const sessionsOf = async (o: Org, trackerIssue: string): Promise<{ id: string; status: string; orgId: string }[]> => {
-    const r = await t.call('GET', `/api/sessions?trackerIssue=${encodeURIComponent(trackerIssue)}`, { token: o.apiKey });
+    const r = await t.inject('GET', `/api/sessions?trackerIssue=${encodeURIComponent(trackerIssue)}`, { token: o.apiKey });
     expect(r.status, r.text).to.equal(200);
     return r.json.sessions;
   };
@@ -54,7 +54,7 @@ for (const { set, skip } of engineSets) describe(`integrations: GitHub and Verce
     org = await provision(t);
     other = await provision(t);
     for (const [o, provider, signingSecret] of [[org, 'github', githubSecret], [other, 'github', otherGithubSecret], [org, 'vercel', vercelSecret]] as const) {
-      const put = await t.call('PUT', `/api/org/${o.orgId}/integrations/${provider}`, { token: o.ownerToken, body: { signingSecret } });
+      const put = await t.inject('PUT', `/api/org/${o.orgId}/integrations/${provider}`, { token: o.ownerToken, body: { signingSecret } });
       expect(put.status, put.text).to.equal(200);
     }
   });
@@ -74,7 +74,7 @@ for (const { set, skip } of engineSets) describe(`integrations: GitHub and Verce
 
       const sessions = await sessionsOf(org, trackerIssue);
       expect(sessions.map((s) => [s.id, s.status])).to.deep.equal([[row!.sessionId, 'pending']]);
-      const detail = await t.call('GET', `/api/public/sessions/${row!.sessionId}`, { token: org.apiKey });
+      const detail = await t.inject('GET', `/api/public/sessions/${row!.sessionId}`, { token: org.apiKey });
       expect(detail.status, detail.text).to.equal(200);
       expect(detail.json).to.include({
         status: 'pending', trackerIssue, requestedBy: 'webhook:github',
@@ -84,7 +84,7 @@ for (const { set, skip } of engineSets) describe(`integrations: GitHub and Verce
 
       // Another org sees nothing of it.
       expect(await sessionsOf(other, trackerIssue)).to.deep.equal([]);
-      expect((await t.call('GET', `/api/public/sessions/${row!.sessionId}`, { token: other.apiKey })).status).to.equal(404);
+      expect((await t.inject('GET', `/api/public/sessions/${row!.sessionId}`, { token: other.apiKey })).status).to.equal(404);
 
       // GitHub re-sends the same delivery: the first answer again, and still one session.
       const again = await deliverGithub(delivery);

@@ -20,19 +20,19 @@ for (const { set, skip } of engineSets) describe(`integrations: machine client r
   let other: ProvisionedOrg;
 
   const provision = async (target: ProvisionedOrg = org, name = 'deployer') => {
-    const r = await t.call('POST', '/api/admin/m2m-clients', { token: t.adminToken, body: { orgId: target.orgId, name, scopes: ['read', 'write'] } });
+    const r = await t.inject('POST', '/api/admin/m2m-clients', { token: t.adminToken, body: { orgId: target.orgId, name, scopes: ['read', 'write'] } });
     expect(r.status, r.text).to.equal(201);
     return { clientId: r.json.clientId as string, clientSecret: r.json.clientSecret as string };
   };
-  const tokenFor = (clientId: string, clientSecret: string) => t.call('POST', TOKEN_PATH, {
+  const tokenFor = (clientId: string, clientSecret: string) => t.inject('POST', TOKEN_PATH, {
     rawBody: new URLSearchParams({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret }).toString(),
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
   });
   const rotate = (clientId: string, body?: unknown, token = t.adminToken) =>
-    t.call('POST', `/api/admin/m2m-clients/${clientId}/rotate`, { token, ...(body === undefined ? {} : { body }) });
-  const revoke = (clientId: string, token = t.adminToken) => t.call('DELETE', `/api/admin/m2m-clients/${clientId}`, { token });
-  const show = (clientId: string, token = t.adminToken) => t.call('GET', `/api/admin/m2m-clients/${clientId}`, { token });
-  const whoami = (token: string) => t.call('GET', '/api/cli/whoami', { token });
+    t.inject('POST', `/api/admin/m2m-clients/${clientId}/rotate`, { token, ...(body === undefined ? {} : { body }) });
+  const revoke = (clientId: string, token = t.adminToken) => t.inject('DELETE', `/api/admin/m2m-clients/${clientId}`, { token });
+  const show = (clientId: string, token = t.adminToken) => t.inject('GET', `/api/admin/m2m-clients/${clientId}`, { token });
+  const whoami = (token: string) => t.inject('GET', '/api/cli/whoami', { token });
   const auditTypes = async (clientId: string) =>
     (await t.node.deps.db('audit_log').where({ org_id: org.orgId, subject: clientId }).orderBy('seq')).map((r: { type: string }) => r.type);
 
@@ -139,14 +139,14 @@ for (const { set, skip } of engineSets) describe(`integrations: machine client r
     expect(rotated.status).to.equal(409);
     expect(rotated.json.code).to.equal('CONFLICT');
     expect(await auditTypes(client.clientId)).to.deep.equal(['m2m_client.created', 'm2m_client.revoked']);
-    const verified = await t.call('GET', `/api/admin/orgs/${org.orgId}/audit/verify`, { token: t.adminToken });
+    const verified = await t.inject('GET', `/api/admin/orgs/${org.orgId}/audit/verify`, { token: t.adminToken });
     expect(verified.json.valid, verified.text).to.equal(true);
   });
 
   it('lists one org\'s clients with their secrets\' lifetimes, never another org\'s, never a secret', async () => {
     const own = await provision(org, 'listed');
     const foreign = await provision(other, 'foreign');
-    const r = await t.call('GET', `/api/admin/m2m-clients?orgId=${org.orgId}`, { token: t.adminToken });
+    const r = await t.inject('GET', `/api/admin/m2m-clients?orgId=${org.orgId}`, { token: t.adminToken });
     expect(r.status, r.text).to.equal(200);
     const ids = r.json.clients.map((c: { clientId: string }) => c.clientId);
     expect(ids).to.include(own.clientId).and.not.include(foreign.clientId);
@@ -157,9 +157,9 @@ for (const { set, skip } of engineSets) describe(`integrations: machine client r
     expect(Object.keys(listed.secrets[0]).sort()).to.deep.equal(['active', 'createdAt', 'expiresAt', 'id']);
     expect(r.text).to.not.include(own.clientSecret).and.not.include(createHash('sha256').update(own.clientSecret).digest('hex'));
 
-    expect((await t.call('GET', `/api/admin/m2m-clients?orgId=${randomUUID()}`, { token: t.adminToken })).status).to.equal(404);
+    expect((await t.inject('GET', `/api/admin/m2m-clients?orgId=${randomUUID()}`, { token: t.adminToken })).status).to.equal(404);
     for (const query of ['', '?orgId=nope', `?orgId=${org.orgId}&extra=1`]) {
-      expect((await t.call('GET', `/api/admin/m2m-clients${query}`, { token: t.adminToken })).status, query).to.equal(400);
+      expect((await t.inject('GET', `/api/admin/m2m-clients${query}`, { token: t.adminToken })).status, query).to.equal(400);
     }
   });
 
@@ -186,10 +186,10 @@ for (const { set, skip } of engineSets) describe(`integrations: machine client r
     const client = await provision();
     const machine = (await tokenFor(client.clientId, client.clientSecret)).json.access_token as string;
     const calls = [
-      (token?: string) => t.call('GET', `/api/admin/m2m-clients?orgId=${org.orgId}`, token === undefined ? {} : { token }),
-      (token?: string) => t.call('GET', `/api/admin/m2m-clients/${client.clientId}`, token === undefined ? {} : { token }),
-      (token?: string) => t.call('POST', `/api/admin/m2m-clients/${client.clientId}/rotate`, token === undefined ? { body: {} } : { token, body: {} }),
-      (token?: string) => t.call('DELETE', `/api/admin/m2m-clients/${client.clientId}`, token === undefined ? {} : { token }),
+      (token?: string) => t.inject('GET', `/api/admin/m2m-clients?orgId=${org.orgId}`, token === undefined ? {} : { token }),
+      (token?: string) => t.inject('GET', `/api/admin/m2m-clients/${client.clientId}`, token === undefined ? {} : { token }),
+      (token?: string) => t.inject('POST', `/api/admin/m2m-clients/${client.clientId}/rotate`, token === undefined ? { body: {} } : { token, body: {} }),
+      (token?: string) => t.inject('DELETE', `/api/admin/m2m-clients/${client.clientId}`, token === undefined ? {} : { token }),
     ];
     for (const send of calls) {
       for (const token of [org.ownerToken, org.apiKey, machine]) expect((await send(token)).status).to.equal(403);

@@ -20,14 +20,14 @@ for (const { set, skip } of engineSets) describe(`integrations: machine tokens (
   let other: ProvisionedOrg;
   let client: { clientId: string; clientSecret: string };
 
-  const createClient = (body: Record<string, unknown>, token = t.adminToken) => t.call('POST', '/api/admin/m2m-clients', { token, body });
+  const createClient = (body: Record<string, unknown>, token = t.adminToken) => t.inject('POST', '/api/admin/m2m-clients', { token, body });
   const form = (fields: Record<string, string>, headers: Record<string, string> = {}) =>
-    t.call('POST', TOKEN_PATH, { rawBody: new URLSearchParams(fields).toString(), headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers } });
+    t.inject('POST', TOKEN_PATH, { rawBody: new URLSearchParams(fields).toString(), headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers } });
   const basic = (id: string, secret: string) => `Basic ${Buffer.from(`${encodeURIComponent(id)}:${encodeURIComponent(secret)}`).toString('base64')}`;
   const library = (id: string, secret: string, authorizationMethod: 'header' | 'body' = 'header') => new ClientCredentials({
     client: { id, secret }, auth: { tokenHost: t.url, tokenPath: TOKEN_PATH }, options: { authorizationMethod },
   });
-  const dispatch = (token: string) => t.call('POST', '/api/agent-dispatch', { token, body: { projectId: org.projectId, prompt: 'from a machine' } });
+  const dispatch = (token: string) => t.inject('POST', '/api/agent-dispatch', { token, body: { projectId: org.projectId, prompt: 'from a machine' } });
 
   before(async () => {
     t = await startTestNode({ engines: set });
@@ -50,12 +50,12 @@ for (const { set, skip } of engineSets) describe(`integrations: machine tokens (
     const accessToken = await library(client.clientId, client.clientSecret).getToken({});
     expect(accessToken.token).to.include({ token_type: 'Bearer', expires_in: MACHINE_TOKEN_TTL_SECONDS, scope: 'read write' });
     const token = accessToken.token.access_token as string;
-    const who = await t.call('GET', '/api/cli/whoami', { token });
+    const who = await t.inject('GET', '/api/cli/whoami', { token });
     expect(who.status, who.text).to.equal(200);
     expect(who.json.org.id).to.equal(org.orgId);
     expect(who.json.scopes).to.have.members(['read', 'write']);
     expect((await dispatch(token)).status).to.equal(201);
-    expect((await t.call('GET', `/api/org/${other.orgId}/requesters`, { token })).status).to.equal(403);
+    expect((await t.inject('GET', `/api/org/${other.orgId}/requesters`, { token })).status).to.equal(403);
   });
 
   it('simple-oauth2 (body auth) narrows to the requested scope; a read-only token cannot dispatch', async () => {
@@ -65,7 +65,7 @@ for (const { set, skip } of engineSets) describe(`integrations: machine tokens (
   });
 
   it('accepts JSON bodies as well as form bodies', async () => {
-    const r = await t.call('POST', TOKEN_PATH, { body: { grant_type: 'client_credentials', client_id: client.clientId, client_secret: client.clientSecret, scope: 'write' } });
+    const r = await t.inject('POST', TOKEN_PATH, { body: { grant_type: 'client_credentials', client_id: client.clientId, client_secret: client.clientSecret, scope: 'write' } });
     expect(r.status, r.text).to.equal(200);
     expect(r.json).to.include({ token_type: 'Bearer', scope: 'write' });
     expect(r.headers.get('cache-control')).to.equal('no-store');
@@ -100,7 +100,7 @@ for (const { set, skip } of engineSets) describe(`integrations: machine tokens (
 
   it('hostile bodies are 4xx, never 5xx', async () => {
     const auth = { authorization: basic(client.clientId, client.clientSecret) };
-    const send = (rawBody: string | Buffer, contentType: string) => t.call('POST', TOKEN_PATH, { rawBody, headers: { 'content-type': contentType, ...auth } });
+    const send = (rawBody: string | Buffer, contentType: string) => t.inject('POST', TOKEN_PATH, { rawBody, headers: { 'content-type': contentType, ...auth } });
     expect((await send('{"grant_type":', 'application/json')).status).to.equal(400);
     expect((await send('[1]', 'application/json')).json).to.include({ error: 'invalid_request' });
     expect((await send('{"grant_type":["client_credentials"]}', 'application/json')).json).to.include({ error: 'invalid_request' });
@@ -110,7 +110,7 @@ for (const { set, skip } of engineSets) describe(`integrations: machine tokens (
   });
 
   it('a client bound to a requester yields tokens that must sign dispatches', async () => {
-    const reg = await t.call('POST', `/api/org/${org.orgId}/requesters`, {
+    const reg = await t.inject('POST', `/api/org/${org.orgId}/requesters`, {
       token: org.ownerToken, body: { name: 'bound-machine', mode: 'strict', publicKey: Buffer.alloc(32, 7).toString('base64') },
     });
     expect(reg.status, reg.text).to.equal(201);
@@ -126,9 +126,9 @@ for (const { set, skip } of engineSets) describe(`integrations: machine tokens (
     const body = { orgId: org.orgId, name: 'x', scopes: ['read'] };
     expect((await createClient(body, org.ownerToken)).status).to.equal(403);
     expect((await createClient(body, org.apiKey)).status).to.equal(403);
-    expect((await t.call('POST', '/api/admin/m2m-clients', { body })).status).to.equal(401);
+    expect((await t.inject('POST', '/api/admin/m2m-clients', { body })).status).to.equal(401);
     expect((await createClient({ ...body, orgId: randomUUID() })).status).to.equal(404);
-    const foreign = await t.call('POST', `/api/org/${other.orgId}/requesters`, { token: other.ownerToken, body: { name: 'theirs', mode: 'light' } });
+    const foreign = await t.inject('POST', `/api/org/${other.orgId}/requesters`, { token: other.ownerToken, body: { name: 'theirs', mode: 'light' } });
     expect((await createClient({ ...body, requesterId: foreign.json.requester.id })).status).to.equal(400);
     for (const bad of [{ ...body, scopes: [] }, { ...body, scopes: ['root'] }, { ...body, scopes: ['read', 'read'] }, { ...body, name: '' }, { ...body, extra: 1 }, { name: 'x', scopes: ['read'] }]) {
       expect((await createClient(bad)).status, JSON.stringify(bad)).to.equal(400);

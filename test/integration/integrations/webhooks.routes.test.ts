@@ -31,18 +31,18 @@ for (const { set, skip } of engineSets) describe(`integrations: provider webhook
     org = await provisionOrg(t);
     other = await provisionOrg(t);
     for (const provider of Object.keys(secrets) as WebhookProvider[]) {
-      const put = await t.call('PUT', `/api/org/${org.orgId}/integrations/${provider}`, { token: org.ownerToken, body: { signingSecret: secrets[provider] } });
+      const put = await t.inject('PUT', `/api/org/${org.orgId}/integrations/${provider}`, { token: org.ownerToken, body: { signingSecret: secrets[provider] } });
       expect(put.status, put.text).to.equal(200);
       expect(put.json).to.include({ orgId: org.orgId, provider, connected: true, projectId: null });
     }
-    const put = await t.call('PUT', `/api/org/${other.orgId}/integrations/github`, { token: other.ownerToken, body: { signingSecret: otherSecret } });
+    const put = await t.inject('PUT', `/api/org/${other.orgId}/integrations/github`, { token: other.ownerToken, body: { signingSecret: otherSecret } });
     expect(put.status, put.text).to.equal(200);
   });
   after(async () => { await t?.close(); });
 
   /** A delivery to the URL the connect route hands out (`?org=`), org A's unless another is named. */
   const deliver = (provider: string, body: string | Buffer, headers: Record<string, string>, orgId: string | undefined = org.orgId) =>
-    t.call('POST', ingest(provider, orgId), { rawBody: body, headers: { 'content-type': 'application/json', ...headers } });
+    t.inject('POST', ingest(provider, orgId), { rawBody: body, headers: { 'content-type': 'application/json', ...headers } });
 
   describe('signature schemes', () => {
     it("GitHub's documented test vector and @octokit/webhooks-methods agree with our verifier", async () => {
@@ -167,17 +167,17 @@ for (const { set, skip } of engineSets) describe(`integrations: provider webhook
       await eventually(async () => (await findWebhookEvent(t.node.deps.db, org.orgId, r.json.eventId))?.status === 'routed', 'linear event routed');
       const row = await findWebhookEvent(t.node.deps.db, org.orgId, r.json.eventId);
       expect(row?.sessionId).to.match(/^[0-9a-f]{16}$/);
-      const sessions = await t.call('GET', '/api/sessions?trackerIssue=ENG-42', { token: org.ownerToken });
+      const sessions = await t.inject('GET', '/api/sessions?trackerIssue=ENG-42', { token: org.ownerToken });
       expect(sessions.status, sessions.text).to.equal(200);
       expect(sessions.json.sessions.map((s: { id: string }) => s.id)).to.deep.equal([row!.sessionId]);
-      const detail = await t.call('GET', `/api/public/sessions/${row!.sessionId}`, { token: org.ownerToken });
+      const detail = await t.inject('GET', `/api/public/sessions/${row!.sessionId}`, { token: org.ownerToken });
       expect(detail.status, detail.text).to.equal(200);
       expect(JSON.stringify(detail.json)).to.include('Fix the login bug');
-      expect((await t.call('GET', `/api/public/sessions/${row!.sessionId}`, { token: other.ownerToken })).status).to.equal(404);
+      expect((await t.inject('GET', `/api/public/sessions/${row!.sessionId}`, { token: other.ownerToken })).status).to.equal(404);
 
       const again = await deliver('linear', body, headers);
       expect(again.json).to.include({ duplicate: true, eventId: r.json.eventId });
-      const still = await t.call('GET', '/api/sessions?trackerIssue=ENG-42', { token: org.ownerToken });
+      const still = await t.inject('GET', '/api/sessions?trackerIssue=ENG-42', { token: org.ownerToken });
       expect(still.json.sessions).to.have.length(1);
     });
   });
@@ -218,7 +218,7 @@ for (const { set, skip } of engineSets) describe(`integrations: provider webhook
     });
 
     it('the incident.io literal path still reaches the governance route', async () => {
-      const r = await t.call('POST', '/api/webhooks/ingest/incident-io', { rawBody: '{}', headers: { 'content-type': 'application/json' } });
+      const r = await t.inject('POST', '/api/webhooks/ingest/incident-io', { rawBody: '{}', headers: { 'content-type': 'application/json' } });
       expect(r.status).to.equal(401);
       expect(r.json.error).to.match(/webhook signature/);
     });
@@ -230,7 +230,7 @@ for (const { set, skip } of engineSets) describe(`integrations: provider webhook
     it('stores the secret sealed, never returns it, and lets a later secret replace it', async () => {
       const row = await t.node.deps.db('provider_integrations').where({ org_id: org.orgId, provider: 'github' }).first();
       expect(row.sealed_secret).to.be.a('string').and.not.include(secrets.github);
-      const put = await t.call('PUT', path(org.orgId, 'vercel'), { token: org.apiKey, body: { signingSecret: secrets.vercel, projectId: org.projectId } });
+      const put = await t.inject('PUT', path(org.orgId, 'vercel'), { token: org.apiKey, body: { signingSecret: secrets.vercel, projectId: org.projectId } });
       expect(put.status, put.text).to.equal(200);
       expect(put.text).to.not.include(secrets.vercel);
       expect(put.json).to.include({ projectId: org.projectId });
@@ -241,16 +241,16 @@ for (const { set, skip } of engineSets) describe(`integrations: provider webhook
       const viewer = await addUser(t, org.orgId, 'viewer');
       const tokens = await nonHumanTokens(t, org);
       const body = { signingSecret: newSecret() };
-      expect((await t.call('PUT', path(org.orgId), { token: member.token, body })).status).to.equal(403);
-      expect((await t.call('PUT', path(org.orgId), { token: viewer.token, body })).status).to.equal(403);
-      expect((await t.call('PUT', path(org.orgId), { token: other.ownerToken, body })).status).to.equal(403);
-      expect((await t.call('PUT', path(org.orgId), { token: tokens.runtime, body })).status).to.equal(403);
-      expect((await t.call('PUT', path(org.orgId), { body })).status).to.equal(401);
-      expect((await t.call('PUT', path(org.orgId), { token: t.adminToken, body })).status).to.equal(403);
-      expect((await t.call('PUT', path(org.orgId, 'gitlab'), { token: org.ownerToken, body })).status).to.equal(404);
+      expect((await t.inject('PUT', path(org.orgId), { token: member.token, body })).status).to.equal(403);
+      expect((await t.inject('PUT', path(org.orgId), { token: viewer.token, body })).status).to.equal(403);
+      expect((await t.inject('PUT', path(org.orgId), { token: other.ownerToken, body })).status).to.equal(403);
+      expect((await t.inject('PUT', path(org.orgId), { token: tokens.runtime, body })).status).to.equal(403);
+      expect((await t.inject('PUT', path(org.orgId), { body })).status).to.equal(401);
+      expect((await t.inject('PUT', path(org.orgId), { token: t.adminToken, body })).status).to.equal(403);
+      expect((await t.inject('PUT', path(org.orgId, 'gitlab'), { token: org.ownerToken, body })).status).to.equal(404);
       for (const bad of [{}, { signingSecret: 'short' }, { signingSecret: 'has space in it' }, { signingSecret: newSecret(), extra: 1 },
         { signingSecret: newSecret(), projectId: other.projectId }, { signingSecret: newSecret(), projectId: 'nope' }]) {
-        const r = await t.call('PUT', path(org.orgId), { token: org.ownerToken, body: bad });
+        const r = await t.inject('PUT', path(org.orgId), { token: org.ownerToken, body: bad });
         expect(r.status, JSON.stringify(bad)).to.equal(400);
       }
       // The secret did not change through any refused call.

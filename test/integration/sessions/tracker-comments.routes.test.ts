@@ -87,7 +87,7 @@ for (const { set, skip } of engineSets) describe(`sessions: tracker activity pos
     bare = await provisionOrg(t, 'Untracked');
     d = await registerDaemon(t, org);
     const { db, secrets } = t.node.deps;
-    const ownerId = (await t.call('GET', '/api/cli/whoami', { token: org.ownerToken })).json.user.id as string;
+    const ownerId = (await t.inject('GET', '/api/cli/whoami', { token: org.ownerToken })).json.user.id as string;
     for (const [provider, tokens] of [['linear', { access_token: 'linear-token-1', refresh_token: 'linear-refresh-1' }], ['github', { access_token: 'github-token-1' }]] as const) {
       await upsertOAuthConnection(db, {
         orgId: org.orgId, provider, sealedTokens: secrets.seal(JSON.stringify(tokens), connectionSealContext(org.orgId, provider)),
@@ -100,7 +100,7 @@ for (const { set, skip } of engineSets) describe(`sessions: tracker activity pos
     await new Promise((resolve) => fake.server.close(resolve));
   });
 
-  const detail = async (sessionId: string, o = org) => (await t.call('GET', `/api/public/sessions/${sessionId}`, { token: o.apiKey })).json;
+  const detail = async (sessionId: string, o = org) => (await t.inject('GET', `/api/public/sessions/${sessionId}`, { token: o.apiKey })).json;
   const commentsOn = (issue: string) => fake.comments.filter((c) => c.issue === issue);
   const settled = (sessionId: string, count: number) => eventually(async () => {
     const comments = (await detail(sessionId)).trackerComments as Array<{ status: string }>;
@@ -108,7 +108,7 @@ for (const { set, skip } of engineSets) describe(`sessions: tracker activity pos
   }, `tracker comments of ${sessionId} settled`, 20_000);
   async function complete(sessionId: string, output?: string[]) {
     for (const status of ['claimed', 'running']) expect((await report(t, d, sessionId, status)).status).to.equal(200);
-    if (output) expect((await t.call('POST', `/api/sessions/${sessionId}/output`, { token: d.runtimeJwt, body: { workerId: d.workerId, chunks: output } })).status).to.equal(202);
+    if (output) expect((await t.inject('POST', `/api/sessions/${sessionId}/output`, { token: d.runtimeJwt, body: { workerId: d.workerId, chunks: output } })).status).to.equal(202);
     expect((await report(t, d, sessionId, 'finalizing')).status).to.equal(200);
     expect((await report(t, d, sessionId, 'completed', { costUsd: 1.25 })).status).to.equal(200);
   }
@@ -130,15 +130,15 @@ for (const { set, skip } of engineSets) describe(`sessions: tracker activity pos
     expect(row.url).to.match(/^https:\/\/linear\.app\//);
 
     const githubSession = await dispatch(t, org, { trackerIssue: 'acme/api#7' });
-    const stopped = await t.call('POST', `/api/public/sessions/${githubSession}/stop`, { token: org.apiKey });
+    const stopped = await t.inject('POST', `/api/public/sessions/${githubSession}/stop`, { token: org.apiKey });
     expect(stopped.json).to.include({ stopped: true, newStatus: 'stopped' });
     await settled(githubSession, 1);
     expect(commentsOn('acme/api#7').map((c) => c.body.split('\n')[0])).to.deep.equal([`**Stop signal received**: Troupe session \`${githubSession}\` was stopped.`]);
     // A second stop changes nothing, so it owes nothing.
-    await t.call('POST', `/api/public/sessions/${githubSession}/stop`, { token: org.apiKey });
+    await t.inject('POST', `/api/public/sessions/${githubSession}/stop`, { token: org.apiKey });
 
     // A prompt re-dispatches the session; its second end owes a second comment, and only one.
-    expect((await t.call('POST', `/api/public/sessions/${linearSession}/prompt`, { token: org.apiKey, body: { prompt: 'once more' } })).status).to.equal(200);
+    expect((await t.inject('POST', `/api/public/sessions/${linearSession}/prompt`, { token: org.apiKey, body: { prompt: 'once more' } })).status).to.equal(200);
     await complete(linearSession);
     await settled(linearSession, 2);
     await new Promise((resolve) => setTimeout(resolve, 500));
@@ -179,11 +179,11 @@ for (const { set, skip } of engineSets) describe(`sessions: tracker activity pos
     const plain = await dispatch(t, org);
     await complete(plain);
     const theirs = await dispatch(t, bare, { trackerIssue: 'ENG-44' });
-    await t.call('POST', `/api/public/sessions/${theirs}/stop`, { token: bare.apiKey });
+    await t.inject('POST', `/api/public/sessions/${theirs}/stop`, { token: bare.apiKey });
     await new Promise((resolve) => setTimeout(resolve, 500));
     expect((await detail(plain)).trackerComments).to.deep.equal([]);
     expect((await detail(theirs, bare)).trackerComments).to.deep.equal([]);
     expect(commentsOn('ENG-44')).to.deep.equal([]);
-    expect((await t.call('GET', `/api/public/sessions/${plain}`, { token: bare.apiKey })).status).to.equal(404);
+    expect((await t.inject('GET', `/api/public/sessions/${plain}`, { token: bare.apiKey })).status).to.equal(404);
   });
 });

@@ -39,13 +39,13 @@ for (const { set, skip } of engineSets) describe(`workflows: webhook triggers ($
     org = await provisionOrg(t);
     other = await provisionOrg(t);
     for (const [o, signingSecret] of [[org, secret], [other, otherSecret]] as const) {
-      const put = await t.call('PUT', `/api/org/${o.orgId}/integrations/github`, { token: o.ownerToken, body: { signingSecret } });
+      const put = await t.inject('PUT', `/api/org/${o.orgId}/integrations/github`, { token: o.ownerToken, body: { signingSecret } });
       expect(put.status, put.text).to.equal(200);
     }
   });
   after(async () => { await t?.close(); });
 
-  const api = (method: string, path: string, body?: unknown, token = org.ownerToken) => t.call(method, path, { token, ...(body === undefined ? {} : { body }) });
+  const api = (method: string, path: string, body?: unknown, token = org.ownerToken) => t.inject(method, path, { token, ...(body === undefined ? {} : { body }) });
   async function publishedWorkflow(yaml: string): Promise<string> {
     const created = await api('POST', `/api/projects/${org.projectId}/workflows`, { name: 'on-issue', definitionYaml: yaml });
     expect(created.status, created.text).to.equal(201);
@@ -54,7 +54,7 @@ for (const { set, skip } of engineSets) describe(`workflows: webhook triggers ($
   }
   const runsOf = async (id: string) => (await api('GET', `/api/workflows/${id}/runs`)).json.runs as Array<Record<string, any>>;
   const delivery = (repo: string) => ({ body: JSON.stringify(githubIssueOpened({ repo, number: 5, title: 'Login fails' })), id: randomUUID() });
-  const deliver = async (d: { body: string; id: string }, signingSecret = secret) => t.call('POST', `/api/webhooks/ingest/github?org=${signingSecret === secret ? org.orgId : other.orgId}`, {
+  const deliver = async (d: { body: string; id: string }, signingSecret = secret) => t.inject('POST', `/api/webhooks/ingest/github?org=${signingSecret === secret ? org.orgId : other.orgId}`, {
     rawBody: d.body,
     headers: { 'content-type': 'application/json', 'x-github-event': 'issues', 'x-github-delivery': d.id, 'x-hub-signature-256': await octokitSign(signingSecret, d.body) },
   });
