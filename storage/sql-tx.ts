@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { dbKind } from './db.js';
 import { withStorageErrors } from './storage-errors.js';
 
 /**
@@ -14,7 +15,7 @@ export interface SqlTx {
 
 /** What knex's pool hands out on both engines: a pg Client, or the PGlite instance. */
 interface RawConnection {
-  query(text: string, values?: unknown[]): Promise<{ rows: any[]; rowCount?: number | null; affectedRows?: number }>;
+  query(text: string | { name: string; text: string; values?: unknown[] }, values?: unknown[]): Promise<{ rows: any[]; rowCount?: number | null; affectedRows?: number }>;
 }
 
 interface PoolClient {
@@ -22,10 +23,31 @@ interface PoolClient {
   releaseConnection(connection: RawConnection): Promise<void>;
 }
 
-function txOn(connection: RawConnection): SqlTx {
+/**
+ * Statement names on Postgres, one per distinct text, the same on every connection: pg parses a named statement once
+ * per connection and then only binds it, so Postgres skips parsing and planning the long statements of the session
+ * path on every call (decision 0055). Texts built with a varying number of parameters would each take a name, so
+ * past the bound the rest go unnamed.
+ */
+const names = new Map<string, string>();
+const MAX_NAMED = 512;
+
+function nameOf(text: string): string | undefined {
+  let name = names.get(text);
+  if (name === undefined && names.size < MAX_NAMED) {
+    name = `troupe_${names.size}`;
+    names.set(text, name);
+  }
+  return name;
+}
+
+function txOn(connection: RawConnection, named: boolean): SqlTx {
   return {
     async query(text, values) {
-      const result = await connection.query(text, values as unknown[] | undefined);
+      const name = named ? nameOf(text) : undefined;
+      const result = name === undefined
+        ? await connection.query(text, values as unknown[] | undefined)
+        : await connection.query({ name, text, values: values as unknown[] | undefined });
       return { rows: result.rows, count: result.rowCount ?? result.affectedRows ?? result.rows.length };
     },
   };
@@ -40,7 +62,7 @@ export interface SqlConnection {
 export async function acquireSqlConnection(knex: Knex): Promise<SqlConnection> {
   const pool = knex.client as unknown as PoolClient;
   const connection = await pool.acquireConnection();
-  return { tx: txOn(connection), release: () => pool.releaseConnection(connection) };
+  return { tx: txOn(connection, dbKind(knex) === 'postgres'), release: () => pool.releaseConnection(connection) };
 }
 
 /**

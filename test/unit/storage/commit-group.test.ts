@@ -138,7 +138,8 @@ for (const engine of dbEngines) {
         const query = connection.query;
         // An own property over the prototype's method, removed again as soon as `work` is done.
         connection.query = function (this: unknown, text: unknown, ...rest: unknown[]) {
-          seen.push(String(text));
+          // On Postgres the hot statements go as named ones (storage/sql-tx.ts): `{ name, text, values }`.
+          seen.push(typeof text === 'string' ? text : (text as { text: string }).text);
           return query.call(this, text, ...rest);
         };
         cleanups.push(() => { delete (connection as { query?: unknown }).query; });
