@@ -29,14 +29,14 @@ for (const { set, skip } of engineSets) describe(`glue: a session reports its te
   });
   after(() => t?.close());
 
-  const runOf = async (runId: string) => (await t.call('GET', `/api/workflow-runs/${runId}`, { token: acme.ownerToken })).json;
+  const runOf = async (runId: string) => (await t.inject('GET', `/api/workflow-runs/${runId}`, { token: acme.ownerToken })).json;
 
   /** The session the run currently waits on, once a poll offers it to the daemon. */
   async function offeredSession(runId: string): Promise<string> {
     let sessionId: string | undefined;
     await eventually(async () => {
       const waiting = (await runOf(runId)).steps.at(-1)?.sessionId as string | undefined;
-      const poll = await t.call('POST', '/v1/daemon/poll', { token: daemon.runtimeJwt, body: { workerId: daemon.workerId, capacity: 10 } });
+      const poll = await t.inject('POST', '/v1/daemon/poll', { token: daemon.runtimeJwt, body: { workerId: daemon.workerId, capacity: 10 } });
       sessionId = poll.json.sessions.map((s: { id: string }) => s.id).find((id: string) => id === waiting);
       return sessionId !== undefined;
     }, `the daemon is offered the session of run ${runId}`);
@@ -44,11 +44,11 @@ for (const { set, skip } of engineSets) describe(`glue: a session reports its te
   }
 
   async function startRun(): Promise<{ runId: string; version: number; workflowId: string }> {
-    const created = await t.call('POST', `/api/projects/${acme.projectId}/workflows`, { token: acme.ownerToken, body: { name: 'ship', definitionYaml: twoAgents } });
+    const created = await t.inject('POST', `/api/projects/${acme.projectId}/workflows`, { token: acme.ownerToken, body: { name: 'ship', definitionYaml: twoAgents } });
     expect(created.status, created.text).to.equal(201);
-    const published = await t.call('PATCH', `/api/workflows/${created.json.id}`, { token: acme.ownerToken, body: { status: 'published' } });
+    const published = await t.inject('PATCH', `/api/workflows/${created.json.id}`, { token: acme.ownerToken, body: { status: 'published' } });
     expect(published.status, published.text).to.equal(200);
-    const started = await t.call('POST', `/api/workflows/${created.json.id}/runs`, { token: acme.ownerToken, body: {} });
+    const started = await t.inject('POST', `/api/workflows/${created.json.id}/runs`, { token: acme.ownerToken, body: {} });
     expect(started.status, started.text).to.equal(201);
     return { runId: started.json.runId, version: started.json.version, workflowId: created.json.id };
   }
@@ -63,7 +63,7 @@ for (const { set, skip } of engineSets) describe(`glue: a session reports its te
   it('moves the run to its next agent step when the session completes, and finishes it after the last', async () => {
     const { runId, version, workflowId } = await startRun();
     const plan = await offeredSession(runId);
-    const detail = await t.call('GET', `/api/public/sessions/${plan}`, { token: acme.ownerToken });
+    const detail = await t.inject('GET', `/api/public/sessions/${plan}`, { token: acme.ownerToken });
     expect(detail.status, detail.text).to.equal(200);
     expect(detail.json.workflowRun).to.deep.equal({ runId, workflowId, version });
     expect((await runOf(runId)).status).to.equal('running');
@@ -96,15 +96,15 @@ for (const { set, skip } of engineSets) describe(`glue: a session reports its te
   it('fails the run when an operator stops its session', async () => {
     const { runId } = await startRun();
     const plan = await offeredSession(runId);
-    const stopped = await t.call('POST', `/api/public/sessions/${plan}/stop`, { token: acme.ownerToken });
+    const stopped = await t.inject('POST', `/api/public/sessions/${plan}/stop`, { token: acme.ownerToken });
     expect(stopped.json).to.include({ stopped: true, newStatus: 'stopped' });
     await eventually(async () => (await runOf(runId)).status === 'failed', 'the run failed');
     expect((await runOf(runId)).error).to.contain('ended stopped');
   });
 
   it('a session dispatched by hand names no workflow run', async () => {
-    const res = await t.call('POST', '/api/agent-dispatch', { token: acme.apiKey, body: { projectId: acme.projectId, prompt: 'by hand' } });
-    const detail = await t.call('GET', `/api/public/sessions/${res.json.sessionId}`, { token: acme.ownerToken });
+    const res = await t.inject('POST', '/api/agent-dispatch', { token: acme.apiKey, body: { projectId: acme.projectId, prompt: 'by hand' } });
+    const detail = await t.inject('GET', `/api/public/sessions/${res.json.sessionId}`, { token: acme.ownerToken });
     expect(detail.json.workflowRun).to.equal(null);
   });
 });

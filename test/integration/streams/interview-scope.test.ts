@@ -20,9 +20,9 @@ for (const { set, skip } of engineSets) describe(`interview streams scoped to th
   const open: SseClient[] = [];
 
   async function workerFor(projectId: string, hostname: string): Promise<Daemon> {
-    const issued = await t.call('POST', `/api/org/${acme.orgId}/registration-tokens`, { token: acme.ownerToken, body: { name: hostname, projects: [projectId] } });
+    const issued = await t.inject('POST', `/api/org/${acme.orgId}/registration-tokens`, { token: acme.ownerToken, body: { name: hostname, projects: [projectId] } });
     expect(issued.status, issued.text).to.equal(201);
-    const res = await t.call('POST', '/v1/daemon/register', { body: { registrationToken: issued.json.registrationToken, hostname, maxAgents: 2 } });
+    const res = await t.inject('POST', '/v1/daemon/register', { body: { registrationToken: issued.json.registrationToken, hostname, maxAgents: 2 } });
     expect(res.status, res.text).to.equal(200);
     return { workerId: res.json.workerId, runtimeJwt: res.json.runtimeJwt };
   }
@@ -44,7 +44,7 @@ for (const { set, skip } of engineSets) describe(`interview streams scoped to th
     open.push(c);
     return c;
   };
-  const post = (token: string, id: string, tokens: string[]) => t.call('POST', `/api/interview/${id}/deltas`, { token, body: { tokens } });
+  const post = (token: string, id: string, tokens: string[]) => t.inject('POST', `/api/interview/${id}/deltas`, { token, body: { tokens } });
 
   it('refuses a worker of another project both ways, and changes nothing', async () => {
     const watcher = await sse(`/api/interview/${sessionInSecond}/stream`, acme.ownerToken);
