@@ -1,6 +1,7 @@
 import { TroupeError } from '../ops/kernel/errors.js';
 import { toStorageError } from '../storage/storage-errors.js';
 import type { Logger } from '../ops/kernel/logger.js';
+import { warnOncePerWindow } from '../ops/kernel/flood-log.js';
 
 /** The body every error reply carries; `schemas/openapi.ts` documents the same shape. */
 export interface ErrorBody {
@@ -26,7 +27,7 @@ export function toErrorReply(thrown: unknown, log: Logger, context: Record<strin
   // a database that is down is a 503 and text Postgres cannot store (a NUL in a query value) is the client's 400.
   const err = toStorageError(thrown);
   if (err instanceof TroupeError && err.code !== 'INTERNAL') {
-    if (err.status >= 500) log.warn({ ...context, code: err.code, reason: err.message }, 'request failed on a dependency');
+    if (err.status >= 500) warnOncePerWindow(log, `dependency:${err.code}`, { ...context, code: err.code, reason: err.message }, 'request failed on a dependency');
     const body: ErrorBody = { error: err.message, code: err.code };
     if (err.details !== undefined) body.details = err.details;
     return { status: err.status, body };

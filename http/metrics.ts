@@ -7,7 +7,12 @@ export interface HttpMetrics {
   readonly inFlight: Gauge;
   readonly sseStreams: Gauge;
   readonly sseCutOff: Counter;
+  readonly shed: Counter<'reason'>;
+  /** Reports a server's admission gate in `troupe_http_admission` at each scrape. */
+  watchAdmission(read: () => { serving: number; waiting: number }): () => void;
 }
+
+type AdmissionReader = () => { serving: number; waiting: number };
 
 /**
  * The HTTP edge's metrics, registered once per registry and found there again (several servers in one test process
@@ -15,6 +20,27 @@ export interface HttpMetrics {
  * route table.
  */
 export function httpMetrics(registry: Registry): HttpMetrics {
+  const admission = registeredMetric(registry, 'troupe_http_admission', () => {
+    const readers = new Set<AdmissionReader>();
+    const gauge = new Gauge<'state'>({
+      name: 'troupe_http_admission',
+      help: 'Write requests inside the admission gate: being served, or waiting for a slot (decision 0053).',
+      labelNames: ['state'],
+      registers: [registry],
+      collect() {
+        let serving = 0;
+        let waiting = 0;
+        for (const read of readers) {
+          const now = read();
+          serving += now.serving;
+          waiting += now.waiting;
+        }
+        this.set({ state: 'serving' }, serving);
+        this.set({ state: 'waiting' }, waiting);
+      },
+    });
+    return Object.assign(gauge, { readers });
+  });
   return {
     duration: registeredMetric(registry, 'troupe_http_request_duration_seconds', () => new LabelledHistogram<'method' | 'route' | 'status'>({
       name: 'troupe_http_request_duration_seconds',
@@ -38,5 +64,15 @@ export function httpMetrics(registry: Registry): HttpMetrics {
       help: 'Event streams closed because the client fell too far behind.',
       registers: [registry],
     })),
+    shed: registeredMetric(registry, 'troupe_http_shed_total', () => new Counter<'reason'>({
+      name: 'troupe_http_shed_total',
+      help: 'Write requests refused with OVERLOADED by the admission gate, by reason (queue_full, waited_too_long).',
+      labelNames: ['reason'],
+      registers: [registry],
+    })),
+    watchAdmission: (read) => {
+      admission.readers.add(read);
+      return () => admission.readers.delete(read);
+    },
   };
 }

@@ -40,6 +40,8 @@ export interface CompiledRoute<D> {
   readonly bodyLimit: number;
   readonly validators: RouteValidators;
   readonly rateLimit: RateLimitKind | undefined;
+  /** Counts against the node's admission budget for writes. */
+  readonly admitted: boolean;
 }
 
 /** Who the per-credential limits apply to: people and their tools. Workers (runtime tokens) are trusted for their org. */
@@ -64,6 +66,7 @@ export function compileRoute<D>(route: Route<D>, hooks: EdgeHooks): CompiledRout
     bodyLimit: route.bodyLimit ?? DEFAULT_BODY_LIMIT,
     validators: compileRouteValidators(route),
     rateLimit: route.rateLimit === 'none' ? undefined : route.rateLimit ?? (route.method === 'get' ? undefined : 'write'),
+    admitted: route.method !== 'get' && route.admission !== 'exempt',
   };
 }
 

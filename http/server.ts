@@ -13,6 +13,7 @@ import { clientAddressOf } from './client-address.js';
 import { loadUws, type TemplatedApp, type UwsRequest, type UwsResponse, type us_listen_socket } from './uws.js';
 import { ChurnSet } from '../ops/kernel/churn-map.js';
 import { traceparentFor, withTrace } from '../ops/kernel/trace-context.js';
+import { AdmissionGate, OVERLOAD_RETRY_AFTER_SECONDS, type AdmissionOptions, type ShedReason } from './admission.js';
 import { answer, compileRoute, JSON_TYPE, refusal, settle, type CompiledRoute, type EdgeHooks, type ErrorAnswer } from './pipeline.js';
 
 export interface HttpServerOptions<D extends AuthDeps> extends EdgeHooks {
@@ -26,6 +27,8 @@ export interface HttpServerOptions<D extends AuthDeps> extends EdgeHooks {
   readonly sse?: Partial<SseOptions>;
   /** Proxies in front that append to X-Forwarded-For (config `trustProxyHops`). @default 0 */
   readonly trustProxyHops?: number;
+  /** The budget for write routes (http/admission.ts); without it every request is taken in. */
+  readonly admission?: AdmissionOptions;
 }
 
 export interface HttpServer {
@@ -38,6 +41,15 @@ export interface HttpServer {
 }
 
 const UNMATCHED = '(unmatched)';
+const OVERLOAD_HEADERS: Readonly<Record<string, string>> = Object.freeze({ 'retry-after': String(OVERLOAD_RETRY_AFTER_SECONDS) });
+const overloadBodies: Record<ShedReason, string> = {
+  queue_full: overloadBody('queue_full'),
+  waited_too_long: overloadBody('waited_too_long'),
+};
+function overloadBody(reason: ShedReason): string {
+  const err = new TroupeError('OVERLOADED', undefined, { reason, retryAfterSeconds: OVERLOAD_RETRY_AFTER_SECONDS });
+  return JSON.stringify({ error: err.message, code: err.code, details: err.details });
+}
 /** Requests slower than this are logged at info even when they succeed. */
 const SLOW_REQUEST_SECONDS = 1;
 
@@ -54,6 +66,8 @@ export async function startHttpServer<D extends AuthDeps>(options: HttpServerOpt
   const streams = new ChurnSet<UwsSseStream>();
   const idleWaiters: Array<() => void> = [];
   let draining = false;
+  const gate = options.admission === undefined ? undefined : new AdmissionGate(options.admission, { onShed: (reason) => metrics.shed.labels(reason).inc() });
+  const unwatchAdmission = gate === undefined ? undefined : metrics.watchAdmission(() => ({ serving: gate.serving, waiting: gate.waiting }));
 
   const app = uws.App();
   const methodsByPath = new Map<string, string[]>();
@@ -117,7 +131,22 @@ export async function startHttpServer<D extends AuthDeps>(options: HttpServerOpt
       // The request's trace (W3C traceparent, the caller's trace id kept): every log line and every ask or tell
       // made while serving it carries it, to the node that runs the actor (issue 20).
       const trace = { traceparent: traceparentFor(copied.headers.traceparent), reqId: copied.requestId };
-      await withTrace(trace, () => serve(c, exchange, copied, body, started));
+      if (gate === undefined || !c.admitted) {
+        await withTrace(trace, () => serve(c, exchange, copied, body, started));
+        return;
+      }
+      try {
+        await gate.enter();
+      } catch (err) {
+        return await shed(exchange, copied, c.route.path, body, started, err);
+      }
+      try {
+        // A client that gave up while its request waited costs nothing more.
+        if (exchange.clientGone) return accessLog(copied, c.route.path, 499, started);
+        await withTrace(trace, () => serve(c, exchange, copied, body, started));
+      } finally {
+        gate.leave();
+      }
     } catch (err) {
       log.error({ err, reqId: copied.requestId }, 'request pipeline failed');
     } finally {
@@ -145,6 +174,24 @@ export async function startHttpServer<D extends AuthDeps>(options: HttpServerOpt
     } catch (err) {
       finishWithError(exchange, copied, c.route.path, started, refusal(undefined, err, log, logContext(copied, c.route.path)));
     }
+  }
+
+  /**
+   * A write refused by the admission gate: answered once its (small) body is in, so the connection stays usable,
+   * with a body written once per reason. Not logged one by one: an overloaded node would spend on its log what it
+   * saved by refusing; `troupe_http_shed_total` counts them.
+   */
+  async function shed(exchange: Exchange, copied: CopiedRequest, pattern: string, body: Promise<Buffer>, started: number, err: unknown): Promise<void> {
+    const reason = err instanceof TroupeError ? (err.details?.reason as ShedReason | undefined) : undefined;
+    if (reason === undefined) throw err;
+    try {
+      await body;
+    } catch {
+      return accessLog(copied, pattern, 499, started);
+    }
+    if (exchange.clientGone) return accessLog(copied, pattern, 499, started);
+    exchange.respond(503, OVERLOAD_HEADERS, JSON_TYPE, copied.requestId, overloadBodies[reason]);
+    durationOf(copied.method, pattern, 503).observe((performance.now() - started) / 1000);
   }
 
   function openStream(exchange: Exchange, copied: CopiedRequest, pattern: string, open: (s: UwsSseStream) => void | Promise<void>, started: number): void {
@@ -208,12 +255,15 @@ export async function startHttpServer<D extends AuthDeps>(options: HttpServerOpt
   /**
    * One line per request. Headers are never logged, so neither is Authorization or Cookie. A fast success is logged
    * at debug: at heartbeat rates an info line per request would cost more than the request itself, and the latency
-   * histogram already counts it. Refusals and slow requests are what an operator reads, so they stay at info.
+   * histogram already counts it. Refusals and slow requests are what an operator reads, so they stay at info (503s
+   * aside, see below).
    */
   function accessLog(copied: CopiedRequest, pattern: string, status: number, started: number): void {
     const seconds = (performance.now() - started) / 1000;
     durationOf(copied.method, pattern, status).observe(seconds);
-    const level = status >= 400 || seconds >= SLOW_REQUEST_SECONDS ? 'info' : 'debug';
+    // A 503 is a dependency's outage or this node's overload, where it comes for every request: the refusal's own
+    // warning (http/errors.ts, one per kind and window) and the histogram say it without a line each.
+    const level = (status >= 400 && status !== 503) || seconds >= SLOW_REQUEST_SECONDS ? 'info' : 'debug';
     if (!log.isLevelEnabled(level)) return;
     log[level]({ reqId: copied.requestId, method: copied.method, route: pattern, status, ms: Math.round(seconds * 10_000) / 10 }, 'http request');
   }
@@ -223,6 +273,7 @@ export async function startHttpServer<D extends AuthDeps>(options: HttpServerOpt
     async close(graceMs: number): Promise<void> {
       if (draining) return;
       draining = true;
+      unwatchAdmission?.();
       uws.us_listen_socket_close(listenSocket);
       for (const stream of [...streams]) stream.close();
       if (inFlight.size > 0) {

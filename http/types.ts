@@ -140,6 +140,12 @@ export interface Route<Deps = unknown> {
    * its limit is answered 429 before its body is read, and the connection closed, so it costs the node nothing.
    */
   readonly limitsSource?: true;
+  /**
+   * Whether the node's admission budget for writes (http/admission.ts) applies. @default true for post, put, patch
+   * and delete. 'exempt' for a write that must not be shed with the rest: the daemon heartbeat, which touches no
+   * database on its path and whose refusal would make a live worker look dead.
+   */
+  readonly admission?: 'exempt';
   /** Marks a route deprecated in OpenAPI. */
   readonly deprecated?: boolean;
   /** Response is an event stream. */

@@ -57,6 +57,10 @@ const bindings: EnvBinding[] = [
   { env: 'TROUPE_RATE_LIMIT_LOGIN_FAILURES_PER_EMAIL_PER_HOUR', key: 'rateLimitLoginFailuresPerEmailPerHour', schema: { type: 'integer', minimum: 1 }, parse: integer },
   { env: 'TROUPE_RATE_LIMIT_WEBHOOK_FAILURES_PER_MINUTE', key: 'rateLimitWebhookFailuresPerMinute', schema: { type: 'integer', minimum: 1 }, parse: integer },
   { env: 'TROUPE_TRUST_PROXY_HOPS', key: 'trustProxyHops', schema: { type: 'integer', minimum: 0, maximum: 10 }, parse: integer },
+  { env: 'TROUPE_QUERY_TIMEOUT_MS', key: 'queryTimeoutMs', schema: { type: 'integer', minimum: 100, maximum: 3600000 }, parse: integer },
+  { env: 'TROUPE_WRITES_IN_FLIGHT', key: 'writesInFlight', schema: { type: 'integer', minimum: 1, maximum: 100000 }, parse: integer },
+  { env: 'TROUPE_WRITES_QUEUED', key: 'writesQueued', schema: { type: 'integer', minimum: 0, maximum: 1000000 }, parse: integer },
+  { env: 'TROUPE_WRITE_QUEUE_WAIT_MS', key: 'writeQueueWaitMs', schema: { type: 'integer', minimum: 1, maximum: 600000 }, parse: integer },
   { env: 'TROUPE_MARKETPLACE_LISTINGS_PER_ORG', key: 'marketplaceListingsPerOrg', schema: { type: 'integer', minimum: 1 }, parse: integer },
 ];
 
@@ -118,6 +122,12 @@ const defaults = (): Config => ({
   rateLimitLoginFailuresPerEmailPerHour: 100,
   rateLimitWebhookFailuresPerMinute: 30,
   trustProxyHops: 0,
+  queryTimeoutMs: 5_000,
+  // Decision 0053: a few writes per pooled Postgres connection (10): more only wait in the pool, and after an outage
+  // 256 at once jammed the node for seconds; the queue absorbs a burst, the wait bounds what a refused caller pays.
+  writesInFlight: 64,
+  writesQueued: 256,
+  writeQueueWaitMs: 500,
   marketplaceListingsPerOrg: 50,
 });
 

@@ -31,6 +31,7 @@ import { deriveSigningKeys } from '../actors/identity/tokens.js';
 import { projectRoleOf } from '../storage/identity/orgs.js';
 import { StoredPolicySource } from '../actors/policy/enforcement.js';
 import { startHttpServer, type HttpServer } from '../http/server.js';
+import { suspendQueryDeadline } from '../storage/query-deadline.js';
 import { allRoutes } from '../http/routes.js';
 import { edgeHooksFor } from '../http/edge-hooks.js';
 import { PushOnEvents } from '../actors/integrations/web-push/event-notifications.js';
@@ -190,6 +191,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     const routes = [...allRoutes(), ...consoleRoutes<Deps>(consoleAssets)];
     const http = await startHttpServer({
       routes, deps, host: config.host, port: config.port, log, metrics, trustProxyHops: config.trustProxyHops, ...edgeHooksFor(deps),
+      admission: { concurrency: config.writesInFlight, queue: config.writesQueued, maxWaitMs: config.writeQueueWaitMs },
     });
     closers.push(() => http.close(config.shutdownGraceMs));
     phaseDone('http');
@@ -228,9 +230,11 @@ async function openStorage(config: Config, options: NodeOptions, log: Logger): P
     ...(options.inMemoryDb ? { inMemory: true } : {}),
     ...(options.pglite ? { pglite: options.pglite } : {}),
     ...(options.searchPath ?? config.databaseSchema ? { searchPath: options.searchPath ?? config.databaseSchema } : {}),
+    queryTimeoutMs: config.queryTimeoutMs,
     log: { warn: (m) => log.warn(m), error: (m) => log.error(m), debug: (m) => log.debug(m) },
   });
-  const applied = await migrate(db);
+  // A migration may take longer than any request's query should (an index on a large table).
+  const applied = await suspendQueryDeadline(db, () => migrate(db));
   if (applied.length > 0) log.info({ migrations: applied }, 'migrations applied');
   return db;
 }

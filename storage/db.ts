@@ -6,6 +6,7 @@ import knexModule, { type Knex } from 'knex';
 import type { PGlite } from '@electric-sql/pglite';
 import { TroupeError } from '../ops/kernel/errors.js';
 import { ConnectionBreaker } from './connection-breaker.js';
+import { installQueryDeadline } from './query-deadline.js';
 
 /**
  * One knex instance per node, on Postgres (`pg`) when a URL is configured, otherwise on PGlite (Postgres compiled
@@ -28,6 +29,11 @@ export interface DbOptions {
   searchPath?: string;
   /** Postgres pool size; PGlite always has exactly one connection. @default 10 */
   poolMax?: number;
+  /**
+   * Postgres: a query unanswered after this long has its connection dropped and fails as STORAGE_UNAVAILABLE
+   * (storage/query-deadline.ts). @default 5000
+   */
+  queryTimeoutMs?: number;
   /** Receives knex's own warnings (pool errors, deprecations); defaults to knex's console output. */
   log?: { warn(msg: string): void; error(msg: string): void; debug(msg: string): void };
 }
@@ -41,6 +47,7 @@ export type DbKind = 'postgres' | 'pglite';
 const ACQUIRE_TIMEOUT_MS = 5_000;
 const CONNECT_TIMEOUT_MS = 3_000;
 const PING_TIMEOUT_MS = 2_000;
+const QUERY_TIMEOUT_MS = 5_000;
 
 const INT8_OID = 20;
 
@@ -99,6 +106,7 @@ async function openPostgres(databaseUrl: string, opts: DbOptions): Promise<Knex>
       else opts.log?.warn('postgres accepts connections again: the storage breaker closed');
     },
   });
+  installQueryDeadline(knex, opts.queryTimeoutMs ?? QUERY_TIMEOUT_MS);
   return knex;
 }
 

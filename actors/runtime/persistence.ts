@@ -1,3 +1,4 @@
+import { warnOncePerWindow } from '../../ops/kernel/flood-log.js';
 import { TroupeError } from '../../ops/kernel/errors.js';
 import type { Logger } from '../../ops/kernel/logger.js';
 import type { Projection, SnapshotStore } from '../../storage/snapshot-store.js';
@@ -66,7 +67,7 @@ export async function persist<S>(
  */
 function storageFailure(err: unknown, log: Logger, operation: 'load' | 'save'): TroupeError {
   if (err instanceof TroupeError) {
-    if (err.code === 'STORAGE_UNAVAILABLE') log.warn({ operation, details: err.details }, 'snapshot store unavailable');
+    if (err.code === 'STORAGE_UNAVAILABLE') warnOncePerWindow(log, `snapshot:${operation}`, { operation, details: err.details }, 'snapshot store unavailable');
     return err;
   }
   log.error({ err, operation }, 'snapshot store failed');

@@ -1,3 +1,4 @@
+import { warnOncePerWindow } from '../../ops/kernel/flood-log.js';
 import { randomUUID } from 'node:crypto';
 import { TroupeError } from '../../ops/kernel/errors.js';
 import type { Deps } from '../../actors/deps.js';
@@ -77,7 +78,7 @@ async function deliverPending(deps: Deps, svc: DaemonServices, workerId: string)
     return reply;
   } catch (err) {
     if (err instanceof TroupeError && err.code === 'NOT_FOUND') throw new TroupeError('AUTH_INVALID', 'this worker is not registered');
-    deps.log.warn({ err, workerId }, 'mutation delivery failed; the next heartbeat retries');
+    warnOncePerWindow(deps.log, 'mutation-delivery', { err, workerId }, 'mutation delivery failed; the next heartbeat retries');
     return undefined;
   }
 }
@@ -132,6 +133,7 @@ export function daemonRoutes(): Route<Deps>[] {
       method: 'post',
       path: '/v1/daemon/heartbeat',
       auth: 'runtime',
+      admission: 'exempt',
       summary: 'Daemon liveness; delivers pending mutations (stamped deliveredAt before this answer) and refreshes the runtime JWT',
       tags: ['daemon'],
       bodySchema: heartbeatBody,

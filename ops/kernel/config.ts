@@ -104,6 +104,14 @@ export interface Config {
    * from the right. 0 uses the socket's peer address and ignores the header (a client could forge it). @default 0
    */
   readonly trustProxyHops: number;
+  /** A Postgres query unanswered after this long fails as STORAGE_UNAVAILABLE and its connection is dropped. @default 5000 */
+  readonly queryTimeoutMs: number;
+  /** Write requests a node serves at once; more wait (decision 0053). */
+  readonly writesInFlight: number;
+  /** Write requests that may wait for a slot; one more is refused with OVERLOADED at once. */
+  readonly writesQueued: number;
+  /** The longest a write waits for a slot before it is refused with OVERLOADED. */
+  readonly writeQueueWaitMs: number;
   /**
    * Failed logins for one email, from all sources together, per hour: the ceiling above the per-(email, source)
    * limit of 10 a minute. @default 100

@@ -117,6 +117,34 @@ const skip = process.env.TEST_SKIP_FAULTS === '1';
     expect(summarise(load.window(from, Date.now())).server_error).to.equal(0);
   });
 
+  it('Postgres frozen (SIGSTOP, server and backends) for 10 s: requests answered 503 rather than hung, none past its deadline, writes acknowledged again after the thaw', async () => {
+    const from = Date.now();
+    world.engines.postgres.freeze();
+    await sleep(1_000);
+    // Sent while every pooled connection may hold a query the frozen server will not answer.
+    const probes = await Promise.all(Array.from({ length: 5 }, () => timedDispatch(node(), tenant)));
+    await sleep(Math.max(0, 10_000 - (Date.now() - from)));
+    world.engines.postgres.thaw();
+    const thawed = Date.now();
+    await readyAgainWithin(15_000);
+    const firstOkAfter = () => load.samples.filter((s) => s.at >= thawed && s.op === 'dispatch' && s.outcome === 'ok').map((s) => s.at + s.ms).sort((a, b) => a - b)[0];
+    await msUntil(() => firstOkAfter() !== undefined, 10_000);
+    for (const probe of probes) {
+      expect(probe.status, JSON.stringify(probe)).to.equal(503);
+      expect(probe.retryAfter, JSON.stringify(probe)).to.equal('1');
+      // The query deadline (5 s) or the pool's acquire timeout (5 s), whichever comes first, and the breaker after.
+      expect(probe.ms, `a dispatch while Postgres is frozen: ${JSON.stringify(probe)}`).to.be.below(7_000);
+    }
+    const during = summarise(load.window(from, thawed));
+    expect(during.timeout, `no request hung past its 10 s deadline: ${JSON.stringify(during)}`).to.equal(0);
+    expect(during.server_error, JSON.stringify(during)).to.equal(0);
+    const writes = summarise(load.window(from + 1_000, thawed).filter((s) => s.op === 'dispatch' || s.op === 'mutation'));
+    expect(writes.unavailable, JSON.stringify(writes)).to.be.above(0);
+    expect(writes.p99Ms, `writes while frozen answered within the deadlines: ${JSON.stringify(writes)}`).to.be.below(7_000);
+    expect(firstOkAfter(), 'a dispatch acknowledged after the thaw').not.to.equal(undefined);
+    expect(firstOkAfter()! - thawed, 'writes acknowledged again within 5 s of the thaw').to.be.below(5_000);
+  });
+
   it('Redis frozen (SIGSTOP) for 5 s: no 5xx, nothing hangs, dispatches no slower once it is noticed; signatures hold', async () => {
     // A nonce the cache records while it works: replayed during the freeze and after it.
     const earlier = await signedDispatch(node(), tenant, signed);

@@ -10,6 +10,7 @@ import { startFaultWorld, type FaultWorld } from './world.js';
 import { loadOn, msUntil, provisionTenant, readyz, sleep, type Tenant } from './scenario.js';
 import { summarise, type MixedLoad, type LoadRates } from './load.js';
 import { checkLedger } from './checker.js';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { probeSignedDeliveries, replayDispatch, setUpSignedFixtures, signedDispatch } from './signed-probes.js';
 
 const args = process.argv.slice(2);
@@ -39,6 +40,37 @@ const allReady = (world: FaultWorld) => async () => (await Promise.all(world.nod
 /** First write acknowledged after `since` (a dispatch or mutation: both go through the broker to an actor). */
 const firstWriteAfter = (load: MixedLoad, since: number) =>
   load.samples.filter((s) => s.at >= since && s.outcome === 'ok' && (s.op === 'dispatch' || s.op === 'mutation')).map((s) => s.at + s.ms).sort((a, b) => a - b)[0];
+
+/**
+ * For diagnosis, once a second: the first node's event-loop lag and admission gate (its /metrics) and this runner's
+ * own loop lag, so a latency can be placed in the node, in its socket queue or in the load generator.
+ */
+function watchNode(world: FaultWorld) {
+  const rows: Array<{ at: number; line: string }> = [];
+  const runner = monitorEventLoopDelay({ resolution: 10 });
+  runner.enable();
+  const pick = (text: string, re: RegExp) => Number(re.exec(text)?.[1] ?? NaN);
+  const timer = setInterval(async () => {
+    const at = Date.now();
+    const runnerMax = Math.round(runner.max / 1e6);
+    runner.reset();
+    try {
+      const text = await (await fetch(`${world.nodes[0]!.url}/metrics`, { signal: AbortSignal.timeout(900) })).text();
+      const lagMax = Math.round(pick(text, /^nodejs_eventloop_lag_max_seconds(?:\{[^}]*\})? (\S+)/m) * 1000);
+      const serving = pick(text, /^troupe_http_admission\{[^}]*state="serving"[^}]*\} (\S+)/m);
+      const waiting = pick(text, /^troupe_http_admission\{[^}]*state="waiting"[^}]*\} (\S+)/m);
+      const full = pick(text, /^troupe_http_shed_total\{[^}]*reason="queue_full"[^}]*\} (\S+)/m);
+      const late = pick(text, /^troupe_http_shed_total\{[^}]*reason="waited_too_long"[^}]*\} (\S+)/m);
+      rows.push({ at, line: `node loop lag max ${lagMax} ms, admission serving ${serving} waiting ${waiting}, shed ${full} full ${late} late; runner loop lag max ${runnerMax} ms, scrape ${Date.now() - at} ms` });
+    } catch {
+      rows.push({ at, line: `node /metrics unanswered within 900 ms; runner loop lag max ${runnerMax} ms` });
+    }
+  }, 1_000);
+  return {
+    during: (from: number, to: number) => rows.filter((r) => r.at >= from && r.at < to).map((r) => r.line).join(' | '),
+    stop: () => { clearInterval(timer); runner.disable(); },
+  };
+}
 
 const goals: Record<string, Goal> = {
   async 'broker-kill'(world, tenant) {
@@ -106,6 +138,7 @@ const goals: Record<string, Goal> = {
   },
 
   async 'postgres-stop'(world, tenant) {
+    const gauges = watchNode(world);
     // Writes offered: dispatches (each walked through three transitions) and mutations; heartbeats alongside.
     const offered = Number(opt('writes') ?? 1_000);
     const rates = { heartbeatsPerSecond: Math.round(offered * 0.7), dispatchesPerSecond: Math.round(offered * 0.2), mutationsPerSecond: Math.round(offered * 0.1), sseReaders: 5 };
@@ -129,8 +162,10 @@ const goals: Record<string, Goal> = {
         const codes: Record<string, number> = {};
         for (const s of w) codes[`${s.op} ${s.status}`] = (codes[`${s.op} ${s.status}`] ?? 0) + 1;
         console.error(`  ${(t - result.from) / 1000}s sent ${w.length}: ok ${by('ok')} 503 ${by('unavailable')} 4xx ${by('client_error')}, slowest ${Math.round(Math.max(0, ...w.map((s) => s.ms)))} ms ${JSON.stringify(codes)}`);
+        console.error(`      ${gauges.during(t, t + 1_000)}`);
       }
     }
+    gauges.stop();
     const firstRefusal = writes(result.from, result.back).filter((s) => s.outcome === 'unavailable').map((s) => s.at + s.ms - result.from).sort((a, b) => a - b)[0];
     // Full service: from the restart, the first second in which no write was refused.
     let fullServiceMs: number | null = null;
@@ -138,8 +173,22 @@ const goals: Record<string, Goal> = {
       const second = writes(t, t + 1_000);
       if (second.length > 0 && second.every((s) => s.outcome === 'ok' || s.outcome === 'client_error')) { fullServiceMs = t - result.back; break; }
     }
+    const byCode = (samples: readonly { code?: string }[]) => {
+      const codes: Record<string, number> = {};
+      for (const x of samples) if (x.code !== undefined) codes[x.code] = (codes[x.code] ?? 0) + 1;
+      return codes;
+    };
+    const okPerSecond = (from: number, to: number) => Math.round(writes(from, to).filter((x) => x.outcome === 'ok').length / ((to - from) / 1000));
+    const firstOkAfterRestart = writes(result.back, result.back + 6_000).filter((x) => x.outcome === 'ok').map((x) => x.at + x.ms - result.back).sort((a, b) => a - b)[0];
     return {
       writesPerSecondOffered: offered,
+      // Under a load the node cannot serve, refusals never stop (OVERLOADED): these say whether service came back.
+      okWritesPerSecondBeforeOutage: okPerSecond(result.from - 5_000, result.from),
+      okWritesPerSecondAfterRestart: okPerSecond(result.back + 1_000, result.back + 6_000),
+      firstOkWriteMsAfterRestart: firstOkAfterRestart === undefined ? null : Math.round(firstOkAfterRestart),
+      refusalsBeforeOutage: byCode(writes(result.from - 5_000, result.from)),
+      refusalsDuringOutage: byCode(writes(result.from, result.back)),
+      refusalsAfterRestart: byCode(writes(result.back + 1_000, result.back + 6_000)),
       writesPerSecondReached: Math.round(writes(result.from - 5_000, result.from).length / 5),
       // Before the fault, for comparison: a node that is already behind its offered load answers slowly either way.
       writesBeforeOutage: summarise(writes(result.from - 5_000, result.from)),
@@ -228,7 +277,9 @@ const goals: Record<string, Goal> = {
 async function main(): Promise<void> {
   let unhandled = 0;
   process.on('unhandledRejection', (err) => { unhandled += 1; console.error('unhandled rejection in the runner', err); });
-  const world = await startFaultWorld({ nodes: nodeCount });
+  // --env KEY=VALUE,KEY=VALUE: extra environment for the nodes (admission budget, log level) when comparing settings.
+  const env = Object.fromEntries((opt('env') ?? '').split(',').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+  const world = await startFaultWorld({ nodes: nodeCount, env });
   try {
     const tenant = await provisionTenant(world, 20);
     for (const [name, goal] of Object.entries(goals)) {

@@ -25,7 +25,15 @@ export interface LoadRates {
 
 export type Outcome = 'ok' | 'unavailable' | 'server_error' | 'client_error' | 'timeout' | 'network';
 
-export interface Sample { readonly at: number; readonly op: string; readonly outcome: Outcome; readonly status: number; readonly ms: number }
+export interface Sample {
+  readonly at: number;
+  readonly op: string;
+  readonly outcome: Outcome;
+  readonly status: number;
+  readonly ms: number;
+  /** The error body's code, for a refusal. */
+  readonly code?: string;
+}
 
 export interface Ledger {
   /** sessionId → when its dispatch was acknowledged (201). */
@@ -42,7 +50,9 @@ export interface Ledger {
 
 const REQUEST_DEADLINE_MS = 10_000;
 const MAX_IN_FLIGHT_PER_OP = 400;
-const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+// Enough sockets that the generator never queues requests itself: at 256, a node answering in ~1 s held every socket
+// and requests waited here, timed as the node's latency.
+const agent = new http.Agent({ keepAlive: true, maxSockets: 2_048 });
 
 interface Reply { status: number; json: any; outcome: Outcome; ms: number }
 
@@ -146,7 +156,8 @@ export class MixedLoad {
   private async call(op: string, method: string, path: string, token: string, body?: unknown): Promise<Reply> {
     const at = Date.now();
     const reply = await request(this.url(), method, path, token, body);
-    this.samples.push({ at, op, outcome: reply.outcome, status: reply.status, ms: reply.ms });
+    const code = reply.outcome === 'ok' || typeof reply.json?.code !== 'string' ? undefined : reply.json.code as string;
+    this.samples.push(code === undefined ? { at, op, outcome: reply.outcome, status: reply.status, ms: reply.ms } : { at, op, outcome: reply.outcome, status: reply.status, ms: reply.ms, code });
     return reply;
   }
 

@@ -7,6 +7,7 @@ import type { Principal } from '../../actors/identity/principal.js';
 import { startHttpServer, type HttpServer } from '../../http/server.js';
 import type { SseOptions } from '../../http/sse.js';
 import type { EdgeHooks } from '../../http/pipeline.js';
+import type { AdmissionOptions } from '../../http/admission.js';
 import type { Route } from '../../http/types.js';
 
 /**
@@ -114,12 +115,13 @@ export interface TestServer {
 
 export async function startTestServer(
   routes: readonly Route<TestDeps>[],
-  options: { deps?: TestDeps; sse?: Partial<SseOptions>; hooks?: EdgeHooks } = {},
+  options: { deps?: TestDeps; sse?: Partial<SseOptions>; hooks?: EdgeHooks; admission?: AdmissionOptions } = {},
 ): Promise<TestServer> {
   const deps = options.deps ?? testDeps();
   const { log, lines } = capturingLogger();
   const server = await startHttpServer({
     routes, deps, host: '127.0.0.1', port: 0, log, metrics: deps.metrics, ...options.hooks, ...(options.sse ? { sse: options.sse } : {}),
+    ...(options.admission ? { admission: options.admission } : {}),
   });
   const url = `http://127.0.0.1:${server.port}`;
   return {
