@@ -94,6 +94,12 @@ export interface RouteAuthorization<Deps = unknown, Body = any, Found = any> {
   readonly action: Action | ((req: HttpRequest<Body>, principal: OrgPrincipal) => Action);
   /** The Cedar resource, from the request, the caller and what `find` found. */
   readonly resource: (req: HttpRequest<Body>, principal: OrgPrincipal, found: Found) => ResourceRef;
+  /**
+   * Gives back what `find` took when the request fails after it, in Cedar or in the handler (a signed dispatch's
+   * nonce, so the client's retry of a request refused for an outage is not taken for a replay). Its own failure is
+   * ignored: the request's error is what the client is answered.
+   */
+  readonly release?: (found: Found, err: unknown, deps: Deps) => Promise<void>;
 }
 
 /** What the edge hands a handler beside the request: what the route's `authorize.find` found (undefined without one). */

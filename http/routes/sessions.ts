@@ -14,7 +14,7 @@ import type { Route, RouteAuthorization } from '../types.js';
 import { route } from '../route.js';
 import { orgPrincipal, requesterOf } from '../principal.js';
 import { auditTrail } from './audit-trail.js';
-import { assertSignedDispatch } from '../../actors/integrations/requesters/signed-dispatch.js';
+import { assertSignedDispatch, releaseNonceAfter } from '../../actors/integrations/requesters/signed-dispatch.js';
 import { errorIssuesForSession } from '../../actors/integrations/error-tracker/index.js';
 
 /**
@@ -177,10 +177,18 @@ export function sessionRoutes(): Route<Deps>[] {
         async find(req, deps, p) {
           // Signed-requester checks (spec 5.5, decision 0014) run before anything is read or created: a bound credential
           // whose requester holds a key must sign this exact request.
-          await assertSignedDispatch(deps, p, req);
-          const known = await projectsInOrg(deps.db, p.orgId, [req.body.projectId]);
-          if (!known.has(req.body.projectId)) throw new TroupeError('NOT_FOUND', 'project not found', { field: 'projectId' });
+          const signed = await assertSignedDispatch(deps, p, req);
+          try {
+            const known = await projectsInOrg(deps.db, p.orgId, [req.body.projectId]);
+            if (!known.has(req.body.projectId)) throw new TroupeError('NOT_FOUND', 'project not found', { field: 'projectId' });
+          } catch (err) {
+            await releaseNonceAfter(deps, signed, err).catch(() => undefined);
+            throw err;
+          }
+          return signed;
         },
+        // A dispatch refused for an outage did not happen: its retry, the same signed request, is not a replay.
+        release: (signed, err, deps) => releaseNonceAfter(deps, signed, err),
         action: 'dispatch',
         resource: (req, p) => ({ type: 'Session', id: 'new', orgId: p.orgId, projectId: req.body.projectId }),
       },

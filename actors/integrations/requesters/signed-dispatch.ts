@@ -116,28 +116,49 @@ export function boundRequesterId(p: OrgPrincipal): string | undefined {
   return p.kind === 'apiKey' || p.kind === 'machine' ? p.requesterId : undefined;
 }
 
+/** A dispatch that passed spec 5.5: its requester, and the cache key of the nonce it consumed (if one was). */
+export interface SignedDispatch {
+  readonly requester: RequesterRecord;
+  readonly nonceKey?: string;
+}
+
+/**
+ * Refusals after which the dispatch certainly did not happen: nothing was sent to the session actor, or it could not
+ * store anything. The client's retry of the same signed request must not be refused as a replay then (issue 20). An
+ * answer that may hide a dispatch that happened (TRANSPORT_TIMEOUT, ACTOR_STOPPED) keeps the nonce: a retry needs a
+ * fresh signature.
+ */
+const outageCodes: ReadonlySet<string> = new Set(['STORAGE_UNAVAILABLE', 'CACHE_UNAVAILABLE', 'TRANSPORT_UNAVAILABLE', 'OVERLOADED', 'SHUTTING_DOWN']);
+
+/** Gives the nonce of a dispatch back when it was refused for an outage; keeps it for any other outcome. */
+export async function releaseNonceAfter(deps: Pick<Deps, 'cache'>, signed: SignedDispatch | undefined, err: unknown): Promise<void> {
+  if (signed?.nonceKey === undefined || !(err instanceof TroupeError) || !outageCodes.has(err.code)) return;
+  await deps.cache.delete(signed.nonceKey);
+}
+
 /** Enforces spec 5.5 for one dispatch request; resolves when it may proceed. */
-export async function assertSignedDispatch(deps: DispatchDeps, p: OrgPrincipal, req: SignedRequest): Promise<RequesterRecord | undefined> {
+export async function assertSignedDispatch(deps: DispatchDeps, p: OrgPrincipal, req: SignedRequest): Promise<SignedDispatch | undefined> {
   const requesterId = boundRequesterId(p);
   if (requesterId === undefined) return undefined;
   const requester = await findRequester(deps.db, p.orgId, requesterId);
   if (!requester) throw new TroupeError('AUTH_FORBIDDEN', 'the credential is bound to a requester this org does not have');
   if (requester.publicKey === null) {
     if (requester.mode === 'strict') throw new TroupeError('AUTH_FORBIDDEN', 'a strict requester without a public key is misconfigured');
-    return requester;
+    return { requester };
   }
   const raw = decodeStrictBase64(requester.publicKey, 32);
   if (!raw) throw new TroupeError('AUTH_FORBIDDEN', 'the requester public key is unusable');
   const { nonce } = verifyDispatchSignature(ed25519PublicKey(raw), requester.id, req, deps.clock.now());
+  const nonceKey = `dispatch-nonce:${requester.id}:${nonce}`;
   let fresh: boolean;
   try {
-    fresh = await deps.cache.setIfAbsent(`dispatch-nonce:${requester.id}:${nonce}`, '1', NONCE_TTL_MS);
+    fresh = await deps.cache.setIfAbsent(nonceKey, '1', NONCE_TTL_MS);
   } catch (err) {
     if (!(err instanceof TroupeError) || err.code !== 'CACHE_UNAVAILABLE') throw err;
     // Best effort by spec: without the cache a replay inside the window is not caught; signature and window still hold.
     deps.log.warn({ requesterId: requester.id }, 'nonce replay check skipped: cache unavailable');
-    return requester;
+    return { requester };
   }
   if (!fresh) refuse('nonce already used');
-  return requester;
+  return { requester, nonceKey };
 }

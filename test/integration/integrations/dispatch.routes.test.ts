@@ -9,6 +9,8 @@ import { engineSets, startTestNode, type TestNode } from '../../support/node.js'
 import { addUser, nonHumanTokens, provisionOrg, type ProvisionedOrg } from '../governance/governance-fixtures.js';
 import { canonicalEnvelope } from '../../../actors/integrations/requesters/signed-dispatch.js';
 import { deriveSigningKeys, signToken } from '../../../actors/identity/tokens.js';
+import sinon from 'sinon';
+import { TroupeError } from '../../../ops/kernel/errors.js';
 
 interface KeyPair { publicKey: KeyObject; privateKey: KeyObject; publicB64: string }
 function keyPair(): KeyPair {
@@ -96,6 +98,30 @@ for (const { set, skip } of engineSets) describe(`integrations: signed agent dis
       expect(ok.status, ok.text).to.equal(201);
       const replay = await dispatch(keyed.apiKey, b, headers);
       expect(replay.status).to.equal(401);
+    });
+
+    it('a dispatch refused for an outage gives its nonce back (the same signed request retried is 201); one that may have happened keeps it', async () => {
+      const deps = t.node.deps;
+      const refusedThenRetried = async (fail: () => sinon.SinonStub, code: string, status = 503) => {
+        const b = bodyText();
+        const headers = signingHeaders(keys.privateKey, keyed.id, b);
+        const stub = fail();
+        try {
+          const refused = await dispatch(keyed.apiKey, b, headers);
+          expect(refused.status, refused.text).to.equal(status);
+          expect(refused.json.code).to.equal(code);
+        } finally {
+          stub.restore();
+        }
+        return (await dispatch(keyed.apiKey, b, headers)).status;
+      };
+      // Cedar's policy store unreadable (between the nonce check and the handler), then the broker down at the ask.
+      expect(await refusedThenRetried(() => sinon.stub(deps.authz, 'authorize').rejects(new TroupeError('STORAGE_UNAVAILABLE')), 'STORAGE_UNAVAILABLE')).to.equal(201);
+      expect(await refusedThenRetried(() => sinon.stub(deps, 'ask').rejects(new TroupeError('TRANSPORT_UNAVAILABLE')), 'TRANSPORT_UNAVAILABLE')).to.equal(201);
+      // No answer in time: the session actor may have dispatched, so the same request again is a replay.
+      expect(await refusedThenRetried(() => sinon.stub(deps, 'ask').rejects(new TroupeError('TRANSPORT_TIMEOUT')), 'TRANSPORT_TIMEOUT')).to.equal(401);
+      // A refusal that is not an outage keeps it too: Cedar's denial.
+      expect(await refusedThenRetried(() => sinon.stub(deps.authz, 'authorize').rejects(new TroupeError('AUTHZ_DENIED')), 'AUTHZ_DENIED', 403)).to.equal(401);
     });
 
     it('never passes a signature made for another requester, a tampered body, another path, or outside ±300 s', async () => {
