@@ -19,6 +19,7 @@ import { Cluster } from '../transport/cluster/index.js';
 import { managementUrlFor, vhostOf } from '../transport/amqp/management-api.js';
 import { shardOf } from '../transport/shards.js';
 import type { Transport } from '../transport/port.js';
+import { watchDeadLetters } from '../transport/dead-letter-metrics.js';
 import { createActorSystem, type ActorSystem } from '../actors/runtime/index.js';
 import { actorKinds } from '../actors/kinds.js';
 import { resumeActiveRuns } from '../actors/workflow-run/resume.js';
@@ -116,6 +117,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     // once, so their actors stop here; `actors` is bound below, before the transport starts.
     let stopShards: (shards: readonly number[]) => void = () => undefined;
     const transport = await openTransport(config, options, log, metrics, (shards) => stopShards(shards));
+    watchDeadLetters(metrics, transport.deadLetters);
     const snapshots = new KnexSnapshotStore(db);
     const actors = createActorSystem({
       snapshots, clock, log, metrics,
