@@ -122,7 +122,7 @@ const defaults = (): Config => ({
   rateLimitLoginFailuresPerEmailPerHour: 100,
   rateLimitWebhookFailuresPerMinute: 30,
   trustProxyHops: 0,
-  queryTimeoutMs: 5_000,
+  queryTimeoutMs: 3_000,
   // Decision 0053: a few writes per pooled Postgres connection (10): more only wait in the pool, and after an outage
   // 256 at once jammed the node for seconds; the queue absorbs a burst, the wait bounds what a refused caller pays.
   writesInFlight: 64,

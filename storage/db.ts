@@ -31,7 +31,7 @@ export interface DbOptions {
   poolMax?: number;
   /**
    * Postgres: a query unanswered after this long has its connection dropped and fails as STORAGE_UNAVAILABLE
-   * (storage/query-deadline.ts). @default 5000
+   * (storage/query-deadline.ts). @default 3000
    */
   queryTimeoutMs?: number;
   /** Receives knex's own warnings (pool errors, deprecations); defaults to knex's console output. */
@@ -47,7 +47,7 @@ export type DbKind = 'postgres' | 'pglite';
 const ACQUIRE_TIMEOUT_MS = 5_000;
 const CONNECT_TIMEOUT_MS = 3_000;
 const PING_TIMEOUT_MS = 2_000;
-const QUERY_TIMEOUT_MS = 5_000;
+const QUERY_TIMEOUT_MS = 3_000;
 
 const INT8_OID = 20;
 

@@ -20,7 +20,7 @@ import type { Knex } from 'knex';
  * seconds. Migrations may (an index on a large table), so `suspendQueryDeadline` lifts it while they run.
  */
 interface PgConnection {
-  query(config: unknown, callback?: unknown): unknown;
+  query(...args: unknown[]): unknown;
   connection?: { stream?: { destroy(err?: Error): void } };
   __knex__disposed?: unknown;
 }
@@ -57,20 +57,28 @@ export async function suspendQueryDeadline<T>(knex: Knex, work: () => Promise<T>
 }
 
 function guard(connection: PgConnection, deadline: Deadline): PgConnection {
-  const query = connection.query.bind(connection);
-  connection.query = (config: unknown, callback?: unknown) => {
+  const query = connection.query.bind(connection) as (...args: unknown[]) => unknown;
+  // Both of pg's forms: knex's builder passes a callback, the plain-SQL paths (sql-tx.ts, commit groups) take the
+  // promise. A streamed query (a Submittable) runs as long as its reader wants and goes through untouched.
+  connection.query = (...args: unknown[]) => {
     const ms = deadline.ms;
-    // knex always passes a callback; anything else (a stream, a promise) goes through untouched.
-    if (typeof callback !== 'function' || ms === undefined || deadline.suspended > 0) return query(config, callback);
-    const done = callback as (...args: unknown[]) => void;
+    if (ms === undefined || deadline.suspended > 0 || typeof (args[0] as { submit?: unknown } | null)?.submit === 'function') return query(...args);
     const timer = setTimeout(() => {
       connection.__knex__disposed = `no answer to a query within ${ms} ms`;
       connection.connection?.stream?.destroy();
     }, ms);
-    return query(config, (...args: unknown[]) => {
-      clearTimeout(timer);
-      done(...args);
-    });
+    const last = args.length - 1;
+    const callback = args[last];
+    if (typeof callback === 'function') {
+      args[last] = (...results: unknown[]) => {
+        clearTimeout(timer);
+        (callback as (...r: unknown[]) => void)(...results);
+      };
+      return query(...args);
+    }
+    const pending = query(...args) as Promise<unknown>;
+    pending.then(() => clearTimeout(timer), () => clearTimeout(timer));
+    return pending;
   };
   return connection;
 }

@@ -24,6 +24,8 @@ const unavailableMessages = [
   /Client has encountered a connection error/i,
   /Connection ended unexpectedly/i,
   /timeout exceeded when trying to connect/i,
+  // pg's own connection timeout (a server that accepts the socket and never answers: frozen, or its backlog full).
+  /^timeout expired$/,
   /Knex: Timeout acquiring a connection/i,
   /PGlite is closed/i,
   /Unable to acquire a connection/i,

@@ -104,7 +104,7 @@ export interface Config {
    * from the right. 0 uses the socket's peer address and ignores the header (a client could forge it). @default 0
    */
   readonly trustProxyHops: number;
-  /** A Postgres query unanswered after this long fails as STORAGE_UNAVAILABLE and its connection is dropped. @default 5000 */
+  /** A Postgres query unanswered after this long fails as STORAGE_UNAVAILABLE and its connection is dropped. @default 3000 */
   readonly queryTimeoutMs: number;
   /** Write requests a node serves at once; more wait (decision 0053). */
   readonly writesInFlight: number;

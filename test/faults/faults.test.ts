@@ -132,7 +132,7 @@ const skip = process.env.TEST_SKIP_FAULTS === '1';
     for (const probe of probes) {
       expect(probe.status, JSON.stringify(probe)).to.equal(503);
       expect(probe.retryAfter, JSON.stringify(probe)).to.equal('1');
-      // The query deadline (5 s) or the pool's acquire timeout (5 s), whichever comes first, and the breaker after.
+      // The query deadline (3 s), a new connection's timeout (3 s) that opens the breaker, or the pool's acquire timeout (5 s).
       expect(probe.ms, `a dispatch while Postgres is frozen: ${JSON.stringify(probe)}`).to.be.below(7_000);
     }
     const during = summarise(load.window(from, thawed));

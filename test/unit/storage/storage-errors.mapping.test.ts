@@ -18,6 +18,7 @@ describe('toStorageError', function () {
     ['connection exception class', withCode('connection failure', '08006')],
     ['too many connections', withCode('sorry, too many clients already', '53300')],
     ['dropped socket without code', new Error('Connection terminated unexpectedly')],
+    ['connection timeout of a server that never answers (pg Client)', new Error('timeout expired')],
     ['pool timeout', Object.assign(new Error('Knex: Timeout acquiring a connection. The pool is probably full.'), { name: 'KnexTimeoutError' })],
     ['every address refused', new AggregateError([withCode('x', 'ECONNREFUSED')], 'all failed')],
   ];
