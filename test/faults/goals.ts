@@ -143,7 +143,9 @@ const goals: Record<string, Goal> = {
     const offered = Number(opt('writes') ?? 1_000);
     const rates = { heartbeatsPerSecond: Math.round(offered * 0.7), dispatchesPerSecond: Math.round(offered * 0.2), mutationsPerSecond: Math.round(offered * 0.1), sseReaders: 5 };
     const { result, verdict, load } = await withLoad(world, tenant, rates, async (load) => {
-      await sleep(5_000);
+      // --warmup N: seconds of load before the kill; the figures "before" are its last 5 s (the first seconds of load
+      // on a fresh node are its warm-up, not its steady state).
+      await sleep(Number(opt('warmup') ?? 5) * 1_000);
       const from = Date.now();
       await world.engines.postgres.kill();
       await sleep(10_000);
