@@ -138,7 +138,7 @@ export async function startHttpServer<D extends AuthDeps>(options: HttpServerOpt
       try {
         await gate.enter();
       } catch (err) {
-        return await shed(exchange, copied, c.route.path, body, started, err);
+        return await shed(c, exchange, copied, body, started, err);
       }
       try {
         // A client that gave up while its request waited costs nothing more.
@@ -181,13 +181,16 @@ export async function startHttpServer<D extends AuthDeps>(options: HttpServerOpt
    * with a body written once per reason. Not logged one by one: an overloaded node would spend on its log what it
    * saved by refusing; `troupe_http_shed_total` counts them.
    */
-  async function shed(exchange: Exchange, copied: CopiedRequest, pattern: string, body: Promise<Buffer>, started: number, err: unknown): Promise<void> {
+  async function shed(c: CompiledRoute<D>, exchange: Exchange, copied: CopiedRequest, body: Promise<Buffer>, started: number, err: unknown): Promise<void> {
+    const pattern = c.route.path;
     const reason = err instanceof TroupeError ? (err.details?.reason as ShedReason | undefined) : undefined;
     if (reason === undefined) throw err;
     try {
       await body;
-    } catch {
-      return accessLog(copied, pattern, 499, started);
+    } catch (bodyErr) {
+      if (bodyErr instanceof ClientAborted || exchange.clientGone) return accessLog(copied, pattern, 499, started);
+      // A body over the route's cap is answered as it would be when admitted (413, connection closed).
+      return finishWithError(exchange, copied, pattern, started, refusal(c.route, bodyErr, log, logContext(copied, pattern)));
     }
     if (exchange.clientGone) return accessLog(copied, pattern, 499, started);
     exchange.respond(503, OVERLOAD_HEADERS, JSON_TYPE, copied.requestId, overloadBodies[reason]);

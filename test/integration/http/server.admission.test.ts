@@ -27,6 +27,7 @@ describe('http server: admission control for writes', () => {
     },
     { method: 'post', path: '/beat', auth: 'none', summary: 'exempt write', admission: 'exempt', handler: async () => ({ body: { ok: true } }) },
     { method: 'get', path: '/read', auth: 'none', summary: 'a read', handler: async () => ({ body: { ok: true } }) },
+    { method: 'post', path: '/small', auth: 'none', summary: 'a write with a small cap', bodyLimit: 64, handler: async () => ({ body: { ok: true } }) },
   ];
 
   beforeEach(async () => {
@@ -61,6 +62,19 @@ describe('http server: admission control for writes', () => {
     const metrics = await t.deps.metrics.metrics();
     expect(metrics).to.match(/^troupe_http_shed_total\{reason="queue_full"\} 1$/m);
     expect(metrics).to.match(/^troupe_http_admission\{state="serving"\} 0$/m);
+  });
+
+  it('answers a refused write whose body is over its cap 413, as it would an admitted one', async () => {
+    const first = t.call('POST', '/slow', { body: {} });
+    await entered.promise;
+    const queued = t.call('POST', '/slow', { body: {} });
+    await new Promise((r) => setTimeout(r, 20));
+    const tooLarge = await t.call('POST', '/small', { body: { pad: 'x'.repeat(1_000) } });
+    expect(tooLarge.status).to.equal(413);
+    expect(tooLarge.json).to.include({ code: 'HTTP_BODY_TOO_LARGE' });
+    release.resolve();
+    expect((await first).status).to.equal(200);
+    expect((await queued).status).to.equal(200);
   });
 
   it('refuses a queued write whose wait ran out, then answers the next request on the same connection', async () => {
