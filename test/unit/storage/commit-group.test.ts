@@ -133,8 +133,12 @@ for (const engine of dbEngines) {
       const pool = db.knex.client as unknown as { acquireConnection(): Promise<{ query: (...a: unknown[]) => unknown }> };
       const acquire = pool.acquireConnection;
       const seen: string[] = [];
+      const wrapped = new WeakSet<object>();
       pool.acquireConnection = async function (this: unknown) {
         const connection = await acquire.call(this);
+        // PGlite is one connection, and pg's pool hands the same ones out again: each is wrapped once.
+        if (wrapped.has(connection)) return connection;
+        wrapped.add(connection);
         const query = connection.query;
         // An own property over the prototype's method, removed again as soon as `work` is done.
         connection.query = function (this: unknown, text: unknown, ...rest: unknown[]) {
