@@ -39,7 +39,7 @@ for (const { set, skip } of engineSets) describe(`session statements (${set} eng
         seen.push({ on, text: sql.replace(/\s+/g, ' ').trim() });
         return query.call(this, text, ...rest);
       };
-      restore.push(() => { delete (connection as { query?: unknown }).query; });
+      restore.push(() => { connection.query = query; });
       return connection;
     };
     try {

@@ -140,13 +140,13 @@ for (const engine of dbEngines) {
         if (wrapped.has(connection)) return connection;
         wrapped.add(connection);
         const query = connection.query;
-        // An own property over the prototype's method, removed again as soon as `work` is done.
+        // Put back as it was when `work` is done (on Postgres the query deadline's guard, storage/query-deadline.ts).
         connection.query = function (this: unknown, text: unknown, ...rest: unknown[]) {
           // On Postgres the hot statements go as named ones (storage/sql-tx.ts): `{ name, text, values }`.
           seen.push(typeof text === 'string' ? text : (text as { text: string }).text);
           return query.call(this, text, ...rest);
         };
-        cleanups.push(() => { delete (connection as { query?: unknown }).query; });
+        cleanups.push(() => { connection.query = query; });
         return connection;
       };
       const cleanups: Array<() => void> = [];
