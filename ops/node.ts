@@ -32,7 +32,6 @@ import { deriveSigningKeys } from '../actors/identity/tokens.js';
 import { projectRoleOf } from '../storage/identity/orgs.js';
 import { StoredPolicySource } from '../actors/policy/enforcement.js';
 import { startHttpServer, type HttpServer } from '../http/server.js';
-import { suspendQueryDeadline } from '../storage/query-deadline.js';
 import { allRoutes } from '../http/routes.js';
 import { edgeHooksFor } from '../http/edge-hooks.js';
 import { PushOnEvents } from '../actors/integrations/web-push/event-notifications.js';
@@ -235,8 +234,7 @@ async function openStorage(config: Config, options: NodeOptions, log: Logger): P
     queryTimeoutMs: config.queryTimeoutMs,
     log: { warn: (m) => log.warn(m), error: (m) => log.error(m), debug: (m) => log.debug(m) },
   });
-  // A migration may take longer than any request's query should (an index on a large table).
-  const applied = await suspendQueryDeadline(db, () => migrate(db));
+  const applied = await migrate(db);
   if (applied.length > 0) log.info({ migrations: applied }, 'migrations applied');
   return db;
 }

@@ -1,3 +1,4 @@
+import { suspendQueryDeadline } from '../query-deadline.js';
 import type { Knex } from 'knex';
 import { TroupeError } from '../../ops/kernel/errors.js';
 import { withStorageErrors } from '../storage-errors.js';
@@ -18,6 +19,12 @@ const LOCK_RETRY_MS = 250;
 const LOCK_WAIT_LIMIT_MS = 30_000;
 
 export async function migrate(knex: Knex): Promise<string[]> {
+  // A migration may take longer than any request's query should (an index on a large table, a lock another runner
+  // holds): the query deadline (storage/query-deadline.ts) is lifted while they run, for every caller.
+  return suspendQueryDeadline(knex, () => migrateLatest(knex));
+}
+
+async function migrateLatest(knex: Knex): Promise<string[]> {
   const started = Date.now();
   for (;;) {
     try {
