@@ -161,6 +161,7 @@ function cluster(set: EngineSet) {
   const masterKey = generateMasterKey();
   const prefix = testPrefix();
   const running = new Set<TroupeNode>();
+  const stopped: AmqpTransport[] = [];
   let dataDir = '';
   let db: TestDb | undefined;
   return {
@@ -181,11 +182,14 @@ function cluster(set: EngineSet) {
     async stop(node: TroupeNode) {
       running.delete(node);
       const transport = node.deps.transport;
+      if (transport instanceof AmqpTransport) stopped.push(transport);
       await node.close();
-      if (transport instanceof AmqpTransport) await deleteBrokerTopology(transport);
     },
     async close() {
       for (const node of [...running].reverse()) await this.stop(node);
+      // Only once no node runs: the shard queues are shared by the prefix, and deleting them under a running node
+      // crashes its channels on the broker in a loop (see m2m-clients.revocation.cluster.test.ts).
+      for (const transport of stopped) await deleteBrokerTopology(transport);
       await db?.drop();
       if (dataDir) await rm(dataDir, { recursive: true, force: true });
     },

@@ -31,11 +31,12 @@ describe('integrations: machine client revocation across nodes (Postgres, Rabbit
 
   before(async () => { db = await withPostgresSchema('m2m_revoke'); });
   after(async () => {
-    for (const node of nodes.reverse()) {
-      const transport = node.deps.transport;
-      await node.close();
-      if (transport instanceof AmqpTransport) await deleteBrokerTopology(transport);
-    }
+    // Every node closes before the shared shard queues go: deleting them under a node still consuming crashed its
+    // channels on the broker (RabbitMQ 3.10, basic.cancel/consume on a queue whose process is gone) in a loop of
+    // reconnects whose crash reports stalled the shared broker for minutes.
+    const transports = nodes.map((node) => node.deps.transport);
+    for (const node of nodes.reverse()) await node.close();
+    for (const transport of transports) if (transport instanceof AmqpTransport) await deleteBrokerTopology(transport);
     await db?.drop();
   });
 
