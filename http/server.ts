@@ -135,6 +135,9 @@ export async function startHttpServer<D extends AuthDeps>(options: HttpServerOpt
         await withTrace(trace, () => serve(c, exchange, copied, body, started));
         return;
       }
+      // The body is read while the request waits: a client that aborts meanwhile rejects it before anything awaits
+      // it, which Node would report as unhandled (and end the process). Whoever awaits it later still sees the error.
+      body.catch(() => undefined);
       try {
         await gate.enter();
       } catch (err) {

@@ -3,6 +3,7 @@
 // writes are served again; every refusal is counted in /metrics.
 import { expect } from 'chai';
 import http from 'node:http';
+import net from 'node:net';
 import type { Route } from '../../../http/types.js';
 import { startTestServer, type TestDeps, type TestServer } from '../../support/http.js';
 
@@ -76,6 +77,32 @@ describe('http server: admission control for writes', () => {
     expect((await first).status).to.equal(200);
     expect((await queued).status).to.equal(200);
   });
+
+  it('forgets a queued write whose client went away with its body half sent, and serves the next', async () => {
+    const unhandled: unknown[] = [];
+    const note = (err: unknown) => unhandled.push(err);
+    process.on('unhandledRejection', note);
+    try {
+      await halfSentThenGone();
+    } finally {
+      process.off('unhandledRejection', note);
+    }
+    expect(unhandled, 'the aborted body read is nobody\'s unhandled rejection').to.deep.equal([]);
+  });
+
+  async function halfSentThenGone(): Promise<void> {
+    const first = t.call('POST', '/slow', { body: {} });
+    await entered.promise;
+    const socket = net.connect(t.port, '127.0.0.1');
+    await new Promise((r) => socket.once('connect', r));
+    socket.write('POST /slow HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"half":');
+    await new Promise((r) => setTimeout(r, 50));
+    socket.destroy();
+    await new Promise((r) => setTimeout(r, 50));
+    release.resolve();
+    expect((await first).status).to.equal(200);
+    expect((await t.call('POST', '/slow', { body: {} })).status).to.equal(200);
+  }
 
   it('refuses a queued write whose wait ran out, then answers the next request on the same connection', async () => {
     const first = t.call('POST', '/slow', { body: {} });
