@@ -115,21 +115,14 @@ export async function answer<D extends AuthDeps>(
   // Tenancy before Cedar: what is absent or another org's is 404 from `find`, and only then may Cedar say 403.
   const p = orgPrincipal(request);
   const found = authorization.find === undefined ? undefined : await authorization.find(request, deps, p);
-  if (authorization.release === undefined) {
-    await hooks.authorize!(p, authorizedAction(authorization, request, p), authorization.resource(request, p, found));
-    return route.handler(request, deps, { found });
-  }
+  const action = typeof authorization.action === 'function' ? authorization.action(request, p) : authorization.action;
   try {
-    await hooks.authorize!(p, authorizedAction(authorization, request, p), authorization.resource(request, p, found));
+    await hooks.authorize!(p, action, authorization.resource(request, p, found));
     return await route.handler(request, deps, { found });
   } catch (err) {
-    await authorization.release(found, err, deps).catch(() => undefined);
+    await authorization.release?.(found, err, deps).catch(() => undefined);
     throw err;
   }
-}
-
-function authorizedAction(authorization: NonNullable<Route<any>['authorize']>, request: HttpRequest, p: ReturnType<typeof orgPrincipal>) {
-  return typeof authorization.action === 'function' ? authorization.action(request, p) : authorization.action;
 }
 
 /** A reply other than a stream, as it goes on the wire. */

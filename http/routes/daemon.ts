@@ -178,6 +178,8 @@ export function daemonRoutes(): Route<Deps>[] {
       path: '/api/sessions/:id/step-heartbeat',
       // Authenticated inside: an authentication failure must be swallowed, which the edge would not do.
       auth: 'none',
+      // Never 5xx, so never shed: like the heartbeat it only records into a batch, no database on its path.
+      admission: 'exempt',
       summary: "A worker's per-step liveness (lastToolCalledAt); never answers 5xx, swallows auth and storage failures",
       tags: ['sessions', 'daemon'],
       bodySchema: { type: 'object', required: ['workerId'], properties: { workerId: { type: 'string', maxLength: 64 } } },
