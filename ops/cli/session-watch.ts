@@ -31,10 +31,13 @@ export interface WatchOptions {
   readonly recheckMs?: number;
   /** How long the output stream is held after the detail was read, to match what it relays late against the tail. */
   readonly reconcileMs?: number;
+  /** The longest a status change waits for output kept before it, which travels on the slower stream. */
+  readonly statusHoldMs?: number;
 }
 
 /** Interview frames leave the node at most 100 ms after their output was kept; the rest is the trip to the watch. */
 const RECONCILE_MS = 400;
+const STATUS_HOLD_MS = RECONCILE_MS;
 
 export async function readDetail(api: TroupeApi, id: string, signal?: AbortSignal) {
   return unwrap(api.GET('/api/public/sessions/{id}', { params: { path: { id } }, ...(signal ? { signal } : {}) }));
@@ -64,18 +67,22 @@ export async function watchSession(api: TroupeApi, id: string, printer: WatchPri
   const heldStatus: StatusEvent[] = [];
   const heldOutput: string[] = [];
   let status = first.status;
+  const statuses = new StatusAfterOutput(options.statusHoldMs ?? STATUS_HOLD_MS, (e) => {
+    printer.status(e);
+    if (TERMINAL_STATUSES.includes(e.status)) reachedEnd();
+  });
   const onStatus = (e: StatusEvent) => {
     if (e.sessionId !== id) return;
     if (!live) return void heldStatus.push(e);
     if (e.status === status) return;
     status = e.status;
-    printer.status(e);
-    if (TERMINAL_STATUSES.includes(status)) reachedEnd();
+    statuses.add(e);
   };
   const onOutput = (e: DeltaEvent) => {
     const text = e.tokens.join('');
-    if (!live) heldOutput.push(text);
-    else printer.output(text);
+    if (!live) return void heldOutput.push(text);
+    printer.output(text);
+    statuses.outputSeen(e.at);
   };
   const recheck = async () => {
     const now = await readDetail(api, id, stop.signal).catch(() => undefined);
@@ -121,9 +128,48 @@ export async function watchSession(api: TroupeApi, id: string, printer: WatchPri
     return final;
   } finally {
     clearInterval(timer);
+    statuses.clear();
     stop.abort();
     options.signal?.removeEventListener('abort', abort);
     await Promise.allSettled([events.done, output.done]);
+  }
+}
+
+/**
+ * Status changes come on the org's session stream at once; the output kept before them comes on the interview
+ * stream, relayed in frames up to 100 ms late. So a change is printed once output kept after it has been printed
+ * (all before it has then arrived: frames come in order), or after `holdMs`, whichever is first; without this the
+ * last lines of an agent's output would print after the session already said `completed`.
+ */
+export class StatusAfterOutput {
+  private readonly waiting: { event: StatusEvent; timer: NodeJS.Timeout }[] = [];
+
+  constructor(private readonly holdMs: number, private readonly print: (e: StatusEvent) => void) {}
+
+  add(event: StatusEvent): void {
+    const timer = setTimeout(() => this.releaseThrough(event), this.holdMs);
+    this.waiting.push({ event, timer });
+  }
+
+  /** Output kept at `at` has been printed: every change made before it is now in order. */
+  outputSeen(at: string): void {
+    const kept = Date.parse(at);
+    let last: StatusEvent | undefined;
+    for (const w of this.waiting) if (Date.parse(w.event.at) <= kept) last = w.event;
+    if (last) this.releaseThrough(last);
+  }
+
+  clear(): void {
+    for (const w of this.waiting.splice(0)) clearTimeout(w.timer);
+  }
+
+  /** Prints `event` and every change that came before it, in the order they came. */
+  private releaseThrough(event: StatusEvent): void {
+    const upTo = this.waiting.findIndex((w) => w.event === event);
+    for (const w of this.waiting.splice(0, upTo + 1)) {
+      clearTimeout(w.timer);
+      this.print(w.event);
+    }
   }
 }
 
