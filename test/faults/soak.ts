@@ -117,7 +117,7 @@ interface FaultWindow { readonly name: string; readonly from: number; readonly h
 
 /**
  * Where the requests that failed were: per fault, those started from 10 s before it (a request's deadline) to 10 s
- * after the nodes were ready again; the rest are "calm". Counts by operation and outcome.
+ * after the nodes were ready again; the rest are "calm". Counts by operation, outcome and the refusal's code.
  */
 function failuresByWindow(samples: readonly Sample[], windows: readonly FaultWindow[]): Record<string, Record<string, number>> {
   const out: Record<string, Record<string, number>> = {};
@@ -126,7 +126,8 @@ function failuresByWindow(samples: readonly Sample[], windows: readonly FaultWin
     const w = windows.find((f) => s.at >= f.from - 10_000 && s.at <= f.ready + 10_000);
     const key = w ? `${windows.indexOf(w) + 1} ${w.name}` : 'calm';
     const bucket = (out[key] ??= {});
-    const name = `${s.op} ${s.outcome}${s.outcome === 'client_error' || s.outcome === 'server_error' ? ` ${s.status}` : ''}`;
+    // The code tells a node behind its load (OVERLOADED) from an engine it cannot reach (…_UNAVAILABLE).
+    const name = `${s.op} ${s.outcome}${s.outcome === 'client_error' || s.outcome === 'server_error' ? ` ${s.status}` : ''}${s.code ? ` ${s.code}` : ''}`;
     bucket[name] = (bucket[name] ?? 0) + 1;
   }
   return out;
