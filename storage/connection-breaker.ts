@@ -16,6 +16,11 @@ import { isStorageUnavailable } from './storage-errors.js';
  * `trialIntervalMs` that goes to the pool as usual. The breaker closes when a connection is made again (the trial's,
  * or any other), so service returns within a trial interval of Postgres accepting connections.
  *
+ * It also opens when `trip` is called: the query deadline (query-deadline.ts) calls it when a query goes unanswered
+ * past its deadline while the server has answered nothing else either (a hung server, SIGSTOP; decision 0058). A hung
+ * server keeps the pool's idle connections open, so while the breaker is open a trial proves itself with a round
+ * trip (`probe`) before the breaker closes: a connection that was merely handed out proves nothing.
+ *
  * Nothing here decides whether a write happened: a query fails before it has a connection, so it never reached
  * Postgres. A query already running when the server went away fails with its own connection, as before.
  */
@@ -24,6 +29,11 @@ export interface BreakerOptions {
   readonly trialIntervalMs?: number;
   /** How long a trial may wait for its connection before it counts as failed. @default 2000 */
   readonly trialTimeoutMs?: number;
+  /**
+   * A trial's round trip on the connection it got (`select 1`), bounded by the caller (the query deadline); it rejects
+   * when the server does not answer. Without it a trial that gets a connection closes the breaker.
+   */
+  readonly probe?: (connection: unknown) => Promise<unknown>;
   /** Told when the breaker opens and closes (the node logs it). */
   readonly onChange?: (open: boolean, reason: string | undefined) => void;
 }
@@ -78,6 +88,11 @@ export class ConnectionBreaker {
     return new TroupeError('STORAGE_UNAVAILABLE', undefined, { cause: this.reason, retryAfterSeconds: STORAGE_RETRY_AFTER_SECONDS });
   }
 
+  /** Opens the breaker from outside the pool: the server stopped answering queries on connections it already had. */
+  trip(reason: string): void {
+    this.open(reason);
+  }
+
   private open(reason: string): void {
     this.reason = reason;
     if (this.openSince === undefined) {
@@ -105,6 +120,16 @@ export class ConnectionBreaker {
     this.trialRunning = true;
     try {
       const connection = await this.waitFor(acquire(), this.trialTimeoutMs);
+      if (this.options.probe !== undefined) {
+        try {
+          await this.options.probe(connection);
+        } catch (err) {
+          // The probe's own deadline has disposed of a connection the server left unanswered; the pool drops it.
+          await this.client.releaseConnection(connection).catch(() => undefined);
+          this.reason = err instanceof Error ? err.message : String(err);
+          throw this.refusal();
+        }
+      }
       this.close();
       return connection;
     } finally {

@@ -100,13 +100,16 @@ async function openPostgres(databaseUrl: string, opts: DbOptions): Promise<Knex>
     ...(opts.log ? { log: opts.log } : {}),
   };
   const knex = knexModule(config);
-  ConnectionBreaker.install(knex, {
+  const breaker = ConnectionBreaker.install(knex, {
+    // A trial answers `select 1` before the breaker closes: a hung server's idle pooled connections are still open.
+    probe: (connection) => (connection as { query(sql: string): Promise<unknown> }).query('select 1'),
     onChange: (open, reason) => {
       if (open) opts.log?.warn(`postgres is unreachable (${reason}): queries fail at once with STORAGE_UNAVAILABLE until a connection is made again`);
       else opts.log?.warn('postgres accepts connections again: the storage breaker closed');
     },
   });
-  installQueryDeadline(knex, opts.queryTimeoutMs ?? QUERY_TIMEOUT_MS);
+  // The first query to miss its deadline while the server answers nothing else opens the breaker (decision 0058).
+  installQueryDeadline(knex, opts.queryTimeoutMs ?? QUERY_TIMEOUT_MS, { onSilent: (reason) => breaker.trip(reason) });
   return knex;
 }
 

@@ -18,6 +18,14 @@ import type { Knex } from 'knex';
  *
  * A query that outlives the deadline on a healthy server fails the same way: nothing on a request path should take
  * seconds. Migrations may (an index on a large table), so `suspendQueryDeadline` lifts it while they run.
+ *
+ * `onSilent` (decision 0058): a missed deadline while other queries are waiting too and no query on any connection of
+ * this knex has been answered for `silentMs` (a third of the deadline) means the server, not the query, has stopped:
+ * the caller opens the connection breaker then, so every other request is refused at once instead of each waiting out
+ * a deadline or a connection timeout of its own (the breaker used to open only when a new connection timed out, ~3 s
+ * later). A missed deadline while other queries are being answered, or while no other is waiting (an idle node), is
+ * one slow query (a lock wait, one tenant's heavy read): only its own connection is dropped, and nobody else is
+ * refused for it.
  */
 interface PgConnection {
   query(...args: unknown[]): unknown;
@@ -32,12 +40,25 @@ interface RawConnectionClient {
 interface Deadline {
   ms: number | undefined;
   suspended: number;
+  /** performance.now() of the last answer from the server (a result or an error it sent) on any connection. */
+  lastAnswer: number;
+  /** Queries sent and not yet settled, on every connection. */
+  outstanding: number;
+  readonly silentMs: number;
+  readonly onSilent: ((reason: string) => void) | undefined;
+}
+
+export interface QueryDeadlineOptions {
+  /** Called when a query misses its deadline and the server has answered nothing for `silentMs`. */
+  readonly onSilent?: (reason: string) => void;
+  /** @default a third of the deadline (1 s of the default 3 s): long past any round trip of a server that answers */
+  readonly silentMs?: number;
 }
 
 const deadlines = new WeakMap<Knex, Deadline>();
 
-export function installQueryDeadline(knex: Knex, ms: number): void {
-  const deadline: Deadline = { ms, suspended: 0 };
+export function installQueryDeadline(knex: Knex, ms: number, options: QueryDeadlineOptions = {}): void {
+  const deadline: Deadline = { ms, suspended: 0, lastAnswer: performance.now(), outstanding: 0, silentMs: options.silentMs ?? ms / 3, onSilent: options.onSilent };
   deadlines.set(knex, deadline);
   const client = knex.client as unknown as RawConnectionClient;
   const acquireRaw = client.acquireRawConnection.bind(client);
@@ -64,21 +85,46 @@ function guard(connection: PgConnection, deadline: Deadline): PgConnection {
     const ms = deadline.ms;
     if (ms === undefined || deadline.suspended > 0 || typeof (args[0] as { submit?: unknown } | null)?.submit === 'function') return query(...args);
     const timer = setTimeout(() => {
-      connection.__knex__disposed = `no answer to a query within ${ms} ms`;
+      const reason = `no answer to a query within ${ms} ms`;
+      // Counted before this connection is dropped: others that fail with it were waiting too.
+      const othersWaiting = deadline.outstanding - 1;
+      connection.__knex__disposed = reason;
       connection.connection?.stream?.destroy();
+      // Silence is judged after this turn's I/O: on a late event loop, answers that arrived meanwhile are read first.
+      setImmediate(() => {
+        const silentFor = performance.now() - deadline.lastAnswer;
+        if (silentFor >= deadline.silentMs && othersWaiting > 0) {
+          deadline.onSilent?.(`${reason}, nor to any other for ${Math.round(silentFor)} ms with ${othersWaiting} more waiting`);
+        }
+      });
     }, ms);
+    deadline.outstanding += 1;
+    let done = false;
+    const settled = (err?: unknown) => {
+      if (done) return;
+      done = true;
+      deadline.outstanding -= 1;
+      clearTimeout(timer);
+      if (err === undefined || err === null || answeredByServer(err)) deadline.lastAnswer = performance.now();
+    };
     const last = args.length - 1;
     const callback = args[last];
     if (typeof callback === 'function') {
       args[last] = (...results: unknown[]) => {
-        clearTimeout(timer);
+        settled(results[0]);
         (callback as (...r: unknown[]) => void)(...results);
       };
       return query(...args);
     }
     const pending = query(...args) as Promise<unknown>;
-    pending.then(() => clearTimeout(timer), () => clearTimeout(timer));
+    pending.then(() => settled(), settled);
     return pending;
   };
   return connection;
+}
+
+/** An error Postgres itself sent (it carries a SQLSTATE) proves the server answers; a dropped socket does not. */
+function answeredByServer(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code);
 }
