@@ -34,6 +34,8 @@ export interface BreakerOptions {
    * when the server does not answer. Without it a trial that gets a connection closes the breaker.
    */
   readonly probe?: (connection: unknown) => Promise<unknown>;
+  /** Whether the server answered a query on an open connection just now (query-deadline.ts's `answeringNow`). */
+  readonly serverAnswering?: () => boolean;
   /** Told when the breaker opens and closes (the node logs it). */
   readonly onChange?: (open: boolean, reason: string | undefined) => void;
 }
@@ -74,7 +76,12 @@ export class ConnectionBreaker {
     const acquire = client.acquireConnection.bind(client);
     client.acquireConnection = () => breaker.acquire(acquire);
     client.pool?.on('createFail', (_id, err) => {
-      if (isStorageUnavailable(err)) breaker.open((err as Error).message);
+      if (!isStorageUnavailable(err)) return;
+      // A new connection that timed out while the server answers queries on the others is a busy machine (a server
+      // forking a backend on two loaded cores can take seconds), not an outage: opening would refuse every request
+      // that the working connections could serve (decision 0058). Refused, reset or "starting up" still opens.
+      if (isTimeout(err) && options.serverAnswering?.() === true) return;
+      breaker.open((err as Error).message);
     });
     client.pool?.on('createSuccess', () => breaker.close());
     return breaker;
@@ -170,4 +177,9 @@ export class ConnectionBreaker {
       });
     });
   }
+}
+
+/** pg's connection timeout and knex's pool timeout: the server may be merely slow to take a new connection. */
+function isTimeout(err: unknown): boolean {
+  return err instanceof Error && (err.name === 'KnexTimeoutError' || /^timeout expired$|timeout exceeded when trying to connect/i.test(err.message));
 }

@@ -6,7 +6,7 @@ import knexModule, { type Knex } from 'knex';
 import type { PGlite } from '@electric-sql/pglite';
 import { TroupeError } from '../ops/kernel/errors.js';
 import { ConnectionBreaker } from './connection-breaker.js';
-import { installQueryDeadline } from './query-deadline.js';
+import { installQueryDeadline, type QueryDeadlineHandle } from './query-deadline.js';
 
 /**
  * One knex instance per node, on Postgres (`pg`) when a URL is configured, otherwise on PGlite (Postgres compiled
@@ -100,16 +100,18 @@ async function openPostgres(databaseUrl: string, opts: DbOptions): Promise<Knex>
     ...(opts.log ? { log: opts.log } : {}),
   };
   const knex = knexModule(config);
+  let deadline: QueryDeadlineHandle | undefined;
   const breaker = ConnectionBreaker.install(knex, {
     // A trial answers `select 1` before the breaker closes: a hung server's idle pooled connections are still open.
     probe: (connection) => (connection as { query(sql: string): Promise<unknown> }).query('select 1'),
+    serverAnswering: () => deadline?.answeringNow() === true,
     onChange: (open, reason) => {
       if (open) opts.log?.warn(`postgres is unreachable (${reason}): queries fail at once with STORAGE_UNAVAILABLE until a connection is made again`);
       else opts.log?.warn('postgres accepts connections again: the storage breaker closed');
     },
   });
   // The first query to miss its deadline while the server answers nothing else opens the breaker (decision 0058).
-  installQueryDeadline(knex, opts.queryTimeoutMs ?? QUERY_TIMEOUT_MS, { onSilent: (reason) => breaker.trip(reason) });
+  deadline = installQueryDeadline(knex, opts.queryTimeoutMs ?? QUERY_TIMEOUT_MS, { onSilent: (reason) => breaker.trip(reason) });
   return knex;
 }
 

@@ -57,12 +57,18 @@ export interface QueryDeadlineOptions {
 
 const deadlines = new WeakMap<Knex, Deadline>();
 
-export function installQueryDeadline(knex: Knex, ms: number, options: QueryDeadlineOptions = {}): void {
+export interface QueryDeadlineHandle {
+  /** Whether the server answered a query on any connection within the last `silentMs`. */
+  answeringNow(): boolean;
+}
+
+export function installQueryDeadline(knex: Knex, ms: number, options: QueryDeadlineOptions = {}): QueryDeadlineHandle {
   const deadline: Deadline = { ms, suspended: 0, lastAnswer: performance.now(), outstanding: 0, silentMs: options.silentMs ?? ms / 3, onSilent: options.onSilent };
   deadlines.set(knex, deadline);
   const client = knex.client as unknown as RawConnectionClient;
   const acquireRaw = client.acquireRawConnection.bind(client);
   client.acquireRawConnection = async () => guard(await acquireRaw(), deadline);
+  return { answeringNow: () => performance.now() - deadline.lastAnswer < deadline.silentMs };
 }
 
 /** Runs `work` with no deadline on this knex's queries (migrations); other work meanwhile has none either. */

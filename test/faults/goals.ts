@@ -228,6 +228,14 @@ const goals: Record<string, Goal> = {
     const ackedBefore = acked(result.from - 10_000, result.from) / 10;
     const ackedAfter = acked(result.back, result.back + 5_000) / 5;
     const ratio = ackedBefore === 0 ? null : Math.round((ackedAfter / ackedBefore) * 100) / 100;
+    // The node's own part: the same ratio over the 5 s from when Postgres first answered after the restart.
+    const answeredAt = result.back + (result.postgresAnswersMs ?? 0);
+    const ratioFromAnswering = ackedBefore === 0 ? null : Math.round((acked(answeredAt, answeredAt + 5_000) / 5 / ackedBefore) * 100) / 100;
+    // Breaker openings the node logged (a false one refuses every write for a trial interval at least).
+    const breakerOpened = (from: number, to: number) => world.nodes[0]!.lines.filter((line) => {
+      if (!line.includes('postgres is unreachable')) return false;
+      try { const t = (JSON.parse(line) as { time: number }).time; return t >= from && t < to; } catch { return false; }
+    }).map((line) => /unreachable \((.{0,60})/.exec(line)?.[1] ?? '?');
     const cpuPerAck = (from: number, to: number) => Math.round((gauges.cpuMs(from, to) / Math.max(1, acked(from, to))) * 100) / 100;
     const firstOkAfterRestart = writes(result.back, result.back + 6_000).filter((x) => x.outcome === 'ok').map((x) => x.at + x.ms - result.back).sort((a, b) => a - b)[0];
     if (opt('logs')) {
@@ -244,7 +252,8 @@ const goals: Record<string, Goal> = {
     return {
       writesPerSecondOffered: offered,
       okWritesPerSecond10sBefore: Math.round(ackedBefore), okWritesPerSecond5sAfterRestart: Math.round(ackedAfter),
-      fullServiceRatio: ratio, fullService: ratio !== null && ratio >= 0.9,
+      fullServiceRatio: ratio, fullService: ratio !== null && ratio >= 0.9, ratioFromPostgresAnswering: ratioFromAnswering,
+      breakerOpenedIn10sBefore: breakerOpened(result.from - 10_000, result.from), breakerOpenedIn5sAfterRestart: breakerOpened(result.back, result.back + 5_000),
       nodeCpuMsPerOkWriteBefore: cpuPerAck(result.from - 10_000, result.from), nodeCpuMsPerOkWriteAfter: cpuPerAck(result.back, result.back + 5_000),
       // Under a load the node cannot serve, refusals never stop (OVERLOADED): these say whether service came back.
       postgresAnswersMsAfterRestart: result.postgresAnswersMs ?? null,

@@ -2,8 +2,8 @@
 // server: sockets open, nothing said), the first query to miss its deadline opens the connection breaker, so the
 // queries after it are refused at once rather than each waiting out a deadline of its own; while it stays silent a
 // trial proves itself with a round trip before the breaker closes; one slow query on a server that answers the others
-// refuses nobody else, nor does one slow query alone on an idle server. Runs against the real Postgres through a TCP
-// proxy that goes silent on demand.
+// refuses nobody else, nor does one slow query alone on an idle server, nor a new connection that times out while the
+// open ones are answered. Runs against the real Postgres through a TCP proxy that goes silent on demand.
 import { expect } from 'chai';
 import type { Knex } from 'knex';
 import { createDb } from '../../../storage/db.js';
@@ -89,6 +89,21 @@ const DEADLINE_MS = 600;
     expect(results.every((r) => !r.ok && r.code === 'STORAGE_UNAVAILABLE'), JSON.stringify(results)).to.equal(true);
     const waited = results.filter((r) => r.ms >= DEADLINE_MS - 20);
     expect(waited.length, `queries that waited out a deadline (trials) of ${results.length}`).to.be.at.most(4);
+  });
+
+  it('a new connection that times out opens the breaker only while the server answers nothing on the others', async () => {
+    // What the pool reports when pg's connection timeout expires (a server forking backends on two loaded cores can
+    // take that long while its open connections answer in milliseconds).
+    const connectTimedOut = () => (db.client as { pool: { emitter: { emit(e: string, id: number, err: Error): void } } }).pool.emitter.emit('createFail', 0, new Error('timeout expired'));
+    await db.raw('select 1');
+    connectTimedOut();
+    const busy = await timed(() => db.raw('select 1'));
+    expect(busy.ok, `a query right after, while the server answers: ${JSON.stringify(busy)}`).to.equal(true);
+    await sleep(DEADLINE_MS / 3 + 100);
+    connectTimedOut();
+    const silent = await timed(() => db.raw('select 1'));
+    expect(silent, 'after a third of the deadline without an answer: the server may be gone').to.include({ ok: false, code: 'STORAGE_UNAVAILABLE' });
+    expect(silent.ms).to.be.below(100);
   });
 
   it('does not open for one slow query alone on an idle server', async () => {
