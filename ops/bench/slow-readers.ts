@@ -33,6 +33,12 @@ export interface SlowReadersOptions {
   readonly command?: readonly string[];
   /** Extra environment for the node. */
   readonly env?: NodeJS.ProcessEnv;
+  /** Node flags before the script (`--cpu-prof`, `--trace-gc`). */
+  readonly nodeArgs?: readonly string[];
+  /** The checkout whose node runs (a baseline worktree with its own node_modules link); default this one. */
+  readonly root?: string;
+  /** Lines of the node's stdout that are not its JSON log (`--trace-gc` output). */
+  readonly onNodeLine?: (line: string) => void;
   readonly progress?: (line: string) => void;
 }
 
@@ -64,6 +70,19 @@ export interface SlowReadersResult {
   /** Reading sockets the node closed (should be none). */
   readonly readersClosed: number;
   readonly stalled: StalledReader[];
+  /**
+   * Where the time goes, over the measured window: the node's CPU (user + system, from /proc) and this process's, the
+   * node's own event-loop delay and GC time (its /metrics, reset at the window's start), and the load average.
+   */
+  readonly cpu: { readonly wallMs: number; readonly nodeMs: number; readonly clientMs: number };
+  readonly nodeLoopDelay: { readonly p99Ms: number; readonly maxMs: number };
+  readonly nodeGc: Record<string, { readonly count: number; readonly ms: number }>;
+  readonly loadAverage: { readonly start: number[]; readonly end: number[] };
+  /**
+   * Per frame, the delay to its first and to its last reader (p50 / p99 over frames): a first-reader delay as high as
+   * the last's means the frame was late before the fan-out began (the post, the node's loop, or this process).
+   */
+  readonly perFrame: { readonly firstP50Ms: number; readonly firstP99Ms: number; readonly lastP50Ms: number; readonly lastP99Ms: number };
   /** VmRSS of the node, kB: once the streams are open and warm, the largest seen while publishing, and at the end. */
   readonly rssKb: { readonly start: number; readonly max: number; readonly end: number };
   /** Live heap plus external memory after a full collection, kB, at the start and end of publishing. */
@@ -78,11 +97,11 @@ interface NodeUnderTest { readonly child: ChildProcess; readonly port: number; r
 
 async function startNode(options: SlowReadersOptions, adminToken: string, dataDir: string, memoryFile: string): Promise<NodeUnderTest> {
   const args = [
-    ...(options.command ?? []), process.execPath, '--expose-gc', '--import', path.join(repoRoot, 'ops/bench/gc-on-signal.mjs'),
+    ...(options.command ?? []), process.execPath, '--expose-gc', ...(options.nodeArgs ?? []), '--import', path.join(repoRoot, 'ops/bench/gc-on-signal.mjs'),
     '--import', 'tsx', 'ops/main.ts',
   ];
   const child = spawn(args[0]!, args.slice(1), {
-    cwd: repoRoot,
+    cwd: options.root ?? repoRoot,
     env: {
       ...process.env, TROUPE_MASTER_KEY: generateMasterKey(), TROUPE_ADMIN_TOKEN: adminToken, TROUPE_DATA_DIR: dataDir,
       PORT: '0', HOST: '127.0.0.1', TROUPE_LOG_LEVEL: 'info', BENCH_MEMORY_FILE: memoryFile,
@@ -101,7 +120,10 @@ async function startNode(options: SlowReadersOptions, adminToken: string, dataDi
     createInterface({ input: child.stdout! }).on('line', (line) => {
       if (line.includes('event stream cut off')) cutOffs.push({ at: now(), line: JSON.parse(line) });
       else if (line.includes('troupe node ready')) { clearTimeout(timer); resolve(JSON.parse(line).port as number); }
-      else { tail.push(line); if (tail.length > 40) tail.shift(); }
+      else {
+        if (!line.startsWith('{')) options.onNodeLine?.(line);
+        tail.push(line); if (tail.length > 40) tail.shift();
+      }
     });
   });
   return {
@@ -140,7 +162,7 @@ class Subscriber {
   /** The stream's `x-request-id`, which the node's cut-off log line names. */
   requestId = '';
   private carry: Buffer = Buffer.alloc(0);
-  constructor(readonly socket: net.Socket, readonly stalls: boolean, private readonly onDelay: (ms: number) => void) {}
+  constructor(readonly socket: net.Socket, readonly stalls: boolean, private readonly onDelay: (ms: number, sentAt: number) => void) {}
 
   read(chunk: Buffer): void {
     const at = now();
@@ -160,11 +182,12 @@ class Subscriber {
     const end = text.indexOf(QUOTE, start);
     if (end < 0 || end < from) return;
     this.frames += 1;
-    this.onDelay(at - Number(text.toString('latin1', start, end)));
+    const sentAt = Number(text.toString('latin1', start, end));
+    this.onDelay(at - sentAt, sentAt);
   }
 }
 
-function subscribe(port: number, target: string, token: string, stalls: boolean, onDelay: (ms: number) => void): Promise<Subscriber> {
+function subscribe(port: number, target: string, token: string, stalls: boolean, onDelay: (ms: number, sentAt: number) => void): Promise<Subscriber> {
   return new Promise((resolve, reject) => {
     const socket = net.connect(port, '127.0.0.1');
     const s = new Subscriber(socket, stalls, onDelay);
@@ -209,6 +232,25 @@ function tcpQueues(): Map<string, { tx: number; rx: number }> {
   return out;
 }
 
+/** User + system CPU of a process so far, ms (/proc/<pid>/stat fields 14 and 15, in clock ticks of 10 ms). */
+function cpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(f[11]) + Number(f[12])) * 10;
+}
+
+/** The node's Prometheus text (unauthenticated /metrics); reading it also resets its event-loop delay histogram. */
+async function scrape(port: number): Promise<Map<string, number>> {
+  const res = await fetch(`http://127.0.0.1:${port}/metrics`, { signal: AbortSignal.timeout(15_000) });
+  const out = new Map<string, number>();
+  for (const line of (await res.text()).split('\n')) {
+    if (!line.startsWith('nodejs_eventloop_lag_') && !line.startsWith('nodejs_gc_duration_seconds_')) continue;
+    const space = line.lastIndexOf(' ');
+    out.set(line.slice(0, space), Number(line.slice(space + 1)));
+  }
+  return out;
+}
+
 const rssKb = (pid: number): number => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN);
 
 async function settledLiveKb(pid: number, memoryFile: string): Promise<number> {
@@ -241,7 +283,15 @@ export async function runSlowReaders(options: SlowReadersOptions): Promise<SlowR
 
     let measuring = false;
     const delays: number[] = [];
-    const onDelay = (ms: number) => { if (measuring) delays.push(ms); };
+    /** Per frame (keyed by its send time), the smallest and largest delay seen. */
+    const frames = new Map<number, { first: number; last: number }>();
+    const onDelay = (ms: number, sentAt: number) => {
+      if (!measuring) return;
+      delays.push(ms);
+      const f = frames.get(sentAt);
+      if (!f) frames.set(sentAt, { first: ms, last: ms });
+      else { f.first = Math.min(f.first, ms); f.last = Math.max(f.last, ms); }
+    };
     // The stalled ones are spread through the opening order, not all first or last.
     const every = options.stalled > 0 ? Math.floor(options.subscribers / options.stalled) : Infinity;
     await inBatches(options.subscribers, 50, async (i) => {
@@ -310,7 +360,10 @@ export async function runSlowReaders(options: SlowReadersOptions): Promise<SlowR
     measuring = true;
     const loopDelay = monitorEventLoopDelay({ resolution: 10 });
     loopDelay.enable();
+    const loadStart = os.loadavg();
+    const metricsStart = await scrape(node.port);
     const measuredFrom = now();
+    const cpuStart = { node: cpuMs(pid), client: process.cpuUsage() };
     while (now() - measuredFrom < options.seconds * 1000) {
       await sleep(1000);
       sampleKernel();
@@ -319,6 +372,19 @@ export async function runSlowReaders(options: SlowReadersOptions): Promise<SlowR
     }
     clearInterval(ticker);
     loopDelay.disable();
+    const cpu = { wallMs: Math.round(now() - measuredFrom), nodeMs: cpuMs(pid) - cpuStart.node, clientMs: 0 };
+    const clientCpu = process.cpuUsage(cpuStart.client);
+    cpu.clientMs = Math.round((clientCpu.user + clientCpu.system) / 1000);
+    const metricsEnd = await scrape(node.port);
+    const loadEnd = os.loadavg();
+    const nodeGc: SlowReadersResult['nodeGc'] = {};
+    for (const [key, value] of metricsEnd) {
+      const kind = /^nodejs_gc_duration_seconds_(sum|count)\{kind="(\w+)"/.exec(key);
+      if (!kind) continue;
+      const g = (nodeGc[kind[2]!] ??= { count: 0, ms: 0 }) as { count: number; ms: number };
+      const delta = value - (metricsStart.get(key) ?? 0);
+      if (kind[1] === 'count') g.count = delta; else g.ms = Math.round(delta * 10_000) / 10;
+    }
     await Promise.allSettled([...inFlight]);
     // Frames still on their way: every reader should have each one soon; what has not come in 10 s is missed.
     // Every reader opened before the first post, so each should end with every frame published.
@@ -330,7 +396,10 @@ export async function runSlowReaders(options: SlowReadersOptions): Promise<SlowR
 
     const framesMissed = readers.reduce((n, r) => n + Math.max(0, published - r.frames), 0);
     delays.sort((a, b) => a - b);
-    const pct = (q: number) => Math.round((delays[Math.min(delays.length - 1, Math.floor(q * delays.length))] ?? NaN) * 10) / 10;
+    const pctOf = (sorted: number[], q: number) => Math.round((sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN) * 10) / 10;
+    const pct = (q: number) => pctOf(delays, q);
+    const firsts = [...frames.values()].map((f) => f.first).sort((a, b) => a - b);
+    const lasts = [...frames.values()].map((f) => f.last).sort((a, b) => a - b);
     const stalledResults: StalledReader[] = stalled.map((s) => {
       const cut = node.cutOffs.find((c) => c.line.reqId === s.requestId);
       const until = cut?.at ?? Infinity;
@@ -347,6 +416,12 @@ export async function runSlowReaders(options: SlowReadersOptions): Promise<SlowR
       clientLoopDelayP99Ms: Math.round(loopDelay.percentile(99) / 1e5) / 10,
       framesMissed, readersClosed: readers.filter((r) => r.closed).length, stalled: stalledResults,
       rssKb: { start: rssStart, max: rssMax, end: rssEnd }, liveKb: { start: liveStart, end: liveEnd },
+      cpu, nodeGc, loadAverage: { start: loadStart, end: loadEnd },
+      nodeLoopDelay: {
+        p99Ms: Math.round((metricsEnd.get('nodejs_eventloop_lag_p99_seconds') ?? NaN) * 10_000) / 10,
+        maxMs: Math.round((metricsEnd.get('nodejs_eventloop_lag_max_seconds') ?? NaN) * 10_000) / 10,
+      },
+      perFrame: { firstP50Ms: pctOf(firsts, 0.5), firstP99Ms: pctOf(firsts, 0.99), lastP50Ms: pctOf(lasts, 0.5), lastP99Ms: pctOf(lasts, 0.99) },
     };
   } finally {
     for (const s of subscribers) s.socket.destroy();

@@ -4,15 +4,22 @@
 // the readers' delay p99 ≤ 250 ms, the node holding ≤ 1 MiB for a stalled connection, each stalled reader dropped
 // ≤ 30 s after its backlog started to grow; exits 1 when one is missed.
 //   npx tsx ops/bench/sse-slow-readers.ts [--subscribers 500] [--stalled 5] [--rate 20] [--frame-bytes 4096]
-//     [--seconds 75] [--warmup 5] [--notsent-lowat <bytes>]
+//     [--seconds 75] [--warmup 5] [--notsent-lowat <bytes>] [--cpu-prof <dir>] [--trace-gc <file>]
+//     [--baseline <worktree> [--rounds 1]]
+// `--cpu-prof` profiles the node (read it with ops/bench/cpuprofile-top.ts); `--trace-gc` writes the node's GC trace
+// to a file. `--baseline` runs the node of another checkout (a worktree with a node_modules link) and this one
+// alternately, `--rounds` times each, and prints both: node CPU per delivered frame is the robust figure on a busy
+// machine, the delays are not.
 // `--notsent-lowat` runs the whole bench in a network namespace of its own (unshare -n, as root) whose
 // net.ipv4.tcp_notsent_lowat is set to that many bytes: what the kernel then holds for a stalled connection, against
 // the machine's defaults, without touching the machine's own settings.
 import { spawnSync } from 'node:child_process';
+import { appendFileSync, mkdirSync } from 'node:fs';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { printTable } from './harness.js';
-import { runSlowReaders } from './slow-readers.js';
+import { runSlowReaders, type SlowReadersResult } from './slow-readers.js';
 
 const { values } = parseArgs({
   options: {
@@ -23,6 +30,10 @@ const { values } = parseArgs({
     seconds: { type: 'string', default: '75' },
     warmup: { type: 'string', default: '5' },
     'notsent-lowat': { type: 'string' },
+    'cpu-prof': { type: 'string' },
+    'trace-gc': { type: 'string' },
+    baseline: { type: 'string' },
+    rounds: { type: 'string', default: '1' },
   },
 });
 
@@ -37,11 +48,50 @@ if (values['notsent-lowat'] !== undefined && process.env.SLOW_READERS_NETNS !== 
 }
 
 spawnSync('taskset', ['-a', '-p', '-c', '1', String(process.pid)], { stdio: 'ignore' });
-const r = await runSlowReaders({
-  subscribers: Number(values.subscribers), stalled: Number(values.stalled), framesPerSecond: Number(values.rate),
-  frameBytes: Number(values['frame-bytes']), seconds: Number(values.seconds), warmupSeconds: Number(values.warmup),
-  command: ['taskset', '-c', '0'], progress: (line) => process.stderr.write(`${line}\n`),
+const run = (label: string, root: string | undefined): Promise<SlowReadersResult> => {
+  const nodeArgs: string[] = [];
+  if (values['cpu-prof']) {
+    const dir = path.resolve(values['cpu-prof'], label);
+    mkdirSync(dir, { recursive: true });
+    nodeArgs.push('--cpu-prof', `--cpu-prof-dir=${dir}`);
+  }
+  const gcLog = values['trace-gc'] ? path.resolve(`${values['trace-gc']}.${label}`) : undefined;
+  if (gcLog) nodeArgs.push('--trace-gc');
+  return runSlowReaders({
+    subscribers: Number(values.subscribers), stalled: Number(values.stalled), framesPerSecond: Number(values.rate),
+    frameBytes: Number(values['frame-bytes']), seconds: Number(values.seconds), warmupSeconds: Number(values.warmup),
+    command: ['taskset', '-c', '0'], progress: (line) => process.stderr.write(`${label}: ${line}\n`), nodeArgs, root,
+    onNodeLine: gcLog ? (line) => appendFileSync(gcLog, `${(performance.timeOrigin + performance.now()).toFixed(0)} ${line}\n`) : undefined,
+  });
+};
+
+const summary = (label: string, r: SlowReadersResult) => ({
+  run: label, load: `${r.loadAverage.start.map((l) => l.toFixed(1)).join(' ')} → ${r.loadAverage.end.map((l) => l.toFixed(1)).join(' ')}`,
+  'p50 ms': r.latency.p50Ms, 'p99 ms': r.latency.p99Ms, 'max ms': r.latency.maxMs,
+  'first/last reader p99 ms': `${r.perFrame.firstP99Ms} / ${r.perFrame.lastP99Ms}`,
+  'node µs/delivery': Math.round((r.cpu.nodeMs * 1000 / r.latency.count) * 10) / 10,
+  'node CPU %': Math.round((r.cpu.nodeMs / r.cpu.wallMs) * 100),
+  'client CPU %': Math.round((r.cpu.clientMs / r.cpu.wallMs) * 100),
+  'node loop p99/max ms': `${r.nodeLoopDelay.p99Ms} / ${r.nodeLoopDelay.maxMs}`,
+  'node GC ms (n)': Object.entries(r.nodeGc).filter(([, g]) => g.count > 0).map(([k, g]) => `${k} ${g.ms} (${g.count})`).join(', '),
+  'client loop p99 ms': r.clientLoopDelayP99Ms,
 });
+
+let r!: SlowReadersResult;
+if (values.baseline !== undefined) {
+  const rows = [];
+  for (let round = 1; round <= Number(values.rounds); round++) {
+    rows.push(summary(`baseline ${round}`, await run(`baseline-${round}`, path.resolve(values.baseline))));
+    r = await run(`this-${round}`, undefined);
+    rows.push(summary(`this ${round}`, r));
+  }
+  console.log('');
+  printTable(rows);
+} else {
+  r = await run('this', undefined);
+  console.log('');
+  printTable([summary('this', r)]);
+}
 
 const lowat = spawnSync('sysctl', ['-n', 'net.ipv4.tcp_notsent_lowat'], { encoding: 'utf8' }).stdout.trim();
 const wmem = spawnSync('sysctl', ['-n', 'net.ipv4.tcp_wmem'], { encoding: 'utf8' }).stdout.trim().replace(/\s+/g, ' ');
