@@ -74,7 +74,7 @@ export interface SlowReadersResult {
    * Where the time goes, over the measured window: the node's CPU (user + system, from /proc) and this process's, the
    * node's own event-loop delay and GC time (its /metrics, reset at the window's start), and the load average.
    */
-  readonly cpu: { readonly wallMs: number; readonly nodeMs: number; readonly clientMs: number };
+  readonly cpu: { readonly wallMs: number; readonly nodeMs: number; readonly clientMs: number; readonly nodeWaitMs: number };
   readonly nodeLoopDelay: { readonly p99Ms: number; readonly maxMs: number };
   readonly nodeGc: Record<string, { readonly count: number; readonly ms: number }>;
   readonly loadAverage: { readonly start: number[]; readonly end: number[] };
@@ -114,7 +114,9 @@ async function startNode(options: SlowReadersOptions, adminToken: string, dataDi
   const cutOffs: NodeUnderTest['cutOffs'] = [];
   const tail: string[] = [];
   const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`node not ready within 90 s:\n${tail.join('\n')}`)), 90_000);
+    // A node that never says ready is stopped here: the caller has no handle on it yet. 180 s: on a machine at load
+    // ~13, tsx compiling the tree took longer than 90 s once.
+    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`node not ready within 180 s:\n${tail.join('\n')}`)); }, 180_000);
     child.once('exit', (code) => { clearTimeout(timer); reject(new Error(`node exited with ${code}:\n${tail.join('\n')}`)); });
     createInterface({ input: child.stderr! }).on('line', (line) => { tail.push(line); if (tail.length > 40) tail.shift(); });
     createInterface({ input: child.stdout! }).on('line', (line) => {
@@ -239,14 +241,20 @@ function cpuMs(pid: number): number {
   return (Number(f[11]) + Number(f[12])) * 10;
 }
 
+/** Time a process's main thread spent runnable but waiting for a CPU so far, ms (/proc/<pid>/schedstat, field 2). */
+const runQueueWaitMs = (pid: number): number => Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[1]) / 1e6;
+
 /** The node's Prometheus text (unauthenticated /metrics); reading it also resets its event-loop delay histogram. */
 async function scrape(port: number): Promise<Map<string, number>> {
   const res = await fetch(`http://127.0.0.1:${port}/metrics`, { signal: AbortSignal.timeout(15_000) });
   const out = new Map<string, number>();
   for (const line of (await res.text()).split('\n')) {
     if (!line.startsWith('nodejs_eventloop_lag_') && !line.startsWith('nodejs_gc_duration_seconds_')) continue;
+    // Keyed by name and GC kind only: the node adds a `node` label to every series.
     const space = line.lastIndexOf(' ');
-    out.set(line.slice(0, space), Number(line.slice(space + 1)));
+    const name = line.slice(0, Math.min(space, line.indexOf('{') >= 0 ? line.indexOf('{') : space));
+    const kind = /kind="(\w+)"/.exec(line)?.[1];
+    out.set(kind ? `${name}{kind="${kind}"}` : name, Number(line.slice(space + 1)));
   }
   return out;
 }
@@ -272,7 +280,10 @@ export async function runSlowReaders(options: SlowReadersOptions): Promise<SlowR
   const workDir = mkdtempSync(path.join(os.tmpdir(), 'troupe-slow-readers-'));
   const memoryFile = path.join(workDir, 'memory.json');
   const adminToken = generateAdminToken();
-  const node = await startNode(options, adminToken, path.join(workDir, 'node'), memoryFile);
+  const node = await startNode(options, adminToken, path.join(workDir, 'node'), memoryFile).catch((err: unknown) => {
+    rmSync(workDir, { recursive: true, force: true });
+    throw err;
+  });
   const subscribers: Subscriber[] = [];
   try {
     const base = `http://127.0.0.1:${node.port}`;
@@ -363,7 +374,7 @@ export async function runSlowReaders(options: SlowReadersOptions): Promise<SlowR
     const loadStart = os.loadavg();
     const metricsStart = await scrape(node.port);
     const measuredFrom = now();
-    const cpuStart = { node: cpuMs(pid), client: process.cpuUsage() };
+    const cpuStart = { node: cpuMs(pid), client: process.cpuUsage(), wait: runQueueWaitMs(pid) };
     while (now() - measuredFrom < options.seconds * 1000) {
       await sleep(1000);
       sampleKernel();
@@ -372,7 +383,7 @@ export async function runSlowReaders(options: SlowReadersOptions): Promise<SlowR
     }
     clearInterval(ticker);
     loopDelay.disable();
-    const cpu = { wallMs: Math.round(now() - measuredFrom), nodeMs: cpuMs(pid) - cpuStart.node, clientMs: 0 };
+    const cpu = { wallMs: Math.round(now() - measuredFrom), nodeMs: cpuMs(pid) - cpuStart.node, clientMs: 0, nodeWaitMs: Math.round(runQueueWaitMs(pid) - cpuStart.wait) };
     const clientCpu = process.cpuUsage(cpuStart.client);
     cpu.clientMs = Math.round((clientCpu.user + clientCpu.system) / 1000);
     const metricsEnd = await scrape(node.port);

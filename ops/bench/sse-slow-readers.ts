@@ -71,6 +71,8 @@ const summary = (label: string, r: SlowReadersResult) => ({
   'first/last reader p99 ms': `${r.perFrame.firstP99Ms} / ${r.perFrame.lastP99Ms}`,
   'node µs/delivery': Math.round((r.cpu.nodeMs * 1000 / r.latency.count) * 10) / 10,
   'node CPU %': Math.round((r.cpu.nodeMs / r.cpu.wallMs) * 100),
+  // Runnable but not running: the share of the window the node's main thread waited for core 0.
+  'node run-queue wait %': Math.round((r.cpu.nodeWaitMs / r.cpu.wallMs) * 100),
   'client CPU %': Math.round((r.cpu.clientMs / r.cpu.wallMs) * 100),
   'node loop p99/max ms': `${r.nodeLoopDelay.p99Ms} / ${r.nodeLoopDelay.maxMs}`,
   'node GC ms (n)': Object.entries(r.nodeGc).filter(([, g]) => g.count > 0).map(([k, g]) => `${k} ${g.ms} (${g.count})`).join(', '),
@@ -79,11 +81,13 @@ const summary = (label: string, r: SlowReadersResult) => ({
 
 let r!: SlowReadersResult;
 if (values.baseline !== undefined) {
-  const rows = [];
+  const rows: Array<ReturnType<typeof summary>> = [];
+  // Each row is printed as it is measured too, so a later run that fails loses nothing.
+  const keep = (row: ReturnType<typeof summary>) => { rows.push(row); console.log(JSON.stringify(row)); };
   for (let round = 1; round <= Number(values.rounds); round++) {
-    rows.push(summary(`baseline ${round}`, await run(`baseline-${round}`, path.resolve(values.baseline))));
+    keep(summary(`baseline ${round}`, await run(`baseline-${round}`, path.resolve(values.baseline))));
     r = await run(`this-${round}`, undefined);
-    rows.push(summary(`this ${round}`, r));
+    keep(summary(`this ${round}`, r));
   }
   console.log('');
   printTable(rows);
