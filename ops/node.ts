@@ -7,6 +7,7 @@ import type { Deps } from '../actors/deps.js';
 import { createLogger, type Logger } from './kernel/logger.js';
 import { systemClock, type Clock } from './kernel/clock.js';
 import { Secrets } from './kernel/secrets.js';
+import { notsentLowatWarning } from './kernel/tcp-notsent-lowat.js';
 import { createDb } from '../storage/db.js';
 import { migrate } from '../storage/migrations/runner.js';
 import { KnexSnapshotStore } from '../storage/knex-snapshot-store.js';
@@ -188,6 +189,8 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
 
     const consoleAssets = loadConsoleAssets(consoleDistDir);
     if (consoleAssets.missing !== undefined) log.warn(consoleAssets.missing);
+    const lowat = notsentLowatWarning();
+    if (lowat) log.warn({ sysctl: 'net.ipv4.tcp_notsent_lowat', value: lowat.value }, lowat.msg);
     // The console's pages sit beside the API but outside its route table, so they are not in the OpenAPI document.
     const routes = [...allRoutes(), ...consoleRoutes<Deps>(consoleAssets)];
     const http = await startHttpServer({
