@@ -5,6 +5,7 @@ import type { PGlite } from '@electric-sql/pglite';
 import type { Config } from './kernel/config.js';
 import type { Deps } from '../actors/deps.js';
 import { createLogger, type Logger } from './kernel/logger.js';
+import { driverWarnings } from './kernel/flood-log.js';
 import { systemClock, type Clock } from './kernel/clock.js';
 import { Secrets } from './kernel/secrets.js';
 import { notsentLowatWarning } from './kernel/tcp-notsent-lowat.js';
@@ -235,7 +236,7 @@ async function openStorage(config: Config, options: NodeOptions, log: Logger): P
     ...(options.pglite ? { pglite: options.pglite } : {}),
     ...(options.searchPath ?? config.databaseSchema ? { searchPath: options.searchPath ?? config.databaseSchema } : {}),
     queryTimeoutMs: config.queryTimeoutMs,
-    log: { warn: (m) => log.warn(m), error: (m) => log.error(m), debug: (m) => log.debug(m) },
+    log: { warn: driverWarnings(log), error: (m) => log.error(m), debug: (m) => log.debug(m) },
   });
   const applied = await migrate(db);
   if (applied.length > 0) log.info({ migrations: applied }, 'migrations applied');

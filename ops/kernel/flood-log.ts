@@ -32,3 +32,21 @@ export function warnOncePerWindow(log: Logger, kind: string, fields: Record<stri
     if (window.suppressed > 0) log.warn({ kind, suppressed: window.suppressed, windowMs }, `${msg} (${window.suppressed} more like it in ${windowMs / 1000} s)`);
   }, windowMs).unref();
 }
+
+/**
+ * The warnings knex writes itself: one per failed pool acquisition ("Acquire connection error: <stack>") and per
+ * broken connection ("Connection Error: …"), ~0.6–1 KB each with the stack. When the pool stalls they come in
+ * bursts (65 at once when 5 s acquisition timeouts expired together in a fault run, 120 KB of them in 43 s), written
+ * synchronously like every line (decision 0058). Those two go through the window by their first line; anything else
+ * knex or the storage layer says (the breaker opening and closing) is written as it comes.
+ */
+export function driverWarnings(log: Logger): (msg: string) => void {
+  return (msg) => {
+    if (!/^(Acquire connection error|Connection Error): /.test(msg)) {
+      log.warn(msg);
+      return;
+    }
+    const firstLine = msg.split('\n', 1)[0]!.slice(0, 120);
+    warnOncePerWindow(log, `driver:${firstLine}`, {}, firstLine === msg ? msg : `${firstLine} (stack: ${msg.slice(firstLine.length + 1, firstLine.length + 400).trim()})`);
+  };
+}

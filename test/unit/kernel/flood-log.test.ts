@@ -2,7 +2,7 @@
 // window in full, the rest counted into one summary line when the window ends; kinds are windowed apart.
 import { expect } from 'chai';
 import sinon from 'sinon';
-import { warnOncePerWindow } from '../../../ops/kernel/flood-log.js';
+import { driverWarnings, warnOncePerWindow } from '../../../ops/kernel/flood-log.js';
 import { capturingLogger } from '../../support/http.js';
 
 describe('flood log', () => {
@@ -23,5 +23,24 @@ describe('flood log', () => {
     expect(lines[3]).to.include({ reqId: 'later' });
     clock.tick(5_000);
     expect(lines, 'no summary for a window with nothing suppressed').to.have.length(4);
+  });
+
+  it("windows knex's per-acquisition warnings by their first line and passes the storage layer's own through", () => {
+    const { log, lines } = capturingLogger();
+    const warn = driverWarnings(log);
+    for (let i = 0; i < 65; i++) warn('Acquire connection error: Error: operation timed out for an unknown reason\n    at /node_modules/tarn/dist/PendingOperation.js:17:27');
+    warn('Connection Error: Connection ended unexpectedly');
+    warn('postgres is unreachable (timeout expired): queries fail at once with STORAGE_UNAVAILABLE until a connection is made again');
+    warn('postgres accepts connections again: the storage breaker closed');
+    warn('postgres accepts connections again: the storage breaker closed');
+    expect(lines.map((l) => l.msg)).to.deep.equal([
+      'Acquire connection error: Error: operation timed out for an unknown reason (stack: at /node_modules/tarn/dist/PendingOperation.js:17:27)',
+      'Connection Error: Connection ended unexpectedly',
+      'postgres is unreachable (timeout expired): queries fail at once with STORAGE_UNAVAILABLE until a connection is made again',
+      'postgres accepts connections again: the storage breaker closed',
+      'postgres accepts connections again: the storage breaker closed',
+    ]);
+    clock.tick(5_000);
+    expect(lines[5]).to.include({ suppressed: 64, level: 40 });
   });
 });
