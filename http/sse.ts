@@ -102,6 +102,10 @@ function endTurn(): void {
   for (const s of streams) s.flushHeld(true);
 }
 
+/** The stream whose held frames are being written: one shared cork callback instead of a closure per stream. */
+let flushing: UwsSseStream | undefined;
+const writeHeldOfFlushing = (): void => flushing!.writeHeldNow();
+
 const HEARTBEAT = Buffer.from(':\n\n');
 // Written only to make uWS flush what it holds: with an onWritable handler registered, uWS drains its own buffer
 // only when the handler writes something (verified against 20.30), and a comment line is invisible to clients.
@@ -142,12 +146,13 @@ export class UwsSseStream implements SseStream {
   private heldBytes = 0;
   /** How many of `held` the last corked write took before one was refused (all of them when none was). */
   private heldAccepted = 0;
-  private readonly writeHeld = (): void => {
+  /** Called by `writeHeldOfFlushing` inside the cork (no closure per stream: G6 counts each stream's bytes). */
+  writeHeldNow(): void {
     const frames = this.held!;
     let i = 0;
     while (i < frames.length && this.res.write(frames[i]!)) i++;
     this.heldAccepted = i;
-  };
+  }
 
   constructor(
     private readonly res: UwsResponse,
@@ -255,7 +260,9 @@ export class UwsSseStream implements SseStream {
       this.heldBytes = 0;
       return;
     }
-    this.res.cork(this.writeHeld);
+    flushing = this;
+    this.res.cork(writeHeldOfFlushing);
+    flushing = undefined;
     this.held = undefined;
     this.heldBytes = 0;
     if (turnEnded) {
