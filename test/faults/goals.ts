@@ -55,14 +55,18 @@ function watchNode(world: FaultWorld) {
   const pid = world.nodes[0]!.child.pid!;
   const tick = 1000 / 100;
   let lastCpu = cpuMsOf(pid);
+  let lastPg = postgresCpuMs(world);
   const timer = setInterval(async () => {
     const at = Date.now();
     const runnerMax = Math.round(runner.max / 1e6);
     runner.reset();
     const nowCpu = cpuMsOf(pid);
     cpu.push({ at, ms: nowCpu - lastCpu });
-    const cpuLine = `node cpu ${Math.round((nowCpu - lastCpu) / tick)} %`;
+    // Postgres works in one process per connection: its CPU is the server's and its children's, summed.
+    const pgNow = postgresCpuMs(world);
+    const cpuLine = `node cpu ${Math.round((nowCpu - lastCpu) / tick)} %, postgres cpu ${Math.round((pgNow - lastPg) / tick)} %`;
     lastCpu = nowCpu;
+    lastPg = pgNow;
     try {
       const text = await (await fetch(`${world.nodes[0]!.url}/metrics`, { signal: AbortSignal.timeout(900) })).text();
       const lagMax = Math.round(pick(text, /^nodejs_eventloop_lag_max_seconds(?:\{[^}]*\})? (\S+)/m) * 1000);
@@ -96,6 +100,15 @@ async function answersQuery(url: string): Promise<boolean> {
   } finally {
     await client.end().catch(() => undefined);
   }
+}
+
+/** CPU time so far of the private Postgres server and its backends (those gone since are not counted). */
+function postgresCpuMs(world: FaultWorld): number {
+  let pid: number;
+  try { pid = world.engines.postgres.pid(); } catch { return NaN; }
+  let children: number[] = [];
+  try { children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number); } catch { /* gone */ }
+  return [pid, ...children].reduce((n, p) => n + (cpuMsOf(p) || 0), 0);
 }
 
 /** A process's CPU time so far (user + system), from /proc (clock ticks of 10 ms). */
