@@ -1,4 +1,5 @@
-import { Redis, type RedisOptions } from 'ioredis';
+import { createRequire } from 'node:module';
+import type { Redis, RedisOptions } from 'ioredis';
 import { TroupeError } from '../ops/kernel/errors.js';
 import type { Cache } from './cache.js';
 
@@ -42,6 +43,13 @@ local value = redis.call('INCR', KEYS[1])
 if created then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 return value`;
 
+/**
+ * ioredis is loaded by the first cache made on Redis, not with this module: a node on the embedded defaults never
+ * needs it (decision 0057, G10). A synchronous require, because a cache is made in a constructor.
+ */
+let ioredis: typeof import('ioredis') | undefined;
+const loadIoredis = (): typeof import('ioredis') => (ioredis ??= createRequire(import.meta.url)('ioredis') as typeof import('ioredis'));
+
 export class RedisCache implements Cache {
   private readonly redis: Redis;
   private readonly commandTimeoutMs: number;
@@ -67,7 +75,7 @@ export class RedisCache implements Cache {
       ...(opts.keyPrefix ? { keyPrefix: opts.keyPrefix } : {}),
       ...(opts.connectionName ? { connectionName: opts.connectionName } : {}),
     };
-    this.redis = new Redis(opts.url, options);
+    this.redis = new (loadIoredis().Redis)(opts.url, options);
     // Connection errors are reported to the caller of each command and, once per outage, to `onUnreachable` (an
     // operator must hear that Redis is gone; ioredis repeats the error on every reconnect attempt). Without a
     // listener ioredis would also emit an unhandled 'error' event and take the process down.

@@ -137,7 +137,6 @@ function holdsEntityLiteral(node: unknown): boolean {
 
 class PolicyAuthorizer implements CedarAuthorizer {
   readonly ready: Promise<void>;
-  private readonly defaultPolicies: Record<string, string>;
   private readonly extraSets = new Map<string, PolicyVerdict>();
   private readonly decisions = new Map<string, AuthorizationResult>();
   private nextSlot = 0;
@@ -154,8 +153,6 @@ class PolicyAuthorizer implements CedarAuthorizer {
     this.projectRoleTtlMs = options.projectRoleTtlMs ?? 30_000;
     this.slots = options.policySetSlots ?? EXTRA_SET_SLOTS;
     this.roles = new RevocableMemo(10_000, 10_000);
-    const boot = loadDefaultPolicySet();
-    this.defaultPolicies = boot.policies;
     this.ready = options.transport
       ? options.transport.subscribe(REVOCATION_TOPIC, (_t, event) => {
         const tags = parseRevocation(event);
@@ -196,6 +193,10 @@ class PolicyAuthorizer implements CedarAuthorizer {
     if (!(resourceTypes as readonly string[]).includes(resource.type)) return deny(`unknown resource type "${resource.type}"`);
     const resourceAttrs = resourceAttributes(resource);
     if (typeof resourceAttrs === 'string') return deny(resourceAttrs);
+    // The engine and the shipped policies load with the first decision, not with the node (decision 0057): an idle
+    // node keeps none of it resident. A broken shipped file fails this decision loudly (the policy unit test
+    // validates both files strictly, so none ships).
+    loadDefaultPolicySet();
 
     const [extra, principalEntity] = await Promise.all([
       this.extraPolicyText(resource.orgId, resource.projectId),
@@ -321,7 +322,7 @@ class PolicyAuthorizer implements CedarAuthorizer {
     const setId = `troupe-authz-extra-${slot}`;
     // The slot is being reused: forget whichever digest pointed at it.
     for (const [digest, verdict] of this.extraSets) if (verdict.setId === setId) this.extraSets.delete(digest);
-    const answer = cedar.preparsePolicySet(setId, { staticPolicies: { ...this.defaultPolicies, ...parts } });
+    const answer = cedar.preparsePolicySet(setId, { staticPolicies: { ...loadDefaultPolicySet().policies, ...parts } });
     if (answer.type === 'failure') return { ...defaultVerdict, digest, errors: answer.errors.map((e) => e.message) };
     return { setId, digest, errors: [], idFree: !namesEntityById(parts) };
   }

@@ -1,6 +1,7 @@
 /**
  * G10 (issue 19; PERFORMANCE.md "Second round"): what a node costs to keep, run as `npm start` runs it (compiled
- * JavaScript, `node build/ops/main.js`; the build is brought up to date first, as `npm start` does).
+ * JavaScript, `node <the start script's node options> build/ops/main.js`; the build is brought up to date first, as
+ * `npm start` does).
  *
  * 1. Idle embedded node (PGlite, in-process transport, memory cache): a first start on a fresh data directory
  *    (initdb and every migration), then a second start on it (migrations current), each left idle `--idle` seconds;
@@ -93,7 +94,7 @@ function buildTree(root: string): void {
  */
 function startNode(root: string, env: NodeJS.ProcessEnv, pinned = true): Promise<Node> {
   const memoryFile = path.join(workDir, `memory-${randomBytes(4).toString('hex')}.json`);
-  const node = [process.execPath, '--expose-gc', '--import', path.join(here, 'ops/bench/gc-on-signal.mjs'), 'build/ops/main.js'];
+  const node = [process.execPath, ...startFlags(root), '--expose-gc', '--import', path.join(here, 'ops/bench/gc-on-signal.mjs'), 'build/ops/main.js'];
   const [command, ...args] = pinned ? ['taskset', '-c', '0', ...node] : node;
   const child = spawn(command!, args, {
     cwd: root,
@@ -116,6 +117,17 @@ function startNode(root: string, env: NodeJS.ProcessEnv, pinned = true): Promise
     });
     child.once('exit', (code) => { clearTimeout(timer); reject(new Error(`node exited with ${code} before it was ready`)); });
   });
+}
+
+/**
+ * The node options `npm start` gives (`exec node <options> ops/start.mjs` in the tree's package.json), so a measured
+ * node runs as a started one does: V8's helper threads (--v8-pool-size) and source maps both change what it keeps.
+ */
+function startFlags(root: string): string[] {
+  const script = (JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
+  const match = /\bnode\s+(.*?)\s*ops\/start\.mjs/.exec(script);
+  if (!match) throw new Error(`cannot read the node options from ${root}'s start script: ${script}`);
+  return match[1]!.split(/\s+/).filter((flag) => flag.startsWith('--'));
 }
 
 function pinToCore0(node: Node): void {

@@ -1,4 +1,4 @@
-import amqp, { type Channel, type ChannelModel, type ConfirmChannel, type RecoveringChannelModel } from 'amqplib';
+import type { Channel, ChannelModel, ConfirmChannel, RecoveringChannelModel } from 'amqplib';
 import type { Logger } from '../../ops/kernel/logger.js';
 import { TroupeError } from '../../ops/kernel/errors.js';
 import type { TransportMetrics } from './metrics.js';
@@ -91,6 +91,9 @@ export class BrokerConnection {
     const url = new URL(this.options.url);
     if (!url.searchParams.has('heartbeat')) url.searchParams.set('heartbeat', String(this.options.heartbeatSeconds));
     try {
+      // Loaded when a node first connects, not with the module: a node on the embedded defaults never needs amqplib
+      // (decision 0057, G10).
+      const { default: amqp } = await import('amqplib');
       const connection = await amqp.connect(url.toString(), {
         clientProperties: { connection_name: this.options.name },
         // Without it, Nagle's algorithm holds small frames (a reply, an ack) back for the peer's delayed ACK:

@@ -1,4 +1,4 @@
-import amqp, { type Channel, type ChannelModel, type ConsumeMessage, type RecoveringChannelModel } from 'amqplib';
+import type { Channel, ChannelModel, ConsumeMessage, RecoveringChannelModel } from 'amqplib';
 import type { Logger } from '../../ops/kernel/logger.js';
 
 /**
@@ -72,6 +72,8 @@ export class Presence {
   async start(): Promise<void> {
     const url = new URL(this.options.url);
     if (!url.searchParams.has('heartbeat')) url.searchParams.set('heartbeat', '10');
+    // Loaded here rather than with the module, like the transport's connection (decision 0057).
+    const { default: amqp } = await import('amqplib');
     this.connection = await amqp.connect(url.toString(), {
       clientProperties: { connection_name: `${this.options.prefix}:${this.options.nodeId}:presence` },
       noDelay: true,
