@@ -22,6 +22,8 @@ export interface RateLimit {
   assertOpen(key: string): Promise<void>;
   /** Forgets `key` (a successful login clears its source's failures). */
   forget(key: string): Promise<void>;
+  /** Takes back one counted against `key` in this window: it was counted for a request that was refused elsewhere. */
+  giveBack(key: string): Promise<void>;
 }
 
 export function createRateLimit(name: string, rule: RateLimitRule, redis: Redis | undefined, message: string): RateLimit {
@@ -56,6 +58,9 @@ export function createRateLimit(name: string, rule: RateLimitRule, redis: Redis 
     },
     async forget(key) {
       await limiter.delete(key);
+    },
+    async giveBack(key) {
+      await limiter.reward(key, 1);
     },
   };
 }

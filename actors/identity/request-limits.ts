@@ -1,16 +1,28 @@
+import { TroupeError } from '../../ops/kernel/errors.js';
 import type { RateLimits } from '../../storage/rate-limits.js';
 import type { Principal } from './principal.js';
 
 /**
  * Counts one request against the caller's per-credential limits (decision 0026): a user (by token or cookie alike),
  * an API key, a machine client. A dispatch counts against the dispatch limit and the write limit.
+ *
+ * A dispatch's two counts go to Redis together, one round trip instead of two in a row (decision 0057). A dispatch
+ * refused by its own limit is not a write, as when the write was only counted after the dispatch passed: its write
+ * is given back.
  */
 export async function limitRequest(limits: RateLimits, kind: 'write' | 'dispatch', principal: Principal): Promise<void> {
   const key = credentialKey(principal);
   if (key === undefined) return;
-  if (kind === 'dispatch') await limits.dispatches.consume(key);
-  await limits.writes.consume(key);
+  if (kind !== 'dispatch') return limits.writes.consume(key);
+  const [dispatch, write] = await Promise.allSettled([limits.dispatches.consume(key), limits.writes.consume(key)]);
+  if (dispatch.status === 'rejected') {
+    if (isRateLimited(dispatch.reason)) await limits.writes.giveBack(key).catch(() => undefined);
+    throw dispatch.reason;
+  }
+  if (write.status === 'rejected') throw write.reason;
 }
+
+const isRateLimited = (err: unknown): boolean => err instanceof TroupeError && err.code === 'RATE_LIMITED';
 
 function credentialKey(p: Principal): string | undefined {
   switch (p.kind) {
