@@ -204,6 +204,34 @@ export function encodeEnvelope(envelope: Envelope): Buffer {
   return body;
 }
 
+/** What an envelope adds around its payload at most (addresses, ids, a trace): a payload copied in-process leaves that room. */
+const ENVELOPE_FIELDS_BYTES = 2048;
+
+/**
+ * A message, reply or event handed over inside this process, as the wire would hand it over: a copy through JSON
+ * (no shared references; `undefined` becomes null, a Date its ISO string; what JSON cannot carry fails as
+ * `encodeEnvelope` does), refused past the size the wire takes. Without the envelope's bytes, their UTF-8 round trip
+ * and the schema check a body from the wire needs: the envelope around an in-process message is made here, with an
+ * address already checked, so only its payload can differ from what crossed the broker (decision 0057).
+ */
+export function copyAcrossWire<T>(value: T): T {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value);
+  } catch (err) {
+    throw new TroupeError('INTERNAL', 'message is not serialisable', { reason: (err as Error).message });
+  }
+  if (text === undefined) return null as T;
+  // A UTF-16 length is at most the UTF-8 byte length and at least a third of it: count bytes only near the limit.
+  if (text.length * 3 > MAX_ENVELOPE_BYTES - ENVELOPE_FIELDS_BYTES) {
+    const bytes = Buffer.byteLength(text, 'utf8');
+    if (bytes > MAX_ENVELOPE_BYTES - ENVELOPE_FIELDS_BYTES) {
+      throw new TroupeError('INTERNAL', 'message exceeds the transport size limit', { bytes, limit: MAX_ENVELOPE_BYTES });
+    }
+  }
+  return JSON.parse(text) as T;
+}
+
 /** One decoder for every body: `decode` without `stream` keeps no state between calls. */
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 

@@ -4,11 +4,7 @@ import { TroupeError, asTroupeError, fromWire } from '../ops/kernel/errors.js';
 import type { DeliveryHandler, EventHandler, Transport, Unsubscribe, AskOptions } from './port.js';
 import { KeyedSerial } from './keyed-serial.js';
 import { assertPattern, assertTopic, matchesTopic } from './topic-pattern.js';
-import {
-  assertAddress, createEnvelope, decodeEnvelope, encodeEnvelope, errorReply, okReply, readReply,
-  type Envelope, type Reply,
-  inTraceOf,
-} from './envelope.js';
+import { assertAddress, copyAcrossWire, createEnvelope, errorReply, inTraceOf, okReply, type Envelope, type Reply } from './envelope.js';
 import { DEFAULT_TELL_TTL_MS, EVENT_TTL_MS, askDeadline, assertTimeout } from './deadlines.js';
 import { DEFAULT_LOCAL_DEAD_LETTER_BOUND, LocalDeadLetters } from './local-dead-letters.js';
 
@@ -31,8 +27,8 @@ interface Subscription {
 
 /**
  * The in-process transport of a single node on embedded defaults. It keeps the wire's semantics so code that
- * works here works over RabbitMQ: every message and reply is encoded to a v1 envelope and decoded again (no
- * shared object references, same validation, errors rebuilt from their wire form), deliveries to one address
+ * works here works over RabbitMQ: every message, reply and event is copied as the wire copies it (copyAcrossWire: no
+ * shared object references, the same size limit, errors rebuilt from their wire form), deliveries to one address
  * run in arrival order, deadlines are enforced on both sides, events are dispatched asynchronously, and a tell
  * whose handler crashes is run again up to the delivery limit, then dead-lettered (local-dead-letters.ts). A crashing
  * ask answers INTERNAL at once, as the AMQP transport's in-process asks do: its asker hears of it, nothing is lost.
@@ -71,7 +67,7 @@ export class LocalTransport implements Transport {
     const handler = this.deliverable();
     assertAddress(address);
     assertTimeout(options.timeoutMs);
-    const envelope = this.wire(createEnvelope({ type: 'ask', to: address, from: this.nodeId, deadline: Date.now() + options.timeoutMs, payload: message }));
+    const envelope = createEnvelope({ type: 'ask', to: address, from: this.nodeId, deadline: Date.now() + options.timeoutMs, payload: copyAcrossWire(message) });
     return new Promise<R>((resolve, reject) => {
       const timer = setTimeout(
         () => reject(new TroupeError('TRANSPORT_TIMEOUT', undefined, { address, timeoutMs: options.timeoutMs })),
@@ -95,7 +91,7 @@ export class LocalTransport implements Transport {
   async tell(address: string, message: unknown): Promise<void> {
     const handler = this.deliverable();
     assertAddress(address);
-    const envelope = this.wire(createEnvelope({ type: 'tell', to: address, from: this.nodeId, deadline: Date.now() + this.tellTtlMs, payload: message }));
+    const envelope = createEnvelope({ type: 'tell', to: address, from: this.nodeId, deadline: Date.now() + this.tellTtlMs, payload: copyAcrossWire(message) });
     this.deliver(handler, envelope).then(
       (reply) => {
         if (reply && !reply.ok) this.log.debug({ address, code: reply.error.code }, 'told message was refused by its handler');
@@ -107,14 +103,15 @@ export class LocalTransport implements Transport {
   async publish(topic: string, event: unknown): Promise<void> {
     this.deliverable();
     assertTopic(topic);
-    const body = encodeEnvelope(createEnvelope({ type: 'event', to: topic, from: this.nodeId, deadline: Date.now() + EVENT_TTL_MS, payload: event }));
+    // Checked and serialised once; each subscriber gets its own copy.
+    const text = JSON.stringify(copyAcrossWire(event));
     for (const subscription of this.subscriptions) {
       if (!matchesTopic(subscription.pattern, topic)) continue;
       // setImmediate keeps publish order per subscriber and never runs a handler inside the publisher's call stack.
       setImmediate(() => {
         if (!this.subscriptions.has(subscription)) return;
         try {
-          subscription.handler(topic, decodeEnvelope(body).payload);
+          subscription.handler(topic, JSON.parse(text));
         } catch (err) {
           this.log.error({ err, topic, pattern: subscription.pattern }, 'event handler threw');
         }
@@ -149,11 +146,6 @@ export class LocalTransport implements Transport {
     return this.handler;
   }
 
-  /** What the receiver would see after the broker: encoded, size-checked, decoded and validated. */
-  private wire(envelope: Envelope): Envelope {
-    return decodeEnvelope(encodeEnvelope(envelope));
-  }
-
   /**
    * A value or a TroupeError is the answer. Anything else thrown is a crash: an ask answers it; a tell, which nobody
    * waits for, runs again as the broker would redeliver it, and after the last allowed run is dead-lettered.
@@ -183,9 +175,8 @@ export class LocalTransport implements Transport {
     return this.mailboxes.run(envelope.to, async () => {
       if (Date.now() > envelope.deadline) return undefined;
       const reply = await this.runToAnswer(handler, envelope);
-      const replyEnvelope = createEnvelope({ type: 'reply', to: this.nodeId, from: this.nodeId, deadline: envelope.deadline, correlationId: envelope.id, payload: reply });
       try {
-        return readReply(this.wire(replyEnvelope));
+        return copyAcrossWire(reply);
       } catch (err) {
         this.log.error({ err, address: envelope.to }, 'reply could not be encoded');
         return errorReply(asTroupeError(err));

@@ -3,7 +3,7 @@ import { TroupeError, asTroupeError, fromWire } from '../../ops/kernel/errors.js
 import type { DeliveryHandler } from '../port.js';
 import type { KeyedSerial } from '../keyed-serial.js';
 import { askDeadline } from '../deadlines.js';
-import { createEnvelope, decodeEnvelope, encodeEnvelope, errorReply, inTraceOf, okReply, readReply, type Reply } from '../envelope.js';
+import { copyAcrossWire, createEnvelope, errorReply, inTraceOf, okReply, type Reply } from '../envelope.js';
 import type { TransportMetrics } from './metrics.js';
 import type { ShortcutGate } from './shortcut.js';
 import type { OwnerRoutes } from './owner-routes.js';
@@ -35,13 +35,14 @@ export class InProcessAsks {
   }
 
   /**
-   * The broker path without the broker: the envelope is encoded and decoded on both legs, the ask waits its turn
-   * behind every delivery to its address already taken, an expired one is dropped, and a handover of the shard
-   * waits for it (it counts as in flight). A handler crash answers INTERNAL at once: there is no broker to redeliver.
+   * The broker path without the broker: the message and its reply are copied as the wire copies them
+   * (copyAcrossWire), the ask waits its turn behind every delivery to its address already taken, an expired one is
+   * dropped, and a handover of the shard waits for it (it counts as in flight). A handler crash answers INTERNAL at
+   * once: there is no broker to redeliver.
    */
-  ask<R>(shard: number, body: Buffer, timeoutMs: number): Promise<R> {
+  ask<R>(shard: number, address: string, message: unknown, timeoutMs: number): Promise<R> {
     const { nodeId, handler, ownership, mailboxes, log, metrics } = this.options;
-    const envelope = decodeEnvelope(body);
+    const envelope = createEnvelope({ type: 'ask', to: address, from: nodeId, deadline: Date.now() + timeoutMs, payload: copyAcrossWire(message) });
     const startedAt = performance.now();
     ownership.table.begin(shard);
     return new Promise<R>((resolve, reject) => {
@@ -81,9 +82,7 @@ export class InProcessAsks {
           metrics?.countDelivery(reply.ok ? 'ok' : 'rejected');
           let answer: Reply;
           try {
-            answer = readReply(decodeEnvelope(encodeEnvelope(createEnvelope({
-              type: 'reply', to: nodeId, from: nodeId, deadline: envelope.deadline, correlationId: envelope.id, payload: reply,
-            }))));
+            answer = copyAcrossWire(reply);
           } catch (err) {
             log.error({ err, address: envelope.to }, 'reply could not be encoded');
             answer = errorReply(asTroupeError(err));

@@ -6,7 +6,7 @@
 import { expect } from 'chai';
 import { TroupeError } from '../../../ops/kernel/errors.js';
 import {
-  EnvelopeVersionError, MAX_ENVELOPE_BYTES, MalformedEnvelopeError, assertAddress, createEnvelope, decodeEnvelope,
+  EnvelopeVersionError, MAX_ENVELOPE_BYTES, MalformedEnvelopeError, assertAddress, copyAcrossWire, createEnvelope, decodeEnvelope,
   encodeEnvelope, errorReply, okReply, readReply,
 } from '../../../transport/envelope.js';
 
@@ -73,6 +73,19 @@ describe('transport envelope', () => {
   it('refuses to encode a message over the size limit', () => {
     const big = createEnvelope({ type: 'tell', to: 'session/a', from: 'n', deadline: 1, payload: 'x'.repeat(MAX_ENVELOPE_BYTES) });
     expect(() => encodeEnvelope(big)).to.throw(TroupeError).with.property('code', 'INTERNAL');
+  });
+
+  it('copies an in-process message as the wire would: a fresh object, undefined as null, a Date as its text, nothing unserialisable or oversized', () => {
+    const message = { type: 'x', at: new Date(0), nested: { list: [1, 'ü'] }, gone: undefined };
+    const copy = copyAcrossWire(message);
+    expect(copy).to.deep.equal({ type: 'x', at: '1970-01-01T00:00:00.000Z', nested: { list: [1, 'ü'] } });
+    expect(copy.nested).not.to.equal(message.nested);
+    expect(copyAcrossWire(undefined)).to.equal(null);
+    expect(() => copyAcrossWire({ n: 1n })).to.throw(TroupeError).with.property('code', 'INTERNAL');
+    // Multi-byte text counts in bytes, as on the wire: a third of the limit in three-byte characters is the limit.
+    expect(() => copyAcrossWire('€'.repeat(Math.ceil(MAX_ENVELOPE_BYTES / 3)))).to.throw(TroupeError).with.property('code', 'INTERNAL');
+    expect(() => copyAcrossWire('x'.repeat(MAX_ENVELOPE_BYTES))).to.throw(TroupeError).with.property('code', 'INTERNAL');
+    expect(copyAcrossWire('€'.repeat(1000))).to.have.length(1000);
   });
 
   it('accepts addresses of the form kind/id only', () => {
