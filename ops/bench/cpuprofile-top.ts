@@ -4,7 +4,11 @@
 // from the start of the profile, so the steady state can be read without start-up and registration; `--after <text>`
 // starts the window after the last sample with a frame whose label contains <text> (e.g. `--after verifyTokenSync`:
 // after the last first-sight token verification, i.e. once every daemon registered and heartbeat once).
+// `--windows <file> --name <text>` keeps only the samples inside the measured windows a bench wrote to <file> (JSON
+// lines `{name, fromUs, toUs}` in CLOCK_MONOTONIC microseconds, the clock of the profile's own timestamps) named
+// exactly <text>: e.g. the troupe heartbeat's 10 s windows alone, without its warm-ups or the other targets.
 //   npx tsx ops/bench/cpuprofile-top.ts <file.cpuprofile> [--from-ms 0] [--to-ms inf] [--after text] [--top 30]
+//     [--windows <dir>/windows.jsonl --name 'troupe heartbeat']
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -26,6 +30,8 @@ const { values, positionals } = parseArgs({
     'to-ms': { type: 'string', default: 'Infinity' },
     top: { type: 'string', default: '30' },
     after: { type: 'string' },
+    windows: { type: 'string' },
+    name: { type: 'string', default: '' },
   },
 });
 const file = positionals[0];
@@ -44,6 +50,13 @@ function stackLabels(leafId: number): string[] {
   for (let id: number | undefined = leafId; id !== undefined; id = parentOf.get(id)) labels.push(label(byId.get(id)!.callFrame));
   return labels;
 }
+
+// Absolute windows (monotonic µs), from a bench's windows file; none means every sample counts.
+const windows = values.windows === undefined ? undefined : readFileSync(values.windows, 'utf8').split('\n').filter((l) => l.trim() !== '')
+  .map((l) => JSON.parse(l) as { name: string; fromUs: number; toUs: number })
+  .filter((w) => w.name === values.name);
+if (windows !== undefined && windows.length === 0) throw new Error(`no window in ${values.windows} is named '${values.name}'`);
+const inWindows = (absUs: number): boolean => windows === undefined || windows.some((w) => absUs >= w.fromUs && absUs <= w.toUs);
 
 let startUs = fromUs;
 if (values.after !== undefined) {
@@ -67,7 +80,7 @@ let idle = 0;
 for (let i = 0; i < profile.samples.length; i++) {
   const delta = profile.timeDeltas[i] ?? 0;
   elapsed += delta;
-  if (elapsed <= startUs || elapsed > toUs) continue;
+  if (elapsed <= startUs || elapsed > toUs || !inWindows(profile.startTime + elapsed)) continue;
   const leaf = byId.get(profile.samples[i]!)!;
   const leafName = leaf.callFrame.functionName;
   if (leafName === '(idle)') {

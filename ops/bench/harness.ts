@@ -23,7 +23,8 @@ export async function startServer(script: string, env: NodeJS.ProcessEnv = {}, c
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${script} did not start within ${STARTUP_TIMEOUT_MS} ms`)), STARTUP_TIMEOUT_MS);
+    // A server that did not start is stopped here: the caller never gets the handle it would stop it with.
+    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`${script} did not start within ${STARTUP_TIMEOUT_MS} ms`)); }, STARTUP_TIMEOUT_MS);
     let buffered = '';
     const onData = (chunk: Buffer) => {
       buffered += chunk.toString();

@@ -6,10 +6,15 @@
 // Prints one table and the median per-round ratios; exits 1 when a goal is missed or a troupe endpoint answered
 // anything but 2xx (5xx counted from the node's own metrics).
 //   npx tsx ops/bench/heartbeat.ts [--engine embedded|postgres] [--daemons 10000] [--rounds 5] [--duration 10]
-//     [--warmup 3] [--connections 100] [--pending-per-round 100] [--cpu-prof <dir>]
+//     [--warmup 3] [--connections 100] [--pending-per-round 100] [--cpu-prof <dir>] [--baseline <checkout>]
+// --baseline <checkout> (another worktree of this repository, node_modules linked) also starts that checkout's node
+// and measures its heartbeat in every round beside this tree's, so a change is compared with its base in one run
+// (G1 of each, and this ÷ baseline).
+// With --cpu-prof the real node is profiled, and <dir>/windows.jsonl names each measured window (not the warm-ups)
+// for ops/bench/cpuprofile-top.ts --windows <dir>/windows.jsonl --name 'troupe heartbeat'.
 // Postgres: DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres) names the server; each node gets
 // its own throw-away database there.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
@@ -30,6 +35,7 @@ const { values } = parseArgs({
     connections: { type: 'string', default: '100' },
     'pending-per-round': { type: 'string', default: '100' },
     'cpu-prof': { type: 'string' },
+    baseline: { type: 'string' },
   },
 });
 const daemonCount = Number(values.daemons);
@@ -78,7 +84,7 @@ const databases: string[] = [];
 let adminPg: pg.Client | undefined;
 
 /** Starts a node (on its own data dir or database) and registers the daemons on it, each heartbeating once. */
-async function startNode(label: string, extraEnv: NodeJS.ProcessEnv, nodeArgs: readonly string[] = []): Promise<Provisioned> {
+async function startNode(label: string, extraEnv: NodeJS.ProcessEnv, nodeArgs: readonly string[] = [], root = path.join(here, '../..')): Promise<Provisioned> {
   const nodeEnv: NodeJS.ProcessEnv = {
     TROUPE_MASTER_KEY: masterKey, TROUPE_DATA_DIR: path.join(workDir, label), PORT: '0', HOST: '127.0.0.1',
     TROUPE_ADMIN_TOKEN: adminToken, TROUPE_LOG_LEVEL: 'info', ...extraEnv,
@@ -91,7 +97,7 @@ async function startNode(label: string, extraEnv: NodeJS.ProcessEnv, nodeArgs: r
   } else {
     delete nodeEnv.DATABASE_URL;
   }
-  const node = await startServer(path.join(here, '../main.ts'), nodeEnv, '0', nodeArgs);
+  const node = await startServer(path.join(root, 'ops/main.ts'), nodeEnv, '0', nodeArgs);
   servers.push(node);
   const base = `http://127.0.0.1:${node.port}`;
   const org = await json(`${base}/api/admin/orgs`, { token: adminToken, body: { name: 'Bench', owner: { email: 'bench@bench.test' } } });
@@ -133,9 +139,14 @@ try {
   for (const mode of ['parse', 'cached', 'jose']) servers.push(await startServer(path.join(here, 'ceilings/uws-post-heartbeat.ts'), { ...env, CEILING_MODE: mode }));
   const [parse, cached, jose] = servers as [RunningServer, RunningServer, RunningServer];
   const cpuProf = values['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(values['cpu-prof'])}`] : [];
+  // Measured windows in CLOCK_MONOTONIC µs, the clock of the profile's timestamps.
+  const windowsFile = values['cpu-prof'] ? path.join(path.resolve(values['cpu-prof']), 'windows.jsonl') : undefined;
+  if (windowsFile) mkdirSync(path.dirname(windowsFile), { recursive: true });
+  const monotonicUs = () => Number(process.hrtime.bigint() / 1000n);
   const real = await startNode('real', {}, cpuProf);
   // G3: the same endpoint with its batched storage writers replaced by no-ops (bench-only switch).
   const noop = await startNode('noop-writer', { TROUPE_BENCH_NOOP_STORAGE_WRITER: '1' });
+  const base = values.baseline === undefined ? undefined : await startNode('baseline', {}, [], path.resolve(values.baseline));
 
   const hbFile = writeRequestFile(path.join(workDir, 'heartbeats.txt'), heartbeats(real));
   const noopFile = writeRequestFile(path.join(workDir, 'heartbeats-noop.txt'), heartbeats(noop));
@@ -151,11 +162,16 @@ try {
     { name: 'troupe heartbeat, no-op writer', url: noop.base, file: noopFile, route: HB, troupe: true },
     { name: 'troupe step-heartbeat', url: real.base, file: stepFile, route: '/api/sessions/:id/step-heartbeat', troupe: true },
   ];
+  if (base !== undefined) {
+    const baseFile = writeRequestFile(path.join(workDir, 'heartbeats-baseline.txt'), heartbeats(base));
+    // Right after this tree's heartbeat, so the two are measured as close together as the method allows.
+    targets.splice(4, 0, { name: 'baseline heartbeat', url: base.base, file: baseFile, route: HB, troupe: true });
+  }
   const results = new Map<string, Measured[]>(targets.map((t) => [t.name, []]));
-  const ratio = { g1: [] as number[], g1floor: [] as number[], g2: [] as number[], g3: [] as number[] };
+  const ratio = { g1: [] as number[], g1floor: [] as number[], g2: [] as number[], g3: [] as number[], baseG1: [] as number[], baseG2: [] as number[], vsBase: [] as number[] };
   for (let round = 1; round <= rounds; round++) {
     // Some daemons have mutations waiting when the round starts: those heartbeats go through their actor.
-    for (const node of [real, noop]) {
+    for (const node of base === undefined ? [real, noop] : [real, noop, base]) {
       await inBatches(Math.min(pendingPerRound, daemonCount), 8, (i) => json(`${node.base}/api/daemon/mutations`, {
         token: node.org.userToken,
         body: { workerHostId: node.daemons[(round * 997 + i) % node.daemons.length]!.workerId, op: 'pool.deleted', params: { poolId: `p${round}` } },
@@ -165,7 +181,9 @@ try {
       const offset = round * 1009;
       await runWrk({ url: t.url, requestFile: t.file, seconds: warmup, connections, offset });
       const before = t.route ? await serverErrorCount(t.url, t.route) : 0;
+      const fromUs = monotonicUs();
       const r = await runWrk({ url: t.url, requestFile: t.file, seconds: duration, connections, offset: offset + 5003 });
+      if (windowsFile) appendFileSync(windowsFile, `${JSON.stringify({ name: t.name, round, fromUs, toUs: monotonicUs() })}\n`);
       const s5xx = t.route ? (await serverErrorCount(t.url, t.route)) - before : 0;
       results.get(t.name)!.push({ ...r, s5xx });
       process.stderr.write(`round ${round}/${rounds} ${t.name}: ${Math.round(r.rps)} req/s p50 ${r.p50Ms} ms p99 ${r.p99Ms} ms non2xx ${r.non2xx} 5xx ${s5xx} errors ${r.errors}\n`);
@@ -176,6 +194,12 @@ try {
     ratio.g1floor.push(hb.rps / last('ceiling parse+jose (EdDSA)').rps);
     ratio.g2.push(hb.p99Ms / Math.max(0.01, last('ceiling parse+cached-verify').p99Ms));
     ratio.g3.push(hb.rps / last('troupe heartbeat, no-op writer').rps);
+    if (base !== undefined) {
+      const theirs = last('baseline heartbeat');
+      ratio.baseG1.push(theirs.rps / last('ceiling parse+cached-verify').rps);
+      ratio.baseG2.push(theirs.p99Ms / Math.max(0.01, last('ceiling parse+cached-verify').p99Ms));
+      ratio.vsBase.push(hb.rps / theirs.rps);
+    }
   }
   console.log(`\nengine ${engine}, ${daemonCount} daemons, ${rounds} rounds of ${duration}s (+${warmup}s warm-up), wrk -t1 -c${connections}; server core 0, wrk core 1`);
   printTable([...results].map(([name, rs]) => ({
@@ -197,6 +221,14 @@ try {
   printTable(goals.map((g) => ({
     goal: g.goal, 'median ratio': median(g.values), rounds: g.values.map((v) => v.toFixed(2)).join(' '), wanted: g.want, met: g.ok(median(g.values)) ? 'yes' : 'NO',
   })));
+  if (base !== undefined) {
+    console.log(`\nbaseline ${path.resolve(values.baseline!)}, same rounds:`);
+    printTable([
+      { figure: 'baseline G1 heartbeat / parse+cached-verify', 'median ratio': median(ratio.baseG1), rounds: ratio.baseG1.map((v) => v.toFixed(2)).join(' ') },
+      { figure: 'baseline G2 heartbeat p99 / cached p99', 'median ratio': median(ratio.baseG2), rounds: ratio.baseG2.map((v) => v.toFixed(2)).join(' ') },
+      { figure: 'this heartbeat / baseline heartbeat (req/s)', 'median ratio': median(ratio.vsBase), rounds: ratio.vsBase.map((v) => v.toFixed(2)).join(' ') },
+    ]);
+  }
   const bad = [...results].filter(([name, rs]) => targets.find((t) => t.name === name)!.troupe && rs.some((r) => r.s5xx > 0 || r.non2xx > 0 || r.errors > 0));
   for (const [name] of bad) console.log(`${name} answered non-2xx (or dropped connections)`);
   failed = bad.length > 0 || goals.some((g) => !g.ok(median(g.values)));

@@ -11,11 +11,15 @@
 // real route, cycling orgs), and the latency from the publish call to the frame on each stream of the group.
 // Prints one table and the goals; exits 1 when a goal is missed.
 //   npx tsx ops/bench/sse.ts [--streams 10000] [--orgs 10] [--daemons-per-org 10] [--rounds 3] [--duration 5]
-//     [--probes 20] [--concurrency 16] [--cpu-prof <dir>]
+//     [--probes 20] [--concurrency 16] [--cpu-prof <dir>] [--baseline <checkout>]
+// --baseline <checkout> (another worktree of this repository, node_modules linked) measures that checkout's node too,
+// in every round right after this tree's, and prints its event rate / ceiling and p99 beside this tree's.
+// With --cpu-prof the node is profiled, and <dir>/windows.jsonl names each round's latency probes and publishing
+// window ('troupe rotate stream probes', 'troupe rotate stream publishing') for ops/bench/cpuprofile-top.ts --windows.
 // File descriptors: this process and each server hold one per stream; the script raises its own and its
 // children's soft `nofile` limit to the hard limit with prlimit(1) and refuses to run when that is too low.
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -33,6 +37,7 @@ const { values } = parseArgs({
     probes: { type: 'string', default: '20' },
     concurrency: { type: 'string', default: '16' },
     'cpu-prof': { type: 'string' },
+    baseline: { type: 'string' },
   },
 });
 const streamCount = Number(values.streams);
@@ -47,6 +52,13 @@ for (const [name, v] of Object.entries({ streamCount, orgCount, daemonsPerOrg, r
 }
 
 const now = () => performance.timeOrigin + performance.now();
+// Measured windows in CLOCK_MONOTONIC µs (the clock of a .cpuprofile's timestamps), written with --cpu-prof.
+const windowsFile = values['cpu-prof'] ? path.join(path.resolve(values['cpu-prof']), 'windows.jsonl') : undefined;
+if (windowsFile) mkdirSync(path.dirname(windowsFile), { recursive: true });
+const monotonicUs = () => Number(process.hrtime.bigint() / 1000n);
+function measured(name: string, fromUs: number): void {
+  if (windowsFile) appendFileSync(windowsFile, `${JSON.stringify({ name, fromUs, toUs: monotonicUs() })}\n`);
+}
 
 // Load on core 1, all threads; raise the fd limit of this process (children inherit it).
 spawnSync('taskset', ['-a', '-p', '-c', '1', String(process.pid)], { stdio: 'ignore' });
@@ -210,6 +222,7 @@ async function measure(subject: Subject): Promise<RoundResult> {
   // Latency: one event at a time, each to one group, until every stream of that group has it.
   const latencies: number[] = [];
   let lost = 0;
+  const probesFrom = monotonicUs();
   for (let p = 0; p < probes; p++) {
     const group = p % orgCount;
     const members = sockets.filter((s) => s.group === group && !s.closed);
@@ -225,6 +238,7 @@ async function measure(subject: Subject): Promise<RoundResult> {
     }
     pendingGroup = -1;
   }
+  measured(`${subject.name} probes`, probesFrom);
   latencies.sort((a, b) => a - b);
   const pct = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? NaN;
 
@@ -233,12 +247,14 @@ async function measure(subject: Subject): Promise<RoundResult> {
   await sleep(200);
   const start = total();
   const t0 = now();
+  const publishingFrom = monotonicUs();
   let end = start;
   let t1 = t0;
   const window = subject.blast(duration);
   await sleep(duration * 1000);
   end = total();
   t1 = now();
+  measured(`${subject.name} publishing`, publishingFrom);
   await window;
   const closedEarly = sockets.filter((s) => s.closed).length;
   for (const s of sockets) s.socket.destroy();
@@ -249,6 +265,48 @@ async function measure(subject: Subject): Promise<RoundResult> {
     perStreamKb: perStream(rssPerStreamKb, livePerStreamKb), rssPerStreamKb, livePerStreamKb,
     heapTotalPerStreamKb: (after.heapTotalKb - before.heapTotalKb) / (streamCount - half), eventsPerSecond: (end - start) / ((t1 - t0) / 1000),
     p50Ms: pct(0.5), p99Ms: pct(0.99), lost: lost + closedEarly, opened: sockets.length,
+  };
+}
+
+/** Starts a node of the checkout at `root` and provisions its orgs, daemons and credentials: the measured subject. */
+async function startNodeSubject(name: string, root: string, nodeArgs: readonly string[]): Promise<Subject> {
+  const label = name.replace(/\W+/g, '-');
+  const nodeMemory = path.join(workDir, `${label}-memory.json`);
+  const nodeServer = await startServer(path.join(root, 'ops/main.ts'), {
+    TROUPE_MASTER_KEY: masterKey, TROUPE_DATA_DIR: path.join(workDir, label), PORT: '0', HOST: '127.0.0.1',
+    TROUPE_ADMIN_TOKEN: adminToken, TROUPE_LOG_LEVEL: 'info', BENCH_MEMORY_FILE: nodeMemory,
+  }, '0', [...gcOnSignal, ...nodeArgs]);
+  servers.push(nodeServer);
+  const base = `http://127.0.0.1:${nodeServer.port}`;
+  process.stderr.write(`${name}: provisioning ${orgCount} orgs x ${daemonsPerOrg} daemons...\n`);
+  const orgs = await inBatches(orgCount, 4, async (o) => {
+    const org = await call('POST', `${base}/api/admin/orgs`, adminToken, { name: `Bench ${o}`, owner: { email: `bench${o}@bench.test` } });
+    const orgId = org.org.id as string;
+    await call('PUT', `${base}/api/org/${orgId}/credentials/github-token`, org.userToken, { provider: 'static', value: `ghp_bench_${o}_${'x'.repeat(40)}` });
+    const daemons = await inBatches(daemonsPerOrg, 4, (i) => call('POST', `${base}/v1/daemon/register`, undefined, {
+      registrationToken: org.registrationToken, hostname: `bench-${o}-${i}`, maxAgents: 4,
+    }));
+    return { orgId, apiKey: org.apiKey.fullKey as string, jwts: daemons.map((d) => d.runtimeJwt as string) };
+  });
+  const rotate = (group: number) => call('POST', `${base}/api/daemon/credentials/rotate`, orgs[group]!.apiKey, { orgId: orgs[group]!.orgId, kind: 'github-token' });
+  return {
+    name,
+    memoryFile: nodeMemory,
+    server: nodeServer,
+    stream: (i) => {
+      const group = i % orgCount;
+      const jwts = orgs[group]!.jwts;
+      return { target: '/api/daemon/credentials/stream', token: jwts[Math.floor(i / orgCount) % jwts.length], group };
+    },
+    openMarker: 'event: ready',
+    async publishOnce(group) { await rotate(group); },
+    async blast(seconds) {
+      const until = now() + seconds * 1000;
+      let next = 0;
+      await Promise.all(Array.from({ length: concurrency }, async () => {
+        while (now() < until) await rotate(next++ % orgCount);
+      }));
+    },
   };
 }
 
@@ -269,54 +327,22 @@ try {
   };
 
   const cpuProf = values['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(values['cpu-prof'])}`] : [];
-  const nodeMemory = path.join(workDir, 'node-memory.json');
-  const nodeServer = await startServer(path.join(here, '../main.ts'), {
-    TROUPE_MASTER_KEY: masterKey, TROUPE_DATA_DIR: path.join(workDir, 'node'), PORT: '0', HOST: '127.0.0.1',
-    TROUPE_ADMIN_TOKEN: adminToken, TROUPE_LOG_LEVEL: 'info', BENCH_MEMORY_FILE: nodeMemory,
-  }, '0', [...gcOnSignal, ...cpuProf]);
-  servers.push(nodeServer);
-  const base = `http://127.0.0.1:${nodeServer.port}`;
-  process.stderr.write(`provisioning ${orgCount} orgs x ${daemonsPerOrg} daemons...\n`);
-  const orgs = await inBatches(orgCount, 4, async (o) => {
-    const org = await call('POST', `${base}/api/admin/orgs`, adminToken, { name: `Bench ${o}`, owner: { email: `bench${o}@bench.test` } });
-    const orgId = org.org.id as string;
-    await call('PUT', `${base}/api/org/${orgId}/credentials/github-token`, org.userToken, { provider: 'static', value: `ghp_bench_${o}_${'x'.repeat(40)}` });
-    const daemons = await inBatches(daemonsPerOrg, 4, (i) => call('POST', `${base}/v1/daemon/register`, undefined, {
-      registrationToken: org.registrationToken, hostname: `bench-${o}-${i}`, maxAgents: 4,
-    }));
-    return { orgId, apiKey: org.apiKey.fullKey as string, jwts: daemons.map((d) => d.runtimeJwt as string) };
-  });
-  const rotate = (group: number) => call('POST', `${base}/api/daemon/credentials/rotate`, orgs[group]!.apiKey, { orgId: orgs[group]!.orgId, kind: 'github-token' });
-  const node: Subject = {
-    name: 'troupe rotate stream',
-    memoryFile: nodeMemory,
-    server: nodeServer,
-    stream: (i) => {
-      const group = i % orgCount;
-      const jwts = orgs[group]!.jwts;
-      return { target: '/api/daemon/credentials/stream', token: jwts[Math.floor(i / orgCount) % jwts.length], group };
-    },
-    openMarker: 'event: ready',
-    async publishOnce(group) { await rotate(group); },
-    async blast(seconds) {
-      const until = now() + seconds * 1000;
-      let next = 0;
-      await Promise.all(Array.from({ length: concurrency }, async () => {
-        while (now() < until) await rotate(next++ % orgCount);
-      }));
-    },
-  };
+  const node = await startNodeSubject('troupe rotate stream', path.join(here, '../..'), cpuProf);
+  const baseline = values.baseline === undefined ? undefined : await startNodeSubject('baseline rotate stream', path.resolve(values.baseline), []);
+  const subjects = baseline === undefined ? [ceiling, node] : [ceiling, node, baseline];
 
-  const results = new Map<string, RoundResult[]>([[ceiling.name, []], [node.name, []]]);
+  const results = new Map<string, RoundResult[]>(subjects.map((s) => [s.name, []]));
   const rateRatios: number[] = [];
+  const baseRateRatios: number[] = [];
   for (let round = 1; round <= rounds; round++) {
-    for (const subject of [ceiling, node]) {
+    for (const subject of subjects) {
       const r = await measure(subject);
       results.get(subject.name)!.push(r);
       process.stderr.write(`round ${round}/${rounds} ${subject.name}: ${r.opened} streams, ${r.perStreamKb.toFixed(2)} KB/stream (RSS ${r.rssPerStreamKb.toFixed(2)}, live ${r.livePerStreamKb.toFixed(2)}, heap reserved ${r.heapTotalPerStreamKb.toFixed(2)}), `
         + `${Math.round(r.eventsPerSecond)} events/s, latency p50 ${r.p50Ms.toFixed(1)} ms p99 ${r.p99Ms.toFixed(1)} ms, lost ${r.lost}\n`);
     }
     rateRatios.push(results.get(node.name)!.at(-1)!.eventsPerSecond / results.get(ceiling.name)!.at(-1)!.eventsPerSecond);
+    if (baseline !== undefined) baseRateRatios.push(results.get(baseline.name)!.at(-1)!.eventsPerSecond / results.get(ceiling.name)!.at(-1)!.eventsPerSecond);
   }
 
   console.log(`\n${streamCount} streams in ${orgCount} groups, ${rounds} rounds of ${duration}s publishing, ${probes} latency probes; server core 0, clients core 1`);
@@ -340,6 +366,11 @@ try {
   ];
   console.log('');
   printTable(goals.map((g) => ({ goal: g.goal, value: g.value, wanted: g.want, met: g.ok(g.value) ? 'yes' : 'NO' })));
+  if (baseline !== undefined) {
+    const theirs = results.get(baseline.name)!;
+    console.log(`\nbaseline ${path.resolve(values.baseline!)}, same rounds: event rate / ceiling ${median(baseRateRatios).toFixed(2)} (rounds ${baseRateRatios.map((v) => v.toFixed(2)).join(' ')}), `
+      + `rotate -> stream p99 ${median(theirs.map((r) => r.p99Ms)).toFixed(1)} ms, ${median(theirs.map((r) => r.perStreamKb)).toFixed(2)} KB/stream`);
+  }
   failed = goals.some((g) => !g.ok(g.value));
 } catch (err) {
   failed = true;
