@@ -14,7 +14,8 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
-const STARTUP_TIMEOUT_MS = 60_000;
+// An embedded node migrates its database at start: at a load average of 12 on two cores that took over a minute.
+const STARTUP_TIMEOUT_MS = 180_000;
 
 /** Starts `tsx <script>` pinned to one core and waits for the line `listening <port>` (or the node's ready log). */
 export async function startServer(script: string, env: NodeJS.ProcessEnv = {}, core = '0', nodeArgs: readonly string[] = []): Promise<RunningServer> {
@@ -50,7 +51,9 @@ export async function startServer(script: string, env: NodeJS.ProcessEnv = {}, c
     child,
     stop: () => new Promise<void>((resolve) => {
       if (child.exitCode !== null) return resolve();
-      const kill = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      // A node drains for up to its shutdown grace (10 s) and then writes its --cpu-prof profile: killed sooner, it
+      // writes none (SSE runs at 10,000 streams lost theirs).
+      const kill = setTimeout(() => child.kill('SIGKILL'), 30_000);
       child.once('exit', () => { clearTimeout(kill); resolve(); });
       child.kill('SIGTERM');
     }),

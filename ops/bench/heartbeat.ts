@@ -14,7 +14,8 @@
 // for ops/bench/cpuprofile-top.ts --windows <dir>/windows.jsonl --name 'troupe heartbeat'.
 // Postgres: DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres) names the server; each node gets
 // its own throw-away database there.
-import { appendFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
@@ -77,7 +78,7 @@ async function inBatches<T>(count: number, width: number, work: (i: number) => P
 }
 
 interface Daemon { readonly workerId: string; readonly runtimeJwt: string }
-interface Provisioned { readonly base: string; readonly org: any; readonly daemons: Daemon[]; readonly held: Array<{ d: Daemon; sessionId: string }> }
+interface Provisioned { readonly base: string; readonly pid: number | undefined; readonly org: any; readonly daemons: Daemon[]; readonly held: Array<{ d: Daemon; sessionId: string }> }
 
 const servers: RunningServer[] = [];
 const databases: string[] = [];
@@ -114,7 +115,7 @@ async function startNode(label: string, extraEnv: NodeJS.ProcessEnv, nodeArgs: r
   });
   // Every daemon heartbeats once, so the node has seen each token before measuring (as in steady state).
   await inBatches(daemonCount, 32, (i) => json(`${base}/v1/daemon/heartbeat`, { token: daemons[i]!.runtimeJwt, body: { workerId: daemons[i]!.workerId } }));
-  return { base, org, daemons, held };
+  return { base, pid: node.child.pid, org, daemons, held };
 }
 
 /** A realistic heartbeat body of about 200 bytes. */
@@ -126,8 +127,21 @@ function heartbeatBody(d: Daemon, i: number): string {
 }
 const heartbeats = (p: Provisioned): PostRequest[] => p.daemons.map((d, i) => ({ path: '/v1/daemon/heartbeat', token: d.runtimeJwt, body: heartbeatBody(d, i) }));
 
-interface Target { readonly name: string; readonly url: string; readonly file: string; readonly route?: string; readonly troupe: boolean }
-interface Measured extends WrkResult { readonly s5xx: number }
+interface Target { readonly name: string; readonly url: string; readonly file: string; readonly route?: string; readonly troupe: boolean; readonly pid?: number }
+/** `cpuUsPerRequest`: the server's CPU (user + system) over the measured window per request answered, NaN when unknown. */
+interface Measured extends WrkResult { readonly s5xx: number; readonly cpuUsPerRequest: number }
+
+/** CPU time a process has used, user and system, in µs (from /proc: robust on a busy machine, unlike req/s). */
+function cpuUs(pid: number | undefined): number {
+  if (pid === undefined) return NaN;
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS;
+  } catch {
+    return NaN;
+  }
+}
+const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
 
 let failed = false;
 try {
@@ -155,20 +169,22 @@ try {
   })));
   const HB = '/v1/daemon/heartbeat';
   const targets: Target[] = [
-    { name: 'ceiling uWS POST parse', url: `http://127.0.0.1:${parse.port}`, file: hbFile, troupe: false },
-    { name: 'ceiling parse+cached-verify', url: `http://127.0.0.1:${cached.port}`, file: hbFile, troupe: false },
-    { name: 'ceiling parse+jose (EdDSA)', url: `http://127.0.0.1:${jose.port}`, file: hbFile, troupe: false },
-    { name: 'troupe heartbeat', url: real.base, file: hbFile, route: HB, troupe: true },
-    { name: 'troupe heartbeat, no-op writer', url: noop.base, file: noopFile, route: HB, troupe: true },
-    { name: 'troupe step-heartbeat', url: real.base, file: stepFile, route: '/api/sessions/:id/step-heartbeat', troupe: true },
+    { name: 'ceiling uWS POST parse', url: `http://127.0.0.1:${parse.port}`, file: hbFile, troupe: false, pid: parse.child.pid },
+    { name: 'ceiling parse+cached-verify', url: `http://127.0.0.1:${cached.port}`, file: hbFile, troupe: false, pid: cached.child.pid },
+    { name: 'ceiling parse+jose (EdDSA)', url: `http://127.0.0.1:${jose.port}`, file: hbFile, troupe: false, pid: jose.child.pid },
+    { name: 'troupe heartbeat', url: real.base, file: hbFile, route: HB, troupe: true, pid: real.pid },
+    { name: 'troupe heartbeat, no-op writer', url: noop.base, file: noopFile, route: HB, troupe: true, pid: noop.pid },
+    { name: 'troupe step-heartbeat', url: real.base, file: stepFile, route: '/api/sessions/:id/step-heartbeat', troupe: true, pid: real.pid },
   ];
   if (base !== undefined) {
     const baseFile = writeRequestFile(path.join(workDir, 'heartbeats-baseline.txt'), heartbeats(base));
     // Right after this tree's heartbeat, so the two are measured as close together as the method allows.
-    targets.splice(4, 0, { name: 'baseline heartbeat', url: base.base, file: baseFile, route: HB, troupe: true });
+    targets.splice(4, 0, { name: 'baseline heartbeat', url: base.base, file: baseFile, route: HB, troupe: true, pid: base.pid });
   }
   const results = new Map<string, Measured[]>(targets.map((t) => [t.name, []]));
-  const ratio = { g1: [] as number[], g1floor: [] as number[], g2: [] as number[], g3: [] as number[], baseG1: [] as number[], baseG2: [] as number[], vsBase: [] as number[] };
+  // G1 read as CPU: the ceiling's CPU per request over the heartbeat's (what req/s shows on a quiet machine).
+  const cpuG1: number[] = [];
+  const ratio = { g1: [] as number[], g1floor: [] as number[], g2: [] as number[], g3: [] as number[], baseG1: [] as number[], baseG2: [] as number[], vsBase: [] as number[], cpuVsBase: [] as number[] };
   for (let round = 1; round <= rounds; round++) {
     // Some daemons have mutations waiting when the round starts: those heartbeats go through their actor.
     for (const node of base === undefined ? [real, noop] : [real, noop, base]) {
@@ -182,11 +198,14 @@ try {
       await runWrk({ url: t.url, requestFile: t.file, seconds: warmup, connections, offset });
       const before = t.route ? await serverErrorCount(t.url, t.route) : 0;
       const fromUs = monotonicUs();
+      const cpuBefore = cpuUs(t.pid);
       const r = await runWrk({ url: t.url, requestFile: t.file, seconds: duration, connections, offset: offset + 5003 });
+      const cpuUsPerRequest = (cpuUs(t.pid) - cpuBefore) / Math.max(1, r.rps * duration);
       if (windowsFile) appendFileSync(windowsFile, `${JSON.stringify({ name: t.name, round, fromUs, toUs: monotonicUs() })}\n`);
       const s5xx = t.route ? (await serverErrorCount(t.url, t.route)) - before : 0;
-      results.get(t.name)!.push({ ...r, s5xx });
-      process.stderr.write(`round ${round}/${rounds} ${t.name}: ${Math.round(r.rps)} req/s p50 ${r.p50Ms} ms p99 ${r.p99Ms} ms non2xx ${r.non2xx} 5xx ${s5xx} errors ${r.errors}\n`);
+      results.get(t.name)!.push({ ...r, s5xx, cpuUsPerRequest });
+      process.stderr.write(`round ${round}/${rounds} ${t.name}: ${Math.round(r.rps)} req/s p50 ${r.p50Ms} ms p99 ${r.p99Ms} ms non2xx ${r.non2xx} 5xx ${s5xx} errors ${r.errors}`
+        + `${Number.isNaN(cpuUsPerRequest) ? '' : ` node CPU ${cpuUsPerRequest.toFixed(2)} µs/request`}\n`);
     }
     const last = (name: string) => results.get(name)!.at(-1)!;
     const hb = last('troupe heartbeat');
@@ -194,11 +213,13 @@ try {
     ratio.g1floor.push(hb.rps / last('ceiling parse+jose (EdDSA)').rps);
     ratio.g2.push(hb.p99Ms / Math.max(0.01, last('ceiling parse+cached-verify').p99Ms));
     ratio.g3.push(hb.rps / last('troupe heartbeat, no-op writer').rps);
+    cpuG1.push(last('ceiling parse+cached-verify').cpuUsPerRequest / hb.cpuUsPerRequest);
     if (base !== undefined) {
       const theirs = last('baseline heartbeat');
       ratio.baseG1.push(theirs.rps / last('ceiling parse+cached-verify').rps);
       ratio.baseG2.push(theirs.p99Ms / Math.max(0.01, last('ceiling parse+cached-verify').p99Ms));
       ratio.vsBase.push(hb.rps / theirs.rps);
+      ratio.cpuVsBase.push(hb.cpuUsPerRequest / theirs.cpuUsPerRequest);
     }
   }
   console.log(`\nengine ${engine}, ${daemonCount} daemons, ${rounds} rounds of ${duration}s (+${warmup}s warm-up), wrk -t1 -c${connections}; server core 0, wrk core 1`);
@@ -207,6 +228,7 @@ try {
     'req/s (median)': Math.round(median(rs.map((r) => r.rps))),
     'p50 ms': median(rs.map((r) => r.p50Ms)),
     'p99 ms': median(rs.map((r) => r.p99Ms)),
+    'node CPU µs/req': rs.some((r) => Number.isNaN(r.cpuUsPerRequest)) ? '' : median(rs.map((r) => r.cpuUsPerRequest)),
     'non-2xx': rs.reduce((n, r) => n + r.non2xx, 0),
     '5xx': rs.reduce((n, r) => n + r.s5xx, 0),
     errors: rs.reduce((n, r) => n + r.errors, 0),
@@ -217,6 +239,7 @@ try {
     { goal: 'G2 heartbeat p99 / cached p99', values: ratio.g2, ok: (v: number) => v <= 3, want: '<= 3' },
     { goal: 'G3 heartbeat / no-op writer', values: ratio.g3, ok: (v: number) => v >= 0.9, want: '>= 0.90' },
   ];
+  console.log(`\nG1 as node CPU per request (cached-verify ceiling ÷ heartbeat): median ${median(cpuG1).toFixed(2)}, rounds ${cpuG1.map((v) => v.toFixed(2)).join(' ')}`);
   console.log('');
   printTable(goals.map((g) => ({
     goal: g.goal, 'median ratio': median(g.values), rounds: g.values.map((v) => v.toFixed(2)).join(' '), wanted: g.want, met: g.ok(median(g.values)) ? 'yes' : 'NO',
@@ -227,6 +250,7 @@ try {
       { figure: 'baseline G1 heartbeat / parse+cached-verify', 'median ratio': median(ratio.baseG1), rounds: ratio.baseG1.map((v) => v.toFixed(2)).join(' ') },
       { figure: 'baseline G2 heartbeat p99 / cached p99', 'median ratio': median(ratio.baseG2), rounds: ratio.baseG2.map((v) => v.toFixed(2)).join(' ') },
       { figure: 'this heartbeat / baseline heartbeat (req/s)', 'median ratio': median(ratio.vsBase), rounds: ratio.vsBase.map((v) => v.toFixed(2)).join(' ') },
+      { figure: 'this / baseline node CPU per heartbeat', 'median ratio': median(ratio.cpuVsBase), rounds: ratio.cpuVsBase.map((v) => v.toFixed(2)).join(' ') },
     ]);
   }
   const bad = [...results].filter(([name, rs]) => targets.find((t) => t.name === name)!.troupe && rs.some((r) => r.s5xx > 0 || r.non2xx > 0 || r.errors > 0));

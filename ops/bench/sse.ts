@@ -275,6 +275,8 @@ async function startNodeSubject(name: string, root: string, nodeArgs: readonly s
   const nodeServer = await startServer(path.join(root, 'ops/main.ts'), {
     TROUPE_MASTER_KEY: masterKey, TROUPE_DATA_DIR: path.join(workDir, label), PORT: '0', HOST: '127.0.0.1',
     TROUPE_ADMIN_TOKEN: adminToken, TROUPE_LOG_LEVEL: 'info', BENCH_MEMORY_FILE: nodeMemory,
+    // Stopped at once: a node still in its shutdown delay when the harness's SIGKILL comes writes no --cpu-prof profile.
+    TROUPE_SHUTDOWN_DELAY_MS: '0',
   }, '0', [...gcOnSignal, ...nodeArgs]);
   servers.push(nodeServer);
   const base = `http://127.0.0.1:${nodeServer.port}`;
