@@ -2,7 +2,7 @@ import { TroupeError } from '../ops/kernel/errors.js';
 import type { Logger } from '../ops/kernel/logger.js';
 import type { Principal } from '../actors/identity/principal.js';
 import type { ResourceRef } from '../actors/identity/ports.js';
-import { authenticate, type AuthDeps } from './authenticate.js';
+import { authenticate, memoisedPrincipal, type AuthDeps } from './authenticate.js';
 import { assertSameOriginWrite } from './csrf.js';
 import { decodeBody, DEFAULT_BODY_LIMIT } from './body.js';
 import { toErrorReply, type ErrorBody } from './errors.js';
@@ -89,7 +89,8 @@ export async function answer<D extends AuthDeps>(
   }
   const rawBody = await bodyBytes;
   const { headers } = incoming;
-  const principal = await authenticate(route.auth, { authorization: headers.authorization, cookie: headers.cookie }, deps);
+  const presented = { authorization: headers.authorization, cookie: headers.cookie };
+  const principal = memoisedPrincipal(route.auth, presented, deps) ?? await authenticate(route.auth, presented, deps);
   assertSameOriginWrite(incoming.method, headers, principal);
   if (c.rateLimit !== undefined && hooks.limitRequest !== undefined && principal !== undefined && limitedKinds.has(principal.kind)) {
     await hooks.limitRequest(c.rateLimit, principal);

@@ -12,7 +12,7 @@ import type { Route } from './types.js';
 import { clientAddressOf } from './client-address.js';
 import { loadUws, type TemplatedApp, type UwsRequest, type UwsResponse, type us_listen_socket } from './uws.js';
 import { ChurnSet } from '../ops/kernel/churn-map.js';
-import { traceparentFor, withTrace } from '../ops/kernel/trace-context.js';
+import { EdgeTrace, withTrace } from '../ops/kernel/trace-context.js';
 import { AdmissionGate, OVERLOAD_RETRY_AFTER_SECONDS, type AdmissionOptions, type ShedReason } from './admission.js';
 import { answer, compileRoute, JSON_TYPE, refusal, settle, type CompiledRoute, type EdgeHooks, type ErrorAnswer } from './pipeline.js';
 
@@ -122,61 +122,73 @@ export async function startHttpServer<D extends AuthDeps>(options: HttpServerOpt
       c.bodyKind === 'none'
         ? Promise.resolve(EMPTY_BODY)
         : collectBody(res, { limit: c.bodyLimit, declaredLength: copied.headers['content-length'], onAbort: exchange.onAbort });
-    void run(c, exchange, copied, body, started);
+    // The request's trace (W3C traceparent, the caller's trace id kept): every log line and every ask or tell
+    // made while serving it carries it, to the node that runs the actor (issue 20). Its ids are drawn when first read.
+    const trace = new EdgeTrace(copied.headers.traceparent, copied.requestId);
+    if (gate === undefined || !c.admitted) void withTrace(trace, () => serve(c, exchange, copied, body, started, false));
+    else void admit(c, exchange, copied, body, started, trace);
   }
 
-  /** One async frame per request for the pipeline and its bookkeeping (no `.catch().finally()` chain of closures). */
-  async function run(c: CompiledRoute<D>, exchange: Exchange, copied: CopiedRequest, body: Promise<Buffer>, started: number): Promise<void> {
+  /** A write: served once the admission gate lets it in, or refused at once (`shed`). */
+  async function admit(c: CompiledRoute<D>, exchange: Exchange, copied: CopiedRequest, body: Promise<Buffer>, started: number, trace: EdgeTrace): Promise<void> {
+    // The body is read while the request waits: a client that aborts meanwhile rejects it before anything awaits
+    // it, which Node would report as unhandled (and end the process). Whoever awaits it later still sees the error.
+    body.catch(() => undefined);
     try {
-      // The request's trace (W3C traceparent, the caller's trace id kept): every log line and every ask or tell
-      // made while serving it carries it, to the node that runs the actor (issue 20).
-      const trace = { traceparent: traceparentFor(copied.headers.traceparent), reqId: copied.requestId };
-      if (gate === undefined || !c.admitted) {
-        await withTrace(trace, () => serve(c, exchange, copied, body, started));
-        return;
-      }
-      // The body is read while the request waits: a client that aborts meanwhile rejects it before anything awaits
-      // it, which Node would report as unhandled (and end the process). Whoever awaits it later still sees the error.
-      body.catch(() => undefined);
+      await gate!.enter();
+    } catch (err) {
       try {
-        await gate.enter();
+        await shed(c, exchange, copied, body, started, err);
+      } catch (shedErr) {
+        log.error({ err: shedErr, reqId: copied.requestId }, 'request pipeline failed');
+      }
+      finished(exchange);
+      return;
+    }
+    // serve gives the slot back and finishes the exchange.
+    await withTrace(trace, () => serve(c, exchange, copied, body, started, true));
+  }
+
+  /**
+   * The pipeline and its bookkeeping in one async frame per request, with no closure named per request: each async
+   * frame and each await is a promise, and with the trace's AsyncLocalStorage every promise runs an async hook
+   * (about a tenth of the heartbeat's CPU went to those hooks). `viaGate`: the request holds an admission slot.
+   */
+  async function serve(c: CompiledRoute<D>, exchange: Exchange, copied: CopiedRequest, bodyBytes: Promise<Buffer>, started: number, viaGate: boolean): Promise<void> {
+    try {
+      // A client that gave up while its request waited for a slot costs nothing more.
+      if (viaGate && exchange.clientGone) return accessLog(copied, c.route.path, 499, started);
+      let reply;
+      try {
+        reply = await answer(
+          c, copied, () => (exchange.clientGone ? '' : clientAddressOf(exchange.res, copied.headers['x-forwarded-for'], trustProxyHops)),
+          bodyBytes, deps, options,
+        );
       } catch (err) {
-        return await shed(c, exchange, copied, body, started, err);
+        if (err instanceof ClientAborted || exchange.clientGone) return accessLog(copied, c.route.path, 499, started);
+        return finishWithError(exchange, copied, c.route.path, started, refusal(c.route, err, log, logContext(copied, c.route.path)));
       }
+      if (exchange.clientGone) return accessLog(copied, c.route.path, 499, started);
+      if (reply.kind === 'sse') return openStream(exchange, copied, c.route.path, reply.open, started);
       try {
-        // A client that gave up while its request waited costs nothing more.
-        if (exchange.clientGone) return accessLog(copied, c.route.path, 499, started);
-        await withTrace(trace, () => serve(c, exchange, copied, body, started));
-      } finally {
-        gate.leave();
+        const settled = settle(c.route, reply);
+        exchange.respond(settled.status, settled.headers, settled.contentType, copied.requestId, settled.body);
+        accessLog(copied, c.route.path, settled.status, started);
+      } catch (err) {
+        finishWithError(exchange, copied, c.route.path, started, refusal(undefined, err, log, logContext(copied, c.route.path)));
       }
     } catch (err) {
       log.error({ err, reqId: copied.requestId }, 'request pipeline failed');
     } finally {
-      inFlight.delete(exchange);
-      metrics.inFlight.dec();
-      if (inFlight.size === 0) for (const wake of idleWaiters.splice(0)) wake();
+      if (viaGate) gate!.leave();
+      finished(exchange);
     }
   }
 
-  async function serve(c: CompiledRoute<D>, exchange: Exchange, copied: CopiedRequest, bodyBytes: Promise<Buffer>, started: number): Promise<void> {
-    const clientAddress = () => (exchange.clientGone ? '' : clientAddressOf(exchange.res, copied.headers['x-forwarded-for'], trustProxyHops));
-    let reply;
-    try {
-      reply = await answer(c, copied, clientAddress, bodyBytes, deps, options);
-    } catch (err) {
-      if (err instanceof ClientAborted || exchange.clientGone) return accessLog(copied, c.route.path, 499, started);
-      return finishWithError(exchange, copied, c.route.path, started, refusal(c.route, err, log, logContext(copied, c.route.path)));
-    }
-    if (exchange.clientGone) return accessLog(copied, c.route.path, 499, started);
-    if (reply.kind === 'sse') return openStream(exchange, copied, c.route.path, reply.open, started);
-    try {
-      const settled = settle(c.route, reply);
-      exchange.respond(settled.status, settled.headers, settled.contentType, copied.requestId, settled.body);
-      accessLog(copied, c.route.path, settled.status, started);
-    } catch (err) {
-      finishWithError(exchange, copied, c.route.path, started, refusal(undefined, err, log, logContext(copied, c.route.path)));
-    }
+  function finished(exchange: Exchange): void {
+    inFlight.delete(exchange);
+    metrics.inFlight.dec();
+    if (inFlight.size === 0) for (const wake of idleWaiters.splice(0)) wake();
   }
 
   /**

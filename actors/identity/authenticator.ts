@@ -105,12 +105,8 @@ class CredentialAuthenticator implements IdentityAuthenticator {
     if (authorization !== undefined && authorization !== '') {
       // A JWT's memo entry is keyed by the exact header it came in, so a repeat (every heartbeat) is one lookup,
       // before any parsing; expiry and revocation are checked by the memo as on every other hit.
-      // Only a header that starts with the scheme is looked up: other memo keys (`k:<hash>`, `c:<jwt>`) must never
-      // be reachable by sending them as a header.
-      if (authorization.startsWith('Bearer ')) {
-        const hit = this.memo.get(authorization, this.options.clock.now());
-        if (hit !== undefined) return hit;
-      }
+      const hit = this.resolveMemoised(authorization);
+      if (hit !== undefined) return hit;
       const match = /^Bearer +(\S+) *$/i.exec(authorization);
       if (!match) throw new TroupeError('AUTH_INVALID', 'Authorization must be "Bearer <token>"');
       return this.fromBearer(match[1]!, authorization);
@@ -119,6 +115,12 @@ class CredentialAuthenticator implements IdentityAuthenticator {
     if (session === undefined) return undefined;
     if (!looksLikeJwt(session)) throw new TroupeError('AUTH_INVALID');
     return this.memoised(`c:${session}`, () => this.fromUserJwt(session, 'cookie'));
+  }
+
+  resolveMemoised(authorization: string): Principal | undefined {
+    // Only a header that starts with the scheme is looked up: other memo keys (`k:<hash>`, `c:<jwt>`) must never be
+    // reachable by sending them as a header.
+    return authorization.startsWith('Bearer ') ? this.memo.get(authorization, this.options.clock.now()) : undefined;
   }
 
   invalidate(tags: readonly string[]): void {

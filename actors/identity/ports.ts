@@ -9,6 +9,12 @@ export interface Authenticator {
    */
   resolve(credentials: { authorization?: string | undefined; cookie?: string | undefined }): Promise<Principal | undefined>;
   /**
+   * What `resolve` would answer for this exact Authorization header from its memo, synchronously (same expiry and
+   * revocation checks); undefined when it holds none, and `resolve` must be asked. Lets the hot path (a worker's
+   * heartbeat, its token seen before) authenticate without a promise.
+   */
+  resolveMemoised?(authorization: string): Principal | undefined;
+  /**
    * Forgets memoised principals carrying any of these revocation tags on this node at once (see
    * actors/identity/revocation.ts); other nodes learn through the `identity.revoked` topic.
    */

@@ -47,11 +47,12 @@ function runtimePrincipal(req: HttpRequest, workerId: string): RuntimePrincipal 
  * Expiry of the bearer token the request was authenticated with. The authenticator has already verified it, so
  * reading `exp` from its payload is safe; the result is kept per worker so a heartbeat decodes its token once.
  */
-const expiryByWorker = new Map<string, { token: string; exp: number }>();
+const expiryByWorker = new Map<string, { authorization: string | undefined; exp: number }>();
 function tokenExpiry(workerId: string, authorization: string | undefined): number {
-  const token = authorization?.slice(authorization.indexOf(' ') + 1).trim() ?? '';
+  // Known by the header as sent (one comparison), not by the token cut out of it (two new strings per heartbeat).
   const known = expiryByWorker.get(workerId);
-  if (known && known.token === token) return known.exp;
+  if (known && known.authorization === authorization) return known.exp;
+  const token = authorization?.slice(authorization.indexOf(' ') + 1).trim() ?? '';
   let exp = 0;
   try {
     const payload = JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString('utf8')) as { exp?: unknown };
@@ -60,7 +61,7 @@ function tokenExpiry(workerId: string, authorization: string | undefined): numbe
     exp = 0;
   }
   if (expiryByWorker.size > 200_000) expiryByWorker.clear();
-  expiryByWorker.set(workerId, { token, exp });
+  expiryByWorker.set(workerId, { authorization, exp });
   return exp;
 }
 
@@ -146,7 +147,8 @@ export function daemonRoutes(): Route<Deps>[] {
         const svc = daemonServices(deps);
         const now = deps.clock.now();
         svc.liveness.record(p.workerId, now);
-        const delivered = await deliverPending(deps, svc, p.workerId);
+        // Asked only when mutations may wait: a quiet heartbeat (nearly all) awaits nothing.
+        const delivered = svc.pending.mayHavePending(p.workerId) ? await deliverPending(deps, svc, p.workerId) : undefined;
         const projectsChanged = delivered?.projectsChanged ?? false;
         if (!projectsChanged && tokenExpiry(p.workerId, req.headers.authorization) - now >= REFRESH_WHEN_UNDER_MS) {
           return { body: { ok: true, mutations: delivered?.mutations ?? [] } };
