@@ -26,7 +26,7 @@ import { createActorSystem, type ActorSystem } from '../actors/runtime/index.js'
 import { actorKinds } from '../actors/kinds.js';
 import { resumeActiveRuns } from '../actors/workflow-run/resume.js';
 import { createAuthenticator } from '../actors/identity/authenticator.js';
-import { createAuthorizer } from '../actors/identity/authorizer.js';
+import { createAuthorizer, loadDefaultPolicySet } from '../actors/identity/authorizer.js';
 import { DenialRecorder } from '../storage/governance/authz-denials.js';
 import { denialOf } from '../actors/identity/denials.js';
 import { auditBreakGlass } from '../actors/identity/break-glass.js';
@@ -212,6 +212,17 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     closers.push(async () => watch.stop());
     phaseDone('resume and probes');
     log.info({ port: http.port, ...engines, dependencies, startMs: Math.round(performance.now()), phases }, 'troupe node ready');
+    // Cedar loads with the first decision so an idle embedded node never holds it (decision 0057); a node on real
+    // engines is there to serve, so it loads Cedar now, after ready, and its first request does not pay ~0.35 s.
+    if (config.databaseUrl) {
+      setImmediate(() => {
+        try {
+          loadDefaultPolicySet();
+        } catch (err) {
+          log.error({ err }, 'the shipped Cedar schema or policies do not load: every authorisation will fail');
+        }
+      });
+    }
 
     let closing: Promise<void> | undefined;
     return {
