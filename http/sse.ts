@@ -70,42 +70,6 @@ export function sseFrame(event: { id?: string; event?: string; data: unknown }):
   return memo.frame;
 }
 
-/**
- * Frames that reach one stream in the same event-loop turn are written together: the first goes out at once, as
- * before; the later ones (at most COALESCE_BYTES of them, uWS's cork buffer) wait for the turn's end and leave in one
- * corked write, so one send() instead of one each. A node that keeps up sees one frame a turn and never waits; a node
- * that fell behind (frames queued while it was descheduled or busy) fans several out in one turn, and each stream then
- * costs one system call for all of them: the fan-out gets cheaper exactly when it is late (decision 0054, 2026-11-28:
- * the send() per subscriber and frame was ~half the node's CPU on the 500-subscriber bench). Larger frames are
- * written at once: their system call is a small part of their cost.
- */
-const COALESCE_BYTES = 16 * 1024;
-/** Incremented at each turn's end; a stream that wrote in the current turn holds its next frames until then. */
-let turn = 0;
-let turnEndScheduled = false;
-let holding: UwsSseStream[] = [];
-
-function writtenThisTurn(): void {
-  if (turnEndScheduled) return;
-  turnEndScheduled = true;
-  // setImmediate, not a microtask: a transport delivers each event in its own callback (microtasks run between
-  // them), and the point is to cover every fan-out of the turn.
-  setImmediate(endTurn);
-}
-
-function endTurn(): void {
-  turnEndScheduled = false;
-  turn++;
-  const streams = holding;
-  holding = [];
-  // A stream flushed here has written in the new turn: its next frames wait for that turn's end too.
-  for (const s of streams) s.flushHeld(true);
-}
-
-/** The stream whose held frames are being written: one shared cork callback instead of a closure per stream. */
-let flushing: UwsSseStream | undefined;
-const writeHeldOfFlushing = (): void => flushing!.writeHeldNow();
-
 const HEARTBEAT = Buffer.from(':\n\n');
 // Written only to make uWS flush what it holds: with an onWritable handler registered, uWS drains its own buffer
 // only when the handler writes something (verified against 20.30), and a comment line is invisible to clients.
@@ -140,19 +104,6 @@ export class UwsSseStream implements SseStream {
   private outgoing: Buffer | undefined;
   private accepted = false;
   private readonly writeOutgoing = (): void => { this.accepted = this.res.write(this.outgoing!); };
-  /** The turn this stream last wrote in, and the frames held for that turn's end (see COALESCE_BYTES). */
-  private wroteInTurn = -1;
-  private held: Buffer[] | undefined;
-  private heldBytes = 0;
-  /** How many of `held` the last corked write took before one was refused (all of them when none was). */
-  private heldAccepted = 0;
-  /** Called by `writeHeldOfFlushing` inside the cork (no closure per stream: G6 counts each stream's bytes). */
-  writeHeldNow(): void {
-    const frames = this.held!;
-    let i = 0;
-    while (i < frames.length && this.res.write(frames[i]!)) i++;
-    this.heldAccepted = i;
-  }
 
   constructor(
     private readonly res: UwsResponse,
@@ -191,10 +142,8 @@ export class UwsSseStream implements SseStream {
     this.closeCallbacks.push(fn);
   }
 
-  /** Ends the stream cleanly (terminating chunk); the client may reconnect. Frames held for the turn's end go first. */
+  /** Ends the stream cleanly (terminating chunk); the client may reconnect. */
   close(): void {
-    if (this.ended) return;
-    this.flushHeld();
     if (this.ended) return;
     this.res.cork(() => this.res.end());
     this.finish();
@@ -215,82 +164,33 @@ export class UwsSseStream implements SseStream {
     return this.blocked ? performance.now() - this.lastProgress : 0;
   }
 
-  /** Unsent bytes as counted for the cut-off (exposed for tests and metrics): ours, held and queued, and uWS's. */
+  /** Unsent bytes as counted for the cut-off (exposed for tests and metrics). */
   get unsentBytes(): number {
-    return this.heldBytes + this.queuedBytes + this.heldByUws;
+    return this.queuedBytes + this.heldByUws;
   }
 
   private enqueue(frame: Buffer): boolean {
     if (this.ended) return false;
-    if (this.blocked) return this.queueBehind(frame);
-    if (this.wroteInTurn === turn && this.heldBytes + frame.length <= COALESCE_BYTES) {
-      if (this.held === undefined) {
-        this.held = [];
-        holding.push(this);
+    if (this.blocked) {
+      this.queue.push(frame);
+      this.queuedBytes += frame.length;
+      if (this.unsentBytes > this.options.maxBufferedBytes) {
+        this.cutOffClient('backlog');
+        return false;
       }
-      this.held.push(frame);
-      this.heldBytes += frame.length;
+      if (this.stalled()) {
+        this.cutOffClient('stalled');
+        return false;
+      }
       return true;
-    }
-    // Order: what is held goes before this frame.
-    if (this.held !== undefined) {
-      this.flushHeld();
-      if (this.ended) return false;
-      if (this.blocked) return this.queueBehind(frame);
     }
     this.outgoing = frame;
     this.res.cork(this.writeOutgoing);
     this.outgoing = undefined;
-    this.wroteInTurn = turn;
-    writtenThisTurn();
     if (!this.accepted) {
       this.blocked = true;
       this.lastProgress = performance.now();
       this.heldByUws += frame.length;
-    }
-    return true;
-  }
-
-  /** Writes the frames held for the turn's end in one corked write (the turn ended, or the stream closes). */
-  flushHeld(turnEnded = false): void {
-    const frames = this.held;
-    if (frames === undefined) return;
-    if (this.ended) {
-      this.held = undefined;
-      this.heldBytes = 0;
-      return;
-    }
-    flushing = this;
-    this.res.cork(writeHeldOfFlushing);
-    flushing = undefined;
-    this.held = undefined;
-    this.heldBytes = 0;
-    if (turnEnded) {
-      this.wroteInTurn = turn;
-      writtenThisTurn();
-    }
-    if (this.heldAccepted === frames.length) return;
-    // One was refused: uWS keeps it, the rest wait in our queue for onWritable, as after any refused write.
-    this.blocked = true;
-    this.lastProgress = performance.now();
-    this.heldByUws += frames[this.heldAccepted]!.length;
-    for (let i = this.heldAccepted + 1; i < frames.length; i++) {
-      this.queue.push(frames[i]!);
-      this.queuedBytes += frames[i]!.length;
-    }
-  }
-
-  /** Queues a frame behind a refused write, cutting the client off when the bound or the stall timeout is passed. */
-  private queueBehind(frame: Buffer): boolean {
-    this.queue.push(frame);
-    this.queuedBytes += frame.length;
-    if (this.unsentBytes > this.options.maxBufferedBytes) {
-      this.cutOffClient('backlog');
-      return false;
-    }
-    if (this.stalled()) {
-      this.cutOffClient('stalled');
-      return false;
     }
     return true;
   }
@@ -332,8 +232,6 @@ export class UwsSseStream implements SseStream {
     this.cut = { reason, stalledMs: Math.round(this.stalledForMs), unsentBytes: this.unsentBytes };
     this.queue = [];
     this.queuedBytes = 0;
-    this.held = undefined;
-    this.heldBytes = 0;
     // close() aborts the connection at once; uWS then runs onAborted, which finishes the stream.
     this.res.close();
     this.finish();
@@ -346,8 +244,6 @@ export class UwsSseStream implements SseStream {
     this.queue = [];
     this.queuedBytes = 0;
     this.heldByUws = 0;
-    this.held = undefined;
-    this.heldBytes = 0;
     for (const fn of this.closeCallbacks.splice(0)) {
       try {
         fn();
