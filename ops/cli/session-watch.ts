@@ -38,6 +38,8 @@ export interface WatchOptions {
 /** Interview frames leave the node at most 100 ms after their output was kept; the rest is the trip to the watch. */
 const RECONCILE_MS = 400;
 const STATUS_HOLD_MS = RECONCILE_MS;
+/** The longest the watch waits for a late output stream to relay past the kept tail before it goes live. */
+const CATCH_UP_MS = 5_000;
 
 export async function readDetail(api: TroupeApi, id: string, signal?: AbortSignal) {
   return unwrap(api.GET('/api/public/sessions/{id}', { params: { path: { id } }, ...(signal ? { signal } : {}) }));
@@ -110,6 +112,11 @@ export async function watchSession(api: TroupeApi, id: string, printer: WatchPri
     // Output kept before the read may still be on its way to the stream (frames are up to 100 ms late): hold the
     // stream a little longer, so all of it is matched against the tail rather than printed a second time.
     await sleep(options.reconcileMs ?? RECONCILE_MS, stop.signal);
+    // A stream that is still relaying output from inside the tail is behind (a loaded node relays late): matched now,
+    // only its start would overlap the tail and the rest would print twice, so wait for it to pass the tail's end.
+    for (let waited = 0; waited < CATCH_UP_MS && behindTail(tail, heldOutput.join('')) && !stop.signal.aborted; waited += 50) {
+      await sleep(50, stop.signal);
+    }
     const unseen = unseenSuffix(tail, heldOutput.join(''));
     if (unseen) printer.output(unseen);
     status = detail.status;
@@ -171,6 +178,11 @@ export class StatusAfterOutput {
       this.print(w.event);
     }
   }
+}
+
+/** `held` (output streamed so far) lies inside `tail` short of its end: the stream has more of the tail to relay. */
+export function behindTail(tail: string, held: string): boolean {
+  return held.length > 0 && !tail.endsWith(held) && tail.includes(held);
 }
 
 /**

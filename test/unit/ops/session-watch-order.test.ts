@@ -3,7 +3,7 @@
 // than its bound.
 import { expect } from 'chai';
 import sinon from 'sinon';
-import { StatusAfterOutput } from '../../../ops/cli/session-watch.js';
+import { behindTail, StatusAfterOutput, unseenSuffix } from '../../../ops/cli/session-watch.js';
 
 const change = (status: string, atMs: number) => ({
   sessionId: 's1', orgId: 'o1', projectId: 'p1', previousStatus: 'x', status, epoch: 1, at: new Date(atMs).toISOString(),
@@ -48,5 +48,25 @@ describe('session watch: a status change waits for the output kept before it', (
     order.clear();
     clock.tick(1_000);
     expect(printed).to.deep.equal([]);
+  });
+});
+
+describe('session watch: matching the live output against the kept tail', () => {
+  const tail = 'step 1\nstep 2\nstep 3\nstep 4\n';
+
+  it('a stream still relaying lines from inside the tail is behind; one that reached or passed its end is not', () => {
+    expect(behindTail(tail, 'step 2\n')).to.equal(true);
+    expect(behindTail(tail, 'step 2\nstep 3\n')).to.equal(true);
+    expect(behindTail(tail, 'step 3\nstep 4\n'), 'reached the end').to.equal(false);
+    expect(behindTail(tail, 'step 4\nstep 5\n'), 'passed the end').to.equal(false);
+    expect(behindTail(tail, ''), 'nothing relayed yet').to.equal(false);
+    expect(behindTail(tail, 'step 5\n'), 'only new output').to.equal(false);
+  });
+
+  it('once past the tail, only what the tail lacks is printed', () => {
+    expect(unseenSuffix(tail, 'step 3\nstep 4\nstep 5\n')).to.equal('step 5\n');
+    expect(unseenSuffix(tail, 'step 5\n')).to.equal('step 5\n');
+    // What matching a stream that was still behind printed twice (the case the watch now waits out):
+    expect(unseenSuffix(tail, 'step 2\n')).to.equal('step 2\n');
   });
 });
