@@ -129,6 +129,8 @@ export async function watchSession(api: TroupeApi, id: string, printer: WatchPri
     await Promise.race([ended, aborted, broken]);
     if (stop.signal.aborted) return undefined;
     await sleep(options.trailingOutputMs ?? 300);
+    // Changes still held for output (the end can be known before their hold is over: a re-read, a late join).
+    statuses.flush();
     stop.abort();
     const final = await readDetail(api, id);
     printer.end(final);
@@ -164,6 +166,12 @@ export class StatusAfterOutput {
     let last: StatusEvent | undefined;
     for (const w of this.waiting) if (Date.parse(w.event.at) <= kept) last = w.event;
     if (last) this.releaseThrough(last);
+  }
+
+  /** Prints every change still waiting, in order. */
+  flush(): void {
+    const last = this.waiting.at(-1);
+    if (last) this.releaseThrough(last.event);
   }
 
   clear(): void {

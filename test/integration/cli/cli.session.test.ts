@@ -137,11 +137,12 @@ describe('troupe session dispatch|show|stop|watch, as real processes against a n
     expect(lines[1]).to.include({ type: 'session', id: lines[0]!.sessionId, projectId: acme.projectId });
     expect(lines.at(-1)).to.include({ type: 'end', status: 'completed', costUsd: 0.01, error: null });
     expect(lines.filter((l) => l.type === 'output').map((l) => l.text).join('')).to.contain('prompt: Ship it\n');
-    // The agent's last line was kept before it finished: it prints before the session says so.
+    // The agent's last line was kept before it finished: it prints before the session says so. (A watch whose
+    // detail was read after the end prints no change lines at all; the ones it prints come after the output.)
     const lastOutput = lines.findLastIndex((l) => l.type === 'output');
-    const finalizing = lines.findIndex((l) => l.type === 'status' && l.status === 'finalizing');
     expect(lines[lastOutput]!.text).to.contain('done\n');
-    expect(finalizing, JSON.stringify(lines)).to.be.greaterThan(lastOutput);
+    const ending = lines.flatMap((l, i) => (l.type === 'status' && ['finalizing', 'completed'].includes(l.status) ? [i] : []));
+    for (const i of ending) expect(i, JSON.stringify(lines)).to.be.greaterThan(lastOutput);
 
     const failing = await run([...session(), 'dispatch', '--project', acme.projectId, '--prompt', 'please fail', '--watch'], withKey(acme));
     expect(failing.code, failing.err).to.equal(2);

@@ -41,6 +41,18 @@ describe('session watch: a status change waits for the output kept before it', (
     expect(printed, 'each printed once').to.deep.equal(['running', 'finalizing']);
   });
 
+  it('flush() prints every change still waiting, in order, once', () => {
+    const printed: string[] = [];
+    const order = new StatusAfterOutput(400, (e) => printed.push(e.status));
+    order.add(change('running', 10_000));
+    order.add(change('finalizing', 10_010));
+    order.add(change('completed', 10_020));
+    order.flush();
+    expect(printed).to.deep.equal(['running', 'finalizing', 'completed']);
+    clock.tick(1_000);
+    expect(printed).to.deep.equal(['running', 'finalizing', 'completed']);
+  });
+
   it('clear() drops what waits without printing it', () => {
     const printed: string[] = [];
     const order = new StatusAfterOutput(400, (e) => printed.push(e.status));
