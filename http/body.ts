@@ -32,49 +32,54 @@ export interface CollectOptions {
 
 /**
  * Collects a request body while it streams, counting bytes as they arrive: the moment the count passes the cap the
- * promise rejects with HTTP_BODY_TOO_LARGE and everything buffered so far is dropped, so a hostile client can make
- * us hold at most `limit` bytes however much it sends. A Content-Length above the cap is refused before any byte is
- * read. Must be called synchronously inside the uWS handler (uWS drops data that arrives with no handler attached).
+ * outcome is HTTP_BODY_TOO_LARGE and everything buffered so far is dropped, so a hostile client can make us hold at
+ * most `limit` bytes however much it sends. A Content-Length above the cap is refused before any byte is read.
+ * `done` is called once, with the body or the error (ClientAborted when the client goes away first), possibly
+ * before this returns. Must be called synchronously inside the uWS handler (uWS drops data that arrives with no
+ * handler attached).
  */
-export function collectBody(source: BodySource, options: CollectOptions): Promise<Buffer> {
+export function readBody(source: BodySource, options: CollectOptions, done: (outcome: Buffer | Error) => void): void {
   const { limit, declaredLength, onAbort } = options;
   if (declaredLength !== undefined && declaredLength !== '') {
-    if (!/^\d{1,16}$/.test(declaredLength)) {
-      return Promise.reject(new TroupeError('VALIDATION_FAILED', 'content-length header is not a number'));
-    }
-    if (Number(declaredLength) > limit) return Promise.reject(tooLarge(limit));
+    if (!/^\d{1,16}$/.test(declaredLength)) return done(new TroupeError('VALIDATION_FAILED', 'content-length header is not a number'));
+    if (Number(declaredLength) > limit) return done(tooLarge(limit));
   }
-  return new Promise<Buffer>((resolve, reject) => {
-    let chunks: Buffer[] = [];
-    let received = 0;
-    let settled = false;
-    onAbort(() => {
-      if (settled) return;
+  let chunks: Buffer[] = [];
+  let received = 0;
+  let settled = false;
+  onAbort(() => {
+    if (settled) return;
+    settled = true;
+    chunks = [];
+    done(new ClientAborted());
+  });
+  source.onData((chunk, isLast) => {
+    if (settled) return;
+    received += chunk.byteLength;
+    if (received > limit) {
       settled = true;
       chunks = [];
-      reject(new ClientAborted());
-    });
-    source.onData((chunk, isLast) => {
-      if (settled) return;
-      received += chunk.byteLength;
-      if (received > limit) {
-        settled = true;
-        chunks = [];
-        reject(tooLarge(limit));
-        return;
-      }
-      // uWS neuters the ArrayBuffer when this callback returns, so every chunk is copied out: into Node's pooled
-      // allocation for small bodies, where a fresh ArrayBuffer per chunk (`chunk.slice`) cost GC time per heartbeat.
-      if (chunk.byteLength > 0) {
-        const copy = Buffer.allocUnsafe(chunk.byteLength);
-        copy.set(new Uint8Array(chunk));
-        chunks.push(copy);
-      }
-      if (isLast) {
-        settled = true;
-        resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, received));
-      }
-    });
+      done(tooLarge(limit));
+      return;
+    }
+    // uWS neuters the ArrayBuffer when this callback returns, so every chunk is copied out: into Node's pooled
+    // allocation for small bodies, where a fresh ArrayBuffer per chunk (`chunk.slice`) cost GC time per heartbeat.
+    if (chunk.byteLength > 0) {
+      const copy = Buffer.allocUnsafe(chunk.byteLength);
+      copy.set(new Uint8Array(chunk));
+      chunks.push(copy);
+    }
+    if (isLast) {
+      settled = true;
+      done(chunks.length === 1 ? chunks[0]! : chunks.length === 0 ? EMPTY_BODY : Buffer.concat(chunks, received));
+    }
+  });
+}
+
+/** `readBody` as a promise, for a reader that awaits the body anyway (a write waiting for admission, `inject`). */
+export function collectBody(source: BodySource, options: CollectOptions): Promise<Buffer> {
+  return new Promise<Buffer>((resolve, reject) => {
+    readBody(source, options, (outcome) => (outcome instanceof Error ? reject(outcome) : resolve(outcome)));
   });
 }
 

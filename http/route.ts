@@ -12,7 +12,7 @@ export type BodyOf<S> = S extends JSONSchema ? (JSONSchema extends S ? unknown :
 export interface RouteSpec<S, Found> extends Omit<Route<Deps>, 'bodySchema' | 'authorize' | 'handler'> {
   readonly bodySchema?: S;
   readonly authorize?: RouteAuthorization<Deps, BodyOf<S>, Found>;
-  handler(req: HttpRequest<BodyOf<S>>, deps: Deps, call: RouteCall<Found>): Promise<Reply>;
+  handler(req: HttpRequest<BodyOf<S>>, deps: Deps, call: RouteCall<Found>): Reply | Promise<Reply>;
 }
 
 /**

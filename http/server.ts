@@ -3,7 +3,7 @@ import type { Registry } from 'prom-client';
 import { TroupeError } from '../ops/kernel/errors.js';
 import type { Logger } from '../ops/kernel/logger.js';
 import type { AuthDeps } from './authenticate.js';
-import { ClientAborted, collectBody, EMPTY_BODY } from './body.js';
+import { ClientAborted, collectBody, EMPTY_BODY, readBody } from './body.js';
 import { copyRequest, Exchange, type CopiedRequest } from './exchange.js';
 import { httpMetrics } from './metrics.js';
 import { defaultSseOptions, parseLastEventId, UwsSseStream, type SseOptions } from './sse.js';
@@ -14,7 +14,8 @@ import { loadUws, type TemplatedApp, type UwsRequest, type UwsResponse, type us_
 import { ChurnSet } from '../ops/kernel/churn-map.js';
 import { EdgeTrace, withTrace } from '../ops/kernel/trace-context.js';
 import { AdmissionGate, OVERLOAD_RETRY_AFTER_SECONDS, type AdmissionOptions, type ShedReason } from './admission.js';
-import { answer, compileRoute, JSON_TYPE, refusal, settle, type CompiledRoute, type EdgeHooks, type ErrorAnswer } from './pipeline.js';
+import { answer, answerRead, compileRoute, isPending, JSON_TYPE, refusal, settle, type CompiledRoute, type EdgeHooks, type ErrorAnswer } from './pipeline.js';
+import type { Reply } from './types.js';
 
 export interface HttpServerOptions<D extends AuthDeps> extends EdgeHooks {
   readonly routes: readonly Route<D>[];
@@ -118,15 +119,24 @@ export async function startHttpServer<D extends AuthDeps>(options: HttpServerOpt
     }
     inFlight.add(exchange);
     metrics.inFlight.inc();
-    const body =
-      c.bodyKind === 'none'
-        ? Promise.resolve(EMPTY_BODY)
-        : collectBody(res, { limit: c.bodyLimit, declaredLength: copied.headers['content-length'], onAbort: exchange.onAbort });
     // The request's trace (W3C traceparent, the caller's trace id kept): every log line and every ask or tell
     // made while serving it carries it, to the node that runs the actor (issue 20). Its ids are drawn when first read.
     const trace = new EdgeTrace(copied.headers.traceparent, copied.requestId);
-    if (gate === undefined || !c.admitted) void withTrace(trace, () => serve(c, exchange, copied, body, started, false));
-    else void admit(c, exchange, copied, body, started, trace);
+    if ((gate !== undefined && c.admitted) || c.route.limitsSource) {
+      const body = c.bodyKind === 'none'
+        ? Promise.resolve(EMPTY_BODY)
+        : collectBody(res, { limit: c.bodyLimit, declaredLength: copied.headers['content-length'], onAbort: exchange.onAbort });
+      if (gate === undefined || !c.admitted) void withTrace(trace, () => serve(c, exchange, copied, body, started, false));
+      else void admit(c, exchange, copied, body, started, trace);
+      return;
+    }
+    if (c.bodyKind === 'none') {
+      withTrace(trace, () => serveRead(c, exchange, copied, EMPTY_BODY, started));
+      return;
+    }
+    readBody(res, { limit: c.bodyLimit, declaredLength: copied.headers['content-length'], onAbort: exchange.onAbort }, (body) => {
+      withTrace(trace, () => serveRead(c, exchange, copied, body, started));
+    });
   }
 
   /** A write: served once the admission gate lets it in, or refused at once (`shed`). */
@@ -149,40 +159,84 @@ export async function startHttpServer<D extends AuthDeps>(options: HttpServerOpt
     await withTrace(trace, () => serve(c, exchange, copied, body, started, true));
   }
 
+  function clientAddress(exchange: Exchange, copied: CopiedRequest): () => string {
+    return () => (exchange.clientGone ? '' : clientAddressOf(exchange.res, copied.headers['x-forwarded-for'], trustProxyHops));
+  }
+
   /**
-   * The pipeline and its bookkeeping in one async frame per request, with no closure named per request: each async
-   * frame and each await is a promise, and with the trace's AsyncLocalStorage every promise runs an async hook
-   * (about a tenth of the heartbeat's CPU went to those hooks). `viaGate`: the request holds an admission slot.
+   * A request whose body is in (or could not be read) and that waits for no admission slot: answered before this
+   * returns when the pipeline needed no wait (a quiet heartbeat: no promise, so no async hook, no microtask),
+   * otherwise once its reply settles.
    */
-  async function serve(c: CompiledRoute<D>, exchange: Exchange, copied: CopiedRequest, bodyBytes: Promise<Buffer>, started: number, viaGate: boolean): Promise<void> {
+  function serveRead(c: CompiledRoute<D>, exchange: Exchange, copied: CopiedRequest, body: Buffer | Error, started: number): void {
+    let reply: Reply | Promise<Reply>;
     try {
-      // A client that gave up while its request waited for a slot costs nothing more.
-      if (viaGate && exchange.clientGone) return accessLog(copied, c.route.path, 499, started);
+      if (body instanceof Error) throw body;
+      reply = answerRead(c, copied, clientAddress(exchange, copied), body, deps, options);
+    } catch (err) {
+      failed(c, exchange, copied, started, err);
+      finished(exchange);
+      return;
+    }
+    if (isPending(reply)) {
+      void serveReply(c, exchange, copied, reply, started, false);
+      return;
+    }
+    try {
+      deliver(c, exchange, copied, reply, started);
+    } catch (err) {
+      log.error({ err, reqId: copied.requestId }, 'request pipeline failed');
+    } finally {
+      finished(exchange);
+    }
+  }
+
+  /** A request read in full before it is served (admitted writes, routes that check the source address first). */
+  async function serve(c: CompiledRoute<D>, exchange: Exchange, copied: CopiedRequest, bodyBytes: Promise<Buffer>, started: number, viaGate: boolean): Promise<void> {
+    // A client that gave up while its request waited for a slot costs nothing more.
+    if (viaGate && exchange.clientGone) {
+      gate!.leave();
+      finished(exchange);
+      return accessLog(copied, c.route.path, 499, started);
+    }
+    await serveReply(c, exchange, copied, answer(c, copied, clientAddress(exchange, copied), bodyBytes, deps, options), started, viaGate);
+  }
+
+  /** Waits for the reply, sends it, and finishes the exchange (giving back its admission slot, `viaGate`). */
+  async function serveReply(c: CompiledRoute<D>, exchange: Exchange, copied: CopiedRequest, pending: Promise<Reply>, started: number, viaGate: boolean): Promise<void> {
+    try {
       let reply;
       try {
-        reply = await answer(
-          c, copied, () => (exchange.clientGone ? '' : clientAddressOf(exchange.res, copied.headers['x-forwarded-for'], trustProxyHops)),
-          bodyBytes, deps, options,
-        );
+        reply = await pending;
       } catch (err) {
-        if (err instanceof ClientAborted || exchange.clientGone) return accessLog(copied, c.route.path, 499, started);
-        return finishWithError(exchange, copied, c.route.path, started, refusal(c.route, err, log, logContext(copied, c.route.path)));
+        return failed(c, exchange, copied, started, err);
       }
-      if (exchange.clientGone) return accessLog(copied, c.route.path, 499, started);
-      if (reply.kind === 'sse') return openStream(exchange, copied, c.route.path, reply.open, started);
-      try {
-        const settled = settle(c.route, reply);
-        exchange.respond(settled.status, settled.headers, settled.contentType, copied.requestId, settled.body);
-        accessLog(copied, c.route.path, settled.status, started);
-      } catch (err) {
-        finishWithError(exchange, copied, c.route.path, started, refusal(undefined, err, log, logContext(copied, c.route.path)));
-      }
+      deliver(c, exchange, copied, reply, started);
     } catch (err) {
       log.error({ err, reqId: copied.requestId }, 'request pipeline failed');
     } finally {
       if (viaGate) gate!.leave();
       finished(exchange);
     }
+  }
+
+  /** Sends a handler's reply: opens its event stream, or writes its status, headers and body. */
+  function deliver(c: CompiledRoute<D>, exchange: Exchange, copied: CopiedRequest, reply: Reply, started: number): void {
+    if (exchange.clientGone) return accessLog(copied, c.route.path, 499, started);
+    if (reply.kind === 'sse') return openStream(exchange, copied, c.route.path, reply.open, started);
+    try {
+      const settled = settle(c.route, reply);
+      exchange.respond(settled.status, settled.headers, settled.contentType, copied.requestId, settled.body);
+      accessLog(copied, c.route.path, settled.status, started);
+    } catch (err) {
+      finishWithError(exchange, copied, c.route.path, started, refusal(undefined, err, log, logContext(copied, c.route.path)));
+    }
+  }
+
+  /** What the pipeline threw: nothing for a client that is gone, otherwise its `{error, code}` answer. */
+  function failed(c: CompiledRoute<D>, exchange: Exchange, copied: CopiedRequest, started: number, err: unknown): void {
+    if (err instanceof ClientAborted || exchange.clientGone) return accessLog(copied, c.route.path, 499, started);
+    finishWithError(exchange, copied, c.route.path, started, refusal(c.route, err, log, logContext(copied, c.route.path)));
   }
 
   function finished(exchange: Exchange): void {

@@ -168,5 +168,6 @@ export interface Route<Deps = unknown> {
    * `authz.check`) or needs no org decision (admin, public and signed routes). Only for org credentials.
    */
   readonly authorize?: RouteAuthorization<Deps>;
-  handler(req: HttpRequest<any>, deps: Deps, call: RouteCall<any>): Promise<Reply>;
+  /** May return the reply itself when it needs no wait: the edge then answers without making a promise (http/pipeline.ts). */
+  handler(req: HttpRequest<any>, deps: Deps, call: RouteCall<any>): Reply | Promise<Reply>;
 }

@@ -84,6 +84,19 @@ async function deliverPending(deps: Deps, svc: DaemonServices, workerId: string)
   }
 }
 
+/** A heartbeat that delivers mutations or refreshes the runtime token (or both). */
+async function heartbeatWithWork(deps: Deps, svc: DaemonServices, p: RuntimePrincipal, authorization: string | undefined, now: number) {
+  const delivered = await deliverPending(deps, svc, p.workerId);
+  const projectsChanged = delivered?.projectsChanged ?? false;
+  if (!projectsChanged && tokenExpiry(p.workerId, authorization) - now >= REFRESH_WHEN_UNDER_MS) {
+    return { body: { ok: true, mutations: delivered?.mutations ?? [] } };
+  }
+  const { token } = await issueRuntimeToken(deps, svc, {
+    wid: p.workerId, org: p.orgId, prj: delivered?.projectIds ?? p.projectIds, reg: p.registrationId,
+  });
+  return { body: { ok: true, mutations: delivered?.mutations ?? [], runtimeJwt: token } };
+}
+
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export function daemonRoutes(): Route<Deps>[] {
@@ -142,21 +155,17 @@ export function daemonRoutes(): Route<Deps>[] {
         type: 'object', required: ['ok', 'mutations'],
         properties: { ok: { const: true }, mutations: { type: 'array', items: mutationViewSchema }, runtimeJwt: { type: 'string' } },
       },
-      async handler(req, deps) {
+      handler(req, deps) {
         const p = runtimePrincipal(req, req.body.workerId);
         const svc = daemonServices(deps);
         const now = deps.clock.now();
         svc.liveness.record(p.workerId, now);
-        // Asked only when mutations may wait: a quiet heartbeat (nearly all) awaits nothing.
-        const delivered = svc.pending.mayHavePending(p.workerId) ? await deliverPending(deps, svc, p.workerId) : undefined;
-        const projectsChanged = delivered?.projectsChanged ?? false;
-        if (!projectsChanged && tokenExpiry(p.workerId, req.headers.authorization) - now >= REFRESH_WHEN_UNDER_MS) {
-          return { body: { ok: true, mutations: delivered?.mutations ?? [] } };
+        // A quiet heartbeat (nearly all: no mutation may wait, the token has time left) is answered at once, with
+        // no promise: the edge then sends the reply within uWS's own callback.
+        if (!svc.pending.mayHavePending(p.workerId) && tokenExpiry(p.workerId, req.headers.authorization) - now >= REFRESH_WHEN_UNDER_MS) {
+          return { body: { ok: true, mutations: [] } };
         }
-        const { token } = await issueRuntimeToken(deps, svc, {
-          wid: p.workerId, org: p.orgId, prj: delivered?.projectIds ?? p.projectIds, reg: p.registrationId,
-        });
-        return { body: { ok: true, mutations: delivered?.mutations ?? [], runtimeJwt: token } };
+        return heartbeatWithWork(deps, svc, p, req.headers.authorization, now);
       },
     }),
     route({
