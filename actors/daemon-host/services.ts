@@ -166,9 +166,10 @@ export function createDaemonServices(deps: DaemonDeps, keys: SigningKeys, option
   if (noopWriter) log.warn('TROUPE_BENCH_NOOP_STORAGE_WRITER=1: liveness and step heartbeats are NOT written (benchmark only)');
   const livenessResolutionMs = options.livenessResolutionMs ?? Math.min(10_000, Math.floor(leaseMs / 9));
   // PGlite runs each statement on the event loop's thread: small chunks with a yield between them keep a flush
-  // from stalling requests (measured here: 50 rows ≈ 4–7 ms, 200 rows ≈ 25 ms, against a ceiling p99 of a few ms).
-  // On Postgres the statement runs elsewhere; chunks only bound how many rows one statement holds locked.
-  const livenessChunkRows = dbKind(deps.db) === 'pglite' ? 50 : 5000;
+  // from stalling requests (measured here with the index plan, decision 0059: 100 rows ≈ 2.5 ms, 200 ≈ 5 ms, against a
+  // ceiling p99 of a few ms). On Postgres the statement runs elsewhere; chunks only bound how many rows one statement
+  // holds locked.
+  const livenessChunkRows = dbKind(deps.db) === 'pglite' ? 100 : 5000;
   const liveness = new CoalescingWriter<number>(noopWriter ? async () => {} : (batch) => writeLiveness(deps.db, batch, { chunkRows: livenessChunkRows }), {
     flushMs, maxBuffered, log, what: 'worker', batchSize, failures, resolution: { ms: livenessResolutionMs, timeOf: (at) => at },
   });
