@@ -191,7 +191,8 @@ export function settle(route: Route<any>, reply: Exclude<Reply, { kind: 'sse' }>
   }
   if (status === 204 || status === 304) return { status, headers, contentType: undefined, body: undefined };
   if (reply.kind === 'text') {
-    assertSafeHeaders({ 'content-type': reply.contentType });
+    // JSON a handler serialised once for every reply (the quiet heartbeat's) carries the edge's own type.
+    if (reply.contentType !== JSON_TYPE) assertSafeHeaders({ 'content-type': reply.contentType });
     return { status, headers, contentType: reply.contentType, body: reply.body };
   }
   return { status, headers, contentType: JSON_TYPE, body: JSON.stringify(reply.body) ?? 'null' };

@@ -13,16 +13,18 @@ export interface MemoEntry<V> {
   readonly expiresAt: number;
   readonly tags: readonly string[];
   readonly seq: number;
-  /** When the entry last moved to the recent end; recency is refreshed at most once per RECENCY_REFRESH_MS. */
-  touchedAt: number;
+  /** Hit since it was stored or last spared from eviction: spared once more (see `set`). */
+  used: boolean;
 }
 
 /**
- * Moving an entry to the recent end costs a Map delete and insert, which on the heartbeat path was the largest
- * single cost of a memo hit. Entries hit often are refreshed at most this often; eviction order is then exact to
- * within this window, which is all a memo bounded by its size needs.
+ * Eviction is second-chance (CLOCK) rather than exact least-recently-used: a hit only marks its entry, and the
+ * eviction that meets a marked entry moves it to the recent end instead. A hit that re-inserted its entry (a Map
+ * delete and insert, hashing a ~400-byte header twice) was the largest single cost of the heartbeat's memo lookup,
+ * on every heartbeat of a fleet beating every 15 s. One eviction spares at most this many entries, so a memo full of
+ * marked entries cannot make one insert walk all of them.
  */
-const RECENCY_REFRESH_MS = 1_000;
+const MAX_SPARED_PER_EVICTION = 32;
 
 export class RevocableMemo<V> {
   private readonly entries = new Map<string, MemoEntry<V>>();
@@ -45,22 +47,22 @@ export class RevocableMemo<V> {
       this.entries.delete(key);
       return undefined;
     }
-    if (now - entry.touchedAt >= RECENCY_REFRESH_MS) {
-      // Re-insert to mark as recently used (Map keeps insertion order).
-      entry.touchedAt = now;
-      this.entries.delete(key);
-      this.entries.set(key, entry);
-    }
+    if (!entry.used) entry.used = true;
     return entry.value;
   }
 
   set(key: string, value: V, expiresAt: number, tags: readonly string[], startedAt: number): void {
     if (this.revokedSince(tags, startedAt)) return;
     this.entries.delete(key);
-    this.entries.set(key, { value, expiresAt, tags, seq: startedAt, touchedAt: Number.NEGATIVE_INFINITY });
+    this.entries.set(key, { value, expiresAt, tags, seq: startedAt, used: false });
+    let spare = MAX_SPARED_PER_EVICTION;
     while (this.entries.size > this.maxEntries) {
-      const oldest = this.entries.keys().next().value as string;
-      this.entries.delete(oldest);
+      const [oldestKey, oldest] = this.entries.entries().next().value as [string, MemoEntry<V>];
+      this.entries.delete(oldestKey);
+      if (oldest.used && spare-- > 0) {
+        oldest.used = false;
+        this.entries.set(oldestKey, oldest);
+      }
     }
   }
 

@@ -14,7 +14,8 @@ import { findMutation, mutationHistory, workerInOrg } from '../../storage/sessio
 import { pollForWorker } from '../../storage/sessions/queries.js';
 import { enqueueMutationBody, heartbeatBody, mutationViewSchema, offeredSessionSchema, pollBody, registerBody } from '../../schemas/sessions/daemon.js';
 import { orgPrincipal, requesterOf } from '../principal.js';
-import type { HttpRequest, Route } from '../types.js';
+import type { HttpRequest, Reply, Route } from '../types.js';
+import { JSON_TYPE } from '../pipeline.js';
 import { route } from '../route.js';
 
 /**
@@ -97,6 +98,9 @@ async function heartbeatWithWork(deps: Deps, svc: DaemonServices, p: RuntimePrin
   return { body: { ok: true, mutations: delivered?.mutations ?? [], runtimeJwt: token } };
 }
 
+/** What nearly every heartbeat is answered, serialised once. */
+const QUIET_HEARTBEAT_REPLY: Reply = Object.freeze({ kind: 'text', contentType: JSON_TYPE, body: JSON.stringify({ ok: true, mutations: [] }) });
+
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export function daemonRoutes(): Route<Deps>[] {
@@ -163,7 +167,7 @@ export function daemonRoutes(): Route<Deps>[] {
         // A quiet heartbeat (nearly all: no mutation may wait, the token has time left) is answered at once, with
         // no promise: the edge then sends the reply within uWS's own callback.
         if (!svc.pending.mayHavePending(p.workerId) && tokenExpiry(p.workerId, req.headers.authorization) - now >= REFRESH_WHEN_UNDER_MS) {
-          return { body: { ok: true, mutations: [] } };
+          return QUIET_HEARTBEAT_REPLY;
         }
         return heartbeatWithWork(deps, svc, p, req.headers.authorization, now);
       },

@@ -49,4 +49,20 @@ describe('revocable memo', () => {
     expect(memo.get('c', 5_000)).to.equal('C');
     expect(memo.size).to.equal(2);
   });
+
+  it('spares a used entry once per eviction pass, and at most 32 of them for one insert', () => {
+    const memo = new RevocableMemo<number>(40, 10);
+    for (let i = 0; i < 40; i++) memo.set(`k${i}`, i, 100_000, [], memo.begin());
+    for (let i = 0; i < 40; i++) memo.get(`k${i}`, 5_000);
+    memo.set('new', 40, 100_000, [], memo.begin());
+    // k0..k31 were spared (moved to the recent end, unmarked); k32, though used, was evicted.
+    expect(memo.size).to.equal(40);
+    expect(memo.get('k32', 5_000)).to.equal(undefined);
+    expect(memo.get('k31', 5_000)).to.equal(31);
+    expect(memo.get('new', 5_000)).to.equal(40);
+    // Spared entries were unmarked; k33..k39 are still marked and k0 is the oldest unmarked one (k31 was hit again).
+    memo.set('newer', 41, 100_000, [], memo.begin());
+    expect(memo.get('k33', 5_000)).to.equal(33);
+    expect(memo.get('k0', 5_000)).to.equal(undefined);
+  });
 });
