@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
+import type { InFlightLink } from './in-flight.js';
 import type { UwsRequest, UwsResponse } from './uws.js';
 
 /**
@@ -97,7 +98,10 @@ function statusLine(status: number): string {
  * construction (inside the route callback, before any await), nothing is written once the client is gone or the
  * reply is sent, and every write is corked because most happen after an await, outside uWS's own callback.
  */
-export class Exchange {
+export class Exchange implements InFlightLink {
+  inFlightPrev: InFlightLink | undefined = undefined;
+  inFlightNext: InFlightLink | undefined = undefined;
+  inFlightListed = false;
   private aborted = false;
   private responded = false;
   /** Usually one listener (the body reader), so no array until a second one comes. */

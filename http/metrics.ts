@@ -4,12 +4,13 @@ import { registeredMetric } from '../ops/kernel/registered-metric.js';
 
 export interface HttpMetrics {
   readonly duration: LabelledHistogram<'method' | 'route' | 'status'>;
-  readonly inFlight: Gauge;
   readonly sseStreams: Gauge;
   readonly sseCutOff: Counter;
   readonly shed: Counter<'reason'>;
   /** Reports a server's admission gate in `troupe_http_admission` at each scrape. */
   watchAdmission(read: () => { serving: number; waiting: number }): () => void;
+  /** Reports a server's requests in flight in `troupe_http_requests_in_flight` at each scrape. */
+  watchInFlight(read: () => number): () => void;
 }
 
 type AdmissionReader = () => { serving: number; waiting: number };
@@ -41,17 +42,28 @@ export function httpMetrics(registry: Registry): HttpMetrics {
     });
     return Object.assign(gauge, { readers });
   });
+  // Read at each scrape rather than counted per request: an increment and a decrement per heartbeat cost more
+  // than every scrape together.
+  const inFlight = registeredMetric(registry, 'troupe_http_requests_in_flight', () => {
+    const readers = new Set<() => number>();
+    const gauge = new Gauge({
+      name: 'troupe_http_requests_in_flight',
+      help: 'Requests received and not yet answered.',
+      registers: [registry],
+      collect() {
+        let total = 0;
+        for (const read of readers) total += read();
+        this.set(total);
+      },
+    });
+    return Object.assign(gauge, { readers });
+  });
   return {
     duration: registeredMetric(registry, 'troupe_http_request_duration_seconds', () => new LabelledHistogram<'method' | 'route' | 'status'>({
       name: 'troupe_http_request_duration_seconds',
       help: 'Time from request arrival to the end of the reply (first byte for event streams).',
       labelNames: ['method', 'route', 'status'],
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-      registers: [registry],
-    })),
-    inFlight: registeredMetric(registry, 'troupe_http_requests_in_flight', () => new Gauge({
-      name: 'troupe_http_requests_in_flight',
-      help: 'Requests received and not yet answered.',
       registers: [registry],
     })),
     sseStreams: registeredMetric(registry, 'troupe_http_sse_streams', () => new Gauge({
@@ -73,6 +85,10 @@ export function httpMetrics(registry: Registry): HttpMetrics {
     watchAdmission: (read) => {
       admission.readers.add(read);
       return () => admission.readers.delete(read);
+    },
+    watchInFlight: (read) => {
+      inFlight.readers.add(read);
+      return () => inFlight.readers.delete(read);
     },
   };
 }

@@ -12,6 +12,7 @@ import type { Route } from './types.js';
 import { clientAddressOf } from './client-address.js';
 import { loadUws, type TemplatedApp, type UwsRequest, type UwsResponse, type us_listen_socket } from './uws.js';
 import { ChurnSet } from '../ops/kernel/churn-map.js';
+import { InFlightList } from './in-flight.js';
 import { EdgeTrace, withTrace } from '../ops/kernel/trace-context.js';
 import { AdmissionGate, OVERLOAD_RETRY_AFTER_SECONDS, type AdmissionOptions, type ShedReason } from './admission.js';
 import { answer, answerRead, compileRoute, isPending, JSON_TYPE, refusal, settle, type CompiledRoute, type EdgeHooks, type ErrorAnswer } from './pipeline.js';
@@ -62,13 +63,14 @@ export async function startHttpServer<D extends AuthDeps>(options: HttpServerOpt
   const sseOptions: SseOptions = { ...defaultSseOptions, ...options.sse };
   const heartbeats = new HeartbeatWheel(sseOptions.heartbeatMs);
   const compiled = options.routes.map((route) => compileRoute(route, options));
-  const inFlight = new ChurnSet<Exchange>();
+  const inFlight = new InFlightList<Exchange>();
   const trustProxyHops = options.trustProxyHops ?? 0;
   const streams = new ChurnSet<UwsSseStream>();
   const idleWaiters: Array<() => void> = [];
   let draining = false;
   const gate = options.admission === undefined ? undefined : new AdmissionGate(options.admission, { onShed: (reason) => metrics.shed.labels(reason).inc() });
   const unwatchAdmission = gate === undefined ? undefined : metrics.watchAdmission(() => ({ serving: gate.serving, waiting: gate.waiting }));
+  const unwatchInFlight = metrics.watchInFlight(() => inFlight.size);
 
   const app = uws.App();
   const methodsByPath = new Map<string, string[]>();
@@ -118,7 +120,6 @@ export async function startHttpServer<D extends AuthDeps>(options: HttpServerOpt
       return;
     }
     inFlight.add(exchange);
-    metrics.inFlight.inc();
     // The request's trace (W3C traceparent, the caller's trace id kept): every log line and every ask or tell
     // made while serving it carries it, to the node that runs the actor (issue 20). Its ids are drawn when first read.
     const trace = new EdgeTrace(copied.headers.traceparent, copied.requestId);
@@ -241,7 +242,6 @@ export async function startHttpServer<D extends AuthDeps>(options: HttpServerOpt
 
   function finished(exchange: Exchange): void {
     inFlight.delete(exchange);
-    metrics.inFlight.dec();
     if (inFlight.size === 0) for (const wake of idleWaiters.splice(0)) wake();
   }
 
@@ -346,6 +346,7 @@ export async function startHttpServer<D extends AuthDeps>(options: HttpServerOpt
       if (draining) return;
       draining = true;
       unwatchAdmission?.();
+      unwatchInFlight();
       uws.us_listen_socket_close(listenSocket);
       for (const stream of [...streams]) stream.close();
       if (inFlight.size > 0) {
@@ -358,7 +359,7 @@ export async function startHttpServer<D extends AuthDeps>(options: HttpServerOpt
         });
       }
       if (inFlight.size > 0) log.warn({ abandoned: inFlight.size }, 'shutdown grace ran out with requests unanswered');
-      for (const exchange of inFlight) exchange.abandon();
+      for (const exchange of inFlight.toArray()) exchange.abandon();
       // Closes idle kept-alive connections too, so nothing of ours keeps the event loop alive.
       (app as TemplatedApp & { close(): void }).close();
       log.info({ port }, 'http server closed');
