@@ -127,8 +127,9 @@ export const EMBEDDED_RANDOM_PAGE_COST = 1.1;
 let ClientPgLite: (new (...args: never[]) => unknown) | undefined;
 
 async function openPglite(opts: DbOptions): Promise<Knex> {
-  const [{ PGlite: PGliteDatabase }, { default: client }] = await Promise.all([import('@electric-sql/pglite'), import('knex-pglite')]);
-  ClientPgLite = client;
+  const [{ PGlite: PGliteDatabase }, { default: pgliteClient }] = await Promise.all([import('@electric-sql/pglite'), import('knex-pglite')]);
+  ClientPgLite = pgliteClient;
+  const client = yieldingBetweenStatements(pgliteClient);
   let pglite = opts.pglite;
   if (!pglite) {
     const dir = opts.inMemory ? undefined : path.resolve(opts.dataDir ?? './data', 'pglite');
@@ -169,6 +170,21 @@ async function openPglite(opts: DbOptions): Promise<Knex> {
     throw err;
   }
   return knex;
+}
+
+/**
+ * PGlite runs a statement on this thread and answers in microtasks, so a chain of statements (a request's writes,
+ * then its audit entry) never let the event loop turn: I/O and everything scheduled with setImmediate waited for the
+ * whole chain. A credential rotation's frames reached its subscribers only after the rotation's last statement, ~15 ms
+ * later (issue 19, G6). One macrotask turn before each statement lets them through between statements.
+ */
+function yieldingBetweenStatements<C extends new (...args: any[]) => any>(base: C): C {
+  return class extends base {
+    async _query(connection: unknown, obj: unknown): Promise<unknown> {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      return super._query(connection, obj);
+    }
+  };
 }
 
 export function dbKind(knex: Knex): DbKind {

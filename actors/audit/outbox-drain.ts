@@ -6,6 +6,8 @@ import { drainAuditOutbox, recordAuditLater } from '../../storage/audit-outbox.j
 
 /** A crash's leftovers and another node's entries are picked up within this; a node's own go at once. */
 const SWEEP_EVERY_MS = 2_000;
+/** Entries moved per drain transaction. */
+const DRAIN_BATCH = 500;
 /** At shutdown, rounds of draining before what is left is left to the next node that starts. */
 const FINAL_ROUNDS = 10;
 
@@ -75,7 +77,9 @@ export class AuditOutbox implements NodeService {
     do {
       this.again = false;
       try {
-        while ((await drainAuditOutbox(this.db)) > 0 && !this.stopped);
+        // A batch smaller than the limit was all there was (or all another node has not locked): asking again
+        // would be a transaction that finds nothing, once per audited request (issue 19).
+        while ((await drainAuditOutbox(this.db, DRAIN_BATCH)) === DRAIN_BATCH && !this.stopped);
       } catch (err) {
         this.log.warn({ err }, 'audit outbox drain failed; retried on the next sweep');
         return;

@@ -8,10 +8,13 @@
 // the second half of the streams, each read after a full collection the server runs on SIGUSR2, see
 // gc-on-signal.mjs; the figure is the larger of the two deltas, see `perStream`), delivered events/s while the
 // server publishes as fast as it can (the node: concurrent `POST /api/daemon/credentials/rotate` calls through the
-// real route, cycling orgs), and the latency from the publish call to the frame on each stream of the group.
+// real route, cycling orgs), and the latency from the publish call to the frame on each stream of the group; then,
+// with all of them still open, the latency to the one stream of an org that has a single daemon (`--lone-probes`
+// events), which is what a daemon of a small org sees: a broadcast to 1,000 streams takes, on these VMs, as long as
+// the kernel needs for 1,000 loopback sends, whoever makes them (the ceiling's own p99 reads 40 to 120 ms).
 // Prints one table and the goals; exits 1 when a goal is missed.
 //   npx tsx ops/bench/sse.ts [--streams 10000] [--orgs 10] [--daemons-per-org 10] [--rounds 3] [--duration 5]
-//     [--probes 20] [--concurrency 16] [--cpu-prof <dir>] [--baseline <checkout>]
+//     [--probes 20] [--lone-probes 100] [--concurrency 16] [--cpu-prof <dir>] [--baseline <checkout>]
 // --baseline <checkout> (another worktree of this repository, node_modules linked) measures that checkout's node too,
 // in every round right after this tree's, and prints its event rate / ceiling and p99 beside this tree's.
 // With --cpu-prof the node is profiled, and <dir>/windows.jsonl names each round's latency probes and publishing
@@ -35,6 +38,7 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '3' },
     duration: { type: 'string', default: '5' },
     probes: { type: 'string', default: '20' },
+    'lone-probes': { type: 'string', default: '100' },
     concurrency: { type: 'string', default: '16' },
     'cpu-prof': { type: 'string' },
     baseline: { type: 'string' },
@@ -46,8 +50,9 @@ const daemonsPerOrg = Number(values['daemons-per-org']);
 const rounds = Number(values.rounds);
 const duration = Number(values.duration);
 const probes = Number(values.probes);
+const loneProbes = Number(values['lone-probes']);
 const concurrency = Number(values.concurrency);
-for (const [name, v] of Object.entries({ streamCount, orgCount, daemonsPerOrg, rounds, duration, probes, concurrency })) {
+for (const [name, v] of Object.entries({ streamCount, orgCount, daemonsPerOrg, rounds, duration, probes, loneProbes, concurrency })) {
   if (!Number.isInteger(v) || v < 1) throw new Error(`--${name} must be a positive integer`);
 }
 
@@ -89,37 +94,50 @@ class SseSocket {
   constructor(readonly socket: net.Socket, readonly group: number) {}
 }
 
+/**
+ * The client reads with `onread` into one buffer shared by every socket: with 'data' events each read went through
+ * Node's stream machinery and a fresh Buffer, ~20 µs a socket on this machine, so a probe to a group of 1,000 streams
+ * measured mostly this process working through its own sockets (the ceiling's p99 read 42 to 83 ms).
+ */
+const sharedReadBuffer = Buffer.allocUnsafe(64 * 1024);
+const DATA_LINE = Buffer.from('data: ');
+
 function openStream(port: number, target: string, token: string | undefined, group: number, onFrame: (s: SseSocket) => void, openMarker: string): Promise<SseSocket> {
   return new Promise((resolve, reject) => {
-    const socket = net.connect(port, '127.0.0.1');
-    const s = new SseSocket(socket, group);
+    let s: SseSocket;
     let head = '';
     let opened = false;
+    const onRead = (nread: number, buf: Buffer): boolean => {
+      if (!opened) {
+        head += buf.toString('latin1', 0, nread);
+        if (!head.startsWith('HTTP/1.1 200')) {
+          if (head.includes('\r\n\r\n')) { clearTimeout(timer); socket.destroy(); reject(new Error(`stream ${target}: ${head.slice(0, 200)}`)); }
+          return true;
+        }
+        if (!head.includes(openMarker)) return true;
+        opened = true;
+        head = '';
+        clearTimeout(timer);
+        resolve(s);
+        return true;
+      }
+      const arrived = now();
+      let n = 0;
+      const chunk = buf.subarray(0, nread);
+      for (let at = chunk.indexOf(DATA_LINE); at >= 0; at = chunk.indexOf(DATA_LINE, at + 6)) n++;
+      if (n > 0) {
+        s.frames += n;
+        s.lastArrival = arrived;
+        onFrame(s);
+      }
+      return true;
+    };
+    const socket = net.connect({ port, host: '127.0.0.1', onread: { buffer: sharedReadBuffer, callback: onRead } } as net.NetConnectOpts);
+    s = new SseSocket(socket, group);
     const timer = setTimeout(() => { socket.destroy(); reject(new Error(`stream ${target} did not open in 60 s`)); }, 60_000);
     socket.setNoDelay(true);
     socket.on('connect', () => {
       socket.write(`GET ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n${token ? `Authorization: Bearer ${token}\r\n` : ''}\r\n`);
-    });
-    socket.on('data', (chunk: Buffer) => {
-      if (!opened) {
-        head += chunk.toString('latin1');
-        if (!head.startsWith('HTTP/1.1 200')) {
-          if (head.includes('\r\n\r\n')) { clearTimeout(timer); socket.destroy(); reject(new Error(`stream ${target}: ${head.slice(0, 200)}`)); }
-          return;
-        }
-        if (!head.includes(openMarker)) return;
-        opened = true;
-        clearTimeout(timer);
-        resolve(s);
-        return;
-      }
-      let n = 0;
-      for (let at = chunk.indexOf('data: '); at >= 0; at = chunk.indexOf('data: ', at + 6)) n++;
-      if (n > 0) {
-        s.frames += n;
-        s.lastArrival = now();
-        onFrame(s);
-      }
     });
     socket.on('error', () => {});
     socket.on('close', () => { s.closed = true; if (!opened) { clearTimeout(timer); reject(new Error(`stream ${target} closed before opening`)); } });
@@ -157,6 +175,8 @@ interface Subject {
   readonly memoryFile: string;
   /** Path and token of stream i, and the group (org) it belongs to. */
   stream(i: number): { target: string; token?: string; group: number };
+  /** The one stream of a group of its own (group `orgCount`): an org with a single daemon. */
+  loneStream(): { target: string; token?: string; group: number };
   readonly openMarker: string;
   /** Publishes one event to a group. */
   publishOnce(group: number): Promise<void>;
@@ -168,6 +188,8 @@ interface RoundResult {
   /** The figure G6 counts: max(rssPerStreamKb, livePerStreamKb), never negative (see `perStream`). */
   perStreamKb: number;
   rssPerStreamKb: number; livePerStreamKb: number; heapTotalPerStreamKb: number; eventsPerSecond: number; p50Ms: number; p99Ms: number; lost: number; opened: number;
+  /** Publish → frame on the one stream of a single-daemon org, with every other stream open. */
+  loneP50Ms: number; loneP99Ms: number;
 }
 
 /**
@@ -218,6 +240,10 @@ async function measure(subject: Subject): Promise<RoundResult> {
   const sockets = [...firstHalf, ...secondHalf];
   await sleep(500);
   const after = await settledMemory(subject);
+  const lone = await (() => {
+    const { target, token, group } = subject.loneStream();
+    return openStream(subject.server.port, target, token, group, onFrame, subject.openMarker);
+  })();
 
   // Latency: one event at a time, each to one group, until every stream of that group has it.
   const latencies: number[] = [];
@@ -238,9 +264,24 @@ async function measure(subject: Subject): Promise<RoundResult> {
     }
     pendingGroup = -1;
   }
+  // The same to one daemon's stream: a mutation for a daemon of a small org, with 10,000 others connected.
+  const loneLatencies: number[] = [];
+  for (let p = 0; p < loneProbes; p++) {
+    lone.waiting = lone.frames + 1;
+    pendingGroup = lone.group;
+    pending = 1;
+    const done = new Promise<void>((r) => { release = r; });
+    const t0 = now();
+    await subject.publishOnce(lone.group);
+    await Promise.race([done, sleep(5000)]);
+    if (lone.waiting > 0) { lost++; lone.waiting = 0; } else loneLatencies.push(lone.lastArrival - t0);
+    pendingGroup = -1;
+  }
   measured(`${subject.name} probes`, probesFrom);
   latencies.sort((a, b) => a - b);
-  const pct = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? NaN;
+  loneLatencies.sort((a, b) => a - b);
+  const pctOf = (xs: number[], q: number) => xs[Math.min(xs.length - 1, Math.floor(q * xs.length))] ?? NaN;
+  const pct = (q: number) => pctOf(latencies, q);
 
   // Rate: frames delivered to all streams inside the publishing window.
   const total = () => sockets.reduce((n, s) => n + s.frames, 0);
@@ -257,7 +298,7 @@ async function measure(subject: Subject): Promise<RoundResult> {
   measured(`${subject.name} publishing`, publishingFrom);
   await window;
   const closedEarly = sockets.filter((s) => s.closed).length;
-  for (const s of sockets) s.socket.destroy();
+  for (const s of [...sockets, lone]) s.socket.destroy();
   await sleep(1000);
   const rssPerStreamKb = (after.rssKb - before.rssKb) / (streamCount - half);
   const livePerStreamKb = (after.liveKb - before.liveKb) / (streamCount - half);
@@ -265,6 +306,7 @@ async function measure(subject: Subject): Promise<RoundResult> {
     perStreamKb: perStream(rssPerStreamKb, livePerStreamKb), rssPerStreamKb, livePerStreamKb,
     heapTotalPerStreamKb: (after.heapTotalKb - before.heapTotalKb) / (streamCount - half), eventsPerSecond: (end - start) / ((t1 - t0) / 1000),
     p50Ms: pct(0.5), p99Ms: pct(0.99), lost: lost + closedEarly, opened: sockets.length,
+    loneP50Ms: pctOf(loneLatencies, 0.5), loneP99Ms: pctOf(loneLatencies, 0.99),
   };
 }
 
@@ -280,12 +322,12 @@ async function startNodeSubject(name: string, root: string, nodeArgs: readonly s
   }, '0', [...gcOnSignal, ...nodeArgs]);
   servers.push(nodeServer);
   const base = `http://127.0.0.1:${nodeServer.port}`;
-  process.stderr.write(`${name}: provisioning ${orgCount} orgs x ${daemonsPerOrg} daemons...\n`);
-  const orgs = await inBatches(orgCount, 4, async (o) => {
+  process.stderr.write(`${name}: provisioning ${orgCount} orgs x ${daemonsPerOrg} daemons, and one org of one daemon...\n`);
+  const orgs = await inBatches(orgCount + 1, 4, async (o) => {
     const org = await call('POST', `${base}/api/admin/orgs`, adminToken, { name: `Bench ${o}`, owner: { email: `bench${o}@bench.test` } });
     const orgId = org.org.id as string;
     await call('PUT', `${base}/api/org/${orgId}/credentials/github-token`, org.userToken, { provider: 'static', value: `ghp_bench_${o}_${'x'.repeat(40)}` });
-    const daemons = await inBatches(daemonsPerOrg, 4, (i) => call('POST', `${base}/v1/daemon/register`, undefined, {
+    const daemons = await inBatches(o === orgCount ? 1 : daemonsPerOrg, 4, (i) => call('POST', `${base}/v1/daemon/register`, undefined, {
       registrationToken: org.registrationToken, hostname: `bench-${o}-${i}`, maxAgents: 4,
     }));
     return { orgId, apiKey: org.apiKey.fullKey as string, jwts: daemons.map((d) => d.runtimeJwt as string) };
@@ -300,6 +342,7 @@ async function startNodeSubject(name: string, root: string, nodeArgs: readonly s
       const jwts = orgs[group]!.jwts;
       return { target: '/api/daemon/credentials/stream', token: jwts[Math.floor(i / orgCount) % jwts.length], group };
     },
+    loneStream: () => ({ target: '/api/daemon/credentials/stream', token: orgs[orgCount]!.jwts[0], group: orgCount }),
     openMarker: 'event: ready',
     async publishOnce(group) { await rotate(group); },
     async blast(seconds) {
@@ -323,6 +366,7 @@ try {
     memoryFile: ceilingMemory,
     server: ceilingServer,
     stream: (i) => ({ target: `/sse?g=${i % orgCount}`, group: i % orgCount }),
+    loneStream: () => ({ target: `/sse?g=${orgCount}`, group: orgCount }),
     openMarker: ':ok\n\n',
     async publishOnce(group) { await call('POST', `http://127.0.0.1:${ceilingServer.port}/once?g=${group}`, undefined); },
     async blast(seconds) { await call('POST', `http://127.0.0.1:${ceilingServer.port}/blast?seconds=${seconds}`, undefined); },
@@ -341,7 +385,8 @@ try {
       const r = await measure(subject);
       results.get(subject.name)!.push(r);
       process.stderr.write(`round ${round}/${rounds} ${subject.name}: ${r.opened} streams, ${r.perStreamKb.toFixed(2)} KB/stream (RSS ${r.rssPerStreamKb.toFixed(2)}, live ${r.livePerStreamKb.toFixed(2)}, heap reserved ${r.heapTotalPerStreamKb.toFixed(2)}), `
-        + `${Math.round(r.eventsPerSecond)} events/s, latency p50 ${r.p50Ms.toFixed(1)} ms p99 ${r.p99Ms.toFixed(1)} ms, lost ${r.lost}\n`);
+        + `${Math.round(r.eventsPerSecond)} events/s, latency p50 ${r.p50Ms.toFixed(1)} ms p99 ${r.p99Ms.toFixed(1)} ms, `
+        + `one daemon's stream p50 ${r.loneP50Ms.toFixed(1)} ms p99 ${r.loneP99Ms.toFixed(1)} ms, lost ${r.lost}\n`);
     }
     rateRatios.push(results.get(node.name)!.at(-1)!.eventsPerSecond / results.get(ceiling.name)!.at(-1)!.eventsPerSecond);
     if (baseline !== undefined) baseRateRatios.push(results.get(baseline.name)!.at(-1)!.eventsPerSecond / results.get(ceiling.name)!.at(-1)!.eventsPerSecond);
@@ -356,6 +401,8 @@ try {
     'events/s (median)': Math.round(median(rs.map((r) => r.eventsPerSecond))),
     'p50 ms': median(rs.map((r) => r.p50Ms)),
     'p99 ms': median(rs.map((r) => r.p99Ms)),
+    'one stream p50 ms': median(rs.map((r) => r.loneP50Ms)),
+    'one stream p99 ms': median(rs.map((r) => r.loneP99Ms)),
     lost: rs.reduce((n, r) => n + r.lost, 0),
   })));
   const mine = results.get(node.name)!;
@@ -363,7 +410,8 @@ try {
     { goal: `G6 streams opened (${streamCount})`, value: Math.min(...mine.map((r) => r.opened)), ok: (v: number) => v >= 10_000 && v >= streamCount, want: '>= 10000' },
     { goal: 'G6 memory per stream, KB', value: median(mine.map((r) => r.perStreamKb)), ok: (v: number) => v <= 4, want: '<= 4' },
     { goal: 'G6 event rate / ceiling', value: median(rateRatios), ok: (v: number) => v >= 0.5, want: '>= 0.50' },
-    { goal: 'G6 rotate -> stream p99, ms', value: median(mine.map((r) => r.p99Ms)), ok: (v: number) => v <= 50, want: '<= 50' },
+    { goal: `G6 rotate -> stream p99, ms (${Math.round(streamCount / orgCount)} streams an org)`, value: median(mine.map((r) => r.p99Ms)), ok: (v: number) => v <= 50, want: '<= 50' },
+    { goal: 'G6 rotate -> stream p99, ms (one daemon\'s stream)', value: median(mine.map((r) => r.loneP99Ms)), ok: (v: number) => v <= 50, want: '<= 50' },
     { goal: 'G6 frames lost or streams cut', value: mine.reduce((n, r) => n + r.lost, 0), ok: (v: number) => v === 0, want: '0' },
   ];
   console.log('');
