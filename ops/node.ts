@@ -212,6 +212,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     closers.push(async () => watch.stop());
     phaseDone('resume and probes');
     log.info({ port: http.port, ...engines, dependencies, startMs: Math.round(performance.now()), phases }, 'troupe node ready');
+    services.drain.markStarted();
     // Cedar loads with the first decision so an idle embedded node never holds it (decision 0057); a node on real
     // engines is there to serve, so it loads Cedar now, after ready, and its first request does not pay ~0.35 s.
     if (config.databaseUrl) {

@@ -312,7 +312,7 @@ describe('the console in Chromium (embedded engines)', function () {
     await eventually(async () => {
       const shown = await page.evaluate(`navigator.serviceWorker.ready.then((r) => r.getNotifications()).then((list) => list.map((n) => n.title + ': ' + n.body))`) as string[];
       return shown.includes('Approval needed: Approve the hotfix');
-    }, 'the service worker showed the notification');
+    }, 'the service worker showed the notification', 30_000);
     expect(push.errors).to.deep.equal([]);
   });
 });
