@@ -123,21 +123,17 @@ export async function startHttpServer<D extends AuthDeps>(options: HttpServerOpt
     // The request's trace (W3C traceparent, the caller's trace id kept): every log line and every ask or tell
     // made while serving it carries it, to the node that runs the actor (issue 20). Its ids are drawn when first read.
     const trace = new EdgeTrace(copied.headers.traceparent, copied.requestId);
-    if ((gate !== undefined && c.admitted) || c.route.limitsSource) {
-      const body = c.bodyKind === 'none'
-        ? Promise.resolve(EMPTY_BODY)
-        : collectBody(res, { limit: c.bodyLimit, declaredLength: copied.headers['content-length'], onAbort: exchange.onAbort });
-      if (gate === undefined || !c.admitted) void withTrace(trace, () => serve(c, exchange, copied, body, started, false));
-      else void admit(c, exchange, copied, body, started, trace);
+    const viaGate = gate !== undefined && c.admitted;
+    const bodyOptions = { limit: c.bodyLimit, declaredLength: copied.headers['content-length'], onAbort: exchange.onAbort };
+    // A write waiting for a slot, or a route that checks the source address before the body, is served as a promise.
+    if (viaGate || c.route.limitsSource) {
+      const body = c.bodyKind === 'none' ? Promise.resolve(EMPTY_BODY) : collectBody(res, bodyOptions);
+      if (viaGate) void admit(c, exchange, copied, body, started, trace);
+      else void withTrace(trace, () => serve(c, exchange, copied, body, started, false));
       return;
     }
-    if (c.bodyKind === 'none') {
-      withTrace(trace, () => serveRead(c, exchange, copied, EMPTY_BODY, started));
-      return;
-    }
-    readBody(res, { limit: c.bodyLimit, declaredLength: copied.headers['content-length'], onAbort: exchange.onAbort }, (body) => {
-      withTrace(trace, () => serveRead(c, exchange, copied, body, started));
-    });
+    if (c.bodyKind === 'none') withTrace(trace, () => serveRead(c, exchange, copied, EMPTY_BODY, started));
+    else readBody(res, bodyOptions, (body) => withTrace(trace, () => serveRead(c, exchange, copied, body, started)));
   }
 
   /** A write: served once the admission gate lets it in, or refused at once (`shed`). */
