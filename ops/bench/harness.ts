@@ -1,5 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import autocannon from 'autocannon';
 
@@ -12,6 +12,18 @@ export interface RunningServer {
   readonly port: number;
   readonly child: ChildProcess;
   stop(): Promise<void>;
+}
+
+/**
+ * The node options `npm start` gives (`exec node <options> ops/start.mjs` in the tree's package.json), so a measured
+ * node runs as a started one does: V8's helper threads (--v8-pool-size), its young generation (--max-semi-space-size)
+ * and source maps all change what it costs and keeps.
+ */
+export function startFlags(root: string): string[] {
+  const script = (JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
+  const match = /\bnode\s+(.*?)\s*ops\/start\.mjs/.exec(script);
+  if (!match) throw new Error(`cannot read the node options from ${root}'s start script: ${script}`);
+  return match[1]!.split(/\s+/).filter((flag) => flag.startsWith('--'));
 }
 
 // An embedded node migrates its database at start: at a load average of 12 on two cores that took over a minute.

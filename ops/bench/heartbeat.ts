@@ -22,7 +22,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import {
-  median, printTable, requireWrk, runWrk, serverErrorCount, startServer, writeRequestFile, type PostRequest, type RunningServer, type WrkResult,
+  median, printTable, requireWrk, runWrk, serverErrorCount, startFlags, startServer, writeRequestFile, type PostRequest, type RunningServer, type WrkResult,
 } from './harness.js';
 import { generateMasterKey } from '../secrets.js';
 
@@ -98,7 +98,7 @@ async function startNode(label: string, extraEnv: NodeJS.ProcessEnv, nodeArgs: r
   } else {
     delete nodeEnv.DATABASE_URL;
   }
-  const node = await startServer(path.join(root, 'ops/main.ts'), nodeEnv, '0', nodeArgs);
+  const node = await startServer(path.join(root, 'ops/main.ts'), nodeEnv, '0', [...startFlags(root), ...nodeArgs]);
   servers.push(node);
   const base = `http://127.0.0.1:${node.port}`;
   const org = await json(`${base}/api/admin/orgs`, { token: adminToken, body: { name: 'Bench', owner: { email: 'bench@bench.test' } } });
@@ -150,7 +150,9 @@ try {
     await adminPg.connect();
   }
   const env = { TROUPE_MASTER_KEY: masterKey };
-  for (const mode of ['parse', 'cached', 'jose']) servers.push(await startServer(path.join(here, 'ceilings/uws-post-heartbeat.ts'), { ...env, CEILING_MODE: mode }));
+  // The ceilings run with the node's start options too, so a ratio compares code, not V8 settings.
+  const ceilingFlags = startFlags(path.join(here, '../..'));
+  for (const mode of ['parse', 'cached', 'jose']) servers.push(await startServer(path.join(here, 'ceilings/uws-post-heartbeat.ts'), { ...env, CEILING_MODE: mode }, '0', ceilingFlags));
   const [parse, cached, jose] = servers as [RunningServer, RunningServer, RunningServer];
   const cpuProf = values['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(values['cpu-prof'])}`] : [];
   // Measured windows in CLOCK_MONOTONIC µs, the clock of the profile's timestamps.

@@ -34,7 +34,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { median, printTable, startServer, type RunningServer } from './harness.js';
+import { median, printTable, startFlags, startServer, type RunningServer } from './harness.js';
 import { generateMasterKey } from '../secrets.js';
 
 const { values } = parseArgs({
@@ -162,7 +162,7 @@ async function startNode(set: string, tree: string, root: string): Promise<Node>
   if (set === 'pg+amqp') Object.assign(env, { AMQP_URL: amqpUrl, TROUPE_AMQP_PREFIX: `bench-lc-${tag}-${tree}` });
   const profile = values['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(values['cpu-prof'], label.replace(/\W/g, '_'))}`] : [];
   process.stderr.write(`starting ${name}...\n`);
-  const server = await startServer(path.join(root, 'ops/bench/bench-node.ts'), env, '0', profile);
+  const server = await startServer(path.join(root, 'ops/bench/bench-node.ts'), env, '0', [...startFlags(root), ...profile]);
   servers.push(server);
   const base = new URL(`http://127.0.0.1:${server.port}`);
   const org = await ok(base, '/api/admin/orgs', adminToken, { name: 'Bench', owner: { email: 'bench@bench.test' } });

@@ -33,7 +33,7 @@ import { parseArgs } from 'node:util';
 import amqp from 'amqplib';
 import { Redis } from 'ioredis';
 import pg from 'pg';
-import { printTable } from './harness.js';
+import { printTable, startFlags } from './harness.js';
 import { generateMasterKey } from '../secrets.js';
 import { deleteTopology, shardTopology } from '../../transport/amqp/topology.js';
 
@@ -117,17 +117,6 @@ function startNode(root: string, env: NodeJS.ProcessEnv, pinned = true): Promise
     });
     child.once('exit', (code) => { clearTimeout(timer); reject(new Error(`node exited with ${code} before it was ready`)); });
   });
-}
-
-/**
- * The node options `npm start` gives (`exec node <options> ops/start.mjs` in the tree's package.json), so a measured
- * node runs as a started one does: V8's helper threads (--v8-pool-size) and source maps both change what it keeps.
- */
-function startFlags(root: string): string[] {
-  const script = (JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
-  const match = /\bnode\s+(.*?)\s*ops\/start\.mjs/.exec(script);
-  if (!match) throw new Error(`cannot read the node options from ${root}'s start script: ${script}`);
-  return match[1]!.split(/\s+/).filter((flag) => flag.startsWith('--'));
 }
 
 function pinToCore0(node: Node): void {

@@ -27,7 +27,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { median, printTable, startServer, type RunningServer } from './harness.js';
+import { median, printTable, startFlags, startServer, type RunningServer } from './harness.js';
 import { generateMasterKey } from '../secrets.js';
 
 const { values } = parseArgs({
@@ -319,7 +319,7 @@ async function startNodeSubject(name: string, root: string, nodeArgs: readonly s
     TROUPE_ADMIN_TOKEN: adminToken, TROUPE_LOG_LEVEL: 'info', BENCH_MEMORY_FILE: nodeMemory,
     // Stopped at once: a node still in its shutdown delay when the harness's SIGKILL comes writes no --cpu-prof profile.
     TROUPE_SHUTDOWN_DELAY_MS: '0',
-  }, '0', [...gcOnSignal, ...nodeArgs]);
+  }, '0', [...startFlags(root), ...gcOnSignal, ...nodeArgs]);
   servers.push(nodeServer);
   const base = `http://127.0.0.1:${nodeServer.port}`;
   process.stderr.write(`${name}: provisioning ${orgCount} orgs x ${daemonsPerOrg} daemons, and one org of one daemon...\n`);
@@ -359,7 +359,7 @@ const servers: RunningServer[] = [];
 let failed = false;
 try {
   const ceilingMemory = path.join(workDir, 'ceiling-memory.json');
-  const ceilingServer = await startServer(path.join(here, 'ceilings/uws-sse.ts'), { BENCH_MEMORY_FILE: ceilingMemory }, '0', gcOnSignal);
+  const ceilingServer = await startServer(path.join(here, 'ceilings/uws-sse.ts'), { BENCH_MEMORY_FILE: ceilingMemory }, '0', [...startFlags(path.join(here, '../..')), ...gcOnSignal]);
   servers.push(ceilingServer);
   const ceiling: Subject = {
     name: 'ceiling uWS SSE',
