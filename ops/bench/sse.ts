@@ -4,9 +4,9 @@
 // round by round. Servers run in their own process pinned to core 0; this process is the load and pins itself to
 // core 1. Clients are raw sockets (a GET written by hand, frames counted by their `data: ` lines): fetch would cost
 // more than the servers being measured.
-// Per round and server: memory per stream (VmRSS and the live JS heap plus external memory, before and after opening
-// the second half of the streams, each read after a full collection the server runs on SIGUSR2, see
-// gc-on-signal.mjs; the figure is the larger of the two deltas, see `perStream`), delivered events/s while the
+// Per round and server: memory per stream (VmRSS less the JS heap's unused committed space, and the live JS heap plus
+// external memory, before and after opening the second half of the streams, each read after a full collection the
+// server runs on SIGUSR2, see gc-on-signal.mjs; the figure is the larger of the two deltas, see `perStream`), delivered events/s while the
 // server publishes as fast as it can (the node: concurrent `POST /api/daemon/credentials/rotate` calls through the
 // real route, cycling orgs), and the latency from the publish call to the frame on each stream of the group; then,
 // with all of them still open, the latency to the one stream of an org that has a single daemon (`--lone-probes`
@@ -185,25 +185,28 @@ interface Subject {
 }
 
 interface RoundResult {
-  /** The figure G6 counts: max(rssPerStreamKb, livePerStreamKb), never negative (see `perStream`). */
+  /** The figure G6 counts: max(residentPerStreamKb, livePerStreamKb), never negative (see `perStream`). */
   perStreamKb: number;
-  rssPerStreamKb: number; livePerStreamKb: number; heapTotalPerStreamKb: number; eventsPerSecond: number; p50Ms: number; p99Ms: number; lost: number; opened: number;
+  rssPerStreamKb: number; residentPerStreamKb: number; livePerStreamKb: number; heapTotalPerStreamKb: number; eventsPerSecond: number; p50Ms: number; p99Ms: number; lost: number; opened: number;
   /** Publish → frame on the one stream of a single-daemon org, with every other stream open. */
   loneP50Ms: number; loneP99Ms: number;
 }
 
 /**
- * What a stream costs. The RSS delta counts native memory too (uWS socket state), but it can read low, even
- * negative: between the two readings the allocator may hand back pages that earlier garbage had held (a run read
- * -3.7 KB). The live heap plus external memory after a full collection cannot shrink as streams are added, since
- * the open streams hold everything they allocated; it misses native memory. The larger of the two is never below
- * what the streams hold in the JS heap, and is RSS whenever RSS reads sanely.
+ * What a stream costs. The RSS delta counts native memory too (uWS socket state), but V8's heap reservation moves
+ * it: the heap grows its committed space in steps, and keeps or returns pages it no longer uses, a swing of up to
+ * ~25 MB between two readings whatever the streams hold (rounds of the same tree read -4.3 and 5.2 KB a stream).
+ * `residentKb` is the RSS delta less the change in the heap's committed-but-unused space (heapTotal - heapUsed,
+ * after a full collection): what the process holds, native memory included, without the collector's spare room.
+ * The live heap plus external memory cannot shrink as streams are added, since the open streams hold everything
+ * they allocated; it misses native memory. The larger of the two is never below what the streams hold in the JS
+ * heap, and counts their native memory whenever the allocator does not hand back old pages between the readings.
  */
-function perStream(rssKb: number, liveKb: number): number {
-  return Math.max(rssKb, liveKb, 0);
+function perStream(residentKb: number, liveKb: number): number {
+  return Math.max(residentKb, liveKb, 0);
 }
 
-interface MemoryReading { readonly rssKb: number; readonly liveKb: number; readonly heapTotalKb: number }
+interface MemoryReading { readonly rssKb: number; readonly liveKb: number; readonly heapTotalKb: number; readonly heapFreeKb: number }
 
 /**
  * Memory after a full collection in the server (gc-on-signal.mjs): VmRSS, and the live JS heap plus external
@@ -215,7 +218,7 @@ async function settledMemory(subject: Subject): Promise<MemoryReading> {
   process.kill(pid, 'SIGUSR2');
   await sleep(500);
   const usage = JSON.parse(readFileSync(subject.memoryFile, 'utf8')) as { heapUsed: number; heapTotal: number; external: number };
-  return { rssKb: rssKb(pid), liveKb: (usage.heapUsed + usage.external) / 1024, heapTotalKb: usage.heapTotal / 1024 };
+  return { rssKb: rssKb(pid), liveKb: (usage.heapUsed + usage.external) / 1024, heapTotalKb: usage.heapTotal / 1024, heapFreeKb: (usage.heapTotal - usage.heapUsed) / 1024 };
 }
 
 async function measure(subject: Subject): Promise<RoundResult> {
@@ -301,9 +304,10 @@ async function measure(subject: Subject): Promise<RoundResult> {
   for (const s of [...sockets, lone]) s.socket.destroy();
   await sleep(1000);
   const rssPerStreamKb = (after.rssKb - before.rssKb) / (streamCount - half);
+  const residentPerStreamKb = (after.rssKb - after.heapFreeKb - (before.rssKb - before.heapFreeKb)) / (streamCount - half);
   const livePerStreamKb = (after.liveKb - before.liveKb) / (streamCount - half);
   return {
-    perStreamKb: perStream(rssPerStreamKb, livePerStreamKb), rssPerStreamKb, livePerStreamKb,
+    perStreamKb: perStream(residentPerStreamKb, livePerStreamKb), rssPerStreamKb, residentPerStreamKb, livePerStreamKb,
     heapTotalPerStreamKb: (after.heapTotalKb - before.heapTotalKb) / (streamCount - half), eventsPerSecond: (end - start) / ((t1 - t0) / 1000),
     p50Ms: pct(0.5), p99Ms: pct(0.99), lost: lost + closedEarly, opened: sockets.length,
     loneP50Ms: pctOf(loneLatencies, 0.5), loneP99Ms: pctOf(loneLatencies, 0.99),
@@ -384,7 +388,7 @@ try {
     for (const subject of subjects) {
       const r = await measure(subject);
       results.get(subject.name)!.push(r);
-      process.stderr.write(`round ${round}/${rounds} ${subject.name}: ${r.opened} streams, ${r.perStreamKb.toFixed(2)} KB/stream (RSS ${r.rssPerStreamKb.toFixed(2)}, live ${r.livePerStreamKb.toFixed(2)}, heap reserved ${r.heapTotalPerStreamKb.toFixed(2)}), `
+      process.stderr.write(`round ${round}/${rounds} ${subject.name}: ${r.opened} streams, ${r.perStreamKb.toFixed(2)} KB/stream (RSS ${r.rssPerStreamKb.toFixed(2)}, RSS less unused heap ${r.residentPerStreamKb.toFixed(2)}, live ${r.livePerStreamKb.toFixed(2)}, heap reserved ${r.heapTotalPerStreamKb.toFixed(2)}), `
         + `${Math.round(r.eventsPerSecond)} events/s, latency p50 ${r.p50Ms.toFixed(1)} ms p99 ${r.p99Ms.toFixed(1)} ms, `
         + `one daemon's stream p50 ${r.loneP50Ms.toFixed(1)} ms p99 ${r.loneP99Ms.toFixed(1)} ms, lost ${r.lost}\n`);
     }
@@ -397,6 +401,7 @@ try {
     config: name,
     'KB/stream': median(rs.map((r) => r.perStreamKb)),
     'RSS KB/stream': median(rs.map((r) => r.rssPerStreamKb)),
+    'RSS less unused heap': median(rs.map((r) => r.residentPerStreamKb)),
     'live KB/stream': median(rs.map((r) => r.livePerStreamKb)),
     'events/s (median)': Math.round(median(rs.map((r) => r.eventsPerSecond))),
     'p50 ms': median(rs.map((r) => r.p50Ms)),
