@@ -75,6 +75,8 @@ describe('troupe worker across a node restart (real engines)', function () {
     expect(done.costUsd).to.equal(0.01);
     expect(done.timeline.map((t: { status: string }) => t.status), 'each status once').to.deep.equal(['pending', 'claimed', 'running', 'finalizing', 'completed']);
     expect(done.activities.filter((x: { kind: string }) => x.kind === 'session.completed')).to.have.length(1);
+    // The node records `completed` before its answer reaches the worker, which logs the report only then.
+    await w.waitFor((l) => l.event === 'session.reported' && l.sessionId === id, 10_000);
     expect(w.lines.filter((l) => l.event === 'session.reported' && l.sessionId === id)).to.have.length(1);
     expect(readdirSync(path.join(w.stateDir, 'reports'))).to.deep.equal([]);
     expect(w.lines.filter((l) => l.event === 'session.started'), 'the agent ran once').to.have.length(1);
