@@ -55,12 +55,39 @@ function collectHeader(key: string, value: string): void {
   headers[key] = prior === undefined ? value : `${prior}${key === 'cookie' ? '; ' : ', '}${value}`;
 }
 
-/** `method` is the route's own (upper case) when it matched one method; otherwise it is read from the request. */
-export function copyRequest(req: UwsRequest, paramCount: number, method?: string): CopiedRequest {
+/**
+ * Every request header the edge itself reads (authentication, body reader, trace, request id, client address, the
+ * same-origin check), whatever the route: what a route that names its headers (`Route.readsHeaders`) still gets.
+ */
+export const EDGE_HEADERS: readonly string[] = Object.freeze([
+  'authorization', 'cookie', 'content-type', 'content-length', 'traceparent', 'x-request-id', 'x-forwarded-for',
+  'sec-fetch-site', 'origin', 'host',
+]);
+
+/** The headers a route gets: the edge's and its own (`readsHeaders`), or undefined for every header. */
+export function headersToCopy(readsHeaders: readonly string[] | undefined, sse: boolean): readonly string[] | undefined {
+  if (readsHeaders === undefined) return undefined;
+  return Object.freeze([...new Set([...EDGE_HEADERS, ...(sse ? ['last-event-id'] : []), ...readsHeaders.map((h) => h.toLowerCase())])]);
+}
+
+/**
+ * `method` is the route's own (upper case) when it matched one method; otherwise it is read from the request.
+ * `headerNames` (see `headersToCopy`) copies only those headers, each by name; without it, every header.
+ */
+export function copyRequest(req: UwsRequest, paramCount: number, method?: string, headerNames?: readonly string[]): CopiedRequest {
   const headers = new HeaderBag() as Record<string, string>;
-  collecting = headers;
-  req.forEach(collectHeader);
-  collecting = undefined;
+  if (headerNames === undefined) {
+    collecting = headers;
+    req.forEach(collectHeader);
+    collecting = undefined;
+  } else {
+    for (let i = 0; i < headerNames.length; i++) {
+      const name = headerNames[i]!;
+      // uWS answers '' for a header that is absent: an empty header reads as absent too.
+      const value = req.getHeader(name);
+      if (value !== '') headers[name] = value;
+    }
+  }
   const rawParams: string[] = [];
   for (let i = 0; i < paramCount; i++) rawParams.push(req.getParameter(i));
   const presentedId = headers['x-request-id'];

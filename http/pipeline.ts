@@ -6,7 +6,7 @@ import { authenticate, memoisedPrincipal, type AuthDeps } from './authenticate.j
 import { assertSameOriginWrite } from './csrf.js';
 import { decodeBody, DEFAULT_BODY_LIMIT } from './body.js';
 import { toErrorReply, type ErrorBody } from './errors.js';
-import { assertSafeHeaders, HeaderBag, type CopiedRequest } from './exchange.js';
+import { assertSafeHeaders, HeaderBag, headersToCopy, type CopiedRequest } from './exchange.js';
 import { orgPrincipal } from './principal.js';
 import type { BodyKind, HttpRequest, RateLimitKind, Reply, Route, RouteCall } from './types.js';
 import { compileRouteValidators, validateBody, validateQuery, type RouteValidators } from './validation.js';
@@ -42,6 +42,8 @@ export interface CompiledRoute<D> {
   readonly rateLimit: RateLimitKind | undefined;
   /** Counts against the node's admission budget for writes. */
   readonly admitted: boolean;
+  /** The headers copied out of uWS by name, or undefined for every header (`Route.readsHeaders`). */
+  readonly headerNames: readonly string[] | undefined;
 }
 
 /** Who the per-credential limits apply to: people and their tools. Workers (runtime tokens) are trusted for their org. */
@@ -67,6 +69,7 @@ export function compileRoute<D>(route: Route<D>, hooks: EdgeHooks): CompiledRout
     validators: compileRouteValidators(route),
     rateLimit: route.rateLimit === 'none' ? undefined : route.rateLimit ?? (route.method === 'get' ? undefined : 'write'),
     admitted: route.method !== 'get' && route.admission !== 'exempt',
+    headerNames: headersToCopy(route.readsHeaders, route.sse === true),
   };
 }
 

@@ -113,7 +113,7 @@ export async function startHttpServer<D extends AuthDeps>(options: HttpServerOpt
   /** The synchronous part, inside uWS's callback: copy the request, attach onAborted, start reading the body. */
   function accept(c: CompiledRoute<D>, res: UwsResponse, req: UwsRequest): void {
     const started = performance.now();
-    const copied = copyRequest(req, c.paramNames.length, c.method);
+    const copied = copyRequest(req, c.paramNames.length, c.method, c.headerNames);
     const exchange = new Exchange(res);
     if (draining) {
       finishWithError(exchange, copied, c.route.path, started, shuttingDown(copied, c.route.path));

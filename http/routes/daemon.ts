@@ -152,6 +152,8 @@ export function daemonRoutes(): Route<Deps>[] {
       path: '/v1/daemon/heartbeat',
       auth: 'runtime',
       admission: 'exempt',
+      // Only the edge's headers (its token is among them): the heartbeat's hot path copies nothing else.
+      readsHeaders: [],
       summary: 'Daemon liveness; delivers pending mutations (stamped deliveredAt before this answer) and refreshes the runtime JWT',
       tags: ['daemon'],
       bodySchema: heartbeatBody,
@@ -195,6 +197,7 @@ export function daemonRoutes(): Route<Deps>[] {
       auth: 'none',
       // Never 5xx, so never shed: like the heartbeat it only records into a batch, no database on its path.
       admission: 'exempt',
+      readsHeaders: [],
       summary: "A worker's per-step liveness (lastToolCalledAt); never answers 5xx, swallows auth and storage failures",
       tags: ['sessions', 'daemon'],
       bodySchema: { type: 'object', required: ['workerId'], properties: { workerId: { type: 'string', maxLength: 64 } } },

@@ -64,6 +64,10 @@ export async function inject<D extends AuthDeps>(route: Route<D>, req: InjectReq
     headers['content-type'] ??= 'application/json';
   }
   if (bytes !== undefined) headers['content-length'] = String(bytes.length);
+  // As the edge copies them: a route that names its headers sees only those (and an empty one as absent).
+  if (c.headerNames !== undefined) {
+    for (const name of Object.keys(headers)) if (!c.headerNames.includes(name) || headers[name] === '') delete headers[name];
+  }
   const presentedId = headers['x-request-id'];
   const requestId = presentedId !== undefined && /^[A-Za-z0-9._:-]{1,128}$/.test(presentedId) ? presentedId : nextRequestId();
   const rawParams = req.rawParams ?? c.paramNames.map((name) => encodeURIComponent(req.params?.[name] ?? ''));
