@@ -1,3 +1,4 @@
+import net from 'node:net';
 import { Registry } from 'prom-client';
 import { pino, type Logger } from 'pino';
 import { Writable } from 'node:stream';
@@ -149,4 +150,19 @@ export async function call(baseUrl: string, method: string, path: string, option
   let json: unknown;
   if ((res.headers.get('content-type') ?? '').startsWith('application/json')) json = JSON.parse(text);
   return { status: res.status, headers: res.headers, json, text };
+}
+
+/** Sends raw bytes on a fresh connection and resolves with everything the server wrote back before closing. */
+export function rawExchange(port: number, head: string, body: Buffer): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1');
+    let received = '';
+    socket.on('data', (d) => {
+      received += d.toString('latin1');
+    });
+    socket.on('error', (err: NodeJS.ErrnoException) => (err.code === 'ECONNRESET' || err.code === 'EPIPE' ? resolve(received) : reject(err)));
+    socket.on('close', () => resolve(received));
+    socket.write(head);
+    socket.write(body);
+  });
 }

@@ -2,9 +2,8 @@
 // streaming, and the server stays healthy), not UTF-8 (400), not JSON (400), of the wrong content type (415) or
 // outside its schema (400 naming the field); raw routes get the exact bytes and form routes a field object.
 import { expect } from 'chai';
-import net from 'node:net';
 import type { Route } from '../../../http/types.js';
-import { startTestServer, type TestDeps, type TestServer } from '../../support/http.js';
+import { rawExchange, startTestServer, type TestDeps, type TestServer } from '../../support/http.js';
 
 const MiB = 1024 * 1024;
 const seen: unknown[] = [];
@@ -50,21 +49,6 @@ const routes: Route<TestDeps>[] = [
   },
   { method: 'get', path: '/healthz', auth: 'none', summary: 'health', handler: async () => ({ body: { ok: true } }) },
 ];
-
-/** Sends raw bytes on a fresh connection and resolves with everything the server wrote back before closing. */
-function rawExchange(port: number, head: string, body: Buffer): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const socket = net.connect(port, '127.0.0.1');
-    let received = '';
-    socket.on('data', (d) => {
-      received += d.toString('latin1');
-    });
-    socket.on('error', (err: NodeJS.ErrnoException) => (err.code === 'ECONNRESET' || err.code === 'EPIPE' ? resolve(received) : reject(err)));
-    socket.on('close', () => resolve(received));
-    socket.write(head);
-    socket.write(body);
-  });
-}
 
 describe('http server: request bodies', () => {
   let t: TestServer;

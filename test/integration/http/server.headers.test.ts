@@ -2,10 +2,9 @@
 // the socket by name, while every other route gets every header; the edge's own checks (authentication, request id,
 // body length) work the same either way, and `inject` sees what the socket sees.
 import { expect } from 'chai';
-import net from 'node:net';
 import type { Route } from '../../../http/types.js';
 import { inject } from '../../support/inject.js';
-import { startTestServer, type TestDeps, type TestServer } from '../../support/http.js';
+import { rawExchange, startTestServer, type TestDeps, type TestServer } from '../../support/http.js';
 
 const echo = (req: { headers: Readonly<Record<string, string>>; body: unknown; requestId: string }) =>
   ({ body: { headers: { ...req.headers }, body: req.body, requestId: req.requestId } });
@@ -15,20 +14,12 @@ const routes: Route<TestDeps>[] = [
   { method: 'post', path: '/api/every', auth: 'none', summary: 'every header', handler: async (req) => echo(req) },
 ];
 
-/** Writes one request by hand: fetch cannot repeat a header or send one empty. */
-function rawPost(port: number, path: string, headerLines: string[], body: string): Promise<{ status: number; json: any }> {
-  return new Promise((resolve, reject) => {
-    const socket = net.connect({ port, host: '127.0.0.1' }, () => {
-      socket.write([`POST ${path} HTTP/1.1`, 'Host: 127.0.0.1', ...headerLines, `Content-Length: ${Buffer.byteLength(body)}`, 'Connection: close', '', body].join('\r\n'));
-    });
-    let text = '';
-    socket.on('data', (chunk) => { text += chunk.toString('utf8'); });
-    socket.on('error', reject);
-    socket.on('end', () => {
-      const [head = '', payload = ''] = text.split('\r\n\r\n');
-      resolve({ status: Number(head.split(' ')[1]), json: JSON.parse(payload) });
-    });
-  });
+/** Writes one request by hand (fetch cannot repeat a header or send one empty) and reads its status and JSON. */
+async function rawPost(port: number, path: string, headerLines: string[], body: string): Promise<{ status: number; json: any }> {
+  const head = [`POST ${path} HTTP/1.1`, 'Host: 127.0.0.1', ...headerLines, `Content-Length: ${Buffer.byteLength(body)}`, 'Connection: close', '', ''].join('\r\n');
+  const text = await rawExchange(port, head, Buffer.from(body));
+  const [status = '', payload = ''] = text.split('\r\n\r\n');
+  return { status: Number(status.split(' ')[1]), json: JSON.parse(payload) };
 }
 
 describe('http server: the headers a route reads', () => {
