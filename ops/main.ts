@@ -31,6 +31,18 @@ async function main(): Promise<void> {
   }
   config = loadConfig(process.env, { masterKey, adminToken });
 
+  // Listened for before the start: the node logs 'troupe node ready' inside startNode, and a supervisor that stops it
+  // at once could signal before this function resumes, when no handler was there yet and the signal's default action
+  // killed the node without a shutdown (the SIGINT test saw exit code null). A signal that comes while the node
+  // starts is held and acted on once it is up; the deadline is armed at once, so a start that hangs still ends.
+  let held: 'SIGTERM' | 'SIGINT' | undefined;
+  let onSignal = (signal: 'SIGTERM' | 'SIGINT'): void => {
+    if (held === undefined) armShutdownDeadline(config.shutdownDeadlineMs ?? config.shutdownDelayMs + config.shutdownGraceMs + DEADLINE_ALLOWANCE_MS, log);
+    if (held !== 'SIGINT') held = signal;
+  };
+  process.on('SIGTERM', () => onSignal('SIGTERM'));
+  process.on('SIGINT', () => onSignal('SIGINT'));
+
   const node = await startNode(config, { log });
 
   // SIGTERM (an orchestrator's stop): readiness turns 503 at once, the node keeps serving for the delay so load
@@ -47,7 +59,8 @@ async function main(): Promise<void> {
     node.beginDrain();
     const delayMs = signal === 'SIGTERM' ? config.shutdownDelayMs : 0;
     const deadlineMs = config.shutdownDeadlineMs ?? delayMs + config.shutdownGraceMs + DEADLINE_ALLOWANCE_MS;
-    armShutdownDeadline(deadlineMs, log);
+    // A signal held during the start armed the deadline when it came.
+    if (held === undefined) armShutdownDeadline(deadlineMs, log);
     log.info({ signal, delayMs, graceMs: config.shutdownGraceMs, deadlineMs }, 'shutting down: readiness is 503, serving until the delay ends, then draining');
     if (delayMs > 0) {
       await new Promise<void>((resolve) => {
@@ -70,8 +83,8 @@ async function main(): Promise<void> {
       },
     );
   };
-  process.on('SIGTERM', () => void stop('SIGTERM'));
-  process.on('SIGINT', () => void stop('SIGINT'));
+  onSignal = (signal) => void stop(signal);
+  if (held !== undefined) void stop(held);
 }
 
 /** What closing storage, the transport and the actors may take beyond the request drain. */
