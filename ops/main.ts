@@ -35,9 +35,10 @@ async function main(): Promise<void> {
   // at once could signal before this function resumes, when no handler was there yet and the signal's default action
   // killed the node without a shutdown (the SIGINT test saw exit code null). A signal that comes while the node
   // starts is held and acted on once it is up; the deadline is armed at once, so a start that hangs still ends.
+  const deadlineAfter = (delayMs: number): number => config.shutdownDeadlineMs ?? delayMs + config.shutdownGraceMs + DEADLINE_ALLOWANCE_MS;
   let held: 'SIGTERM' | 'SIGINT' | undefined;
   let onSignal = (signal: 'SIGTERM' | 'SIGINT'): void => {
-    if (held === undefined) armShutdownDeadline(config.shutdownDeadlineMs ?? config.shutdownDelayMs + config.shutdownGraceMs + DEADLINE_ALLOWANCE_MS, log);
+    if (held === undefined) armShutdownDeadline(deadlineAfter(config.shutdownDelayMs), log);
     if (held !== 'SIGINT') held = signal;
   };
   process.on('SIGTERM', () => onSignal('SIGTERM'));
@@ -58,7 +59,7 @@ async function main(): Promise<void> {
     stopping = true;
     node.beginDrain();
     const delayMs = signal === 'SIGTERM' ? config.shutdownDelayMs : 0;
-    const deadlineMs = config.shutdownDeadlineMs ?? delayMs + config.shutdownGraceMs + DEADLINE_ALLOWANCE_MS;
+    const deadlineMs = deadlineAfter(delayMs);
     // A signal held during the start armed the deadline when it came.
     if (held === undefined) armShutdownDeadline(deadlineMs, log);
     log.info({ signal, delayMs, graceMs: config.shutdownGraceMs, deadlineMs }, 'shutting down: readiness is 503, serving until the delay ends, then draining');
