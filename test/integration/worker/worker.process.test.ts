@@ -191,8 +191,12 @@ describe(`troupe worker, as real processes (node on ${onPostgres ? 'Postgres' : 
       url: node.url, registrationToken: org.registrationToken, env: { ECHO_AGENT_CREDENTIAL: 'llm-key', ECHO_AGENT_LINES: '100000', ECHO_AGENT_TICK_MS: '200' },
     });
     await w.waitFor((l) => l.event === 'worker.registered');
-    await eventually('the worker listens to the rotate stream', 5000, async () => (await rotate()).json.sessionCount >= 1);
-    await w.waitFor((l) => l.event === 'credential.rotated');
+    // Rotated until this worker hears one: the org's subscriber count may still include the stream of an earlier
+    // test's killed worker, so a count of 1 does not say this worker's stream is subscribed yet.
+    await eventually('the worker hears a rotation', 10_000, async () => {
+      expect((await rotate()).status).to.equal(200);
+      return w.lines.some((l) => l.event === 'credential.rotated');
+    });
     const id = await dispatch(a, org, 'use the key');
     await started(w, id);
     // Once the agent runs (and so handles SIGHUP), it has read the value rotated before it started.
