@@ -84,30 +84,51 @@ export async function pendingMutationCounts(db: Knex, workerIds?: readonly strin
 }
 
 /**
- * The batched liveness write: one statement per batch, keys sorted and, on Postgres, rows locked in that order, so
- * concurrent writers on several nodes never deadlock (PERFORMANCE.md: "concurrent unsorted batches deadlock"). A timestamp
- * only moves forward.
+ * The batched liveness write. A worker's `last_seen_at` is kept to the second, rounded down (never later than the
+ * heartbeat it records; the writer's resolution already leaves it up to 10 s behind), and only moves forward.
  *
- * The locking subquery is the update's join source, not a filter (`id in (select … from locked)`): as a filter the
- * planner joined it by a nested loop over the CTE, comparing every row with every locked row (n² per batch, 0.5 s
- * for 1,000 rows, which also blocked the embedded engine's event loop). Only `last_seen_at` changes and no index
- * covers it (migration 0016), so the update is HOT: no index is written. `chunkRows` splits a large batch into
- * statements of that many rows (each sorted, each its own transaction, so chunking cannot deadlock either).
+ * On Postgres: one statement per chunk, keys sorted and rows locked in that order, so concurrent writers on several
+ * nodes never deadlock (PERFORMANCE.md: "concurrent unsorted batches deadlock"). The locking subquery is the update's
+ * join source, not a filter (`id in (select … from locked)`): as a filter the planner joined it by a nested loop over
+ * the CTE, comparing every row with every locked row (n² per batch, 0.5 s for 1,000 rows). Only `last_seen_at`
+ * changes and no index covers it (migration 0016), so the update is HOT: no index is written. `chunkRows` splits a
+ * large batch into statements of that many rows (each sorted, each its own transaction, so chunking cannot deadlock
+ * either).
+ *
+ * On the embedded engine the statement runs on this thread, so its CPU is taken from requests (G3): there the rows of
+ * one second share one statement with a single timestamp, which spares parsing a timestamp per row (under half the
+ * CPU per row, decision 0061), and nothing is locked in order, as the one connection has no other writer to wait for.
  */
 export async function writeLiveness(db: Knex, batch: ReadonlyMap<string, number>, options: { chunkRows?: number } = {}): Promise<void> {
   if (batch.size === 0) return;
+  const chunkRows = Math.max(1, options.chunkRows ?? batch.size);
+  if (dbKind(db) === 'pglite') {
+    await writeLivenessBySecond(db, batch, chunkRows);
+    return;
+  }
   const ids = [...batch.keys()].sort();
-  const chunkRows = Math.max(1, options.chunkRows ?? ids.length);
-  // The embedded engine has one connection, so no other writer can hold a row this statement waits for: the lock
-  // in key order (a sort and a second pass over the rows) buys nothing there and was a third of the flush's CPU.
-  const statement = dbKind(db) === 'pglite' ? UPDATE_LIVENESS : UPDATE_LIVENESS_IN_KEY_ORDER;
   for (let from = 0; from < ids.length; from += chunkRows) {
-    // Between chunks the event loop runs: on the embedded engine a statement runs on this very thread, and one
-    // statement for a whole flush held every request behind it (the heartbeat's p99).
-    if (from > 0) await new Promise<void>((resolve) => setImmediate(resolve));
     const chunk = ids.slice(from, from + chunkRows);
-    const at = chunk.map((id) => new Date(batch.get(id)!).toISOString());
-    await db.raw(statement, [chunk, at]);
+    const at = chunk.map((id) => new Date(toSecond(batch.get(id)!)).toISOString());
+    await db.raw(UPDATE_LIVENESS_IN_KEY_ORDER, [chunk, at]);
+  }
+}
+
+const toSecond = (ms: number): number => Math.floor(ms / 1000) * 1000;
+
+async function writeLivenessBySecond(db: Knex, batch: ReadonlyMap<string, number>, chunkRows: number): Promise<void> {
+  const bySecond = new Map<number, string[]>();
+  for (const [id, at] of batch) {
+    const second = toSecond(at);
+    const ids = bySecond.get(second);
+    if (ids) ids.push(id);
+    else bySecond.set(second, [id]);
+  }
+  // The embedded client lets the event loop turn before each statement (storage/db.ts), so requests run between
+  // chunks: one statement for a whole flush held every request behind it (the heartbeat's p99).
+  for (const [second, ids] of bySecond) {
+    const at = new Date(second).toISOString();
+    for (let from = 0; from < ids.length; from += chunkRows) await db.raw(UPDATE_LIVENESS_AT, [at, ids.slice(from, from + chunkRows), at]);
   }
 }
 
@@ -115,6 +136,5 @@ const UPDATE_LIVENESS_IN_KEY_ORDER = `update daemon_workers w set last_seen_at =
    from (select d.id, t.at from unnest(?::text[], ?::timestamptz[]) as t(id, at)
            join daemon_workers d on d.id = t.id order by d.id for update of d) v
   where w.id = v.id and w.last_seen_at < v.at`;
-const UPDATE_LIVENESS = `update daemon_workers w set last_seen_at = t.at
-   from unnest(?::text[], ?::timestamptz[]) as t(id, at)
-  where w.id = t.id and w.last_seen_at < t.at`;
+const UPDATE_LIVENESS_AT = `update daemon_workers set last_seen_at = ?::timestamptz
+  where id = any(?::text[]) and last_seen_at < ?::timestamptz`;
