@@ -96,8 +96,8 @@ export async function pendingMutationCounts(db: Knex, workerIds?: readonly strin
  * either).
  *
  * On the embedded engine the statement runs on this thread, so its CPU is taken from requests (G3): there the rows of
- * one second share one statement with a single timestamp, which spares parsing a timestamp per row (under half the
- * CPU per row, decision 0061), and nothing is locked in order, as the one connection has no other writer to wait for.
+ * one second share one statement with a single timestamp, which spares parsing a timestamp per row (22.9 → 14.4 µs a
+ * row in a node, decision 0061), and nothing is locked in order, as the one connection has no other writer to wait for.
  */
 export async function writeLiveness(db: Knex, batch: ReadonlyMap<string, number>, options: { chunkRows?: number } = {}): Promise<void> {
   if (batch.size === 0) return;
