@@ -35,10 +35,19 @@ async function main(): Promise<void> {
   // at once could signal before this function resumes, when no handler was there yet and the signal's default action
   // killed the node without a shutdown (the SIGINT test saw exit code null). A signal that comes while the node
   // starts is held and acted on once it is up; the deadline is armed at once, so a start that hangs still ends.
-  const deadlineAfter = (delayMs: number): number => config.shutdownDeadlineMs ?? delayMs + config.shutdownGraceMs + DEADLINE_ALLOWANCE_MS;
-  let held: 'SIGTERM' | 'SIGINT' | undefined;
-  let onSignal = (signal: 'SIGTERM' | 'SIGINT'): void => {
-    if (held === undefined) armShutdownDeadline(deadlineAfter(config.shutdownDelayMs), log);
+  const delayOf = (signal: StopSignal): number => (signal === 'SIGTERM' ? config.shutdownDelayMs : 0);
+  // Armed by the first signal and kept: a later SIGINT only shortens the delay.
+  let armedDeadlineMs: number | undefined;
+  const armDeadlineFor = (signal: StopSignal): number => {
+    if (armedDeadlineMs === undefined) {
+      armedDeadlineMs = config.shutdownDeadlineMs ?? delayOf(signal) + config.shutdownGraceMs + DEADLINE_ALLOWANCE_MS;
+      armShutdownDeadline(armedDeadlineMs, log);
+    }
+    return armedDeadlineMs;
+  };
+  let held: StopSignal | undefined;
+  let onSignal = (signal: StopSignal): void => {
+    armDeadlineFor(signal);
     if (held !== 'SIGINT') held = signal;
   };
   process.on('SIGTERM', () => onSignal('SIGTERM'));
@@ -51,17 +60,15 @@ async function main(): Promise<void> {
   // during a SIGTERM's delay cuts it short. The whole shutdown is bounded by the deadline (decision 0040).
   let stopping = false;
   let skipDelay: () => void = () => undefined;
-  const stop = async (signal: 'SIGTERM' | 'SIGINT') => {
+  const stop = async (signal: StopSignal) => {
     if (stopping) {
       if (signal === 'SIGINT') skipDelay();
       return;
     }
     stopping = true;
     node.beginDrain();
-    const delayMs = signal === 'SIGTERM' ? config.shutdownDelayMs : 0;
-    const deadlineMs = deadlineAfter(delayMs);
-    // A signal held during the start armed the deadline when it came.
-    if (held === undefined) armShutdownDeadline(deadlineMs, log);
+    const delayMs = delayOf(signal);
+    const deadlineMs = armDeadlineFor(signal);
     log.info({ signal, delayMs, graceMs: config.shutdownGraceMs, deadlineMs }, 'shutting down: readiness is 503, serving until the delay ends, then draining');
     if (delayMs > 0) {
       await new Promise<void>((resolve) => {
@@ -87,6 +94,8 @@ async function main(): Promise<void> {
   onSignal = (signal) => void stop(signal);
   if (held !== undefined) void stop(held);
 }
+
+type StopSignal = 'SIGTERM' | 'SIGINT';
 
 /** What closing storage, the transport and the actors may take beyond the request drain. */
 const DEADLINE_ALLOWANCE_MS = 10_000;
