@@ -15,10 +15,11 @@ import pg from 'pg';
 import { generateAdminToken, generateMasterKey } from '../../ops/secrets.js';
 import { shardOf } from '../../transport/shards.js';
 import { topologyNames } from '../../transport/amqp/topology.js';
-import { shardRoles, type ClusterStatus } from '../../transport/cluster/index.js';
+import type { ClusterStatus } from '../../transport/cluster/index.js';
 import { engines, skipEngine } from '../support/engines.js';
 import { openSse, type SseClient } from '../integration/streams/sse-client.js';
 import { killNode, startNodeProcess, stopAll, type NodeProcess } from './processes.js';
+import { joiningNodeId, primaryShardsOf } from './joining-node.js';
 
 const SHARDS = 16;
 const label = randomBytes(4).toString('hex');
@@ -232,15 +233,11 @@ async function issueKey(node: NodeProcess, org: Org, name: string): Promise<Answ
   });
 
   it('gives a joining node its share', async () => {
-    // Rendezvous placement may give a third node no shard at all (each of 16 goes elsewhere with p = 2/3, so once in
-    // about 660 names): the joining node is given a name that has a share, so the test shows it taking one.
-    const shareOf = (nodeId: string) => shardRoles(SHARDS, [a.nodeId, b.nodeId, nodeId]).flatMap((r, shard) => (r.primary === nodeId ? [shard] : []));
-    let dId = `d-${label}`;
-    for (let i = 1; shareOf(dId).length === 0; i += 1) dId = `d${i}-${label}`;
+    const dId = joiningNodeId('d', label, [a.nodeId, b.nodeId], SHARDS);
     d = await startNodeProcess(dId, env);
     const status = await settledWithin(a, [a.nodeId, b.nodeId, d.nodeId], 30_000);
     const joined = status.nodes.find((n) => n.nodeId === d!.nodeId)!;
-    expect(joined.owned).to.deep.equal(shareOf(dId));
+    expect(joined.owned).to.deep.equal(primaryShardsOf(dId, [a.nodeId, b.nodeId, dId], SHARDS));
     expect(joined.owned.length).to.be.within(1, SHARDS - 2);
     const issued = await issueKey(d, orgs[0]!, 'via-d');
     expect(issued.status, JSON.stringify(issued.json)).to.equal(201);

@@ -16,6 +16,7 @@ import { topologyNames } from '../../transport/amqp/topology.js';
 import type { ClusterStatus } from '../../transport/cluster/index.js';
 import { engines, skipEngine } from '../support/engines.js';
 import { killNode, startNodeProcess, stopAll, type NodeProcess } from './processes.js';
+import { joiningNodeId } from './joining-node.js';
 
 const SHARDS = 8;
 const PERIOD_MS = 2_000;
@@ -122,7 +123,8 @@ edges: []
 
     // A fourth node joins while the schedule keeps firing; the shards rebalance onto it.
     await sleep(4_000);
-    const joining = startNodeProcess(`d-${label}`, env).then((joined) => { nodes.push(joined); return joined; });
+    const joining = startNodeProcess(joiningNodeId('d', label, nodes.filter((n) => n !== victim).map((n) => n.nodeId), SHARDS), env)
+      .then((joined) => { nodes.push(joined); return joined; });
     await sleep(Math.max(0, publishedAt + 22_000 - Date.now()));
     const joined = await joining;
     await waitFor('the joined node holds shards', 20_000, async () =>
