@@ -3,7 +3,7 @@ import { dispatch, spawn, start, stop as stopNact, type Ref } from 'nact';
 import type { Registry } from 'prom-client';
 import { TroupeError } from '../../ops/kernel/errors.js';
 import type { Clock } from '../../ops/kernel/clock.js';
-import type { Logger } from '../../ops/kernel/logger.js';
+import { lazyChild, type Logger } from '../../ops/kernel/logger.js';
 import type { Projection, SnapshotStore } from '../../storage/snapshot-store.js';
 import type { DeliveryHandler } from '../../transport/port.js';
 import { addressOf, parseAddress } from '../../transport/shards.js';
@@ -207,7 +207,7 @@ export function createActorSystem(opts: ActorSystemOptions): ActorSystem {
     const name = `actor-${spawned}`;
     const entry: Entry = {
       address, id, behavior, transitions: kind.transitions,
-      log: opts.log.child({ actorKind: behavior.kind, actorId: id }),
+      log: lazyChild(opts.log, { actorKind: behavior.kind, actorId: id }),
       ref: undefined as unknown as Ref<Envelope>,
       queued: 0, effectsPending: 0, effectChain: Promise.resolve(), crashes: noCrashes,
       idleTimer: undefined, passivating: false, retired: false, idleWaiters: [],
@@ -264,7 +264,7 @@ export function createActorSystem(opts: ActorSystemOptions): ActorSystem {
   async function turn(entry: Entry, cell: Cell<unknown>, envelope: Envelope, mayGuess = true): Promise<Cell<unknown>> {
     const { behavior, id, address } = entry;
     const { message } = envelope;
-    const turnLog = entry.log.child({ msgType: message.type });
+    const turnLog = lazyChild(entry.log, { msgType: message.type });
     const finish = (outcome: Outcome, counted: MessageOutcome) => {
       metrics.handled(behavior.kind, counted);
       answer(entry, envelope, outcome, turnLog);
