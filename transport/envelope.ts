@@ -215,13 +215,18 @@ const ENVELOPE_FIELDS_BYTES = 2048;
  * address already checked, so only its payload can differ from what crossed the broker (decision 0057).
  */
 export function copyAcrossWire<T>(value: T): T {
+  return JSON.parse(wireText(value)) as T;
+}
+
+/** The JSON text `copyAcrossWire` copies through: checked as the wire checks it, to be parsed once per receiver. */
+export function wireText(value: unknown): string {
   let text: string | undefined;
   try {
     text = JSON.stringify(value);
   } catch (err) {
     throw new TroupeError('INTERNAL', 'message is not serialisable', { reason: (err as Error).message });
   }
-  if (text === undefined) return null as T;
+  if (text === undefined) return 'null';
   // A UTF-16 length is at most the UTF-8 byte length and at least a third of it: count bytes only near the limit.
   if (text.length * 3 > MAX_ENVELOPE_BYTES - ENVELOPE_FIELDS_BYTES) {
     const bytes = Buffer.byteLength(text, 'utf8');
@@ -229,7 +234,7 @@ export function copyAcrossWire<T>(value: T): T {
       throw new TroupeError('INTERNAL', 'message exceeds the transport size limit', { bytes, limit: MAX_ENVELOPE_BYTES });
     }
   }
-  return JSON.parse(text) as T;
+  return text;
 }
 
 /** One decoder for every body: `decode` without `stream` keeps no state between calls. */

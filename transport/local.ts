@@ -3,8 +3,8 @@ import { silentLogger } from '../ops/kernel/logger.js';
 import { TroupeError, asTroupeError, fromWire } from '../ops/kernel/errors.js';
 import type { DeliveryHandler, EventHandler, Transport, Unsubscribe, AskOptions } from './port.js';
 import { KeyedSerial } from './keyed-serial.js';
-import { assertPattern, assertTopic, matchesTopic } from './topic-pattern.js';
-import { assertAddress, copyAcrossWire, createEnvelope, errorReply, inTraceOf, okReply, type Envelope, type Reply } from './envelope.js';
+import { assertPattern, assertTopic, topicMatcher, type TopicMatcher } from './topic-pattern.js';
+import { assertAddress, copyAcrossWire, wireText, createEnvelope, errorReply, inTraceOf, okReply, type Envelope, type Reply } from './envelope.js';
 import { DEFAULT_TELL_TTL_MS, EVENT_TTL_MS, askDeadline, assertTimeout } from './deadlines.js';
 import { DEFAULT_LOCAL_DEAD_LETTER_BOUND, LocalDeadLetters } from './local-dead-letters.js';
 
@@ -22,6 +22,7 @@ export interface LocalTransportOptions {
 
 interface Subscription {
   readonly pattern: string;
+  readonly matches: TopicMatcher;
   readonly handler: EventHandler;
 }
 
@@ -103,10 +104,11 @@ export class LocalTransport implements Transport {
   async publish(topic: string, event: unknown): Promise<void> {
     this.deliverable();
     assertTopic(topic);
-    // Checked and serialised once; each subscriber gets its own copy.
-    const text = JSON.stringify(copyAcrossWire(event));
+    // Checked and serialised once, whether or not anyone listens (the wire would refuse it all the same); each
+    // subscriber gets its own copy.
+    const text = wireText(event);
     for (const subscription of this.subscriptions) {
-      if (!matchesTopic(subscription.pattern, topic)) continue;
+      if (!subscription.matches(topic)) continue;
       // setImmediate keeps publish order per subscriber and never runs a handler inside the publisher's call stack.
       setImmediate(() => {
         if (!this.subscriptions.has(subscription)) return;
@@ -127,7 +129,7 @@ export class LocalTransport implements Transport {
   async subscribe(pattern: string, handler: EventHandler): Promise<Unsubscribe> {
     if (this.closed) throw new TroupeError('TRANSPORT_UNAVAILABLE', 'transport is closed');
     assertPattern(pattern);
-    const subscription: Subscription = { pattern, handler };
+    const subscription: Subscription = { pattern, matches: topicMatcher(pattern), handler };
     this.subscriptions.add(subscription);
     return async () => {
       this.subscriptions.delete(subscription);

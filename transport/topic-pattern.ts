@@ -15,8 +15,24 @@ function words(key: string): string[] {
 }
 
 export function matchesTopic(pattern: string, topic: string): boolean {
+  return matchWords(words(pattern), words(topic));
+}
+
+/** Whether a topic matches one pattern, for a subscription that is asked of every event published. */
+export type TopicMatcher = (topic: string) => boolean;
+
+/**
+ * `matchesTopic` with the pattern split once. A pattern without wildcards (most subscriptions name one org's or one
+ * worker's topic) matches exactly its own key: a string comparison, where splitting both for every event published
+ * cost the session path about 2 % of its CPU (issue 19).
+ */
+export function topicMatcher(pattern: string): TopicMatcher {
+  if (!pattern.includes('*') && !pattern.includes('#')) return (topic) => topic === pattern;
   const p = words(pattern);
-  const t = words(topic);
+  return (topic) => matchWords(p, words(topic));
+}
+
+function matchWords(p: readonly string[], t: readonly string[]): boolean {
   // memo[i][j]: does p[i..] match t[j..]? Memoising keeps hostile patterns (many `#`) polynomial, not exponential;
   // recursion depth is bounded by the 255-byte key limit (at most 128 words each).
   const memo: (boolean | undefined)[][] = Array.from({ length: p.length + 1 }, () => []);

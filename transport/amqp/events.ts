@@ -3,7 +3,7 @@ import type { Logger } from '../../ops/kernel/logger.js';
 import { TroupeError } from '../../ops/kernel/errors.js';
 import type { EventHandler, Unsubscribe } from '../port.js';
 import { KeyedSerial } from '../keyed-serial.js';
-import { assertPattern, assertTopic, matchesTopic } from '../topic-pattern.js';
+import { assertPattern, assertTopic, topicMatcher, type TopicMatcher } from '../topic-pattern.js';
 import { EVENT_TTL_MS } from '../deadlines.js';
 import { MalformedEnvelopeError, createEnvelope, decodeEnvelope, encodeEnvelope } from '../envelope.js';
 import type { TopologyNames } from './topology.js';
@@ -18,6 +18,8 @@ import type { ChannelSettlement } from './settlement.js';
 export class EventBus {
   /** Wanted event patterns → this node's handlers. The broker binding follows this map (`syncBinding`). */
   private readonly subscriptions = new Map<string, Set<EventHandler>>();
+  /** Each subscribed pattern, split once (`topicMatcher`). */
+  private readonly matchers = new Map<string, TopicMatcher>();
   private readonly bound = new Set<string>();
   private readonly bindingTurns = new KeyedSerial();
 
@@ -40,7 +42,10 @@ export class EventBus {
     if (this.link.state === 'closed' || this.link.state === 'draining') throw new TroupeError('TRANSPORT_UNAVAILABLE', 'transport is closed');
     assertPattern(pattern);
     let handlers = this.subscriptions.get(pattern);
-    if (!handlers) this.subscriptions.set(pattern, (handlers = new Set()));
+    if (!handlers) {
+      this.subscriptions.set(pattern, (handlers = new Set()));
+      this.matchers.set(pattern, topicMatcher(pattern));
+    }
     // A distinct wrapper per call, so subscribing the same function twice needs two unsubscribes.
     const entry: EventHandler = (topic, event) => handler(topic, event);
     handlers.add(entry);
@@ -48,7 +53,10 @@ export class EventBus {
     return async () => {
       const current = this.subscriptions.get(pattern);
       if (!current?.delete(entry)) return;
-      if (current.size === 0) this.subscriptions.delete(pattern);
+      if (current.size === 0) {
+        this.subscriptions.delete(pattern);
+        this.matchers.delete(pattern);
+      }
       await this.syncBinding(pattern);
     };
   }
@@ -109,7 +117,7 @@ export class EventBus {
 
   private dispatch(topic: string, event: unknown): void {
     for (const [pattern, handlers] of this.subscriptions) {
-      if (!matchesTopic(pattern, topic)) continue;
+      if (this.matchers.get(pattern)?.(topic) !== true) continue;
       for (const handler of handlers) {
         try {
           handler(topic, event);

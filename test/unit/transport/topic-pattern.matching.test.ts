@@ -5,7 +5,7 @@
  */
 import { expect } from 'chai';
 import { TroupeError } from '../../../ops/kernel/errors.js';
-import { assertPattern, assertTopic, matchesTopic } from '../../../transport/topic-pattern.js';
+import { assertPattern, assertTopic, matchesTopic, topicMatcher } from '../../../transport/topic-pattern.js';
 
 // [pattern, topic, matches] — cases from the AMQP 0-9-1 topic exchange semantics and RabbitMQ's topic tests.
 const cases: Array<[string, string, boolean]> = [
@@ -41,12 +41,18 @@ const cases: Array<[string, string, boolean]> = [
   ['org.*.session.#', 'org.o1.o2.session.updated', false],
   ['a*.b', 'ax.b', false],
   ['a*.b', 'a*.b', true],
+  ['session.changed.o1', 'session.changed.o1', true],
+  ['session.changed.o1', 'session.changed.o12', false],
+  ['session.changed.o1', 'session.changed', false],
+  ['', '', true],
+  ['', 'a', false],
 ];
 
 describe('topic pattern matching', () => {
   for (const [pattern, topic, expected] of cases) {
     it(`${JSON.stringify(pattern)} ${expected ? 'matches' : 'does not match'} ${JSON.stringify(topic)}`, () => {
       expect(matchesTopic(pattern, topic)).to.equal(expected);
+      expect(topicMatcher(pattern)(topic), 'a compiled subscription').to.equal(expected);
     });
   }
 
