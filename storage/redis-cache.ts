@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import type { Redis, RedisOptions } from 'ioredis';
 import { TroupeError } from '../ops/kernel/errors.js';
+import { coalesceSocketWrites } from '../ops/kernel/coalesce-socket-writes.js';
 import type { Cache } from './cache.js';
 
 /**
@@ -85,6 +86,8 @@ export class RedisCache implements Cache {
       reported = true;
       opts.onUnreachable?.(err);
     });
+    // A dispatch counts its two rate limits at once: their commands go out in one write (decision 0062).
+    this.redis.on('connect', () => coalesceSocketWrites(this.redis.stream));
     this.redis.on('ready', () => {
       if (!reported) return;
       reported = false;

@@ -2,7 +2,7 @@ import type { Channel, ChannelModel, ConfirmChannel, RecoveringChannelModel } fr
 import type { Logger } from '../../ops/kernel/logger.js';
 import { TroupeError } from '../../ops/kernel/errors.js';
 import type { TransportMetrics } from './metrics.js';
-import { coalesceSocketWrites } from './coalesce-writes.js';
+import { coalesceBrokerWrites } from './coalesce-writes.js';
 import { BrokerLivenessProbe, type BrokerLivenessOptions } from './broker-liveness.js';
 
 /** The longest wait between two attempts to reach a broker that is down. */
@@ -194,7 +194,7 @@ export class BrokerConnection {
     const log = this.options.log;
     const started = performance.now();
     model.on('error', (err: Error) => log.warn({ err: err.message }, 'broker connection error'));
-    coalesceSocketWrites(model);
+    coalesceBrokerWrites(model);
     // Opened together: each open is a round trip, and on a node busy after an outage a round trip is slow.
     const [consumer, publisher, probeChannel] = await Promise.all([
       model.createChannel(),
