@@ -1,6 +1,4 @@
-import type { Knex } from 'knex';
 import { betaSample, seededRandom } from './random.js';
-import { orgArms } from '../../storage/analytics/router.js';
 import { PRIOR_ALPHA, PRIOR_BETA, type ArmPosterior, type ArmChoice } from '../../schemas/analytics/router.js';
 export { PRIOR_ALPHA, PRIOR_BETA, DEFAULT_WORK_TYPE, posteriorMean, type ArmPosterior, type ArmChoice } from '../../schemas/analytics/router.js';
 
@@ -29,12 +27,12 @@ export function chooseArm(workType: string, candidates: readonly ArmPosterior[],
 }
 
 /**
- * The arm for a dispatch that names no provider: every provider the org has outcomes for competes, with its
+ * The arm for a dispatch that names no provider, among the org's arms (every work type): every provider the org has outcomes for competes, with its
  * posterior for this work type (the prior if it has none yet). Undefined while the org has no arms at all.
  */
-export async function chooseProvider(db: Knex, orgId: string, workType: string, seed: string): Promise<ArmChoice | undefined> {
+export function chooseProvider(orgArms: readonly ArmPosterior[], workType: string, seed: string): ArmChoice | undefined {
   const byProvider = new Map<string, { alpha: number; beta: number }>();
-  for (const arm of await orgArms(db, orgId)) {
+  for (const arm of orgArms) {
     if (arm.workType === workType) byProvider.set(arm.provider, { alpha: arm.alpha, beta: arm.beta });
     else if (!byProvider.has(arm.provider)) byProvider.set(arm.provider, { alpha: PRIOR_ALPHA, beta: PRIOR_BETA });
   }

@@ -3,12 +3,11 @@ import { TroupeError } from '../../ops/kernel/errors.js';
 import type { Deps } from '../../actors/deps.js';
 import { newTrackerSessionId, publicIdPattern, publicSessionId, sessionAddress, type SessionReply } from '../../actors/session/index.js';
 import { daemonServices } from '../../actors/daemon-host/services.js';
-import { projectsInOrg } from '../../storage/identity/orgs.js';
 import { sessionDetail, sessionIdByTracker, sessionScope } from '../../storage/sessions/queries.js';
 import { sessionTimeline } from '../../storage/sessions/listing.js';
 import { sessionListRoute } from './session-list.js';
 import { MAX_PROMPT_LENGTH } from '../../schemas/sessions/session-actor.js';
-import { recordRoutingDecision } from '../../storage/analytics/router.js';
+import { dispatchReads, recordRoutingDecision } from '../../storage/analytics/router.js';
 import { chooseProvider, DEFAULT_WORK_TYPE } from '../../actors/analytics/router.js';
 import type { Route, RouteAuthorization } from '../types.js';
 import { route } from '../route.js';
@@ -179,20 +178,21 @@ export function sessionRoutes(): Route<Deps>[] {
           // whose requester holds a key must sign this exact request.
           const signed = await assertSignedDispatch(deps, p, req);
           try {
-            const known = await projectsInOrg(deps.db, p.orgId, [req.body.projectId]);
-            if (!known.has(req.body.projectId)) throw new TroupeError('NOT_FOUND', 'project not found', { field: 'projectId' });
+            // The router's arms come in the same statement as the project check, for the handler to choose from.
+            const { projectKnown, arms } = await dispatchReads(deps.db, p.orgId, req.body.projectId, req.body.provider === undefined);
+            if (!projectKnown) throw new TroupeError('NOT_FOUND', 'project not found', { field: 'projectId' });
+            return { signed, arms };
           } catch (err) {
             await releaseNonceAfter(deps, signed, err).catch(() => undefined);
             throw err;
           }
-          return signed;
         },
         // A dispatch refused for an outage did not happen: its retry, the same signed request, is not a replay.
-        release: (signed, err, deps) => releaseNonceAfter(deps, signed, err),
+        release: ({ signed }, err, deps) => releaseNonceAfter(deps, signed, err),
         action: 'dispatch',
         resource: (req, p) => ({ type: 'Session', id: 'new', orgId: p.orgId, projectId: req.body.projectId }),
       },
-      async handler(req, deps) {
+      async handler(req, deps, { found: { arms } }) {
         const p = orgPrincipal(req);
         const body = req.body;
         const trackerSessionId = body.trackerSessionId ?? newTrackerSessionId();
@@ -202,7 +202,7 @@ export function sessionRoutes(): Route<Deps>[] {
         // No provider named: Thompson sampling over the org's router posteriors, seeded by the request id so the
         // choice is reproducible (decision 0013). Null while the org has no arms yet; the worker then decides.
         const routed = body.provider === undefined
-          ? await chooseProvider(deps.db, p.orgId, body.workType ?? DEFAULT_WORK_TYPE, req.requestId)
+          ? chooseProvider(arms, body.workType ?? DEFAULT_WORK_TYPE, req.requestId)
           : undefined;
         const reply = await deps.ask<SessionReply>(sessionAddress(sessionId), {
           type: 'session.dispatch', orgId: p.orgId, projectId: body.projectId, trackerSessionId, prompt: body.prompt,

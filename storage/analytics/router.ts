@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import { TroupeError } from '../../ops/kernel/errors.js';
 import { posteriorMean, type ArmChoice, type ArmPosterior } from '../../schemas/analytics/router.js';
 import { sqlQuery } from '../sql-tx.js';
+import { isUuid } from '../identity/rows.js';
 
 /**
  * Router read models (decision 0013): arm posteriors in `router_arms`, observations in `session_outcomes` (one
@@ -122,13 +123,21 @@ export async function routingHealth(db: Knex, orgId: string, arms: readonly ArmV
   };
 }
 
-/** The org's arm posteriors, every work type. */
-export async function orgArms(db: Knex, orgId: string): Promise<ArmPosterior[]> {
-  // Read by every dispatch that names no provider: plain SQL, as the other reads on the session path (decision 0055).
-  const rows = await sqlQuery(db, 'select provider, work_type, alpha, beta from router_arms where org_id = $1', [orgId]);
-  return rows.map((r) => ({
-    provider: r.provider as string, workType: r.work_type as string, alpha: Number(r.alpha), beta: Number(r.beta),
-  }));
+/**
+ * What a dispatch reads before it asks the session actor, in one statement: whether its project is one of the org's,
+ * and, for a dispatch that names no provider (`withArms`), the org's arm posteriors. Two statements cost the session
+ * path a round trip and its CPU per dispatch (issue 19).
+ */
+export async function dispatchReads(
+  db: Knex, orgId: string, projectId: string, withArms: boolean,
+): Promise<{ projectKnown: boolean; arms: ArmPosterior[] }> {
+  if (!isUuid(projectId)) return { projectKnown: false, arms: [] };
+  const [row] = await sqlQuery<{ known: boolean; arms: [string, string, number | string, number | string][] | null }>(db, `
+    select exists (select from projects where org_id = $1 and id = $2::uuid) as known,
+      case when $3::boolean then (select json_agg(json_build_array(provider, work_type, alpha, beta)) from router_arms where org_id = $1) end as arms`,
+  [orgId, projectId, withArms]);
+  const arms = (row?.arms ?? []).map(([provider, workType, alpha, beta]) => ({ provider, workType, alpha: Number(alpha), beta: Number(beta) }));
+  return { projectKnown: row?.known === true, arms };
 }
 
 /** Records which arm a dispatch was given; a replayed dispatch of the same session keeps the first record. */
