@@ -9,13 +9,16 @@ import { withStorageErrors } from './storage-errors.js';
  * with `$1…` parameters, the same text on both engines.
  */
 export interface SqlTx {
-  /** Runs one statement; `count` is the number of rows it inserted, updated or deleted (read `rows` for a SELECT). */
-  query<R = Record<string, any>>(text: string, values?: readonly unknown[]): Promise<{ readonly rows: R[]; readonly count: number }>;
+  /**
+   * Runs one statement; `count` is the number of rows it inserted, updated or deleted (read `rows` for a SELECT);
+   * `command` its tag's verb where the driver reports it (Postgres: a COMMIT of an aborted transaction says ROLLBACK).
+   */
+  query<R = Record<string, any>>(text: string, values?: readonly unknown[]): Promise<{ readonly rows: R[]; readonly count: number; readonly command?: string }>;
 }
 
 /** What knex's pool hands out on both engines: a pg Client, or the PGlite instance. */
 interface RawConnection {
-  query(text: string | { name: string; text: string; values?: unknown[] }, values?: unknown[]): Promise<{ rows: any[]; rowCount?: number | null; affectedRows?: number }>;
+  query(text: string | { name: string; text: string; values?: unknown[] }, values?: unknown[]): Promise<{ rows: any[]; rowCount?: number | null; affectedRows?: number; command?: string }>;
 }
 
 interface PoolClient {
@@ -48,7 +51,7 @@ function txOn(connection: RawConnection, named: boolean): SqlTx {
       const result = name === undefined
         ? await connection.query(text, values as unknown[] | undefined)
         : await connection.query({ name, text, values: values as unknown[] | undefined });
-      return { rows: result.rows, count: result.rowCount ?? result.affectedRows ?? result.rows.length };
+      return { rows: result.rows, count: result.rowCount ?? result.affectedRows ?? result.rows.length, command: result.command };
     },
   };
 }
@@ -56,13 +59,54 @@ function txOn(connection: RawConnection, named: boolean): SqlTx {
 /** A pooled connection as an SqlTx, until `release` gives it back to knex's pool. */
 export interface SqlConnection {
   readonly tx: SqlTx;
+  /**
+   * Runs `issue`, which starts statements on `tx` and returns at once, with the connection pipelining: each statement
+   * is sent without waiting for the answer to the one before, and all of them leave in one write. Undefined where
+   * the driver cannot (PGlite; a pg without pipeline mode). Release the connection only once every statement issued
+   * has settled.
+   */
+  readonly pipeline?: <T>(issue: () => T) => T;
   release(): Promise<void>;
+}
+
+/** The parts of a pg Client that pipelining a batch touches (pg ≥ 8.23 has pipeline mode, a client option). */
+interface PipelinableClient {
+  pipeline: boolean;
+  readonly _sentQueryQueue: unknown[];
+  readonly connection: { readonly stream: { cork(): void; uncork(): void } };
+}
+
+function isPipelinable(connection: unknown): connection is PipelinableClient {
+  const c = connection as Partial<PipelinableClient>;
+  return typeof c.pipeline === 'boolean' && Array.isArray(c._sentQueryQueue) && typeof c.connection?.stream?.cork === 'function';
 }
 
 export async function acquireSqlConnection(knex: Knex): Promise<SqlConnection> {
   const pool = knex.client as unknown as PoolClient;
   const connection = await pool.acquireConnection();
-  return { tx: txOn(connection, dbKind(knex) === 'postgres'), release: () => pool.releaseConnection(connection) };
+  const postgres = dbKind(knex) === 'postgres';
+  const tx = txOn(connection, postgres);
+  if (!postgres || !isPipelinable(connection)) return { tx, release: () => pool.releaseConnection(connection) };
+  // Pipeline mode is switched on for one batch, not for the pool: knex's own queries, and a streamed read (which pg
+  // refuses in pipeline mode), run on these connections too. An idle client switches safely: nothing is in flight.
+  let pipelining = false;
+  return {
+    tx,
+    pipeline(issue) {
+      pipelining = connection.pipeline = true;
+      const socket = connection.connection.stream;
+      socket.cork();
+      try {
+        return issue();
+      } finally {
+        socket.uncork();
+      }
+    },
+    release() {
+      if (pipelining) connection.pipeline = pipelining = false;
+      return pool.releaseConnection(connection);
+    },
+  };
 }
 
 /**

@@ -198,5 +198,104 @@ for (const engine of dbEngines) {
       expect(String(refused)).to.match(/second statement/);
       expect(await rows('i-'), 'the refused second statement never ran').to.deep.equal(['i-first', 'i-taken']);
     });
+
+    /** Holds a group (not one statement, so it runs in turn) until the returned release is called. */
+    function holdGroup(groups: CommitGroups, id: string): { first: Promise<string>; release: () => void } {
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => { release = resolve; });
+      return { first: groups.run(id, async (tx) => { await held; return insert(id)(tx); }), release };
+    }
+
+    /** For each statement sent while `work` runs: whether some statement sent before it had been answered by then. */
+    async function answeredBeforeEachSend(work: () => Promise<unknown>): Promise<Array<{ verb: string; afterAnAnswer: boolean }>> {
+      const pool = db.knex.client as unknown as { acquireConnection(): Promise<{ query: (...a: unknown[]) => unknown }> };
+      const acquire = pool.acquireConnection;
+      const sent: Array<{ verb: string; afterAnAnswer: boolean }> = [];
+      let answered = 0;
+      const cleanups: Array<() => void> = [];
+      pool.acquireConnection = async function (this: unknown) {
+        const connection = await acquire.call(this);
+        const query = connection.query;
+        connection.query = function (this: unknown, text: unknown, ...rest: unknown[]) {
+          const verb = (typeof text === 'string' ? text : (text as { text: string }).text).split(' ')[0]!.toLowerCase();
+          sent.push({ verb, afterAnAnswer: answered > 0 });
+          const result = query.call(this, text, ...rest) as Promise<unknown>;
+          void result.then(() => { answered += 1; }, () => { answered += 1; });
+          return result;
+        };
+        cleanups.push(() => { connection.query = query; });
+        return connection;
+      };
+      try {
+        await work();
+      } finally {
+        pool.acquireConnection = acquire;
+        for (const c of cleanups.reverse()) c();
+      }
+      return sent;
+    }
+
+    it('on Postgres, a group of one-statement writes is sent whole before its first answer (pipelined)', async function () {
+      if (engine.name !== 'postgres') this.skip();
+      const groups = new CommitGroups(db.knex, { concurrency: 1 });
+      const { first, release } = holdGroup(groups, 'p-0');
+      await new Promise((resolve) => setImmediate(resolve));
+      const sent = await answeredBeforeEachSend(async () => {
+        const waiting = [1, 2, 3].map((i) => groups.run(`p-${i}`, insertOne(`p-${i}`), true));
+        release();
+        await first;
+        const outcomes = await Promise.all(waiting);
+        expect(new Set(outcomes.map((o) => o.txid)).size, 'one transaction').to.equal(1);
+      });
+      // The held group had its connection before the watch began; the group after it, pipelined, is all it saw.
+      expect(sent.map((s) => s.verb)).to.deep.equal(['begin', 'with', 'with', 'with', 'commit']);
+      expect(sent.filter((s) => s.afterAnAnswer), 'statements sent only after an answer came').to.deep.equal([]);
+      expect(await rows('p-')).to.deep.equal(['p-0', 'p-1', 'p-2', 'p-3']);
+    });
+
+    it('a one-statement write whose statement fails in a group: the group writes nothing, the others then commit alone', async () => {
+      await db.knex('group_test').insert({ id: 'q-taken', n: 1 });
+      const groups = new CommitGroups(db.knex, { concurrency: 1 });
+      const { first, release } = holdGroup(groups, 'q-0');
+      const clashing: GroupedWrite<string> = async (tx) => {
+        await tx.query(`with w as (insert into group_test (id, n) values ('q-partial', 1)) insert into group_test (id, n) values ('q-taken', 1)`);
+        return { ok: true, value: 'never' };
+      };
+      const declining: GroupedWrite<string> = async (tx) => {
+        await tx.query('select 1');
+        return { ok: false, error: new Error('stale') };
+      };
+      const group = [
+        groups.run('q-1', insertOne('q-1'), true), groups.run('q-2', clashing, true),
+        groups.run('q-3', declining, true), groups.run('q-4', insertOne('q-4'), true),
+      ];
+      release();
+      await first;
+      const outcomes = await Promise.allSettled(group);
+      expect(outcomes.map((o) => o.status)).to.deep.equal(['fulfilled', 'rejected', 'rejected', 'fulfilled']);
+      expect(String((outcomes[2] as PromiseRejectedResult).reason)).to.match(/stale/);
+      const [one, , , four] = outcomes as PromiseFulfilledResult<{ txid: string }>[];
+      expect(one!.value.txid, 'committed alone, each in its own transaction').to.not.equal(four!.value.txid);
+      expect(await rows('q-')).to.deep.equal(['q-0', 'q-1', 'q-4', 'q-taken']);
+    });
+
+    it('on Postgres, a one-statement write that issues a second statement after an await fails alone; its group commits once', async function () {
+      // In turn (PGlite) a group runs each write's statements inside its transaction, however many there are.
+      if (engine.name !== 'postgres') this.skip();
+      const groups = new CommitGroups(db.knex, { concurrency: 1 });
+      const { first, release } = holdGroup(groups, 'r-0');
+      const twice: GroupedWrite<string> = async (tx) => {
+        await tx.query(`insert into group_test (id, n) values ('r-first', 1)`);
+        await tx.query(`insert into group_test (id, n) values ('r-second', 1)`);
+        return { ok: true, value: 'never' };
+      };
+      const group = [groups.run('r-1', insertOne('r-1'), true), groups.run('r-2', twice, true), groups.run('r-3', insertOne('r-3'), true)];
+      release();
+      await first;
+      const outcomes = await Promise.allSettled(group);
+      expect(outcomes.map((o) => o.status)).to.deep.equal(['fulfilled', 'rejected', 'fulfilled']);
+      expect(String((outcomes[1] as PromiseRejectedResult).reason)).to.match(/statement/);
+      expect(await rows('r-'), 'r-first committed with its group, nothing ran twice, the late statement never ran').to.deep.equal(['r-0', 'r-1', 'r-3', 'r-first']);
+    });
   });
 }
