@@ -22,7 +22,8 @@
  * tree too and interleaves it, so a change is measured against its parent in one run.
  *
  *   npx tsx ops/bench/lifecycle.ts [--sets pg,pg+amqp,embedded] [--rounds 5] [--seconds 10] [--warmup 3]
- *     [--clients 32] [--baseline <dir>] [--cpu-prof <dir>] [--no-paced]
+ *     [--clients 32] [--baseline <dir>] [--cpu-prof <dir>] [--no-paced] [--paced-rate <lifecycles/s>]
+ * `--paced-rate` paces every node at that rate instead of half its own, to compare the latency of two trees at one load.
  * DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres) names the server, each node and the ceiling get
  * a throw-away database there; REDIS_URL and AMQP_URL default to the local servers.
  */
@@ -47,6 +48,7 @@ const { values } = parseArgs({
     baseline: { type: 'string' },
     'cpu-prof': { type: 'string' },
     'no-paced': { type: 'boolean', default: false },
+    'paced-rate': { type: 'string' },
   },
 });
 const bounded = (value: string | undefined, low: number, high: number, name: string) => {
@@ -61,6 +63,7 @@ const clients = bounded(values.clients, 1, 1024, 'clients');
 const setNames = values.sets.split(',').map((s) => s.trim()).filter(Boolean);
 for (const s of setNames) if (!['pg', 'pg+amqp', 'embedded'].includes(s)) throw new Error(`unknown set ${s}`);
 const paced = !values['no-paced'];
+const pacedRate = values['paced-rate'] === undefined ? undefined : bounded(values['paced-rate'], 1, 100_000, 'paced-rate');
 const postgresUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const amqpUrl = process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
@@ -317,7 +320,8 @@ try {
     for (const node of nodes) {
       const closed = await closedLoop(node, seconds);
       byName.set(node.name, closed);
-      const half = paced && closed.rate > 0 ? await pacedLoop(node, closed.rate / 2, seconds) : undefined;
+      const pace = pacedRate ?? closed.rate / 2;
+      const half = paced && pace > 0 ? await pacedLoop(node, pace, seconds) : undefined;
       const figures = perNode.get(node.name)!;
       figures.ratio.push(closed.rate / ceiling.rate);
       figures.rate.push(closed.rate);
@@ -328,7 +332,7 @@ try {
         round, config: node.name, 'lifecycles/s': Math.round(closed.rate), ratio: closed.rate / ceiling.rate,
         'CPU ms/lifecycle': closed.cpuMsPerLifecycle, 'p99 ms (half rate)': half ? half.p99 : '', errors: closed.errors + (half?.errors ?? 0),
       });
-      process.stderr.write(`round ${round}/${rounds} ${node.name}: ${Math.round(closed.rate)}/s, ${closed.cpuMsPerLifecycle.toFixed(2)} ms CPU per lifecycle${half ? `, p99 ${half.p99.toFixed(1)} ms at ${Math.round(closed.rate / 2)}/s` : ''}\n`);
+      process.stderr.write(`round ${round}/${rounds} ${node.name}: ${Math.round(closed.rate)}/s, ${closed.cpuMsPerLifecycle.toFixed(2)} ms CPU per lifecycle${half ? `, p99 ${half.p99.toFixed(1)} ms at ${Math.round(pace)}/s` : ''}\n`);
     }
     for (const set of setNames) {
       const ours = byName.get(set);
@@ -348,7 +352,8 @@ try {
     const effects = node.database ? await countEffects(node) : undefined;
     const p99 = f.p99.length > 0 ? median(f.p99) : Number.NaN;
     const ratio = median(f.ratio);
-    const goalSet = node.name === 'pg' || node.name === 'pg+amqp';
+    // Paced at a rate of the caller's, the p99 is not the goal's (at half the node's own rate): nothing is judged.
+    const goalSet = (node.name === 'pg' || node.name === 'pg+amqp') && pacedRate === undefined;
     const met = ratio >= GOAL_RATIO && (!paced || p99 <= GOAL_P99_MS) && f.errors === 0 && (effects === undefined || (effects.lost === 0 && effects.duplicated === 0));
     if (goalSet && !met) failed = true;
     summary.push({
@@ -359,6 +364,7 @@ try {
     });
   }
   console.log(`\nG9: lifecycles/s ÷ plain pg ≥ ${GOAL_RATIO} (stretch 1.0), transition p99 ≤ ${GOAL_P99_MS} ms at half that rate, 0 lost or duplicated terminal effects`);
+  if (pacedRate !== undefined) console.log(`(p99 paced at ${pacedRate} lifecycles/s for every node, not at half its rate: not judged)`);
   printTable(summary);
   for (const set of ab.rate.keys()) {
     console.log(`${set}: this ÷ baseline, median of ${rounds} rounds: lifecycles/s ${median(ab.rate.get(set)!).toFixed(3)}, node CPU per lifecycle ${median(ab.cpu.get(set)!).toFixed(3)}`);
