@@ -4,6 +4,7 @@
 // builder queries and plain SQL alike are counted.
 import { expect } from 'chai';
 import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
+import { watchStatements } from '../../support/statement-watch.js';
 import { dispatch, provisionOrg, registerDaemon, report, type Daemon, type Org } from './support.js';
 
 for (const { set, skip } of engineSets) describe(`session statements (${set} engines)`, function () {
@@ -21,33 +22,8 @@ for (const { set, skip } of engineSets) describe(`session statements (${set} eng
 
   /** The statements on the node's pooled connections while `work` runs (background work included), with their connection. */
   async function statementsOf(work: () => Promise<unknown>): Promise<Array<{ on: number; text: string }>> {
-    const pool = t.node.deps.db.client as unknown as { acquireConnection(): Promise<{ query: (...a: unknown[]) => unknown }> };
-    const acquire = pool.acquireConnection;
     const seen: Array<{ on: number; text: string }> = [];
-    let connections = 0;
-    const restore: Array<() => void> = [];
-    const wrapped = new WeakSet<object>();
-    pool.acquireConnection = async function (this: unknown) {
-      const connection = await acquire.call(this);
-      // PGlite is one connection, and pg's pool hands the same ones out again: each is wrapped once.
-      if (wrapped.has(connection)) return connection;
-      wrapped.add(connection);
-      const on = connections++;
-      const query = connection.query;
-      connection.query = function (this: unknown, text: unknown, ...rest: unknown[]) {
-        const sql = typeof text === 'string' ? text : String((text as { text?: unknown }).text);
-        seen.push({ on, text: sql.replace(/\s+/g, ' ').trim() });
-        return query.call(this, text, ...rest);
-      };
-      restore.push(() => { connection.query = query; });
-      return connection;
-    };
-    try {
-      await work();
-    } finally {
-      pool.acquireConnection = acquire;
-      for (const r of restore) r();
-    }
+    await watchStatements(t.node.deps.db, ({ text, connection }) => seen.push({ on: connection, text: text.replace(/\s+/g, ' ').trim() }), work);
     return seen;
   }
 

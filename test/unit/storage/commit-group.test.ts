@@ -7,6 +7,7 @@
 import { expect } from 'chai';
 import { CommitGroups, type GroupedWrite } from '../../../storage/commit-group.js';
 import { dbEngines, type TestDb } from '../../support/db.js';
+import { watchStatements } from '../../support/statement-watch.js';
 
 for (const engine of dbEngines) {
   describe(`commit groups on ${engine.name}`, function () {
@@ -128,34 +129,10 @@ for (const engine of dbEngines) {
       return { ok: true, value: r.rows[0]! };
     };
 
-    /** The statements `work` sends down the pool's connections. */
+    /** The verbs of the statements `work` sends down the pool's connections. */
     async function statementsOf(work: () => Promise<unknown>): Promise<string[]> {
-      const pool = db.knex.client as unknown as { acquireConnection(): Promise<{ query: (...a: unknown[]) => unknown }> };
-      const acquire = pool.acquireConnection;
       const seen: string[] = [];
-      const wrapped = new WeakSet<object>();
-      pool.acquireConnection = async function (this: unknown) {
-        const connection = await acquire.call(this);
-        // PGlite is one connection, and pg's pool hands the same ones out again: each is wrapped once.
-        if (wrapped.has(connection)) return connection;
-        wrapped.add(connection);
-        const query = connection.query;
-        // Put back as it was when `work` is done (on Postgres the query deadline's guard, storage/query-deadline.ts).
-        connection.query = function (this: unknown, text: unknown, ...rest: unknown[]) {
-          // On Postgres the hot statements go as named ones (storage/sql-tx.ts): `{ name, text, values }`.
-          seen.push(typeof text === 'string' ? text : (text as { text: string }).text);
-          return query.call(this, text, ...rest);
-        };
-        cleanups.push(() => { connection.query = query; });
-        return connection;
-      };
-      const cleanups: Array<() => void> = [];
-      try {
-        await work();
-      } finally {
-        pool.acquireConnection = acquire;
-        for (const c of cleanups) c();
-      }
+      await watchStatements(db.knex, ({ text }) => seen.push(text), work);
       return seen.map((t) => t.split(' ')[0]!.toLowerCase());
     }
 
@@ -208,30 +185,14 @@ for (const engine of dbEngines) {
 
     /** For each statement sent while `work` runs: whether some statement sent before it had been answered by then. */
     async function answeredBeforeEachSend(work: () => Promise<unknown>): Promise<Array<{ verb: string; afterAnAnswer: boolean }>> {
-      const pool = db.knex.client as unknown as { acquireConnection(): Promise<{ query: (...a: unknown[]) => unknown }> };
-      const acquire = pool.acquireConnection;
       const sent: Array<{ verb: string; afterAnAnswer: boolean }> = [];
       let answered = 0;
-      const cleanups: Array<() => void> = [];
-      pool.acquireConnection = async function (this: unknown) {
-        const connection = await acquire.call(this);
-        const query = connection.query;
-        connection.query = function (this: unknown, text: unknown, ...rest: unknown[]) {
-          const verb = (typeof text === 'string' ? text : (text as { text: string }).text).split(' ')[0]!.toLowerCase();
-          sent.push({ verb, afterAnAnswer: answered > 0 });
-          const result = query.call(this, text, ...rest) as Promise<unknown>;
-          void result.then(() => { answered += 1; }, () => { answered += 1; });
-          return result;
-        };
-        cleanups.push(() => { connection.query = query; });
-        return connection;
-      };
-      try {
-        await work();
-      } finally {
-        pool.acquireConnection = acquire;
-        for (const c of cleanups.reverse()) c();
-      }
+      const count = () => { answered += 1; };
+      await watchStatements(db.knex, ({ text, returned }) => {
+        sent.push({ verb: text.split(' ')[0]!.toLowerCase(), afterAnAnswer: answered > 0 });
+        // Counted on the answer itself, before whoever awaits it can send the next statement.
+        void (returned as Promise<unknown>).then(count, count);
+      }, work);
       return sent;
     }
 
