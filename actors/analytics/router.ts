@@ -27,8 +27,9 @@ export function chooseArm(workType: string, candidates: readonly ArmPosterior[],
 }
 
 /**
- * The arm for a dispatch that names no provider, among the org's arms (every work type): every provider the org has outcomes for competes, with its
- * posterior for this work type (the prior if it has none yet). Undefined while the org has no arms at all.
+ * The arm for a dispatch that names no provider, among the org's arms of every work type: every provider the org
+ * has outcomes for competes, with its posterior for this work type (the prior if it has none yet). Undefined while
+ * the org has no arms at all.
  */
 export function chooseProvider(orgArms: readonly ArmPosterior[], workType: string, seed: string): ArmChoice | undefined {
   const byProvider = new Map<string, { alpha: number; beta: number }>();

@@ -101,7 +101,7 @@ export async function listProjects(db: Knex, orgId: string): Promise<ProjectReco
 export async function projectsInOrg(db: Knex, orgId: string, projectIds: readonly string[]): Promise<Set<string>> {
   const wellFormed = projectIds.filter(isUuid);
   if (wellFormed.length === 0) return new Set();
-  // Every dispatch checks its project: plain SQL, as the other reads on the session path (decision 0055).
+  // Plain SQL, as the other reads on hot paths (decision 0055); a dispatch checks its project in dispatchReads.
   const rows = await sqlQuery<{ id: string }>(db, 'select id from projects where org_id = $1 and id = any($2::uuid[])', [orgId, wellFormed]);
   return new Set(rows.map((r) => r.id));
 }
