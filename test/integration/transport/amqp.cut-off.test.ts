@@ -12,7 +12,7 @@ import { shardOf } from '../../../transport/shards.js';
 import type { AmqpTransport } from '../../../transport/amqp/transport.js';
 import { engines, skipEngine } from '../../support/engines.js';
 import { withPgliteDb, type TestDb } from '../../support/db.js';
-import { cutOff, eventually, skipUnlessManagementApi, startAmqpTransport, testPrefix, type StartedTransport } from '../../support/transport.js';
+import { cutOff, eventually, requireManagementApi, startAmqpTransport, testPrefix, type StartedTransport } from '../../support/transport.js';
 
 const SHARDS = 2;
 const ADDRESS = 'counter/c1';
@@ -50,7 +50,7 @@ class Counters {
   });
 
   it('stops its actors of the lost shards, the standby takes them, and its stale write is refused', async function () {
-    await skipUnlessManagementApi(this);
+    await requireManagementApi();
     const prefix = testPrefix();
     const onA = new Counters(new KnexSnapshotStore(db.knex));
     const onB = new Counters(new KnexSnapshotStore(db.knex));

@@ -14,7 +14,7 @@ import { vhostOf } from '../../../transport/amqp/management-api.js';
 import { atLeastOnce, queueSettings } from '../../../transport/amqp/dead-letter-policy.js';
 import { managementCall } from '../../../transport/amqp/management-api.js';
 import { amqpManagementUrl, engines, skipEngine } from '../../support/engines.js';
-import { eventually, skipUnlessManagementApi, startAmqpTransport, testPrefix, type StartedTransport } from '../../support/transport.js';
+import { eventually, requireManagementApi, startAmqpTransport, testPrefix, type StartedTransport } from '../../support/transport.js';
 
 const SHARDS = 4;
 const BOUND = 2;
@@ -57,7 +57,7 @@ async function waitingInShardQueues(transport: AmqpTransport): Promise<number> {
   let runs: Map<string, number>;
 
   beforeEach(async function () {
-    await skipUnlessManagementApi(this);
+    await requireManagementApi();
     runs = new Map();
   });
 

@@ -17,7 +17,7 @@ import { createEnvelope, encodeEnvelope } from '../../../transport/envelope.js';
 import { ASK_BATCH_TYPE, encodeBatch } from '../../../transport/amqp/ask-batch.js';
 import type { AmqpTransport, AmqpTransportOptions } from '../../../transport/amqp/transport.js';
 import { engines, skipEngine } from '../../support/engines.js';
-import { cutOff, eventually, skipUnlessManagementApi, startAmqpTransport, testPrefix, type StartedTransport } from '../../support/transport.js';
+import { cutOff, eventually, requireManagementApi, startAmqpTransport, testPrefix, type StartedTransport } from '../../support/transport.js';
 
 const SHARDS = 4;
 const DELIVERY_LIMIT = 2;
@@ -391,7 +391,7 @@ interface Answer {
   });
 
   it('does not run an ask in-process ahead of one still out on the former holder when the asker takes the shard over', async function () {
-    await skipUnlessManagementApi(this);
+    await requireManagementApi();
     this.timeout(45_000);
     // B holds every shard; A consumes them all as a standby, so it takes over when B is cut off from the broker.
     const b = await startNode('b');
