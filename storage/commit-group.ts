@@ -42,10 +42,8 @@ export interface CommitGroupOptions {
   readonly maxGroup?: number;
 }
 
-type Settled<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: unknown };
-
-/** Never rejects: a write that throws synchronously or rejects settles as failed. */
-async function settle<T>(run: () => Promise<T>): Promise<Settled<T>> {
+/** Never rejects: a promise made by `run` that rejects, or a `run` that throws, settles as a failed outcome. */
+async function settle<T>(run: () => Promise<T>): Promise<WriteOutcome<T>> {
   try {
     return { ok: true, value: await run() };
   } catch (error) {

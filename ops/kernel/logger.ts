@@ -31,8 +31,8 @@ export function silentLogger(): Logger {
 
 const LEVELS = new Set(['trace', 'debug', 'info', 'warn', 'error', 'fatal']);
 const noop = (): void => undefined;
-/** A lazy logger → the made logger whose level it logs at (a child keeps its parent's level). */
-const levelSources = new WeakMap<Logger, Logger>();
+/** On a lazy logger: the made logger whose level it logs at (a child keeps its parent's level). */
+const LEVEL_SOURCE = Symbol('lazyChild.levelSource');
 
 /**
  * `parent.child(bindings)`, made only when something is logged at an enabled level. A pino child serialises its
@@ -40,10 +40,11 @@ const levelSources = new WeakMap<Logger, Logger>();
  * for lines that are almost never written. A disabled level answers a no-op without making the child.
  */
 export function lazyChild(parent: Logger, bindings: Record<string, unknown>): Logger {
-  const levels = levelSources.get(parent) ?? parent;
+  const levels = (parent as Logger & { [LEVEL_SOURCE]?: Logger })[LEVEL_SOURCE] ?? parent;
   let child: Logger | undefined;
-  const lazy = new Proxy(parent, {
+  return new Proxy(parent, {
     get(_target, property) {
+      if (property === LEVEL_SOURCE) return levels;
       if (child === undefined && typeof property === 'string') {
         if (property === 'isLevelEnabled') return (level: string) => levels.isLevelEnabled(level);
         if (property === 'level') return levels.level;
@@ -54,6 +55,4 @@ export function lazyChild(parent: Logger, bindings: Record<string, unknown>): Lo
       return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
     },
   });
-  levelSources.set(lazy, levels);
-  return lazy;
 }

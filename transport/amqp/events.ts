@@ -16,10 +16,11 @@ import type { ChannelSettlement } from './settlement.js';
  * new connection (`bindAll`, then `resync` for what changed while it was being set up).
  */
 export class EventBus {
-  /** Wanted event patterns → this node's handlers. The broker binding follows this map (`syncBinding`). */
-  private readonly subscriptions = new Map<string, Set<EventHandler>>();
-  /** Each subscribed pattern, split once (`topicMatcher`). */
-  private readonly matchers = new Map<string, TopicMatcher>();
+  /**
+   * Wanted event patterns → this node's handlers, with the pattern split once (`topicMatcher`). The broker binding
+   * follows this map (`syncBinding`).
+   */
+  private readonly subscriptions = new Map<string, { readonly matches: TopicMatcher; readonly handlers: Set<EventHandler> }>();
   private readonly bound = new Set<string>();
   private readonly bindingTurns = new KeyedSerial();
 
@@ -41,22 +42,16 @@ export class EventBus {
   async subscribe(pattern: string, handler: EventHandler): Promise<Unsubscribe> {
     if (this.link.state === 'closed' || this.link.state === 'draining') throw new TroupeError('TRANSPORT_UNAVAILABLE', 'transport is closed');
     assertPattern(pattern);
-    let handlers = this.subscriptions.get(pattern);
-    if (!handlers) {
-      this.subscriptions.set(pattern, (handlers = new Set()));
-      this.matchers.set(pattern, topicMatcher(pattern));
-    }
+    let subscription = this.subscriptions.get(pattern);
+    if (!subscription) this.subscriptions.set(pattern, (subscription = { matches: topicMatcher(pattern), handlers: new Set() }));
     // A distinct wrapper per call, so subscribing the same function twice needs two unsubscribes.
     const entry: EventHandler = (topic, event) => handler(topic, event);
-    handlers.add(entry);
+    subscription.handlers.add(entry);
     await this.syncBinding(pattern);
     return async () => {
       const current = this.subscriptions.get(pattern);
-      if (!current?.delete(entry)) return;
-      if (current.size === 0) {
-        this.subscriptions.delete(pattern);
-        this.matchers.delete(pattern);
-      }
+      if (!current?.handlers.delete(entry)) return;
+      if (current.handlers.size === 0) this.subscriptions.delete(pattern);
       await this.syncBinding(pattern);
     };
   }
@@ -116,8 +111,8 @@ export class EventBus {
   }
 
   private dispatch(topic: string, event: unknown): void {
-    for (const [pattern, handlers] of this.subscriptions) {
-      if (this.matchers.get(pattern)?.(topic) !== true) continue;
+    for (const [pattern, { matches, handlers }] of this.subscriptions) {
+      if (!matches(topic)) continue;
       for (const handler of handlers) {
         try {
           handler(topic, event);
