@@ -35,6 +35,11 @@ export function nextRequestId(): string {
   return `${idPrefix}-${idCounter.toString(16).padStart(12, '0')}`;
 }
 
+/** The request's id: the one the client presented when it is sane, otherwise one of ours. */
+export function requestIdFor(presented: string | undefined): string {
+  return presented !== undefined && SANE_REQUEST_ID.test(presented) ? presented : nextRequestId();
+}
+
 /**
  * A record with no inherited properties, like `Object.create(null)`, but in V8's fast (shaped) object mode:
  * `Object.create(null)` objects start as hash dictionaries, which showed in the heartbeat profile. Its prototype
@@ -90,14 +95,13 @@ export function copyRequest(req: UwsRequest, paramCount: number, method?: string
   }
   const rawParams: string[] = [];
   for (let i = 0; i < paramCount; i++) rawParams.push(req.getParameter(i));
-  const presentedId = headers['x-request-id'];
   return {
     method: method ?? req.getMethod().toUpperCase(),
     path: req.getUrl(),
     rawQuery: req.getQuery() ?? '',
     rawParams,
     headers,
-    requestId: presentedId !== undefined && SANE_REQUEST_ID.test(presentedId) ? presentedId : nextRequestId(),
+    requestId: requestIdFor(headers['x-request-id']),
   };
 }
 

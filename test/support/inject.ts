@@ -2,7 +2,7 @@ import { TroupeError } from '../../ops/kernel/errors.js';
 import { silentLogger, type Logger } from '../../ops/kernel/logger.js';
 import type { AuthDeps } from '../../http/authenticate.js';
 import { collectBody, EMPTY_BODY } from '../../http/body.js';
-import { nextRequestId } from '../../http/exchange.js';
+import { nextRequestId, requestIdFor } from '../../http/exchange.js';
 import { answer, compileRoute, JSON_TYPE, refusal, settle, type CompiledRoute, type EdgeHooks, type ErrorAnswer } from '../../http/pipeline.js';
 import type { Route } from '../../http/types.js';
 import { traceparentFor, withTrace } from '../../ops/kernel/trace-context.js';
@@ -68,8 +68,7 @@ export async function inject<D extends AuthDeps>(route: Route<D>, req: InjectReq
   if (c.headerNames !== undefined) {
     for (const name of Object.keys(headers)) if (!c.headerNames.includes(name) || headers[name] === '') delete headers[name];
   }
-  const presentedId = headers['x-request-id'];
-  const requestId = presentedId !== undefined && /^[A-Za-z0-9._:-]{1,128}$/.test(presentedId) ? presentedId : nextRequestId();
+  const requestId = requestIdFor(headers['x-request-id']);
   const rawParams = req.rawParams ?? c.paramNames.map((name) => encodeURIComponent(req.params?.[name] ?? ''));
   const rawQuery = typeof req.query === 'string' ? req.query : new URLSearchParams(req.query ?? {}).toString();
   const incoming = { method: c.method, path: req.path ?? fillPattern(route.path, rawParams), rawQuery, rawParams, headers, requestId };
