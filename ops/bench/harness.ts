@@ -209,3 +209,15 @@ export async function serverErrorCount(baseUrl: string, route: string): Promise<
   }
   return total;
 }
+
+/** CPU time a process has used, user and system, in µs (from /proc: robust on a busy machine, unlike req/s). */
+export function cpuUs(pid: number | undefined): number {
+  if (pid === undefined) return NaN;
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS;
+  } catch {
+    return NaN;
+  }
+}
+const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;

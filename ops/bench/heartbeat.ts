@@ -14,17 +14,17 @@
 // for ops/bench/cpuprofile-top.ts --windows <dir>/windows.jsonl --name 'troupe heartbeat'.
 // Postgres: DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres) names the server; each node gets
 // its own throw-away database there.
-import { spawnSync } from 'node:child_process';
-import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import {
-  median, printTable, requireWrk, runWrk, serverErrorCount, startFlags, startServer, writeRequestFile, type PostRequest, type RunningServer, type WrkResult,
+  cpuUs, median, printTable, requireWrk, runWrk, serverErrorCount, startFlags, startServer, writeRequestFile, type PostRequest, type RunningServer, type WrkResult,
 } from './harness.js';
 import { generateMasterKey } from '../secrets.js';
+import { createBenchOrg, heartbeatBody, inBatches, postJson, registerDaemons, type BenchOrg, type Daemon } from './daemon-fleet.js';
 
 const { values } = parseArgs({
   options: {
@@ -57,28 +57,7 @@ const workDir = mkdtempSync(path.join(os.tmpdir(), 'troupe-bench-hb-'));
 const adminToken = `trpadm_bench_${Date.now()}_0123456789abcdef`;
 const masterKey = generateMasterKey();
 
-async function json(url: string, init: { token?: string; body?: unknown }): Promise<any> {
-  const res = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...(init.token ? { authorization: `Bearer ${init.token}` } : {}) },
-    ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
-  });
-  const text = await res.text();
-  if (res.status >= 300) throw new Error(`POST ${url} answered ${res.status}: ${text}`);
-  return text ? JSON.parse(text) : undefined;
-}
-
-async function inBatches<T>(count: number, width: number, work: (i: number) => Promise<T>): Promise<T[]> {
-  const out: T[] = new Array(count);
-  let next = 0;
-  await Promise.all(Array.from({ length: width }, async () => {
-    while (next < count) { const i = next++; out[i] = await work(i); }
-  }));
-  return out;
-}
-
-interface Daemon { readonly workerId: string; readonly runtimeJwt: string }
-interface Provisioned { readonly base: string; readonly pid: number | undefined; readonly org: any; readonly daemons: Daemon[]; readonly held: Array<{ d: Daemon; sessionId: string }> }
+interface Provisioned { readonly base: string; readonly pid: number | undefined; readonly org: BenchOrg; readonly daemons: Daemon[]; readonly held: Array<{ d: Daemon; sessionId: string }> }
 
 const servers: RunningServer[] = [];
 const databases: string[] = [];
@@ -101,47 +80,25 @@ async function startNode(label: string, extraEnv: NodeJS.ProcessEnv, nodeArgs: r
   const node = await startServer(path.join(root, 'ops/main.ts'), nodeEnv, '0', [...startFlags(root), ...nodeArgs]);
   servers.push(node);
   const base = `http://127.0.0.1:${node.port}`;
-  const org = await json(`${base}/api/admin/orgs`, { token: adminToken, body: { name: 'Bench', owner: { email: 'bench@bench.test' } } });
+  const org = await createBenchOrg(base, adminToken);
   process.stderr.write(`${label}: registering ${daemonCount} daemons on ${engine}...\n`);
-  const daemons = await inBatches(daemonCount, 32, (i) => json(`${base}/v1/daemon/register`, {
-    body: { registrationToken: org.registrationToken, hostname: `bench-${i}`, maxAgents: 4 },
-  }) as Promise<Daemon>);
+  const daemons = await registerDaemons(base, org, daemonCount);
   // Sessions held by the first daemons, so step heartbeats land on real rows.
   const held = await inBatches(Math.min(100, daemonCount), 8, async (i) => {
     const d = daemons[i]!;
-    const { sessionId } = await json(`${base}/api/agent-dispatch`, { token: org.apiKey.fullKey, body: { projectId: org.project.id, prompt: 'bench' } });
-    await json(`${base}/api/sessions/${sessionId}/status`, { token: d.runtimeJwt, body: { status: 'claimed', workerId: d.workerId } });
+    const { sessionId } = await postJson(`${base}/api/agent-dispatch`, { token: org.apiKey.fullKey, body: { projectId: org.project.id, prompt: 'bench' } });
+    await postJson(`${base}/api/sessions/${sessionId}/status`, { token: d.runtimeJwt, body: { status: 'claimed', workerId: d.workerId } });
     return { d, sessionId: sessionId as string };
   });
-  // Every daemon heartbeats once, so the node has seen each token before measuring (as in steady state).
-  await inBatches(daemonCount, 32, (i) => json(`${base}/v1/daemon/heartbeat`, { token: daemons[i]!.runtimeJwt, body: { workerId: daemons[i]!.workerId } }));
   return { base, pid: node.child.pid, org, daemons, held };
 }
 
-/** A realistic heartbeat body of about 200 bytes. */
-function heartbeatBody(d: Daemon, i: number): string {
-  return JSON.stringify({
-    workerId: d.workerId, activeSessionIds: [`${(i * 7919).toString(16).padStart(16, '0')}`], load: 0.25,
-    version: '1.42.0', hostname: `bench-${i}.pool.internal`, uptimeSeconds: 86_400 + i,
-  });
-}
 const heartbeats = (p: Provisioned): PostRequest[] => p.daemons.map((d, i) => ({ path: '/v1/daemon/heartbeat', token: d.runtimeJwt, body: heartbeatBody(d, i) }));
 
 interface Target { readonly name: string; readonly url: string; readonly file: string; readonly route?: string; readonly troupe: boolean; readonly pid?: number }
 /** `cpuUsPerRequest`: the server's CPU (user + system) over the measured window per request answered, NaN when unknown. */
 interface Measured extends WrkResult { readonly s5xx: number; readonly cpuUsPerRequest: number }
 
-/** CPU time a process has used, user and system, in µs (from /proc: robust on a busy machine, unlike req/s). */
-function cpuUs(pid: number | undefined): number {
-  if (pid === undefined) return NaN;
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS;
-  } catch {
-    return NaN;
-  }
-}
-const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
 
 let failed = false;
 try {
@@ -192,7 +149,7 @@ try {
   for (let round = 1; round <= rounds; round++) {
     // Some daemons have mutations waiting when the round starts: those heartbeats go through their actor.
     for (const node of base === undefined ? [real, noop] : [real, noop, base]) {
-      await inBatches(Math.min(pendingPerRound, daemonCount), 8, (i) => json(`${node.base}/api/daemon/mutations`, {
+      await inBatches(Math.min(pendingPerRound, daemonCount), 8, (i) => postJson(`${node.base}/api/daemon/mutations`, {
         token: node.org.userToken,
         body: { workerHostId: node.daemons[(round * 997 + i) % node.daemons.length]!.workerId, op: 'pool.deleted', params: { poolId: `p${round}` } },
       }));
