@@ -14,8 +14,8 @@ const cachePrefix = process.env.BENCH_CACHE_PREFIX;
 if (!process.env.TROUPE_MASTER_KEY || !process.env.TROUPE_ADMIN_TOKEN) throw new Error('bench-node needs TROUPE_MASTER_KEY and TROUPE_ADMIN_TOKEN');
 if (process.env.REDIS_URL && !cachePrefix) throw new Error('bench-node on Redis needs BENCH_CACHE_PREFIX');
 const config = loadConfig(process.env);
-const log = createLogger({ level: config.logLevel, nodeId: config.nodeId });
-const node = await startNode(config, { log, ...(cachePrefix ? { cachePrefix } : {}) });
+export const log = createLogger({ level: config.logLevel, nodeId: config.nodeId });
+export const node = await startNode(config, { log, ...(cachePrefix ? { cachePrefix } : {}) });
 
 async function deleteRedisKeys(url: string, prefix: string): Promise<void> {
   const redis = new Redis(url, { maxRetriesPerRequest: 1 });
