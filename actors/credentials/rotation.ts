@@ -1,6 +1,8 @@
 import type { Deps } from '../deps.js';
 import { TroupeError } from '../../ops/kernel/errors.js';
-import { countPresence, findCredential, markRotated, refreshPresence, writePresence } from '../../storage/credentials/credentials.js';
+import {
+  countPresence, findCredential, recordRotation, refreshPresence, rotationsAfter, writePresence, type RecordedRotation, type RotationCursor,
+} from '../../storage/credentials/credentials.js';
 import { rotationSealContext, streamTopics, type NodeStreams, type SealedRotation } from '../fleet/node-streams.js';
 import type { NodeService } from '../node-services.js';
 import { defaultCredentialProviders, type CredentialProviderRegistry } from './providers.js';
@@ -27,10 +29,32 @@ export interface RotationResult {
 /** A rotation as a rotate-stream subscriber receives it; shared by all subscribers of the org on this node, so read-only. */
 export type OpenedRotation = Readonly<{ kind: string; value: string; rotatedAt: string }>;
 
+/** A rotation's event id on the rotate stream, `<rotatedAt>.<kind>`: ids in the order the rotations happened. */
+export const rotationEventId = (r: { readonly rotatedAt: string; readonly kind: string }): string => `${r.rotatedAt}.${r.kind}`;
+
+const ROTATION_EVENT_ID = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)\.([a-z0-9][a-z0-9._-]{0,63})$/;
+
+/**
+ * Where a rotate stream resumes (decision 0064): after the rotation a `Last-Event-ID` names, or from the start for
+ * `0` (a worker with nothing yet: every kind's last rotation). undefined for anything else.
+ */
+export function rotationCursor(lastEventId: string): RotationCursor | undefined {
+  if (lastEventId === '0') return 'start';
+  const match = ROTATION_EVENT_ID.exec(lastEventId);
+  if (match === null) return undefined;
+  const at = Date.parse(match[1]!);
+  // Only a time this node could have written: no 30 February, no rolled-over hour.
+  if (!Number.isFinite(at) || new Date(at).toISOString() !== match[1]) return undefined;
+  return { at, kind: match[2]! };
+}
+
 export interface CredentialServices {
   readonly providers: CredentialProviderRegistry;
-  /** Attaches a local subscriber to the org's rotations; resolves once its presence is recorded. */
-  subscribe(orgId: string, listener: (r: OpenedRotation) => void): Promise<() => void>;
+  /**
+   * Attaches a local subscriber to the org's rotations; resolves once its presence is recorded and, when it resumes
+   * (`resume`), once the rotations it missed have been handed to `listener`, oldest first, before any live one.
+   */
+  subscribe(orgId: string, listener: (r: OpenedRotation) => void, resume?: RotationCursor): Promise<() => void>;
   rotate(orgId: string, kind: string): Promise<RotationResult>;
 }
 
@@ -74,6 +98,15 @@ export function createCredentialServices(deps: CredentialDeps, streams: NodeStre
     return r;
   };
 
+  const openRecorded = (orgId: string, r: RecordedRotation): OpenedRotation | null => {
+    try {
+      return { kind: r.kind, value: deps.secrets.open(r.sealedValue, rotationSealContext(orgId, r.kind, r.rotatedAt)), rotatedAt: r.rotatedAt };
+    } catch (err) {
+      log.warn({ err, orgId, kind: r.kind }, 'a recorded rotation did not open with this node\'s master key; not replayed');
+      return null;
+    }
+  };
+
   let refresher: NodeJS.Timeout | undefined;
 
   return {
@@ -94,16 +127,19 @@ export function createCredentialServices(deps: CredentialDeps, streams: NodeStre
       refresher = undefined;
       await Promise.all([...writes.values()]);
     },
-    async subscribe(orgId, listener) {
+    async subscribe(orgId, listener, resume) {
       await streams.ready();
+      // While the missed rotations are read, live ones wait: none falls between the two, and one in both goes once.
+      let waiting: OpenedRotation[] | undefined = resume === undefined ? undefined : [];
       const { unsubscribe } = streams.credentials.subscribe(orgId, ({ data }) => {
         const opened = openOnce(data);
-        if (opened) listener(opened);
+        if (opened === null) return;
+        if (waiting === undefined) listener(opened);
+        else waiting.push(opened);
       });
       localCounts.set(orgId, (localCounts.get(orgId) ?? 0) + 1);
-      await recordPresence(orgId);
       let done = false;
-      return () => {
+      const leave = () => {
         if (done) return;
         done = true;
         unsubscribe();
@@ -113,6 +149,33 @@ export function createCredentialServices(deps: CredentialDeps, streams: NodeStre
         // The last one leaves a row of 0 rather than none, so the count stays an absolute, ordered write.
         void recordPresence(orgId);
       };
+      await recordPresence(orgId);
+      if (resume !== undefined) {
+        let missed;
+        try {
+          missed = await rotationsAfter(deps.db, orgId, resume);
+        } catch (err) {
+          leave();
+          throw err;
+        }
+        // Per kind, the rotation the replay sent. A held live rotation not newer than it is that rotation again, or
+        // an older one whose publish came late; sending it would leave the subscriber on an older value.
+        const replayed = new Map<string, string>();
+        for (const r of missed) {
+          const opened = openRecorded(orgId, r);
+          if (opened === null) continue;
+          replayed.set(opened.kind, opened.rotatedAt);
+          listener(opened);
+        }
+        const live = waiting!;
+        waiting = undefined;
+        for (const r of live) {
+          const sent = replayed.get(r.kind);
+          // Same-format ISO times order as strings.
+          if (sent === undefined || r.rotatedAt > sent) listener(r);
+        }
+      }
+      return leave;
     },
 
     async rotate(orgId, kind) {
@@ -124,8 +187,11 @@ export function createCredentialServices(deps: CredentialDeps, streams: NodeStre
       const event: SealedRotation = {
         orgId, kind, rotatedAt, sealedValue: deps.secrets.seal(value, rotationSealContext(orgId, kind, rotatedAt)),
       };
+      // Recorded before it is published: a stream resuming meanwhile finds it in one or the other, never neither.
+      if (!(await recordRotation(deps.db, orgId, kind, now, event.sealedValue))) {
+        throw new TroupeError('NOT_FOUND', 'no credential of this kind is stored for the org');
+      }
       await deps.transport.publish(streamTopics.credentialRotated(orgId), event);
-      await markRotated(deps.db, orgId, kind, now);
       const sessionCount = await countPresence(deps.db, orgId, now - PRESENCE_TTL_MS);
       return { ok: true, kind, sessionCount, rotatedAt };
     },

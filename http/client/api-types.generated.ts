@@ -1471,7 +1471,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Rotate stream (SSE): `credential.rotated` events `{kind, value, rotatedAt}` of the daemon's org; `ready` once subscribed */
+        /** Rotate stream (SSE): `credential.rotated` events `{kind, value, rotatedAt}` of the daemon's org; `ready` once subscribed. `Last-Event-ID` (a rotation's id, or `0` for every kind's last rotation) first replays the last rotation of each kind made after it, as it was pushed */
         get: operations["getApiDaemonCredentialsStream"];
         put?: never;
         post?: never;

@@ -1,7 +1,7 @@
 import { TroupeError } from '../../ops/kernel/errors.js';
 import type { Deps } from '../../actors/deps.js';
 import { roleAtLeast, type OrgPrincipal } from '../../actors/identity/principal.js';
-import { credentialServices } from '../../actors/credentials/rotation.js';
+import { credentialServices, rotationCursor, rotationEventId } from '../../actors/credentials/rotation.js';
 import { upsertCredential } from '../../storage/credentials/credentials.js';
 import { credentialKind, credentialReply, putCredentialBody, rotateBody, rotateReply } from '../../schemas/daemon-extras/bodies.js';
 import { assertOwnOrg, orgPrincipal, requesterOf } from '../principal.js';
@@ -109,7 +109,8 @@ export function credentialRoutes(): Route<Deps>[] {
       path: '/api/daemon/credentials/stream',
       auth: 'runtime',
       sse: true,
-      summary: "Rotate stream (SSE): `credential.rotated` events `{kind, value, rotatedAt}` of the daemon's org; `ready` once subscribed",
+      summary: "Rotate stream (SSE): `credential.rotated` events `{kind, value, rotatedAt}` of the daemon's org; `ready` once subscribed. "
+        + '`Last-Event-ID` (a rotation\'s id, or `0` for every kind\'s last rotation) first replays the last rotation of each kind made after it, as it was pushed',
       sseEvents: {
         ready: { schemaName: 'CredentialStreamReadyEvent', schema: { type: 'object', required: ['orgId'], properties: { orgId: { type: 'string' } } } },
         'credential.rotated': {
@@ -124,12 +125,17 @@ export function credentialRoutes(): Route<Deps>[] {
       async handler(req, deps) {
         const p = orgPrincipal(req);
         const services = credentialServices(deps);
+        const lastEventId = req.headers['last-event-id'];
+        const resume = lastEventId === undefined || lastEventId === '' ? undefined : rotationCursor(lastEventId);
+        if (lastEventId !== undefined && lastEventId !== '' && resume === undefined) {
+          throw new TroupeError('VALIDATION_FAILED', 'Last-Event-ID must be a rotation\'s event id (<rotatedAt>.<kind>) or 0', { field: 'last-event-id' });
+        }
         return {
           kind: 'sse',
           async open(stream) {
             const unsubscribe = await services.subscribe(p.orgId, (rotation) => {
-              stream.send({ id: `${rotation.rotatedAt}.${rotation.kind}`, event: 'credential.rotated', data: rotation });
-            });
+              stream.send({ id: rotationEventId(rotation), event: 'credential.rotated', data: rotation });
+            }, resume);
             stream.onClose(unsubscribe);
             stream.send({ event: 'ready', data: { orgId: p.orgId } });
           },

@@ -32,8 +32,38 @@ export async function findCredential(db: Knex, orgId: string, kind: string): Pro
   };
 }
 
-export async function markRotated(db: Knex, orgId: string, kind: string, at: number): Promise<void> {
-  await db('org_credentials').where({ org_id: orgId, kind }).update({ rotated_at: new Date(at) });
+/** A rotation as it was pushed: its value sealed under `rotation:<org>:<kind>:<rotatedAt>`. */
+export interface RecordedRotation {
+  readonly kind: string;
+  readonly rotatedAt: string;
+  readonly sealedValue: string;
+}
+
+/** Where a resumed rotate stream left off: after the rotation (at, kind), or from the start. */
+export type RotationCursor = { readonly at: number; readonly kind: string } | 'start';
+
+/** Keeps the rotation's time and the sealed value it pushed on the credential's row; false when the row is gone. */
+export async function recordRotation(db: Knex, orgId: string, kind: string, at: number, sealedValue: string): Promise<boolean> {
+  const updated = await db('org_credentials').where({ org_id: orgId, kind }).update({ rotated_at: new Date(at), rotated_sealed_value: sealedValue });
+  return updated > 0;
+}
+
+/**
+ * The org's last rotation of each kind after `cursor`, oldest first, ties broken by kind: the order of their event
+ * ids, so the last one sent is where the next resumption starts. Rows rotated before migration 0045 kept no pushed
+ * value and are not replayed.
+ */
+export async function rotationsAfter(db: Knex, orgId: string, cursor: RotationCursor): Promise<RecordedRotation[]> {
+  const query = db('org_credentials')
+    .select('kind', 'rotated_at', 'rotated_sealed_value')
+    .where({ org_id: orgId }).whereNotNull('rotated_sealed_value')
+    .orderBy([{ column: 'rotated_at' }, { column: 'kind' }]);
+  if (cursor !== 'start') {
+    const at = new Date(cursor.at);
+    query.where((q) => q.where('rotated_at', '>', at).orWhere((same) => same.where('rotated_at', '=', at).where('kind', '>', cursor.kind)));
+  }
+  const rows = await query;
+  return rows.map((r) => ({ kind: r.kind, rotatedAt: iso(r.rotated_at)!, sealedValue: r.rotated_sealed_value }));
 }
 
 /** Records how many rotate-stream subscribers `nodeId` holds for `orgId` right now (an absolute count, idempotent). */

@@ -26,6 +26,7 @@ import { workflowTriggersMigration } from './0040_workflow_triggers.js';
 import { trackerCommentsMigration } from './0041_tracker_comments.js';
 import { agentCardProposalsMigration } from './0042_agent_card_proposals.js';
 import { auditOutboxMigration } from './0044_audit_outbox.js';
+import { rotationReplayMigration } from './0045_rotation_replay.js';
 
 /**
  * Every migration, in order. A static list rather than a directory scan, so the same source runs under tsx,
@@ -66,4 +67,5 @@ export const migrations: readonly Migration[] = [
   trackerCommentsMigration, // 0041
   agentCardProposalsMigration, // 0042
   auditOutboxMigration, // 0044
+  rotationReplayMigration, // 0045
 ];

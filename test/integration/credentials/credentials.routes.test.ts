@@ -1,7 +1,8 @@
 // Invariant: a credential is stored sealed (never in clear) by an org admin or owner only; a rotation re-resolves
 // it and reaches every live rotate-stream subscriber of the caller's org and no other org's, answers how many
 // listened (zero is success), refuses a foreign orgId (403) and members (403) while an API key passes on the guard,
-// and leaves an audit entry after the reply. Plugin option snapshots upsert by (org, project, plugin, verb) behind
+// and leaves an audit entry after the reply. A stream resuming with Last-Event-ID (or 0) first gets its own org's
+// rotations it missed, each kind's last, as pushed; a Last-Event-ID naming no rotation is 400. Plugin option snapshots upsert by (org, project, plugin, verb) behind
 // the org and project-boundary guards. Hostile bodies never produce a 5xx.
 import { expect } from 'chai';
 import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
@@ -98,6 +99,65 @@ for (const { set, skip } of engineSets) describe(`credentials, rotation and opti
   it('treats zero subscribers as success and counts only live ones', async () => {
     await put(acme, acme.ownerToken, 'npm-token', { provider: 'static', value: 'npm_1' });
     await eventually(async () => (await rotate(acme.ownerToken, { orgId: acme.orgId, kind: 'npm-token' })).json.sessionCount === 0, 'streams of the last test gone');
+  });
+
+  const rotated = (c: SseClient) => c.frames.filter((f) => f.event === 'credential.rotated');
+  const resumeAt = async (d: Daemon, lastEventId: string) => {
+    const c = await openSse(`${t.url}/api/daemon/credentials/stream`, { token: d.runtimeJwt, lastEventId });
+    open.push(c);
+    expect(c.status).to.equal(200);
+    await c.next((f) => f.event === 'ready');
+    return c;
+  };
+
+  it('replays to a stream resuming with Last-Event-ID the rotations it missed, as they were pushed, and no other org\'s', async () => {
+    await put(acme, acme.ownerToken, 'resume-a', { provider: 'static', value: 'a1' });
+    await put(acme, acme.ownerToken, 'resume-b', { provider: 'static', value: 'b1' });
+    const first = await stream(acmeDaemon);
+    await first.next((f) => f.event === 'ready');
+    expect((await rotate(acme.ownerToken, { orgId: acme.orgId, kind: 'resume-a' })).status).to.equal(200);
+    const heard = await first.next((f) => f.event === 'credential.rotated' && f.data.kind === 'resume-a');
+    expect(heard.id).to.equal(`${heard.data.rotatedAt}.resume-a`);
+    first.close();
+
+    // While away: resume-a rotated again, resume-b rotated then stored anew without a push, and Globex rotates too.
+    await put(acme, acme.ownerToken, 'resume-a', { provider: 'static', value: 'a2' });
+    expect((await rotate(acme.ownerToken, { orgId: acme.orgId, kind: 'resume-a' })).status).to.equal(200);
+    await put(acme, acme.ownerToken, 'resume-b', { provider: 'static', value: 'b2' });
+    expect((await rotate(acme.ownerToken, { orgId: acme.orgId, kind: 'resume-b' })).status).to.equal(200);
+    await put(acme, acme.ownerToken, 'resume-b', { provider: 'static', value: 'b3 stored, never pushed' });
+    await put(globex, globex.ownerToken, 'resume-a', { provider: 'static', value: 'globex a' });
+    expect((await rotate(globex.ownerToken, { orgId: globex.orgId, kind: 'resume-a' })).status).to.equal(200);
+
+    const resumed = await resumeAt(acmeDaemon, heard.id!);
+    expect(rotated(resumed).map((f) => [f.data.kind, f.data.value])).to.deep.equal([['resume-a', 'a2'], ['resume-b', 'b2']]);
+    for (const f of rotated(resumed)) expect(f.id).to.equal(`${f.data.rotatedAt}.${f.data.kind}`);
+    // Resuming from the last id it was sent replays nothing; the stream is live all the same.
+    const caughtUp = await resumeAt(acmeDaemon, rotated(resumed).at(-1)!.id!);
+    expect(rotated(caughtUp)).to.have.length(0);
+    expect((await rotate(acme.ownerToken, { orgId: acme.orgId, kind: 'resume-a' })).status).to.equal(200);
+    expect((await caughtUp.next((f) => f.event === 'credential.rotated')).data).to.include({ kind: 'resume-a', value: 'a2' });
+  });
+
+  it('sends every kind\'s last rotation to a stream starting from 0, oldest first, and only its own org\'s', async () => {
+    const fromStart = await resumeAt(acmeDaemon, '0');
+    const frames = rotated(fromStart);
+    const kinds = frames.map((f) => f.data.kind);
+    expect(kinds).to.include.members(['github-token', 'npm-token', 'resume-a', 'resume-b']);
+    expect(new Set(kinds).size, 'one frame per kind').to.equal(kinds.length);
+    expect(frames.map((f) => f.data.value)).to.not.include('globex a');
+    const times = frames.map((f) => Date.parse(f.data.rotatedAt));
+    expect(times).to.deep.equal([...times].sort((x, y) => x - y));
+    const globexFromStart = await resumeAt(globexDaemon, '0');
+    expect(rotated(globexFromStart).map((f) => f.data.value)).to.have.members(['globex_value', 'globex a']);
+  });
+
+  it('refuses a Last-Event-ID that names no rotation with 400, and opens nothing', async () => {
+    for (const lastEventId of ['garbage', '2026-02-30T10:00:00.000Z.github-token', '2026-11-29T10:00:00.000Z.Bad Kind', '2026-11-29T10:00:00Z.github-token', '-1']) {
+      const res = await t.inject('GET', '/api/daemon/credentials/stream', { token: acmeDaemon.runtimeJwt, headers: { 'last-event-id': lastEventId } });
+      expect(res.status, lastEventId).to.equal(400);
+      expect(res.json).to.include({ code: 'VALIDATION_FAILED' });
+    }
   });
 
   it('guards rotation: foreign orgId 403, members 403, API keys pass on the guard, runtime tokens refused', async () => {
