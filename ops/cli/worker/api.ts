@@ -41,7 +41,8 @@ export interface WorkerApi {
   stepHeartbeat(token: string, sessionId: string, body: { workerId: string }): Promise<unknown>;
   heldSessions(token: string): Promise<{ sessions: { id: string; status: string }[] }>;
   /** Opens an event stream; the caller reads `body`. */
-  stream(token: string, path: '/api/daemon/events' | '/api/daemon/credentials/stream', signal: AbortSignal): Promise<Response>;
+  /** Opens an event stream; `lastEventId` resumes it after that event. */
+  stream(token: string, path: '/api/daemon/events' | '/api/daemon/credentials/stream', signal: AbortSignal, lastEventId?: string): Promise<Response>;
 }
 
 export type ReportStatus = paths['/api/sessions/{id}/status']['post']['requestBody']['content']['application/json']['status'];
@@ -95,8 +96,9 @@ export function createWorkerApi(baseUrl: string, timeoutMs = 15_000): WorkerApi 
     output: (token, id, body) => call(inTurn(() => unwrap(api.POST('/api/sessions/{id}/output', { params: { path: { id } }, body, headers: auth(token) })))),
     stepHeartbeat: (token, id, body) => call(inTurn(() => unwrap(api.POST('/api/sessions/{id}/step-heartbeat', { params: { path: { id } }, body, headers: auth(token) })))),
     heldSessions: (token) => call(inTurn(() => unwrap(api.GET('/api/daemon/sessions', { headers: auth(token) })))),
-    async stream(token, path, signal) {
-      const outcome = await call(api.GET(path, { headers: { ...auth(token), accept: 'text/event-stream' }, parseAs: 'stream', signal }));
+    async stream(token, path, signal, lastEventId) {
+      const headers = { ...auth(token), accept: 'text/event-stream', ...(lastEventId === undefined ? {} : { 'last-event-id': lastEventId }) };
+      const outcome = await call(api.GET(path, { headers, parseAs: 'stream', signal }));
       if (!outcome.response.ok) await call(unwrap(Promise.resolve(outcome)));
       return outcome.response;
     },

@@ -1,12 +1,13 @@
 /**
- * Reads a `text/event-stream` body into events (the WHATWG rules the server's streams use: `event:`, `data:` lines,
- * a blank line ends an event, `:` lines are comments). Calls `onEvent` for each; resolves when the stream ends and
+ * Reads a `text/event-stream` body into events (the WHATWG rules the server's streams use: `event:`, `data:` and
+ * `id:` lines, a blank line ends an event, `:` lines are comments). Calls `onEvent` for each, with the stream's last
+ * event id so far; resolves when the stream ends and
  * rejects when it breaks or stays silent longer than `idleMs` (the server sends a comment every 15 s). Aborting
  * `signal` cancels the body itself: the fetch's own signal does not always reach a body already being read, and a
  * stream left open keeps the worker's process alive after it stopped.
  */
 export async function readEvents(
-  body: ReadableStream<Uint8Array>, onEvent: (event: string, data: unknown) => void, idleMs: number, signal?: AbortSignal,
+  body: ReadableStream<Uint8Array>, onEvent: (event: string, data: unknown, lastEventId: string | undefined) => void, idleMs: number, signal?: AbortSignal,
 ): Promise<void> {
   const reader = body.getReader();
   const cancelled = new Promise<never>((_resolve, reject) => {
@@ -21,6 +22,7 @@ export async function readEvents(
   let buffer = '';
   let event = 'message';
   let data: string[] = [];
+  let lastEventId: string | undefined;
   let idle: NodeJS.Timeout | undefined;
   let rearm: () => void = () => {};
   const silent = new Promise<never>((_resolve, reject) => {
@@ -50,7 +52,7 @@ export async function readEvents(
             const text = data.join('\n');
             let parsed: unknown;
             try { parsed = JSON.parse(text); } catch { parsed = text; }
-            onEvent(event, parsed);
+            onEvent(event, parsed, lastEventId);
           }
           event = 'message';
           data = [];
@@ -62,6 +64,8 @@ export async function readEvents(
           const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
           if (field === 'event') event = value;
           else if (field === 'data') data.push(value);
+          // WHATWG: an id holding NUL is ignored.
+          else if (field === 'id' && !value.includes('\0')) lastEventId = value;
         }
       }
     }

@@ -6,6 +6,7 @@ import path from 'node:path';
  * - `worker.json`: the URL it registered with, its workerId and runtime token, and the intervals the server gave;
  * - `reports/<sessionId>.json`: terminal reports not yet acknowledged by the server, sent when it is back;
  * - `credentials/<kind>`: the latest value of each rotated credential (agents read `$TROUPE_CREDENTIALS_DIR/<kind>`);
+ * - `credential-stream.json`: the id of the last rotation written there, where the rotate stream resumes;
  * - `model-access.json`: the model-access policy delivered by `modelAccess.set`, given to new sessions' agents.
  * Writes go to a temporary file renamed into place, so a crash never leaves half a file.
  */
@@ -73,6 +74,18 @@ export class StateDir {
     const file = path.join(this.credentialsDir, kind);
     this.writeFile(file, value);
     return file;
+  }
+
+  /** The last rotation the worker kept (its event id), or undefined when it has kept none. */
+  credentialStreamPosition(): string | undefined {
+    const saved = this.readJson<{ lastEventId?: unknown }>(path.join(this.dir, 'credential-stream.json'));
+    return typeof saved?.lastEventId === 'string' && saved.lastEventId !== '' ? saved.lastEventId : undefined;
+  }
+
+  setCredentialStreamPosition(lastEventId: string | undefined): void {
+    const file = path.join(this.dir, 'credential-stream.json');
+    if (lastEventId === undefined) rmSync(file, { force: true });
+    else this.writeFile(file, JSON.stringify({ lastEventId }));
   }
 
   modelAccess(): unknown {

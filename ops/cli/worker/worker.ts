@@ -276,15 +276,24 @@ export class Worker {
       const requestedAt = Date.now();
       try {
         const signal = AbortSignal.any([abort.signal, this.stopped.signal]);
-        const res = await this.api.stream(this.token, path, signal);
-        await readEvents(res.body!, (event, data) => {
+        // The rotate stream resumes after the last rotation kept, so none made while it was down is missed; `0`, with
+        // none kept yet, asks for every credential's last rotation.
+        const resumeFrom = which === 'credentials' ? (this.state.credentialStreamPosition() ?? '0') : undefined;
+        const res = await this.api.stream(this.token, path, signal, resumeFrom);
+        await readEvents(res.body!, (event, data, lastEventId) => {
           if (event === 'ready') backoff.reset();
           if (which === 'events') this.onDaemonEvent(event, data, requestedAt);
-          else this.onCredentialEvent(event, data);
+          else this.onCredentialEvent(event, data, lastEventId);
         }, STREAM_IDLE_MS, signal);
       } catch (err) {
         if (this.stopping) return;
-        if (!abort.signal.aborted) this.log('debug', 'stream.lost', `${path}: ${(err as Error).message}`);
+        if (which === 'credentials' && err instanceof ApiError && err.status === 400 && err.code === 'VALIDATION_FAILED') {
+          // A position the server does not read (a state dir edited by hand) is dropped: from the start instead.
+          this.log('warn', 'credential.position_refused', `the server refused the rotate stream's position; resuming from every credential's last rotation: ${err.message}`);
+          this.state.setCredentialStreamPosition(undefined);
+        } else if (!abort.signal.aborted) {
+          this.log('debug', 'stream.lost', `${path}: ${(err as Error).message}`);
+        }
       }
       if (this.stopping) return;
       // A deliberate reconnect (new token) is immediate; a lost stream backs off.
@@ -320,11 +329,13 @@ export class Worker {
     }
   }
 
-  private onCredentialEvent(event: string, data: unknown): void {
+  private onCredentialEvent(event: string, data: unknown, lastEventId: string | undefined): void {
     if (event !== 'credential.rotated') return;
     const { kind, value } = data as CredentialRotatedEvent;
     try {
       const file = this.state.writeCredential(kind, value);
+      // Only once the value is on disk: a crash in between replays this rotation rather than skipping it.
+      if (lastEventId !== undefined) this.state.setCredentialStreamPosition(lastEventId);
       let signalled = 0;
       for (const s of this.running.values()) if (s.agent.signal('SIGHUP')) signalled++;
       this.log('info', 'credential.rotated', `credential ${kind} rotated: written to ${file}, ${signalled} agent(s) sent SIGHUP`, { kind, agents: signalled });

@@ -4,7 +4,7 @@
 // group within 2 s (p99 of 20); 100 sessions through two workers of capacity 8 each run once and all complete; a
 // SIGKILLed worker's session is reclaimed by the lease and ends terminal while a second worker takes new work;
 // project mutations change what it takes; a credential rotation reaches a running agent as SIGHUP and new sessions as
-// the new value; SIGTERM drains (finish within the timeout, the rest stopped and reported failed, exit 0); and a
+// the new value, a new worker starts with the org's rotated credentials and a restarted one gets those it missed; SIGTERM drains (finish within the timeout, the rest stopped and reported failed, exit 0); and a
 // refused registration token exits 2 with a clear message.
 import { expect } from 'chai';
 import { readFileSync, statSync } from 'node:fs';
@@ -209,6 +209,29 @@ describe(`troupe worker, as real processes (node on ${onPostgres ? 'Postgres' : 
     await eventually('a new session reads the new value', 5000, async () => ((await detail(a, org, next)).output?.tail ?? '').includes('credential llm-key: second'));
     const mode = statSync(path.join(w.stateDir, 'credentials', 'llm-key')).mode & 0o777;
     expect(mode.toString(8)).to.equal('600');
+  });
+
+  it('starts with the org\'s rotated credentials, and after a restart has those rotated while it was down', async () => {
+    const put = (value: string) => a.call('PUT', `/api/org/${org.orgId}/credentials/llm-key`, { token: org.ownerToken, body: { provider: 'static', value } });
+    const rotate = () => a.call('POST', '/api/daemon/credentials/rotate', { token: org.ownerToken, body: { orgId: org.orgId, kind: 'llm-key' } });
+    const kept = (stateDir: string) => {
+      try { return readFileSync(path.join(stateDir, 'credentials', 'llm-key'), 'utf8'); } catch { return undefined; }
+    };
+    expect((await put('before the worker')).status).to.equal(200);
+    expect((await rotate()).status).to.equal(200);
+    const stateDir = tempDir('worker');
+    const w = startWorker({ url: node.url, registrationToken: org.registrationToken, stateDir, env: { ECHO_AGENT_LINES: '1' } });
+    await w.waitFor((l) => l.event === 'worker.registered');
+    await eventually('a new worker has the credential rotated before it started', 10_000, async () => kept(stateDir) === 'before the worker');
+    await killWorker(w, 'SIGTERM');
+
+    expect((await put('while it was down')).status).to.equal(200);
+    expect((await rotate()).status).to.equal(200);
+    expect(kept(stateDir)).to.equal('before the worker');
+    const again = startWorker({ url: node.url, registrationToken: org.registrationToken, stateDir, env: { ECHO_AGENT_LINES: '1' } });
+    await again.waitFor((l) => l.event === 'worker.resumed');
+    await eventually('the restarted worker has the rotation it missed', 10_000, async () => kept(stateDir) === 'while it was down');
+    expect(again.lines.filter((l) => l.event === 'credential.rotated'), 'only the missed rotation is replayed').to.have.length(1);
   });
 
   it('drains on SIGTERM: no new work, a short session finishes, a long one is stopped and reported failed, exit 0', async () => {
