@@ -107,6 +107,27 @@ export function createCredentialServices(deps: CredentialDeps, streams: NodeStre
     }
   };
 
+  /** A live subscriber of the org's rotations on this node, counted in its presence; resolves to its leave. */
+  const attach = async (orgId: string, listener: (r: OpenedRotation) => void): Promise<() => void> => {
+    const { unsubscribe } = streams.credentials.subscribe(orgId, ({ data }) => {
+      const opened = openOnce(data);
+      if (opened) listener(opened);
+    });
+    localCounts.set(orgId, (localCounts.get(orgId) ?? 0) + 1);
+    await recordPresence(orgId);
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      unsubscribe();
+      const left = (localCounts.get(orgId) ?? 1) - 1;
+      if (left > 0) localCounts.set(orgId, left);
+      else localCounts.delete(orgId);
+      // The last one leaves a row of 0 rather than none, so the count stays an absolute, ordered write.
+      void recordPresence(orgId);
+    };
+  };
+
   let refresher: NodeJS.Timeout | undefined;
 
   return {
@@ -129,51 +150,35 @@ export function createCredentialServices(deps: CredentialDeps, streams: NodeStre
     },
     async subscribe(orgId, listener, resume) {
       await streams.ready();
-      // While the missed rotations are read, live ones wait: none falls between the two, and one in both goes once.
-      let waiting: OpenedRotation[] | undefined = resume === undefined ? undefined : [];
-      const { unsubscribe } = streams.credentials.subscribe(orgId, ({ data }) => {
-        const opened = openOnce(data);
-        if (opened === null) return;
-        if (waiting === undefined) listener(opened);
-        else waiting.push(opened);
+      if (resume === undefined) return attach(orgId, listener);
+      // While the missed rotations are read, live ones wait: none falls between the two.
+      let waiting: OpenedRotation[] | undefined = [];
+      const leave = await attach(orgId, (r) => {
+        if (waiting === undefined) listener(r);
+        else waiting.push(r);
       });
-      localCounts.set(orgId, (localCounts.get(orgId) ?? 0) + 1);
-      let done = false;
-      const leave = () => {
-        if (done) return;
-        done = true;
-        unsubscribe();
-        const left = (localCounts.get(orgId) ?? 1) - 1;
-        if (left > 0) localCounts.set(orgId, left);
-        else localCounts.delete(orgId);
-        // The last one leaves a row of 0 rather than none, so the count stays an absolute, ordered write.
-        void recordPresence(orgId);
-      };
-      await recordPresence(orgId);
-      if (resume !== undefined) {
-        let missed;
-        try {
-          missed = await rotationsAfter(deps.db, orgId, resume);
-        } catch (err) {
-          leave();
-          throw err;
-        }
-        // Per kind, the rotation the replay sent. A held live rotation not newer than it is that rotation again, or
-        // an older one whose publish came late; sending it would leave the subscriber on an older value.
-        const replayed = new Map<string, string>();
-        for (const r of missed) {
-          const opened = openRecorded(orgId, r);
-          if (opened === null) continue;
-          replayed.set(opened.kind, opened.rotatedAt);
-          listener(opened);
-        }
-        const live = waiting!;
-        waiting = undefined;
-        for (const r of live) {
-          const sent = replayed.get(r.kind);
-          // Same-format ISO times order as strings.
-          if (sent === undefined || r.rotatedAt > sent) listener(r);
-        }
+      let missed;
+      try {
+        missed = await rotationsAfter(deps.db, orgId, resume);
+      } catch (err) {
+        leave();
+        throw err;
+      }
+      // Per kind, the rotation the replay sent. A held live rotation not newer than it is that rotation again, or
+      // an older one whose publish came late; sending it would leave the subscriber on an older value.
+      const replayed = new Map<string, string>();
+      for (const r of missed) {
+        const opened = openRecorded(orgId, r);
+        if (opened === null) continue;
+        replayed.set(opened.kind, opened.rotatedAt);
+        listener(opened);
+      }
+      const live = waiting;
+      waiting = undefined;
+      for (const r of live) {
+        const sent = replayed.get(r.kind);
+        // Same-format ISO times order as strings.
+        if (sent === undefined || r.rotatedAt > sent) listener(r);
       }
       return leave;
     },
