@@ -18,7 +18,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { cpuUs, median, printTable, requireWrk, runWrk, startFlags, startServer, writeRequestFile, type RunningServer, type WrkResult } from './harness.js';
+import {
+  cpuUs, median, printTable, requireWrk, runWrk, startFlags, startServer, windowsRow, writeRequestFile, type MeasuredWindow, type RunningServer,
+} from './harness.js';
 import { createBenchOrg, heartbeatBody, registerDaemons, type Daemon } from './daemon-fleet.js';
 import { generateMasterKey } from '../secrets.js';
 
@@ -129,8 +131,7 @@ try {
   await assertSameAnswers(fronts, daemons[0]!);
   const file = writeRequestFile(path.join(workDir, 'heartbeats.txt'), daemons.map((d, i) => ({ path: HEARTBEAT, token: d.runtimeJwt, body: heartbeatBody(d, i) })));
 
-  interface Measured extends WrkResult { readonly cpuUsPerRequest: number }
-  const results = new Map<string, Measured[]>(fronts.map((f) => [f.name, []]));
+  const results = new Map<string, MeasuredWindow[]>(fronts.map((f) => [f.name, []]));
   const ratios = { nodeHttp: [] as number[], fastify: [] as number[], cpuNodeHttp: [] as number[], cpuFastify: [] as number[] };
   for (let round = 1; round <= rounds; round++) {
     for (const f of fronts) {
@@ -142,22 +143,14 @@ try {
       results.get(f.name)!.push({ ...r, cpuUsPerRequest });
       process.stderr.write(`round ${round}/${rounds} ${f.name}: ${Math.round(r.rps)} req/s p50 ${r.p50Ms} ms p99 ${r.p99Ms} ms non2xx ${r.non2xx} errors ${r.errors} node CPU ${cpuUsPerRequest.toFixed(2)} µs/request\n`);
     }
-    const [uws, nodeHttp, fastify] = fronts.map((f) => results.get(f.name)!.at(-1)!) as [Measured, Measured, Measured];
+    const [uws, nodeHttp, fastify] = fronts.map((f) => results.get(f.name)!.at(-1)!) as [MeasuredWindow, MeasuredWindow, MeasuredWindow];
     ratios.nodeHttp.push(uws.rps / nodeHttp.rps);
     ratios.fastify.push(uws.rps / fastify.rps);
     ratios.cpuNodeHttp.push(nodeHttp.cpuUsPerRequest / uws.cpuUsPerRequest);
     ratios.cpuFastify.push(fastify.cpuUsPerRequest / uws.cpuUsPerRequest);
   }
   console.log(`\nengine ${engine}, ${daemonCount} daemons, ${rounds} rounds of ${duration}s (+${warmup}s warm-up), wrk -t1 -c${connections}; node core 0, wrk core 1`);
-  printTable([...results].map(([name, rs]) => ({
-    front: name,
-    'req/s (median)': Math.round(median(rs.map((r) => r.rps))),
-    'p50 ms': median(rs.map((r) => r.p50Ms)),
-    'p99 ms': median(rs.map((r) => r.p99Ms)),
-    'node CPU µs/req': median(rs.map((r) => r.cpuUsPerRequest)),
-    'non-2xx': rs.reduce((n, r) => n + r.non2xx, 0),
-    errors: rs.reduce((n, r) => n + r.errors, 0),
-  })));
+  printTable([...results].map(([name, rs]) => ({ front: name, ...windowsRow(rs) })));
   const rounded = (vs: number[]) => vs.map((v) => v.toFixed(2)).join(' ');
   const goals = [
     { goal: 'G7 uWS / node:http, req/s', values: ratios.nodeHttp, want: 1.5 },

@@ -221,3 +221,18 @@ export function cpuUs(pid: number | undefined): number {
   }
 }
 const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
+
+/** A wrk window with the server's CPU (user + system) per request answered; NaN when the server's pid is unknown. */
+export interface MeasuredWindow extends WrkResult { readonly cpuUsPerRequest: number }
+
+/** One table row of a target's windows: medians of its rates, latencies and CPU, and its failures summed. */
+export function windowsRow(rs: readonly MeasuredWindow[]): Record<string, string | number> {
+  return {
+    'req/s (median)': Math.round(median(rs.map((r) => r.rps))),
+    'p50 ms': median(rs.map((r) => r.p50Ms)),
+    'p99 ms': median(rs.map((r) => r.p99Ms)),
+    'node CPU µs/req': rs.some((r) => Number.isNaN(r.cpuUsPerRequest)) ? '' : median(rs.map((r) => r.cpuUsPerRequest)),
+    'non-2xx': rs.reduce((n, r) => n + r.non2xx, 0),
+    errors: rs.reduce((n, r) => n + r.errors, 0),
+  };
+}

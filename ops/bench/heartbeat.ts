@@ -21,7 +21,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import {
-  cpuUs, median, printTable, requireWrk, runWrk, serverErrorCount, startFlags, startServer, writeRequestFile, type PostRequest, type RunningServer, type WrkResult,
+  cpuUs, median, printTable, requireWrk, runWrk, serverErrorCount, startFlags, startServer, windowsRow, writeRequestFile, type MeasuredWindow, type PostRequest, type RunningServer,
 } from './harness.js';
 import { generateMasterKey } from '../secrets.js';
 import { createBenchOrg, heartbeatBody, inBatches, postJson, registerDaemons, type BenchOrg, type Daemon } from './daemon-fleet.js';
@@ -96,8 +96,8 @@ async function startNode(label: string, extraEnv: NodeJS.ProcessEnv, nodeArgs: r
 const heartbeats = (p: Provisioned): PostRequest[] => p.daemons.map((d, i) => ({ path: '/v1/daemon/heartbeat', token: d.runtimeJwt, body: heartbeatBody(d, i) }));
 
 interface Target { readonly name: string; readonly url: string; readonly file: string; readonly route?: string; readonly troupe: boolean; readonly pid?: number }
-/** `cpuUsPerRequest`: the server's CPU (user + system) over the measured window per request answered, NaN when unknown. */
-interface Measured extends WrkResult { readonly s5xx: number; readonly cpuUsPerRequest: number }
+/** A window with the 5xx answers the node counted in it. */
+interface Measured extends MeasuredWindow { readonly s5xx: number }
 
 
 let failed = false;
@@ -185,16 +185,7 @@ try {
     }
   }
   console.log(`\nengine ${engine}, ${daemonCount} daemons, ${rounds} rounds of ${duration}s (+${warmup}s warm-up), wrk -t1 -c${connections}; server core 0, wrk core 1`);
-  printTable([...results].map(([name, rs]) => ({
-    config: name,
-    'req/s (median)': Math.round(median(rs.map((r) => r.rps))),
-    'p50 ms': median(rs.map((r) => r.p50Ms)),
-    'p99 ms': median(rs.map((r) => r.p99Ms)),
-    'node CPU µs/req': rs.some((r) => Number.isNaN(r.cpuUsPerRequest)) ? '' : median(rs.map((r) => r.cpuUsPerRequest)),
-    'non-2xx': rs.reduce((n, r) => n + r.non2xx, 0),
-    '5xx': rs.reduce((n, r) => n + r.s5xx, 0),
-    errors: rs.reduce((n, r) => n + r.errors, 0),
-  })));
+  printTable([...results].map(([name, rs]) => ({ config: name, ...windowsRow(rs), '5xx': rs.reduce((n, r) => n + r.s5xx, 0) })));
   const goals = [
     { goal: 'G1 heartbeat / parse+cached-verify', values: ratio.g1, ok: (v: number) => v >= 0.6, want: '>= 0.60 (stretch 0.75)' },
     { goal: 'G1-floor heartbeat / parse+jose', values: ratio.g1floor, ok: (v: number) => v >= 2.0, want: '>= 2.0' },
