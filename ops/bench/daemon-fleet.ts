@@ -3,6 +3,16 @@
  * API, each heartbeating once so the node has seen every token before anything is measured (as in steady state).
  */
 
+/** The options of a bench that drives daemons' heartbeats with wrk (heartbeat.ts, frameworks.ts), for parseArgs. */
+export const heartbeatLoadOptions = {
+  engine: { type: 'string', default: 'embedded' },
+  daemons: { type: 'string', default: '10000' },
+  rounds: { type: 'string', default: '5' },
+  duration: { type: 'string', default: '10' },
+  warmup: { type: 'string', default: '3' },
+  connections: { type: 'string', default: '100' },
+} as const;
+
 export interface Daemon { readonly workerId: string; readonly runtimeJwt: string }
 
 /** An org made by the admin API: its registration token, API key, user token and project, as the API answered. */

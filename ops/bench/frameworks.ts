@@ -21,19 +21,10 @@ import pg from 'pg';
 import {
   cpuUs, median, printTable, requireWrk, runWrk, startFlags, startServer, windowsRow, writeRequestFile, type MeasuredWindow, type RunningServer,
 } from './harness.js';
-import { createBenchOrg, heartbeatBody, registerDaemons, type Daemon } from './daemon-fleet.js';
+import { createBenchOrg, heartbeatBody, heartbeatLoadOptions, registerDaemons, type Daemon } from './daemon-fleet.js';
 import { generateMasterKey } from '../secrets.js';
 
-const { values } = parseArgs({
-  options: {
-    engine: { type: 'string', default: 'embedded' },
-    daemons: { type: 'string', default: '10000' },
-    rounds: { type: 'string', default: '5' },
-    duration: { type: 'string', default: '10' },
-    warmup: { type: 'string', default: '3' },
-    connections: { type: 'string', default: '100' },
-  },
-});
+const { values } = parseArgs({ options: heartbeatLoadOptions });
 const positive = (name: string): number => {
   const n = Number(values[name as keyof typeof values]);
   if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer`);

@@ -24,16 +24,11 @@ import {
   cpuUs, median, printTable, requireWrk, runWrk, serverErrorCount, startFlags, startServer, windowsRow, writeRequestFile, type MeasuredWindow, type PostRequest, type RunningServer,
 } from './harness.js';
 import { generateMasterKey } from '../secrets.js';
-import { createBenchOrg, heartbeatBody, inBatches, postJson, registerDaemons, type BenchOrg, type Daemon } from './daemon-fleet.js';
+import { createBenchOrg, heartbeatBody, heartbeatLoadOptions, inBatches, postJson, registerDaemons, type BenchOrg, type Daemon } from './daemon-fleet.js';
 
 const { values } = parseArgs({
   options: {
-    engine: { type: 'string', default: 'embedded' },
-    daemons: { type: 'string', default: '10000' },
-    rounds: { type: 'string', default: '5' },
-    duration: { type: 'string', default: '10' },
-    warmup: { type: 'string', default: '3' },
-    connections: { type: 'string', default: '100' },
+    ...heartbeatLoadOptions,
     'pending-per-round': { type: 'string', default: '100' },
     'cpu-prof': { type: 'string' },
     baseline: { type: 'string' },
