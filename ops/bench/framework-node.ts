@@ -26,8 +26,16 @@ const hooks = edgeHooksFor(node.deps);
 const compiled = compileRoute(route, hooks);
 if (compiled.headerNames === undefined) throw new Error(`POST ${HEARTBEAT} no longer names its headers; copy them all here too`);
 const headerNames = compiled.headerNames;
-// Observed as the edge does, into a registry of its own so the node's /metrics counts only what its edge served.
+// Observed as the edge does, into a registry of its own so the node's /metrics counts only what its edge served,
+// with each status's series looked up once, as server.ts `durationOf` does: a `labels()` call per request would
+// charge these fronts a cost the edge does not pay.
 const latency = httpMetrics(new Registry()).duration;
+const latencyByStatus = new Map<number, ReturnType<typeof latency.labels>>();
+function latencyOf(status: number): ReturnType<typeof latency.labels> {
+  let series = latencyByStatus.get(status);
+  if (series === undefined) latencyByStatus.set(status, (series = latency.labels({ method: 'POST', route: HEARTBEAT, status: String(status) })));
+  return series;
+}
 
 /** The request as uWS's edge copies it (http/exchange.ts copyRequest): the route's headers, an empty one absent. */
 function copied(headers: http.IncomingHttpHeaders): CopiedRequest {
@@ -44,7 +52,7 @@ function copied(headers: http.IncomingHttpHeaders): CopiedRequest {
 function heartbeat(request: CopiedRequest, rawBody: Buffer, clientAddress: () => string): SettledReply | Promise<SettledReply> {
   const started = performance.now();
   const done = (reply: SettledReply): SettledReply => {
-    latency.labels({ method: 'POST', route: HEARTBEAT, status: String(reply.status) }).observe((performance.now() - started) / 1000);
+    latencyOf(reply.status).observe((performance.now() - started) / 1000);
     return reply;
   };
   const refused = (err: unknown): SettledReply => {
