@@ -72,13 +72,12 @@ export interface SqlConnection {
 /** The parts of a pg Client that pipelining a batch touches (pg ≥ 8.23 has pipeline mode, a client option). */
 interface PipelinableClient {
   pipeline: boolean;
-  readonly _sentQueryQueue: unknown[];
   readonly connection: { readonly stream: { cork(): void; uncork(): void } };
 }
 
 function isPipelinable(connection: unknown): connection is PipelinableClient {
   const c = connection as Partial<PipelinableClient>;
-  return typeof c.pipeline === 'boolean' && Array.isArray(c._sentQueryQueue) && typeof c.connection?.stream?.cork === 'function';
+  return typeof c.pipeline === 'boolean' && typeof c.connection?.stream?.cork === 'function';
 }
 
 export async function acquireSqlConnection(knex: Knex): Promise<SqlConnection> {
@@ -89,11 +88,10 @@ export async function acquireSqlConnection(knex: Knex): Promise<SqlConnection> {
   if (!postgres || !isPipelinable(connection)) return { tx, release: () => pool.releaseConnection(connection) };
   // Pipeline mode is switched on for one batch, not for the pool: knex's own queries, and a streamed read (which pg
   // refuses in pipeline mode), run on these connections too. An idle client switches safely: nothing is in flight.
-  let pipelining = false;
   return {
     tx,
     pipeline(issue) {
-      pipelining = connection.pipeline = true;
+      connection.pipeline = true;
       const socket = connection.connection.stream;
       socket.cork();
       try {
@@ -103,7 +101,7 @@ export async function acquireSqlConnection(knex: Knex): Promise<SqlConnection> {
       }
     },
     release() {
-      if (pipelining) connection.pipeline = pipelining = false;
+      connection.pipeline = false;
       return pool.releaseConnection(connection);
     },
   };
