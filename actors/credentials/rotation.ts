@@ -6,6 +6,7 @@ import {
 import { rotationSealContext, streamTopics, type NodeStreams, type SealedRotation } from '../fleet/node-streams.js';
 import type { NodeService } from '../node-services.js';
 import { defaultCredentialProviders, type CredentialProviderRegistry } from './providers.js';
+import { credentialKind } from '../../schemas/daemon-extras/bodies.js';
 
 /**
  * Credential rotation fan-out (spec 4.2, decision 0012). A rotation re-resolves the (org, kind) credential through
@@ -32,7 +33,9 @@ export type OpenedRotation = Readonly<{ kind: string; value: string; rotatedAt: 
 /** A rotation's event id on the rotate stream, `<rotatedAt>.<kind>`: ids in the order the rotations happened. */
 export const rotationEventId = (r: { readonly rotatedAt: string; readonly kind: string }): string => `${r.rotatedAt}.${r.kind}`;
 
-const ROTATION_EVENT_ID = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)\.([a-z0-9][a-z0-9._-]{0,63})$/;
+const credentialKindPattern = new RegExp(credentialKind.pattern);
+/** `toISOString`'s length: a rotation id's time, then `.`, then the kind. */
+const ISO_LENGTH = 24;
 
 /**
  * Where a rotate stream resumes (decision 0064): after the rotation a `Last-Event-ID` names, or from the start for
@@ -40,12 +43,13 @@ const ROTATION_EVENT_ID = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)\.([a-z
  */
 export function rotationCursor(lastEventId: string): RotationCursor | undefined {
   if (lastEventId === '0') return 'start';
-  const match = ROTATION_EVENT_ID.exec(lastEventId);
-  if (match === null) return undefined;
-  const at = Date.parse(match[1]!);
-  // Only a time this node could have written: no 30 February, no rolled-over hour.
-  if (!Number.isFinite(at) || new Date(at).toISOString() !== match[1]) return undefined;
-  return { at, kind: match[2]! };
+  const rotatedAt = lastEventId.slice(0, ISO_LENGTH);
+  const kind = lastEventId.slice(ISO_LENGTH + 1);
+  if (lastEventId[ISO_LENGTH] !== '.' || !credentialKindPattern.test(kind)) return undefined;
+  const at = Date.parse(rotatedAt);
+  // Only a time as this node writes it: no 30 February, no rolled-over hour, no other format of the same instant.
+  if (!Number.isFinite(at) || new Date(at).toISOString() !== rotatedAt) return undefined;
+  return { at, kind };
 }
 
 export interface CredentialServices {

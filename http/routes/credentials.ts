@@ -126,8 +126,8 @@ export function credentialRoutes(): Route<Deps>[] {
         const p = orgPrincipal(req);
         const services = credentialServices(deps);
         const lastEventId = req.headers['last-event-id'];
-        const resume = lastEventId === undefined || lastEventId === '' ? undefined : rotationCursor(lastEventId);
-        if (lastEventId !== undefined && lastEventId !== '' && resume === undefined) {
+        const resume = lastEventId ? rotationCursor(lastEventId) : undefined;
+        if (lastEventId && resume === undefined) {
           throw new TroupeError('VALIDATION_FAILED', 'Last-Event-ID must be a rotation\'s event id (<rotatedAt>.<kind>) or 0', { field: 'last-event-id' });
         }
         return {

@@ -153,7 +153,8 @@ for (const { set, skip } of engineSets) describe(`credentials, rotation and opti
   });
 
   it('refuses a Last-Event-ID that names no rotation with 400, and opens nothing', async () => {
-    for (const lastEventId of ['garbage', '2026-02-30T10:00:00.000Z.github-token', '2026-11-29T10:00:00.000Z.Bad Kind', '2026-11-29T10:00:00Z.github-token', '-1']) {
+    for (const lastEventId of ['garbage', '2026-02-30T10:00:00.000Z.github-token', '2026-11-29T10:00:00.000Z.Bad Kind', '2026-11-29T10:00:00Z.github-token', '-1',
+      '2026-11-29T10:00:00.000Z', '2026-11-29T10:00:00.000Z.', '2026-11-29T10:00:00.000Zxgithub-token', '+2026-11-29T10:00:00.000Z.github-token']) {
       const res = await t.inject('GET', '/api/daemon/credentials/stream', { token: acmeDaemon.runtimeJwt, headers: { 'last-event-id': lastEventId } });
       expect(res.status, lastEventId).to.equal(400);
       expect(res.json).to.include({ code: 'VALIDATION_FAILED' });
