@@ -13,6 +13,20 @@ export const heartbeatLoadOptions = {
   connections: { type: 'string', default: '100' },
 } as const;
 
+/** `heartbeatLoadOptions` as parsed by parseArgs, checked: counts are positive integers, the engine one we know. */
+export function readHeartbeatLoad(values: { readonly [K in keyof typeof heartbeatLoadOptions]: string }) {
+  const positive = (name: keyof typeof heartbeatLoadOptions): number => {
+    const n = Number(values[name]);
+    if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer`);
+    return n;
+  };
+  if (values.engine !== 'embedded' && values.engine !== 'postgres') throw new Error('--engine must be embedded or postgres');
+  return {
+    engine: values.engine, daemonCount: positive('daemons'), rounds: positive('rounds'), duration: positive('duration'),
+    warmup: positive('warmup'), connections: positive('connections'),
+  } as const;
+}
+
 export interface Daemon { readonly workerId: string; readonly runtimeJwt: string }
 
 /** An org made by the admin API: its registration token, API key, user token and project, as the API answered. */

@@ -17,25 +17,14 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
 import {
-  cpuUs, median, printTable, requireWrk, runWrk, startFlags, startServer, windowsRow, writeRequestFile, type MeasuredWindow, type RunningServer,
+  cpuUs, median, printTable, requireWrk, runWrk, startFlags, startServer, ThrowAwayDatabases, windowsRow, writeRequestFile, type MeasuredWindow, type RunningServer,
 } from './harness.js';
-import { createBenchOrg, heartbeatBody, heartbeatLoadOptions, registerDaemons, type Daemon } from './daemon-fleet.js';
+import { createBenchOrg, heartbeatBody, heartbeatLoadOptions, readHeartbeatLoad, registerDaemons, type Daemon } from './daemon-fleet.js';
 import { generateMasterKey } from '../secrets.js';
 
 const { values } = parseArgs({ options: heartbeatLoadOptions });
-const positive = (name: string): number => {
-  const n = Number(values[name as keyof typeof values]);
-  if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer`);
-  return n;
-};
-const daemonCount = positive('daemons');
-const rounds = positive('rounds');
-const duration = positive('duration');
-const warmup = positive('warmup');
-const connections = positive('connections');
-const engine = values.engine === 'postgres' ? 'postgres' : 'embedded';
+const { engine, daemonCount, rounds, duration, warmup, connections } = readHeartbeatLoad(values);
 const postgresUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 requireWrk();
 
@@ -90,8 +79,7 @@ async function assertSameAnswers(fronts: ReadonlyArray<{ name: string; base: str
 }
 
 const servers: RunningServer[] = [];
-let adminPg: pg.Client | undefined;
-let database: string | undefined;
+const databases = new ThrowAwayDatabases(postgresUrl, 'troupe_bench_frameworks');
 let failed = false;
 try {
   const [nodeHttpPort, fastifyPort] = [await freePort(), await freePort()];
@@ -101,13 +89,7 @@ try {
     // Used only when the caller's environment names a Redis: bench-node then deletes the node's keys at the end.
     BENCH_CACHE_PREFIX: `bench-frameworks-${randomBytes(4).toString('hex')}:`,
   };
-  if (engine === 'postgres') {
-    adminPg = new pg.Client({ connectionString: postgresUrl });
-    await adminPg.connect();
-    database = `troupe_bench_frameworks_${randomBytes(4).toString('hex')}`;
-    await adminPg.query(`create database ${database}`);
-    env.DATABASE_URL = postgresUrl.replace(/\/[^/]*$/, `/${database}`);
-  }
+  if (engine === 'postgres') env.DATABASE_URL = await databases.create('node');
   const node = await startServer(path.join(here, 'framework-node.ts'), env, '0', startFlags(path.join(here, '../..')));
   servers.push(node);
   const fronts = [
@@ -158,10 +140,7 @@ try {
   failed = bad.length > 0 || goals.some((g) => median(g.values) < g.want);
 } finally {
   await Promise.all(servers.map((s) => s.stop()));
-  if (adminPg) {
-    if (database) await adminPg.query(`drop database if exists ${database} with (force)`).catch(() => undefined);
-    await adminPg.end();
-  }
+  await databases.dropAll();
   rmSync(workDir, { recursive: true, force: true });
 }
 process.exit(failed ? 1 : 0);

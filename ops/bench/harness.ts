@@ -1,7 +1,9 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import autocannon from 'autocannon';
+import pg from 'pg';
 
 /**
  * Shared pieces of the benchmarks (see ../shared/PERFORMANCE.md "Method"): servers run in their own process pinned to
@@ -235,4 +237,37 @@ export function windowsRow(rs: readonly MeasuredWindow[]): Record<string, string
     'non-2xx': rs.reduce((n, r) => n + r.non2xx, 0),
     errors: rs.reduce((n, r) => n + r.errors, 0),
   };
+}
+
+/**
+ * Databases a bench makes on the Postgres server `serverUrl` names (a node's, a ceiling's), each `<prefix>_<label>_<random>`,
+ * and drops in its `finally` (`dropAll`), so a run leaves nothing behind. Connects on first use.
+ */
+export class ThrowAwayDatabases {
+  private admin: Promise<pg.Client> | undefined;
+  private readonly names: string[] = [];
+
+  constructor(private readonly serverUrl: string, private readonly prefix: string) {}
+
+  /** A new empty database for `label`; answers its URL. */
+  async create(label: string): Promise<string> {
+    const admin = await (this.admin ??= this.connect());
+    const name = `${this.prefix}_${label.replace(/\W/g, '_')}_${randomBytes(4).toString('hex')}`;
+    await admin.query(`create database ${name}`);
+    this.names.push(name);
+    return this.serverUrl.replace(/\/[^/]*$/, `/${name}`);
+  }
+
+  async dropAll(): Promise<void> {
+    if (this.admin === undefined) return;
+    const admin = await this.admin;
+    for (const name of this.names.splice(0)) await admin.query(`drop database if exists ${name} with (force)`).catch(() => undefined);
+    await admin.end().catch(() => undefined);
+  }
+
+  private async connect(): Promise<pg.Client> {
+    const admin = new pg.Client({ connectionString: this.serverUrl });
+    await admin.connect();
+    return admin;
+  }
 }

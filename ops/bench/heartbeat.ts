@@ -15,16 +15,14 @@
 // Postgres: DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres) names the server; each node gets
 // its own throw-away database there.
 import { appendFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
 import {
-  cpuUs, median, printTable, requireWrk, runWrk, serverErrorCount, startFlags, startServer, windowsRow, writeRequestFile, type MeasuredWindow, type PostRequest, type RunningServer,
+  cpuUs, median, printTable, requireWrk, runWrk, serverErrorCount, startFlags, startServer, ThrowAwayDatabases, windowsRow, writeRequestFile, type MeasuredWindow, type PostRequest, type RunningServer,
 } from './harness.js';
 import { generateMasterKey } from '../secrets.js';
-import { createBenchOrg, heartbeatBody, heartbeatLoadOptions, inBatches, postJson, registerDaemons, type BenchOrg, type Daemon } from './daemon-fleet.js';
+import { createBenchOrg, heartbeatBody, heartbeatLoadOptions, readHeartbeatLoad, inBatches, postJson, registerDaemons, type BenchOrg, type Daemon } from './daemon-fleet.js';
 
 const { values } = parseArgs({
   options: {
@@ -34,17 +32,9 @@ const { values } = parseArgs({
     baseline: { type: 'string' },
   },
 });
-const daemonCount = Number(values.daemons);
-const rounds = Number(values.rounds);
-const duration = Number(values.duration);
-const warmup = Number(values.warmup);
-const connections = Number(values.connections);
+const { engine, daemonCount, rounds, duration, warmup, connections } = readHeartbeatLoad(values);
 const pendingPerRound = Number(values['pending-per-round']);
-const engine = values.engine === 'postgres' ? 'postgres' : 'embedded';
 const postgresUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-for (const [name, v] of Object.entries({ daemonCount, rounds, duration, warmup, connections })) {
-  if (!Number.isInteger(v) || v < 1) throw new Error(`--${name} must be a positive integer`);
-}
 requireWrk();
 
 const here = path.dirname(new URL(import.meta.url).pathname);
@@ -55,8 +45,7 @@ const masterKey = generateMasterKey();
 interface Provisioned { readonly base: string; readonly pid: number | undefined; readonly org: BenchOrg; readonly daemons: Daemon[]; readonly held: Array<{ d: Daemon; sessionId: string }> }
 
 const servers: RunningServer[] = [];
-const databases: string[] = [];
-let adminPg: pg.Client | undefined;
+const databases = new ThrowAwayDatabases(postgresUrl, 'troupe_bench');
 
 /** Starts a node (on its own data dir or database) and registers the daemons on it, each heartbeating once. */
 async function startNode(label: string, extraEnv: NodeJS.ProcessEnv, nodeArgs: readonly string[] = [], root = path.join(here, '../..')): Promise<Provisioned> {
@@ -65,10 +54,7 @@ async function startNode(label: string, extraEnv: NodeJS.ProcessEnv, nodeArgs: r
     TROUPE_ADMIN_TOKEN: adminToken, TROUPE_LOG_LEVEL: 'info', ...extraEnv,
   };
   if (engine === 'postgres') {
-    const db = `troupe_bench_${label.replace(/\W/g, '_')}_${randomBytes(4).toString('hex')}`;
-    await adminPg!.query(`create database ${db}`);
-    databases.push(db);
-    nodeEnv.DATABASE_URL = postgresUrl.replace(/\/[^/]*$/, `/${db}`);
+    nodeEnv.DATABASE_URL = await databases.create(label);
   } else {
     delete nodeEnv.DATABASE_URL;
   }
@@ -97,10 +83,6 @@ interface Measured extends MeasuredWindow { readonly s5xx: number }
 
 let failed = false;
 try {
-  if (engine === 'postgres') {
-    adminPg = new pg.Client({ connectionString: postgresUrl });
-    await adminPg.connect();
-  }
   const env = { TROUPE_MASTER_KEY: masterKey };
   // The ceilings run with the node's start options too, so a ratio compares code, not V8 settings.
   const ceilingFlags = startFlags(path.join(here, '../..'));
@@ -207,10 +189,7 @@ try {
   failed = bad.length > 0 || goals.some((g) => !g.ok(median(g.values)));
 } finally {
   await Promise.all(servers.map((s) => s.stop()));
-  if (adminPg) {
-    for (const db of databases) await adminPg.query(`drop database if exists ${db} with (force)`).catch(() => undefined);
-    await adminPg.end();
-  }
+  await databases.dropAll();
   rmSync(workDir, { recursive: true, force: true });
 }
 process.exit(failed ? 1 : 0);

@@ -29,13 +29,13 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { median, printTable, startFlags, startServer, type RunningServer } from './harness.js';
+import { cpuUs, median, printTable, startFlags, startServer, ThrowAwayDatabases, type RunningServer } from './harness.js';
 import { generateMasterKey } from '../secrets.js';
 
 const { values } = parseArgs({
@@ -122,29 +122,14 @@ interface Node {
   readonly apiKey: string;
   readonly projectId: string;
   readonly daemons: Daemon[];
-  readonly database: string | undefined;
+  /** The node's database (Postgres sets), where its terminal effects are counted. */
+  readonly databaseUrl: string | undefined;
   /** Public ids whose `completed` call answered 200. */
   readonly completed: string[];
 }
 
 const servers: RunningServer[] = [];
-const databases: string[] = [];
-const admin = new pg.Client({ connectionString: postgresUrl });
-
-async function createDatabase(label: string): Promise<string> {
-  const db = `troupe_bench_lc_${label.replace(/\W/g, '_')}_${tag}`;
-  await admin.query(`create database ${db}`);
-  databases.push(db);
-  return db;
-}
-const urlOf = (db: string) => postgresUrl.replace(/\/[^/]*$/, `/${db}`);
-
-/** /proc/<pid>/stat: utime + stime in seconds (clock ticks of 1/100 s on Linux). */
-function cpuSecondsOf(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-}
+const databases = new ThrowAwayDatabases(postgresUrl, 'troupe_bench_lc');
 
 async function startNode(set: string, tree: string, root: string): Promise<Node> {
   const name = tree === 'this' ? set : `${set} (baseline)`;
@@ -157,10 +142,10 @@ async function startNode(set: string, tree: string, root: string): Promise<Node>
     // bench measures the path, not the limiter's refusals (the limiter itself still counts every dispatch).
     TROUPE_RATE_LIMIT_DISPATCHES_PER_MINUTE: '100000000', TROUPE_RATE_LIMIT_WRITES_PER_MINUTE: '100000000',
   };
-  let database: string | undefined;
+  let databaseUrl: string | undefined;
   if (set !== 'embedded') {
-    database = await createDatabase(label);
-    Object.assign(env, { DATABASE_URL: urlOf(database), REDIS_URL: redisUrl, BENCH_CACHE_PREFIX: `troupe-bench-lc-${tag}-${label}:` });
+    databaseUrl = await databases.create(label);
+    Object.assign(env, { DATABASE_URL: databaseUrl, REDIS_URL: redisUrl, BENCH_CACHE_PREFIX: `troupe-bench-lc-${tag}-${label}:` });
   }
   if (set === 'pg+amqp') Object.assign(env, { AMQP_URL: amqpUrl, TROUPE_AMQP_PREFIX: `bench-lc-${tag}-${tree}` });
   const profile = values['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(values['cpu-prof'], label.replace(/\W/g, '_'))}`] : [];
@@ -174,7 +159,7 @@ async function startNode(set: string, tree: string, root: string): Promise<Node>
     const d = await ok(base, '/v1/daemon/register', '', { registrationToken: org.registrationToken, hostname: `bench-${i}`, maxAgents: 64 });
     daemons.push({ workerId: d.workerId, runtimeJwt: d.runtimeJwt });
   }
-  return { name, server, base, apiKey: org.apiKey.fullKey, projectId: org.project.id, daemons, database, completed: [] };
+  return { name, server, base, apiKey: org.apiKey.fullKey, projectId: org.project.id, daemons, databaseUrl, completed: [] };
 }
 
 /** Runtime JWTs live 15 minutes; a heartbeat hands out a fresh one when little is left. */
@@ -204,13 +189,13 @@ interface Closed { readonly rate: number; readonly lifecycles: number; readonly 
 /** `clients` closed-loop clients for `windowSeconds`; lifecycles in flight at the end finish but are not counted. */
 async function closedLoop(node: Node, windowSeconds: number): Promise<Closed> {
   const pid = node.server.child.pid!;
-  const cpuBefore = cpuSecondsOf(pid);
+  const cpuBefore = cpuUs(pid) / 1e6;
   const began = performance.now();
   const endAt = began + windowSeconds * 1000;
   let finished = 0;
   let errors = 0;
   let cpuAtEnd = Number.NaN;
-  const stopClock = setTimeout(() => { cpuAtEnd = cpuSecondsOf(pid); }, windowSeconds * 1000);
+  const stopClock = setTimeout(() => { cpuAtEnd = cpuUs(pid) / 1e6; }, windowSeconds * 1000);
   await Promise.all(node.daemons.map(async (daemon) => {
     while (performance.now() < endAt) {
       try {
@@ -223,7 +208,7 @@ async function closedLoop(node: Node, windowSeconds: number): Promise<Closed> {
     }
   }));
   clearTimeout(stopClock);
-  if (Number.isNaN(cpuAtEnd)) cpuAtEnd = cpuSecondsOf(pid);
+  if (Number.isNaN(cpuAtEnd)) cpuAtEnd = cpuUs(pid) / 1e6;
   const elapsed = (endAt - began) / 1000;
   return { rate: finished / elapsed, lifecycles: finished, errors, cpuMsPerLifecycle: ((cpuAtEnd - cpuBefore) * 1000) / Math.max(1, finished) };
 }
@@ -251,10 +236,10 @@ async function pacedLoop(node: Node, perSecond: number, windowSeconds: number): 
   return { p99: at(0.99), p50: at(0.5), errors };
 }
 
-function runCeiling(database: string, windowSeconds: number): Promise<{ rate: number; cpuMsPerLifecycle: number }> {
+function runCeiling(databaseUrl: string, windowSeconds: number): Promise<{ rate: number; cpuMsPerLifecycle: number }> {
   const script = path.join(here, 'ops/bench/ceilings/pg-lifecycle.ts');
   const child = spawn('taskset', ['-c', '0', process.execPath, '--import', 'tsx', script], {
-    env: { ...process.env, CEILING_DATABASE_URL: urlOf(database), CEILING_SECONDS: String(windowSeconds), CEILING_CLIENTS: String(clients) },
+    env: { ...process.env, CEILING_DATABASE_URL: databaseUrl, CEILING_SECONDS: String(windowSeconds), CEILING_CLIENTS: String(clients) },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   let out = '';
@@ -273,7 +258,7 @@ function runCeiling(database: string, windowSeconds: number): Promise<{ rate: nu
 
 /** Terminal effects in the node's database against the lifecycles its clients saw complete. */
 async function countEffects(node: Node): Promise<{ completed: number; lost: number; duplicated: number }> {
-  const db = new pg.Client({ connectionString: urlOf(node.database!) });
+  const db = new pg.Client({ connectionString: node.databaseUrl! });
   await db.connect();
   try {
     const keys = node.completed.map((id) => `${id}:1:terminal`);
@@ -294,8 +279,7 @@ async function countEffects(node: Node): Promise<{ completed: number; lost: numb
 
 let failed = false;
 try {
-  await admin.connect();
-  const ceilingDb = await createDatabase('ceiling');
+  const ceilingDb = await databases.create('ceiling');
   const nodes: Node[] = [];
   for (const set of setNames) for (const { tree, root } of trees) nodes.push(await startNode(set, tree, root));
 
@@ -349,7 +333,7 @@ try {
   summary.push({ config: 'plain pg ceiling', 'lifecycles/s': Math.round(median(ceilings)), 'ratio (median)': '', 'rounds': '', 'CPU ms/lifecycle': '', 'p99 ms': '', errors: '', 'completed': '', lost: '', duplicated: '', met: '' });
   for (const node of nodes) {
     const f = perNode.get(node.name)!;
-    const effects = node.database ? await countEffects(node) : undefined;
+    const effects = node.databaseUrl ? await countEffects(node) : undefined;
     const p99 = f.p99.length > 0 ? median(f.p99) : Number.NaN;
     const ratio = median(f.ratio);
     // Paced at a rate of the caller's, the p99 is not the goal's (at half the node's own rate): nothing is judged.
@@ -372,8 +356,7 @@ try {
 } finally {
   await Promise.all(servers.map((s) => s.stop()));
   agent.destroy();
-  for (const db of databases) await admin.query(`drop database if exists ${db} with (force)`).catch(() => undefined);
-  await admin.end().catch(() => undefined);
+  await databases.dropAll();
   rmSync(workDir, { recursive: true, force: true });
 }
 process.exit(failed ? 1 : 0);
