@@ -4,6 +4,7 @@ import { Command, Option } from 'commander';
 import { CliError, CliFinding } from '../client.js';
 import { createWorkerApi } from './api.js';
 import { createLog, type LogFormat } from './log.js';
+import { watchNpxLauncher } from './launcher-watch.js';
 import { RegistrationRefused, Worker, type WorkerOptions } from './worker.js';
 
 /**
@@ -87,6 +88,10 @@ export function workerCommand(): Command {
       };
       process.on('SIGTERM', onSignal);
       process.on('SIGINT', onSignal);
+      const unwatchLauncher = watchNpxLauncher(process.env, () => {
+        log('info', 'worker.launcher_gone', 'the npx that started the worker has exited (a signal sent to it does not reach the worker): draining');
+        void worker.drain();
+      });
       log('info', 'worker.starting', `worker ${opts.name} for ${opts.url}: capacity ${opts.capacity}, state ${opts.stateDir}`, {
         name: opts.name, capacity: opts.capacity, stateDir: opts.stateDir, workDir: opts.workDir,
       });
@@ -101,6 +106,7 @@ export function workerCommand(): Command {
       } finally {
         process.off('SIGTERM', onSignal);
         process.off('SIGINT', onSignal);
+        unwatchLauncher();
       }
       if (worker.fatalError instanceof RegistrationRefused) throw new CliFinding(2);
       if (worker.fatalError) throw new CliFinding(1);

@@ -23,8 +23,11 @@ export interface WorkerProcess {
   readonly stateDir: string;
   /** The first log line (from the start) matching, or a rejection after `timeoutMs`. */
   waitFor(match: (l: LogLine) => boolean, timeoutMs?: number, what?: string): Promise<LogLine>;
+  /** The process started: the worker, or with `viaNpx` the npx in front of it. */
   readonly exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   exited(): boolean;
+  /** The worker's log has ended: every process holding it (the worker itself, however started) is gone. */
+  readonly logClosed: Promise<void>;
 }
 
 const running = new Set<ChildProcess>();
@@ -36,14 +39,17 @@ export function tempDir(prefix: string): string {
 export function startWorker(opts: {
   url: string; registrationToken: string; agentCommand?: string; capacity?: number; name?: string; stateDir?: string;
   args?: string[]; env?: NodeJS.ProcessEnv;
+  /** Started as the README starts it, `npx troupe worker …`, instead of `node ops/cli/bin.js worker …`. */
+  viaNpx?: boolean;
 }): WorkerProcess {
   const stateDir = opts.stateDir ?? tempDir('worker');
-  const args = [
-    path.join(repoRoot, 'ops/cli/bin.js'), 'worker', '--url', opts.url, '--registration-token', opts.registrationToken,
+  const workerArgs = [
+    'worker', '--url', opts.url, '--registration-token', opts.registrationToken,
     '--agent-command', opts.agentCommand ?? `node ${echoAgent}`, '--capacity', String(opts.capacity ?? 4),
     '--name', opts.name ?? 'test-worker', '--state-dir', stateDir, '--log-format', 'json', '--verbose', ...(opts.args ?? []),
   ];
-  const child = spawn(process.execPath, args, {
+  const [command, args] = opts.viaNpx ? ['npx', ['troupe', ...workerArgs]] : [process.execPath, [path.join(repoRoot, 'ops/cli/bin.js'), ...workerArgs]];
+  const child = spawn(command, args, {
     cwd: repoRoot, env: { ...process.env, TROUPE_WORKER_BACKOFF_CAP_MS: '2000', ...opts.env }, stdio: ['ignore', 'pipe', 'pipe'],
   });
   running.add(child);
@@ -53,6 +59,7 @@ export function startWorker(opts: {
   });
   const lines: LogLine[] = [];
   const waiters = new Set<() => void>();
+  const logClosed = new Promise<void>((resolve) => child.stderr!.once('close', () => resolve()));
   createInterface({ input: child.stderr! }).on('line', (text) => {
     try {
       lines.push(JSON.parse(text) as LogLine);
@@ -63,7 +70,7 @@ export function startWorker(opts: {
   });
   child.stdout!.resume();
   return {
-    child, lines, stateDir, exit, exited: () => exited,
+    child, lines, stateDir, exit, exited: () => exited, logClosed,
     waitFor(match, timeoutMs = 10_000, what = 'a log line') {
       return new Promise((resolve, reject) => {
         const check = () => {

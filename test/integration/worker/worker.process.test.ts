@@ -4,8 +4,9 @@
 // group within 2 s (p99 of 20); 100 sessions through two workers of capacity 8 each run once and all complete; a
 // SIGKILLed worker's session is reclaimed by the lease and ends terminal while a second worker takes new work;
 // project mutations change what it takes; a credential rotation reaches a running agent as SIGHUP and new sessions as
-// the new value, a new worker starts with the org's rotated credentials and a restarted one gets those it missed; SIGTERM drains (finish within the timeout, the rest stopped and reported failed, exit 0); and a
-// refused registration token exits 2 with a clear message.
+// the new value, a new worker starts with the org's rotated credentials and a restarted one gets those it missed;
+// SIGTERM drains (finish within the timeout, the rest stopped and reported failed, exit 0), also when started with
+// npx and only the npx process is sent it; and a refused registration token exits 2 with a clear message.
 import { expect } from 'chai';
 import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
@@ -255,6 +256,16 @@ describe(`troupe worker, as real processes (node on ${onPostgres ? 'Postgres' : 
     expect(stopped.error).to.include('drain timeout of 3s');
     expect((await detail(a, org, later)).status, 'no new work while draining').to.equal('pending');
     await a.call('POST', `/api/public/sessions/${later}/stop`, { token: org.apiKey });
+  });
+
+  it('started with npx as the README does, drains and exits on a SIGTERM sent to the npx process alone', async () => {
+    // npx runs it under `sh -c`, which passes no signal on: the worker learns of the SIGTERM by its launcher exiting.
+    const w = startWorker({ url: node.url, registrationToken: org.registrationToken, viaNpx: true });
+    await w.waitFor((l) => l.event === 'worker.registered', 60_000, 'the worker registered through npx');
+    w.child.kill('SIGTERM');
+    await w.waitFor((l) => l.event === 'worker.launcher_gone', 5000);
+    await w.waitFor((l) => l.event === 'worker.stopped', 10_000);
+    await Promise.race([w.logClosed, new Promise((_, reject) => setTimeout(() => reject(new Error('the worker still runs')), 10_000))]);
   });
 
   it('exits 2 with a clear message when the registration token is refused', async () => {
