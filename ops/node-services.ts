@@ -58,6 +58,7 @@ export function buildNodeServices(base: Omit<Deps, 'services'>, parts: ServicePa
         writesPerMinute: base.config.rateLimitWritesPerMinute, dispatchesPerMinute: base.config.rateLimitDispatchesPerMinute,
         loginFailuresPerEmailPerHour: base.config.rateLimitLoginFailuresPerEmailPerHour,
         webhookFailuresPerMinute: base.config.rateLimitWebhookFailuresPerMinute,
+        workerOutputBytesPerMinute: base.config.rateLimitWorkerOutputBytesPerMinute,
       },
       parts.redis,
     ),

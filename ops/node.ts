@@ -42,6 +42,7 @@ import { lifecycleOf } from '../actors/node-services.js';
 import { buildNodeServices } from './node-services.js';
 import { DependencyWatch } from './dependency-watch.js';
 import { registerFleetGauges } from '../actors/fleet/fleet-metrics.js';
+import { registerStreamHistoryGauge } from '../actors/fleet/stream-metrics.js';
 import { readinessProbesFor } from '../http/routes/readiness.js';
 import { consoleRoutes } from '../http/console/routes.js';
 import { loadConsoleAssets } from '../http/console/assets.js';
@@ -176,6 +177,7 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
       phaseDone('cluster');
     }
     const services = buildNodeServices(base, { keys, policies: storedPolicies, pushOnEvents, schedules, cluster, redis });
+    registerStreamHistoryGauge(metrics, services.streams);
     const deps: Deps = { ...base, services };
     // Node services stop after HTTP drained (pushed later, closed earlier) and before the transport and actors.
     for (const service of lifecycleOf(services)) {

@@ -14,8 +14,11 @@ export interface RateLimitRule {
 }
 
 export interface RateLimit {
-  /** Counts one against `key`; throws RATE_LIMITED (429, with `retryAfterSeconds`) once the window is used up. */
-  consume(key: string): Promise<void>;
+  /**
+   * Counts `points` (one unless said) against `key`; throws RATE_LIMITED (429, with `retryAfterSeconds`) once the
+   * window is used up.
+   */
+  consume(key: string, points?: number): Promise<void>;
   /** Counts one against `key` and never throws: for failures that are counted now and refused on the next call. */
   note(key: string): Promise<void>;
   /** Throws RATE_LIMITED when `key` has used up its window, without counting. */
@@ -67,7 +70,7 @@ export function createRateLimit(name: string, rule: RateLimitRule, redis: Redis 
     : undefined;
   // With Redis, each call is given REDIS_ANSWER_BUDGET_MS and then answered from memory, like an outage.
   const limiter = shared === undefined ? memory : {
-    consume: (key: string) => withinBudget(shared.consume(key), () => memory.consume(key), REDIS_ANSWER_BUDGET_MS),
+    consume: (key: string, points = 1) => withinBudget(shared.consume(key, points), () => memory.consume(key, points), REDIS_ANSWER_BUDGET_MS),
     get: (key: string) => withinBudget(shared.get(key), () => memory.get(key), REDIS_ANSWER_BUDGET_MS),
     delete: (key: string) => withinBudget(shared.delete(key), () => memory.delete(key), REDIS_ANSWER_BUDGET_MS),
     reward: (key: string, points: number) => withinBudget(shared.reward(key, points), () => memory.reward(key, points), REDIS_ANSWER_BUDGET_MS),
@@ -77,9 +80,9 @@ export function createRateLimit(name: string, rule: RateLimitRule, redis: Redis 
     return new TroupeError('RATE_LIMITED', message, { retryAfterSeconds, limit: rule.points, windowSeconds: rule.durationSeconds });
   };
   return {
-    async consume(key) {
+    async consume(key, points = 1) {
       try {
-        await limiter.consume(key);
+        await limiter.consume(key, points);
       } catch (err) {
         if (err instanceof RateLimiterRes) throw refused(err);
         throw err;
@@ -118,12 +121,17 @@ export interface RateLimits {
   readonly loginFailuresByEmail: RateLimit;
   /** Refused webhook deliveries per source address, counted before any signature is computed. */
   readonly webhookFailures: RateLimit;
+  /** Bytes of agent output and interview tokens per worker (a runtime token), plus WORKER_REQUEST_BYTES a request. */
+  readonly workerOutputBytes: RateLimit;
 }
+
+/** What one request of agent output costs beyond its bytes, so a flood of tiny posts is limited too. */
+export const WORKER_REQUEST_BYTES = 1024;
 
 export function createRateLimits(
   limits: {
     readonly writesPerMinute: number; readonly dispatchesPerMinute: number; readonly loginFailuresPerEmailPerHour: number;
-    readonly webhookFailuresPerMinute: number;
+    readonly webhookFailuresPerMinute: number; readonly workerOutputBytesPerMinute: number;
   },
   redis: Redis | undefined,
 ): RateLimits {
@@ -136,5 +144,7 @@ export function createRateLimits(
       'too many failed logins for this email; wait before trying again'),
     webhookFailures: createRateLimit('webhook-failures', { points: limits.webhookFailuresPerMinute, durationSeconds: 60 }, redis,
       'too many refused webhook deliveries from this address'),
+    workerOutputBytes: createRateLimit('worker-output', { points: limits.workerOutputBytesPerMinute, durationSeconds: 60 }, redis,
+      'this worker sent more agent output this minute than the node accepts (TROUPE_RATE_LIMIT_WORKER_OUTPUT_BYTES_PER_MINUTE)'),
   };
 }

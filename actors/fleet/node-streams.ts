@@ -63,6 +63,22 @@ export interface NodeStreams {
 
 export const interviewChannel = (orgId: string, interviewId: string): string => `${orgId}/${interviewId}`;
 
+/**
+ * What a node keeps of interview frames for resuming clients (issue 30): 256 KiB per interview (200 frames of
+ * ordinary tokens fit in a tenth of it), 8 MiB per org over at most 200 interviews, 32 MiB in all. A worker posting
+ * megabytes of tokens only shortens its own interviews' history.
+ */
+export const INTERVIEW_HISTORY_BYTES = {
+  ringBytes: 256 * 1024, orgBytes: 8 * 1024 * 1024, totalBytes: 32 * 1024 * 1024, maxChannelsPerOrg: 200,
+} as const;
+
+/** A frame's tokens at two bytes a character (V8's widest strings), plus a small cost per token. */
+export function frameBytes(frame: InterviewFrame): number {
+  let bytes = 0;
+  for (const token of frame.tokens) bytes += 2 * token.length + 16;
+  return bytes;
+}
+
 /** The node's stream fan-out (`deps.services.streams`). */
 export const nodeStreams = (deps: Pick<Deps, 'services'>): NodeStreams => deps.services.streams;
 
@@ -76,10 +92,11 @@ const orgOfTopic = (topic: string): string | undefined => topic.split('.')[1];
 export function createNodeStreams(deps: Pick<Deps, 'log' | 'transport'>): NodeStreams & NodeService {
   const log = deps.log.child({ component: 'node-streams' });
   const onListenerError = (err: unknown) => log.warn({ err }, 'stream listener failed');
-  // Sizes: 500 session changes per org cover a reconnect after minutes of a busy org; 200 frames per interview
-  // cover a few seconds of tokens; the channel caps bound the whole at a few tens of megabytes in the worst case.
+  // Sizes: 500 session changes per org cover a reconnect after minutes of a busy org; they are small, fixed-shape
+  // events made by actors (not chosen by clients), so counts bound them. 200 frames per interview cover a few seconds
+  // of tokens, and are bounded in bytes too (INTERVIEW_HISTORY_BYTES): workers choose the interview ids and the tokens.
   const sessions = new ChannelFanout<SessionEvent>({ ringSize: 500, maxChannels: 1000 });
-  const interviews = new ChannelFanout<InterviewFrame>({ ringSize: 200, maxChannels: 2000 });
+  const interviews = new ChannelFanout<InterviewFrame>({ ringSize: 200, maxChannels: 2000, ...INTERVIEW_HISTORY_BYTES, sizeOf: frameBytes });
   const credentials = new ChannelFanout<SealedRotation>({ ringSize: 0, maxChannels: 10_000 });
 
   // Each handler trusts only what the topic says about the org: an event whose body names another org is dropped.

@@ -1,5 +1,5 @@
 import { TroupeError } from '../../ops/kernel/errors.js';
-import type { RateLimits } from '../../storage/rate-limits.js';
+import { WORKER_REQUEST_BYTES, type RateLimits } from '../../storage/rate-limits.js';
 import type { Principal } from './principal.js';
 
 /**
@@ -31,4 +31,15 @@ function credentialKey(p: Principal): string | undefined {
     case 'machine': return `machine:${p.clientId}`;
     default: return undefined;
   }
+}
+
+/**
+ * Counts a worker's agent output (the output route and interview deltas) against its byte budget per minute: runtime
+ * tokens skip the per-credential request limits, and without this one a worker could make a node hold and fan out
+ * gigabytes (issue 30).
+ */
+export async function limitWorkerOutput(limits: RateLimits, workerId: string, chunks: readonly string[]): Promise<void> {
+  let bytes = WORKER_REQUEST_BYTES;
+  for (const chunk of chunks) bytes += Buffer.byteLength(chunk);
+  await limits.workerOutputBytes.consume(`worker:${workerId}`, bytes);
 }

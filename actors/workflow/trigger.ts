@@ -3,6 +3,7 @@ import {
   DEFAULT_CATCHUP_WINDOW_SECONDS, type ScheduleTrigger, type Trigger, type WebhookTrigger, type WebhookTriggerProvider,
 } from '../../schemas/workflows/definition.js';
 import { CronSchedule } from '../workflow-schedule/cron.js';
+import { FILTER_VISIT_LIMIT, filterVisitBound, MAX_WILDCARD_ELEMENTS } from '../integrations/webhooks/filter-budget.js';
 
 /**
  * A workflow's trigger as the execution layer deploys it (issue 17; decision 0027): the definition's `trigger`,
@@ -33,13 +34,15 @@ export function triggerOf(raw: Record<string, unknown>): Trigger {
       if (schedule.nextAfter(0) === null) throw invalid('cron', 'never fires');
       return trigger;
     }
-    case 'webhook':
-      return {
-        type: 'webhook',
-        provider: raw.provider as WebhookTriggerProvider,
-        event: String(raw.event),
-        filter: (raw.filter ?? {}) as WebhookTrigger['filter'],
-      };
+    case 'webhook': {
+      const filter = (raw.filter ?? {}) as WebhookTrigger['filter'];
+      const visits = filterVisitBound(filter);
+      if (visits > FILTER_VISIT_LIMIT) {
+        throw invalid('filter', `could visit ${visits} payload values, more than the limit of ${FILTER_VISIT_LIMIT}: `
+          + `each '*' may expand to ${MAX_WILDCARD_ELEMENTS} array elements, so use fewer wildcards or fewer paths`);
+      }
+      return { type: 'webhook', provider: raw.provider as WebhookTriggerProvider, event: String(raw.event), filter };
+    }
     default:
       return { type: 'manual' };
   }

@@ -119,6 +119,11 @@ export interface Config {
   readonly rateLimitLoginFailuresPerEmailPerHour: number;
   /** Refused webhook deliveries one source address may send per minute; later ones get 429 unverified. @default 30 */
   readonly rateLimitWebhookFailuresPerMinute: number;
+  /**
+   * Bytes of agent output and interview tokens one worker may send per minute (each request also counts 1 KiB), so a
+   * runtime token cannot flood a node. @default 16777216
+   */
+  readonly rateLimitWorkerOutputBytesPerMinute: number;
   /** Marketplace listings one org may publish. @default 50 */
   readonly marketplaceListingsPerOrg: number;
 }

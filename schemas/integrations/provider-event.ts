@@ -50,6 +50,7 @@ export const providerEventMessageSchema = {
                   },
                 },
                 input: { type: 'object' },
+                note: { type: 'string', maxLength: 500 },
               },
             },
             {

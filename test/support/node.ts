@@ -81,6 +81,7 @@ export async function startTestNode(opts: { engines?: EngineSet; config?: Partia
     rateLimitWritesPerMinute: 1_000_000,
     rateLimitDispatchesPerMinute: 1_000_000,
     rateLimitWebhookFailuresPerMinute: 1_000_000,
+    rateLimitWorkerOutputBytesPerMinute: 1_000_000_000,
     ...opts.config,
   });
   const schema = `t_node_${label}`;

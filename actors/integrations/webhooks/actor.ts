@@ -87,7 +87,7 @@ export async function startTriggeredRuns(
   ports: Pick<ProviderEventPorts, 'startRun'>, eventId: string, effect: Extract<ProviderEventEffect, { type: 'startRuns' }>,
 ): Promise<Extract<ProviderEventMsg, { type: 'providerEvent.runsStarted' }>> {
   const runIds: string[] = [];
-  const failures: string[] = [];
+  const failures: string[] = effect.note === undefined ? [] : [effect.note];
   for (const run of effect.runs) {
     if (!ports.startRun) {
       failures.push(`workflow ${run.workflowId}: no run starter on this node`);

@@ -97,10 +97,13 @@ export async function receiveProviderWebhook(deps: IngestDeps, input: ProviderWe
 
   // Published workflows whose webhook trigger matches take the delivery over from the built-in routing: the team
   // said what this event should run (decision 0027).
+  // A delivery whose filter budget ran out before any match is not handed to the built-in routing either: a
+  // workflow not considered might have claimed it.
   const triggered = await workflowRunsFor(deps.db, orgId, provider, eventType, body);
-  let action: RouteAction = triggered.length > 0
-    ? { kind: 'startRuns', runs: triggered, input: body }
-    : planRoute(orgId, provider, eventType, body);
+  if (triggered.cutOff !== undefined) deps.log.warn({ orgId, provider, eventId: recorded.event.id, reason: triggered.cutOff }, 'webhook trigger filters cut off');
+  let action: RouteAction = triggered.runs.length > 0
+    ? { kind: 'startRuns', runs: triggered.runs, input: body, ...(triggered.cutOff === undefined ? {} : { note: triggered.cutOff }) }
+    : triggered.cutOff !== undefined ? { kind: 'ignore', reason: triggered.cutOff } : planRoute(orgId, provider, eventType, body);
   // A note for a session (a failed CI job) goes only to a session of the signing org; otherwise it is recorded as
   // ignored, so the outcome says why nothing was attached. (The actor's insert checks the org again.)
   if (action.kind === 'recordSessionActivity' && !(await sessionScope(deps.db, orgId, action.sessionId))) {

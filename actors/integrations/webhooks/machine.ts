@@ -76,6 +76,8 @@ export type ProviderEventEffect =
   | {
       readonly type: 'startRuns'; readonly orgId: string; readonly provider: string; readonly eventType: string;
       readonly runs: readonly RunToStart[]; readonly input: Record<string, unknown>;
+      /** Why other workflows were not considered; recorded with the runs' failures. */
+      readonly note?: string;
     }
   /** The outcome row in `provider_webhook_events`, written in the snapshot transaction. */
   | { readonly type: 'recordOutcome' };
@@ -98,6 +100,7 @@ const route: On<'providerEvent.route', readonly ProviderEventStatus[]> = (state,
     const runs = msg.action.runs.map((r) => ({ ...r, runId: webhookRunId(id, r.workflowId) }));
     return accept(next, replyOf(next), [{
       type: 'startRuns', orgId: msg.orgId, provider: msg.provider, eventType: msg.eventType, runs, input: msg.action.input,
+      ...(msg.action.note === undefined ? {} : { note: msg.action.note }),
     }]);
   }
   if (msg.action.kind === 'ignore') {

@@ -18,6 +18,8 @@ export type RouteAction =
       readonly kind: 'startRuns';
       readonly runs: readonly TriggeredRun[];
       readonly input: Record<string, unknown>;
+      /** Why other workflows were not considered, kept in the delivery's outcome. */
+      readonly note?: string;
     }
   | { readonly kind: 'ignore'; readonly reason: string };
 

@@ -68,6 +68,7 @@ async function resend(deps: Pick<Deps, 'ask' | 'log' | 'db'>, delivery: StuckDel
     const runs = message.action.runs.map((r) => ({ ...r, runId: webhookRunId(delivery.id, r.workflowId) }));
     const started = await startTriggeredRuns({ startRun: (start) => startPinnedRun(deps, start) }, delivery.id, {
       type: 'startRuns', orgId: message.orgId, provider: message.provider, eventType: message.eventType, runs, input: message.action.input,
+      ...(message.action.note === undefined ? {} : { note: message.action.note }),
     });
     await deps.ask(address, started);
     deps.log.info({ eventId: delivery.id, runIds: started.runIds }, 'a provider delivery stuck in routing started its runs');

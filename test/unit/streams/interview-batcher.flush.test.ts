@@ -85,3 +85,59 @@ describe('channel fan-out', () => {
     expect(seen).to.deep.equal([6]);
   });
 });
+
+describe('channel fan-out: history bounded in bytes (issue 30)', () => {
+  const sized = (extra: Partial<ConstructorParameters<typeof ChannelFanout<number>>[0]> = {}) =>
+    new ChannelFanout<number>({ ringSize: 100, maxChannels: 100, sizeOf: (n) => n, ...extra });
+  const EVENT = 200; // the fan-out's fixed cost per event, beside what sizeOf says
+
+  it("keeps a channel's history under its byte bound, oldest out first", () => {
+    const f = sized({ ringBytes: 3 * (1000 + EVENT) });
+    for (let i = 1; i <= 5; i++) f.deliver('o1/a', { id: `e${i}`, data: 1000 });
+    expect(f.usage().bytes).to.equal(3 * (1000 + EVENT));
+    expect(f.subscribe('o1/a', () => {}, 'e2').found).to.equal(false);
+    expect(f.subscribe('o1/a', () => {}, 'e3').replay.map((e) => e.id)).to.deep.equal(['e4', 'e5']);
+  });
+
+  it('takes an org over its share from its own coldest channels, and leaves other orgs alone', () => {
+    const f = sized({ orgBytes: 10_000 });
+    f.deliver('victim/x', { id: 'v1', data: 5000 });
+    for (let i = 0; i < 50; i++) f.deliver(`noisy/ch${i}`, { id: `n${i}`, data: 3000 });
+    expect(f.usage('noisy').bytes).to.be.at.most(10_000);
+    expect(f.usage('victim').bytes).to.equal(5000 + EVENT);
+    expect(f.subscribe('victim/x', () => {}, 'v1').found).to.equal(true);
+    // The noisy org's newest event is still there to resume after; its oldest are gone.
+    expect(f.subscribe('noisy/ch49', () => {}, 'n49').found).to.equal(true);
+    expect(f.subscribe('noisy/ch0', () => {}, 'n0').found).to.equal(false);
+  });
+
+  it('bounds the whole history and the channels of one org', () => {
+    const f = sized({ totalBytes: 20_000, maxChannelsPerOrg: 3 });
+    for (let i = 0; i < 30; i++) f.deliver(`o${i % 5}/c${i}`, { id: `e${i}`, data: 1000 });
+    expect(f.usage().bytes).to.be.at.most(20_000);
+    for (let o = 0; o < 5; o++) expect(f.usage(`o${o}`).channels).to.be.at.most(3);
+  });
+
+  it('ends a history at an event too large to keep, so a resumption cannot skip it silently', () => {
+    const f = sized({ ringBytes: 5000 });
+    f.deliver('o/a', { id: 'small', data: 100 });
+    const seen: number[] = [];
+    f.subscribe('o/a', (e) => seen.push(e.data));
+    f.deliver('o/a', { id: 'huge', data: 10_000 });
+    expect(seen, 'a live listener still gets it').to.deep.equal([10_000]);
+    expect(f.subscribe('o/a', () => {}, 'small').found).to.equal(false);
+    expect(f.usage('o').bytes).to.equal(0);
+  });
+
+  it('counts bytes back to zero when histories are lost or forgotten', () => {
+    const f = sized({ ringBytes: 10_000 });
+    f.deliver('o/a', { id: 'a1', data: 500 });
+    f.deliver('o/b', { id: 'b1', data: 500 });
+    f.lost('o/a');
+    expect(f.usage().bytes).to.equal(500 + EVENT);
+    const g = sized({ maxChannels: 1 });
+    g.deliver('o/a', { id: 'a1', data: 500 });
+    g.deliver('o/b', { id: 'b1', data: 500 });
+    expect(g.usage()).to.deep.equal({ bytes: 500 + EVENT, channels: 1 });
+  });
+});
