@@ -23,6 +23,8 @@ export interface RateLimit {
   note(key: string): Promise<void>;
   /** Throws RATE_LIMITED when `key` has used up its window, without counting. */
   assertOpen(key: string): Promise<void>;
+  /** What `key` has counted in its current window. */
+  used(key: string): Promise<number>;
   /** Forgets `key` (a successful login clears its source's failures). */
   forget(key: string): Promise<void>;
   /** Takes back one counted against `key` in this window: it was counted for a request that was refused elsewhere. */
@@ -97,6 +99,10 @@ export function createRateLimit(name: string, rule: RateLimitRule, redis: Redis 
       const res = await limiter.get(key);
       if (res !== null && res.consumedPoints >= rule.points && res.msBeforeNext > 0) throw refused(res);
     },
+    async used(key) {
+      const res = await limiter.get(key);
+      return res !== null && res.msBeforeNext > 0 ? res.consumedPoints : 0;
+    },
     async forget(key) {
       await limiter.delete(key);
     },
@@ -119,6 +125,8 @@ export interface RateLimits {
   readonly loginFailuresBySource: RateLimit;
   /** Failed logins per email, from any source: the slower global ceiling. */
   readonly loginFailuresByEmail: RateLimit;
+  /** Failed logins per (email, source) while the email is past its ceiling: one an hour. */
+  readonly loginFailuresPastCeiling: RateLimit;
   /** Refused webhook deliveries per source address, counted before any signature is computed. */
   readonly webhookFailures: RateLimit;
   /** Bytes of agent output and interview tokens per worker (a runtime token), plus WORKER_REQUEST_BYTES a request. */
@@ -141,6 +149,8 @@ export function createRateLimits(
     loginFailuresBySource: createRateLimit('login-source', { points: LOGIN_FAILURES_PER_SOURCE_PER_MINUTE, durationSeconds: 60 }, redis,
       'too many failed logins for this email from this address; wait a minute'),
     loginFailuresByEmail: createRateLimit('login-email', { points: limits.loginFailuresPerEmailPerHour, durationSeconds: 3600 }, redis,
+      'too many failed logins for this email; wait before trying again'),
+    loginFailuresPastCeiling: createRateLimit('login-past-ceiling', { points: 1, durationSeconds: 3600 }, redis,
       'too many failed logins for this email; wait before trying again'),
     webhookFailures: createRateLimit('webhook-failures', { points: limits.webhookFailuresPerMinute, durationSeconds: 60 }, redis,
       'too many refused webhook deliveries from this address'),

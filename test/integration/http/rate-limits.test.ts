@@ -1,7 +1,7 @@
 // Invariant (issue 16, decision 0026): rate limits answer 429 {error, code: RATE_LIMITED} with Retry-After and hold
 // one caller without holding others: dispatches and writes per credential (a second key, GETs and workers go on),
-// failed logins per (email, source) under a slower per-email ceiling (a stranger cannot lock a user out, a crowd
-// of sources meets the ceiling), and refused webhook deliveries per source before any signature is computed.
+// failed logins per (email, source) under a slower per-email ceiling (a stranger cannot lock a user out; past the
+// ceiling the crowd's sources are refused while a clean source still signs in, and a new source has one guess an hour), and refused webhook deliveries per source before any signature is computed.
 // On the real engine set the counters live in Redis.
 import { expect } from 'chai';
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -73,7 +73,7 @@ for (const { set, skip } of engineSets) describe(`rate limits (${set} engines)`,
     expect(mine.status, 'the user from their own address').to.equal(200);
   });
 
-  it('stops a guess spread over many sources at the per-email ceiling', async () => {
+  it('past the per-email ceiling, refuses the guessing sources and lets each other source one try an hour', async () => {
     await t.call('POST', `/api/admin/orgs/${orgId}/users`, { token: t.adminToken, body: { email: 'target@limited.test', role: 'viewer', password: 'the right one' } });
     const login = (password: string, source: string) =>
       t.call('POST', '/api/auth/login', { headers: from(source), body: { email: 'target@limited.test', password } });
@@ -82,7 +82,13 @@ for (const { set, skip } of engineSets) describe(`rate limits (${set} engines)`,
     await Promise.all(Array.from({ length: sources }, async (_, s) => {
       for (let i = 0; i < perSource; i += 1) await login('guess', `192.0.2.${s + 1}`);
     }));
-    expectLimited(await login('the right one', '192.0.2.200'), 'a fresh source after the email\'s ceiling', 3600);
+    // The guessers are refused, even with the right password.
+    expectLimited(await login('the right one', '192.0.2.1'), 'a guessing source past the email\'s ceiling', 3600);
+    // The user, from an address with no failures of its own, is not locked out (issue 30, item 3).
+    expect((await login('the right one', '192.0.2.200')).status, 'the user from a clean address').to.equal(200);
+    // A new address past the ceiling gets one guess; after a wrong one it waits out the hour, right password or not.
+    expect((await login('another guess', '192.0.2.201')).status).to.equal(401);
+    expectLimited(await login('the right one', '192.0.2.201'), 'a source that failed past the ceiling', 3600);
   });
 
   it('refuses webhook deliveries from a source that sent too many bad ones, before checking any signature', async () => {
