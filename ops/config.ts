@@ -57,6 +57,8 @@ const bindings: EnvBinding[] = [
   { env: 'TROUPE_RATE_LIMIT_LOGIN_FAILURES_PER_EMAIL_PER_HOUR', key: 'rateLimitLoginFailuresPerEmailPerHour', schema: { type: 'integer', minimum: 1 }, parse: integer },
   { env: 'TROUPE_RATE_LIMIT_WEBHOOK_FAILURES_PER_MINUTE', key: 'rateLimitWebhookFailuresPerMinute', schema: { type: 'integer', minimum: 1 }, parse: integer },
   { env: 'TROUPE_RATE_LIMIT_WORKER_OUTPUT_BYTES_PER_MINUTE', key: 'rateLimitWorkerOutputBytesPerMinute', schema: { type: 'integer', minimum: 65536 }, parse: integer },
+  { env: 'TROUPE_SCHEDULES_PER_ORG', key: 'schedulesPerOrg', schema: { type: 'integer', minimum: 1, maximum: 100000 }, parse: integer },
+  { env: 'TROUPE_SCHEDULE_MIN_INTERVAL_SECONDS', key: 'scheduleMinIntervalSeconds', schema: { type: 'integer', minimum: 1, maximum: 86400 }, parse: integer },
   { env: 'TROUPE_TRUST_PROXY_HOPS', key: 'trustProxyHops', schema: { type: 'integer', minimum: 0, maximum: 10 }, parse: integer },
   { env: 'TROUPE_QUERY_TIMEOUT_MS', key: 'queryTimeoutMs', schema: { type: 'integer', minimum: 100, maximum: 3600000 }, parse: integer },
   { env: 'TROUPE_WRITES_IN_FLIGHT', key: 'writesInFlight', schema: { type: 'integer', minimum: 1, maximum: 100000 }, parse: integer },
@@ -125,6 +127,9 @@ const defaults = (): Config => ({
   // A busy agent's transcript (tool results with whole files) peaks at tens of KB a second; 16 MiB a minute is ten
   // times the busiest recorded in decision 0066, and 16,384 requests of small chunks.
   rateLimitWorkerOutputBytesPerMinute: 16 * 1024 * 1024,
+  // Issue 30: 50 schedules firing every second started 50 runs a second. These bound one org at 5 runs a second.
+  schedulesPerOrg: 50,
+  scheduleMinIntervalSeconds: 10,
   trustProxyHops: 0,
   queryTimeoutMs: 3_000,
   // Decision 0053: a few writes per pooled Postgres connection (10): more only wait in the pool, and after an outage

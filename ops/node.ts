@@ -129,7 +129,8 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     const pushOnEvents = new PushOnEvents();
     // Made before the actors because the schedule actor arms its timers and starts runs through it (decision 0027).
     const schedules = new WorkflowSchedules();
-    for (const kind of actorKinds({ transport, pushOnEvents, metrics, schedules, db })) actors.register(kind);
+    const scheduleLimits = { perOrg: config.schedulesPerOrg, minIntervalSeconds: config.scheduleMinIntervalSeconds };
+    for (const kind of actorKinds({ transport, pushOnEvents, metrics, schedules, db, scheduleLimits })) actors.register(kind);
     registerFleetGauges(metrics, db, () => clock.now(), config.sessionLeaseMs);
 
     phaseDone('actors');

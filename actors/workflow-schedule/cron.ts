@@ -23,6 +23,17 @@ export class CronSchedule {
     return this.cron.nextRuns(count, new Date(afterMs)).map((d) => d.getTime());
   }
 
+  /**
+   * The shortest gap between two fires among the first `sample` after `afterMs`, in ms (Infinity for fewer than two).
+   * Cron fields repeat within a year, and every pattern this can meet repeats within far fewer fires than the sample.
+   */
+  shortestInterval(afterMs: number, sample = 64): number {
+    const fires = this.nextFires(afterMs, sample);
+    let shortest = Infinity;
+    for (let i = 1; i < fires.length; i++) shortest = Math.min(shortest, fires[i]! - fires[i - 1]!);
+    return shortest;
+  }
+
   /** The last fire at or before `atMs`, or null when there was none. */
   latestAtOrBefore(atMs: number): number | null {
     return this.cron.previousRuns(1, new Date(atMs + 1))[0]?.getTime() ?? null;

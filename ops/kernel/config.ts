@@ -124,6 +124,10 @@ export interface Config {
    * runtime token cannot flood a node. @default 16777216
    */
   readonly rateLimitWorkerOutputBytesPerMinute: number;
+  /** Published schedules one org may have at once; one more is refused with 409 at publish. @default 50 */
+  readonly schedulesPerOrg: number;
+  /** The shortest time between two fires of a published schedule; a cron firing more often is refused. @default 10 */
+  readonly scheduleMinIntervalSeconds: number;
   /** Marketplace listings one org may publish. @default 50 */
   readonly marketplaceListingsPerOrg: number;
 }
