@@ -175,6 +175,16 @@ const report: On<'session.transition', readonly SessionStatus[]> = (state, msg, 
   return accept(next, reply, effects);
 };
 
+/**
+ * The holding worker reports the end the session already reached: a retry after a lost reply, or after a commit
+ * whose outcome the worker could not know (issue 30). It is answered as done, changing nothing; any other report on
+ * an ended session is still illegal.
+ */
+const repeatedEnd: On<'session.transition'> = (state, msg, { id, from }) =>
+  msg.status === from && msg.workerId === state.workerId
+    ? accept(state, { kind: 'transitioned', sessionId: id, previousStatus: from, newStatus: from })
+    : illegal(from, msg);
+
 /** Stopping a live session ends it, with its terminal effects. */
 const stop: On<'session.stop', TerminalStatus> = (state, _msg, { id, now, from, to }) => {
   const next: SessionState = { ...state, status: to, updatedAt: now, finishedAt: now };
@@ -276,8 +286,17 @@ export const sessionMachine = defineMachine<SessionState, SessionMsg, SessionEff
       'session.stop': go('stopped', stop),
       'session.leaseExpired': choose(['failed'], leaseLost),
     },
-    completed: { 'session.dispatch': go('completed', replayDispatch), 'session.stop': go('completed', alreadyEnded), 'session.prompt': go('pending', redispatch) },
-    failed: { 'session.dispatch': go('failed', replayDispatch), 'session.stop': go('failed', alreadyEnded), 'session.prompt': go('pending', redispatch) },
-    stopped: { 'session.dispatch': go('stopped', replayDispatch), 'session.stop': go('stopped', alreadyEnded), 'session.prompt': go('pending', redispatch) },
+    completed: {
+      'session.dispatch': go('completed', replayDispatch), 'session.transition': go('completed', repeatedEnd),
+      'session.stop': go('completed', alreadyEnded), 'session.prompt': go('pending', redispatch),
+    },
+    failed: {
+      'session.dispatch': go('failed', replayDispatch), 'session.transition': go('failed', repeatedEnd),
+      'session.stop': go('failed', alreadyEnded), 'session.prompt': go('pending', redispatch),
+    },
+    stopped: {
+      'session.dispatch': go('stopped', replayDispatch), 'session.transition': go('stopped', repeatedEnd),
+      'session.stop': go('stopped', alreadyEnded), 'session.prompt': go('pending', redispatch),
+    },
   },
 });

@@ -112,6 +112,24 @@ describe('session machine', () => {
     if (!lateFinalize.ok) expect(lateFinalize.rejection.code).to.equal('ILLEGAL_TRANSITION');
   });
 
+  it('the holding worker repeating the end already reached is answered as done; other reports on an end stay illegal (issue 30)', () => {
+    for (const end of ['completed', 'failed', 'stopped'] as const) {
+      const ended = runCommand(behavior, stateIn('finalizing'), { type: 'session.transition', ...scope, status: end, workerId: 'w1' }, { id });
+      if (!ended.ok) throw new Error(`${end} refused`);
+      const retried = runCommand(behavior, ended.state, { type: 'session.transition', ...scope, status: end, workerId: 'w1' }, { id });
+      expect(retried.ok, `${end} retried`).to.equal(true);
+      if (!retried.ok) continue;
+      expect(retried.changed).to.equal(false);
+      expect(retried.effects).to.deep.equal([]);
+      expect(retried.reply).to.deep.include({ kind: 'transitioned', previousStatus: end, newStatus: end });
+      const otherWorker = runCommand(behavior, ended.state, { type: 'session.transition', ...scope, status: end, workerId: 'w2' }, { id });
+      expect(otherWorker.ok).to.equal(false);
+      const otherEnd = runCommand(behavior, ended.state, { type: 'session.transition', ...scope, status: end === 'failed' ? 'completed' : 'failed', workerId: 'w1' }, { id });
+      expect(otherEnd.ok).to.equal(false);
+      if (!otherEnd.ok) expect(otherEnd.rejection.code).to.equal('ILLEGAL_TRANSITION');
+    }
+  });
+
   it('two workers claiming the same session: exactly one wins', () => {
     const pending = stateIn('pending');
     const a = runCommand(behavior, pending, { type: 'session.transition', ...scope, status: 'claimed', workerId: 'wa' }, { id });
