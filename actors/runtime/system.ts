@@ -361,6 +361,15 @@ export function createActorSystem(opts: ActorSystemOptions): ActorSystem {
         // Another owner wrote this address: our copy is out of date and must not answer anything more.
         turnLog.warn({ version: loaded.version }, 'snapshot written by another owner; stopping');
         retire(entry, 'stale', true);
+        return loaded;
+      }
+      // A failure of the store itself (a lost connection, a timeout) leaves the write's outcome unknown: it may have
+      // committed. Keeping the old state would make the retry that follows meet its own write as another owner's
+      // (issue 30: 503 STORAGE_STALE_VERSION, then 409 for a completion that was recorded). The next message reads
+      // what is stored instead, and the machine answers a repeat of what is there as done.
+      if (saved.error.status >= 500) {
+        turnLog.info({ version: loaded.version, code: saved.error.code }, 'write outcome unknown; the next message reloads the snapshot');
+        return unloaded;
       }
       return loaded;
     }

@@ -10,11 +10,12 @@ import type { Projection, Snapshot, SnapshotStore } from '../../storage/snapshot
  * them, so a test can see that the runtime offered one. Read-model tests belong against the knex store.
  *
  * Faults are injected explicitly: `holdSaves` parks writes until released, `failSavesWith` / `failLoadsWith`
- * make calls throw, `writeAsAnotherOwner` bumps a version behind the actor's back.
+ * make calls throw, `loseCommitRepliesWith` commits and then throws, `writeAsAnotherOwner` bumps a version behind the actor's back.
  */
 export class MemorySnapshotStore implements SnapshotStore {
   private readonly rows = new Map<string, { version: number; json: string; updatedAt: Date }>();
   private saveFailure: unknown;
+  private lostReply: unknown;
   private loadFailure: unknown;
   private hold: SaveHold | undefined;
   loads = 0;
@@ -42,6 +43,8 @@ export class MemorySnapshotStore implements SnapshotStore {
     if (project !== undefined) this.projectionsOffered += 1;
     const version = current + 1;
     this.rows.set(address, { version, json: JSON.stringify(state), updatedAt: new Date() });
+    // The commit happened; its answer did not arrive (a connection cut during COMMIT).
+    if (this.lostReply !== undefined) throw this.lostReply;
     return version;
   }
 
@@ -69,6 +72,11 @@ export class MemorySnapshotStore implements SnapshotStore {
   /** Every later save throws `error` until called again with `undefined`. */
   failSavesWith(error: unknown): void {
     this.saveFailure = error;
+  }
+
+  /** Every later save commits and then throws `error`, as when the link drops after COMMIT, until called with undefined. */
+  loseCommitRepliesWith(error: unknown): void {
+    this.lostReply = error;
   }
 
   failLoadsWith(error: unknown): void {

@@ -22,6 +22,22 @@ describe('actor runtime: storage failures', () => {
     await system.stop();
   });
 
+  it('a write whose commit outcome was unknown is read back before the next message, so its retry is not stale (issue 30)', async () => {
+    const { system, store, counter, logs } = counterSystem();
+    const ref = counter('a');
+    await ref.ask({ type: 'counter.increment' });
+    store.loseCommitRepliesWith(new TroupeError('STORAGE_UNAVAILABLE', undefined, { cause: 'connection terminated during COMMIT' }));
+    expect((await rejectionOf(ref.ask({ type: 'counter.increment', by: 5 }))).code).to.equal('STORAGE_UNAVAILABLE');
+    store.loseCommitRepliesWith(undefined);
+    expect(store.stored('counter/a')).to.deep.equal({ version: 2, state: { status: 'on', count: 6 } });
+    // The next message sees the committed write, not the state before it: no stale version, no stop.
+    expect(await ref.ask({ type: 'counter.read' })).to.deep.equal({ status: 'on', count: 6 });
+    expect(await ref.ask({ type: 'counter.increment' })).to.deep.equal({ status: 'on', count: 7 });
+    expect(system.isAlive('counter/a')).to.equal(true);
+    expect(logs.some((l) => l.msg === 'snapshot written by another owner; stopping')).to.equal(false);
+    await system.stop();
+  });
+
   it('an unclassified store error answers INTERNAL without its text, logs it, and changes nothing', async () => {
     const { system, store, counter, logs } = counterSystem();
     store.failSavesWith(new Error('duplicate key value violates unique constraint "orgs_slug"'));
