@@ -1,5 +1,5 @@
 import { TroupeError } from '../../ops/kernel/errors.js';
-import { INCIDENT_TEXT_MAX, INCIDENT_TITLE_MAX, type IncidentChange } from '../../schemas/governance/incident.js';
+import { INCIDENT_TEXT_MAX, INCIDENT_TITLE_MAX, incidentUrl, type IncidentChange } from '../../schemas/governance/incident.js';
 import type { IncidentFields } from '../incident/machine.js';
 
 /**
@@ -55,7 +55,7 @@ export function mapIncidentEvent(body: unknown): MappedIncidentEvent | undefined
     ...(status !== undefined ? { status } : {}),
     ...(incident.summary !== undefined ? { summary: text(incident.summary, INCIDENT_TEXT_MAX) ?? null } : {}),
     ...(incident.permalink !== undefined || incident.url !== undefined
-      ? { url: text(incident.permalink, 2000) ?? text(incident.url, 2000) ?? null } : {}),
+      ? { url: incidentUrl(incident.permalink) ?? incidentUrl(incident.url) } : {}),
   };
   return { eventType, change, externalId, fields };
 }

@@ -1,6 +1,6 @@
 import { accept, reject } from '../runtime/machine.js';
 import { choose, defineMachine, type Take } from '../runtime/define-machine.js';
-import type { IncidentChange } from '../../schemas/governance/incident.js';
+import { incidentUrl, type IncidentChange } from '../../schemas/governance/incident.js';
 import type { IncidentRow } from '../../storage/governance/incidents.js';
 
 /**
@@ -83,7 +83,8 @@ const record: Take<IncidentState, IncidentMsg, IncidentEffect, IncidentReply, In
     severity: f.severity !== undefined ? f.severity : (current?.severity ?? null),
     status: f.status ?? (msg.change === 'resolved' ? 'resolved' : current?.status ?? 'open'),
     summary: f.summary !== undefined ? f.summary : (current?.summary ?? null),
-    url: f.url !== undefined ? f.url : (current?.url ?? null),
+    // Whoever sent the message, only an http(s) link is kept (the mapping drops others; this is the one place all pass).
+    url: f.url !== undefined ? incidentUrl(f.url) : (current?.url ?? null),
     createdAt: current?.createdAt ?? ctx.now,
     updatedAt: ctx.now,
     resolvedAt,

@@ -5,6 +5,7 @@ import { newTrackerSessionId, publicIdPattern, publicSessionId, sessionAddress, 
 import { daemonServices } from '../../actors/daemon-host/services.js';
 import { sessionDetail, sessionIdByTracker, sessionScope } from '../../storage/sessions/queries.js';
 import { sessionTimeline } from '../../storage/sessions/listing.js';
+import { trackerIssueProblem } from '../../storage/sessions/github-issue-ref.js';
 import { sessionListRoute } from './session-list.js';
 import { MAX_PROMPT_LENGTH } from '../../schemas/sessions/session-actor.js';
 import { dispatchReads, recordRoutingDecision } from '../../storage/analytics/router.js';
@@ -174,6 +175,9 @@ export function sessionRoutes(): Route<Deps>[] {
       responseSchema: { type: 'object', required: ['sessionId', 'status'], properties: { sessionId: sessionIdParam, status: { const: 'pending' } } },
       authorize: {
         async find(req, deps, p) {
+          // Checked like the schema, before the signature's nonce is spent: a refused reference dispatched nothing.
+          const issueProblem = req.body.trackerIssue === undefined ? null : trackerIssueProblem(req.body.trackerIssue);
+          if (issueProblem !== null) throw new TroupeError('VALIDATION_FAILED', issueProblem, { field: 'trackerIssue' });
           // Signed-requester checks (spec 5.5, decision 0014) run before anything is read or created: a bound credential
           // whose requester holds a key must sign this exact request.
           const signed = await assertSignedDispatch(deps, p, req);

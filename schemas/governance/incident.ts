@@ -7,6 +7,15 @@ export type IncidentChange = (typeof incidentChanges)[number];
 
 export const INCIDENT_TITLE_MAX = 500;
 export const INCIDENT_TEXT_MAX = 4000;
+export const INCIDENT_URL_MAX = 2000;
+
+/**
+ * The only links an incident keeps: absolute http(s), without whitespace or control characters. People click them on
+ * the incidents page, so a provider's `javascript:` or `data:` link is dropped (the incident is kept without it).
+ */
+const WEB_URL = /^https?:\/\/[^\s\x00-\x1f\x7f]+$/i;
+export const incidentUrl = (v: unknown): string | null =>
+  (typeof v === 'string' && v.length <= INCIDENT_URL_MAX && WEB_URL.test(v) ? v : null);
 
 const uuid = { type: 'string', format: 'uuid' } as const;
 const shortText = { type: ['string', 'null'], maxLength: 200 } as const;
@@ -29,7 +38,7 @@ export const incidentMessageSchema = {
         severity: shortText,
         status: shortText,
         summary: { type: ['string', 'null'], maxLength: INCIDENT_TEXT_MAX },
-        url: { type: ['string', 'null'], maxLength: 2000 },
+        url: { type: ['string', 'null'], maxLength: INCIDENT_URL_MAX },
       },
     },
   },

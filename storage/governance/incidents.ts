@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { appendAudit, type AuditInput } from '../audit-log.js';
+import { incidentUrl } from '../../schemas/governance/incident.js';
 
 /**
  * The `incidents` read model (projected by the incident actor) and the incident.io connection rows. Every query
@@ -68,11 +69,12 @@ export async function listIncidents(db: Knex, orgId: string, f: IncidentFilter):
 const iso = (v: unknown): string => (v instanceof Date ? v : new Date(String(v))).toISOString();
 const textOrNull = (v: unknown): string | null => (v === null || v === undefined ? null : String(v));
 
+// A link stored before only http(s) ones were kept is not handed out either.
 function toIncidentView(r: Record<string, unknown>): IncidentView {
   return {
     id: String(r.id), orgId: String(r.org_id), source: String(r.source), externalId: String(r.external_id),
     title: String(r.title), severity: textOrNull(r.severity), status: String(r.status), summary: textOrNull(r.summary),
-    url: textOrNull(r.url), createdAt: iso(r.created_at), updatedAt: iso(r.updated_at),
+    url: incidentUrl(r.url), createdAt: iso(r.created_at), updatedAt: iso(r.updated_at),
     resolvedAt: r.resolved_at === null || r.resolved_at === undefined ? null : iso(r.resolved_at),
   };
 }

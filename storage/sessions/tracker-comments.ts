@@ -13,6 +13,8 @@ export interface TrackerTarget {
   readonly issue: string;
 }
 
+// Looser than github-issue-ref.ts on purpose: a reference stored before that check (say `../..#2`) is still owed, so
+// the sender's refusal of it is recorded in the session's detail instead of the comment silently never existing.
 const GITHUB_ISSUE = /^([A-Za-z0-9_.-]{1,100}\/[A-Za-z0-9_.-]{1,100})#([1-9][0-9]{0,9})$/;
 const LINEAR_IDENTIFIER = /^[A-Z][A-Z0-9]{0,9}-[1-9][0-9]{0,9}$/;
 
@@ -30,11 +32,6 @@ export function trackerTargetOf(spec: { trackerSessionId: string; trackerIssue: 
   if (LINEAR_IDENTIFIER.test(issue) && !spec.trackerSessionId.startsWith('github:')) return { tracker: 'linear', issue };
   return null;
 }
-
-export const parseGithubIssue = (issue: string): { repo: string; number: number } | null => {
-  const m = GITHUB_ISSUE.exec(issue);
-  return m ? { repo: m[1]!, number: Number(m[2]) } : null;
-};
 
 export interface CommentToOwe {
   readonly id: string;

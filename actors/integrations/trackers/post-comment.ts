@@ -1,7 +1,8 @@
 import type { OutboundGuard } from '../outbound/index.js';
 import { OutboundRefused } from '../outbound/index.js';
 import { AccessTokenRejected } from '../oauth/connection-token.js';
-import { parseGithubIssue, type Tracker } from '../../../storage/sessions/tracker-comments.js';
+import type { Tracker } from '../../../storage/sessions/tracker-comments.js';
+import { githubCommentsUrl } from './github-comments-url.js';
 
 /**
  * Posting one comment on a tracker issue (decision 0028), in each tracker's own API:
@@ -34,9 +35,9 @@ export async function postTrackerComment(
     url = `${base}/graphql`;
     payload = { query: LINEAR_COMMENT, variables: { input: { issueId: issue, body } } };
   } else {
-    const target = parseGithubIssue(issue);
-    if (target === null) return { kind: 'refused', reason: `'${issue}' names no GitHub issue` };
-    url = `${base}/repos/${target.repo}/issues/${target.number}/comments`;
+    const target = githubCommentsUrl(base, issue);
+    if (target === null) return { kind: 'refused', reason: `'${issue}' names no GitHub issue (owner/repo#number, no '.' or '..' parts)` };
+    url = target;
     Object.assign(headers, { accept: 'application/vnd.github+json', 'x-github-api-version': '2022-11-28' });
     payload = { body };
   }

@@ -1,6 +1,7 @@
 import { MAX_PROMPT_LENGTH } from '../../../schemas/sessions/session-actor.js';
 import { httpsUrl, positiveInteger, record, sessionIdOfBranch, text } from './payload-fields.js';
 import type { RouteAction } from './route-action.js';
+import { parseGithubIssueRef } from '../../../storage/sessions/github-issue-ref.js';
 
 /**
  * What a GitHub delivery asks for (decision 0014). The event type is `<X-GitHub-Event>.<action>`; both halves are
@@ -50,6 +51,8 @@ function planIssueOpened(orgId: string, body: Record<string, unknown>): RouteAct
   const repositoryId = positiveInteger(repository.id);
   if (nodeId === undefined && repositoryId === undefined) return { kind: 'ignore', reason: 'github issue without node_id or repository id' };
   const trackerIssue = `${repoName}#${number}`;
+  // The reference becomes the comment's API path later; a name GitHub itself would not give is not taken on trust.
+  if (parseGithubIssueRef(trackerIssue) === null) return { kind: 'ignore', reason: 'github issue whose repository full_name is not a valid owner/repo' };
   const heading = `${trackerIssue}: ${title}`;
   const description = text(issue.body, MAX_PROMPT_LENGTH) ?? '';
   return {

@@ -3,6 +3,7 @@ import { planGithub } from './github-routes.js';
 import { httpsUrl, record, sessionIdOfBranch, text } from './payload-fields.js';
 import type { WebhookProvider } from './providers.js';
 import type { RouteAction } from './route-action.js';
+import { trackerIssueProblem } from '../../../storage/sessions/github-issue-ref.js';
 import { planVercel } from './vercel-routes.js';
 
 export type { RouteAction } from './route-action.js';
@@ -52,7 +53,9 @@ function planLinear(orgId: string, eventType: string, body: Record<string, unkno
   const issueId = text(data.id, 200);
   const title = text(data.title, 1000);
   if (issueId === undefined || title === undefined) return { kind: 'ignore', reason: 'Issue event without id or title' };
-  const identifier = text(data.identifier, 200) ?? null;
+  // An identifier shaped like a GitHub reference (`#`) but not a valid one is not kept as the session's trackerIssue.
+  const given = text(data.identifier, 200);
+  const identifier = given !== undefined && trackerIssueProblem(given) === null ? given : null;
   const description = text(data.description, MAX_PROMPT_LENGTH) ?? '';
   const heading = identifier === null ? title : `${identifier}: ${title}`;
   const prompt = (description === '' ? heading : `${heading}\n\n${description}`).slice(0, MAX_PROMPT_LENGTH);

@@ -2,6 +2,7 @@ import { withQuery } from '../api.js';
 import { useApi } from '../data.js';
 import { navigate, useLocation } from '../router.js';
 import { Empty, ErrorNote, Loading, PageHeader, Status, Time } from '../ui/bits.js';
+import { webLink } from '../web-link.js';
 
 interface Incident { id: string; source: string; title: string; severity: string | null; status: string; url: string | null; createdAt: string; resolvedAt: string | null }
 
@@ -32,7 +33,7 @@ export function Incidents() {
             <tbody>
               {list.data.incidents.map((i) => (
                 <tr key={i.id}>
-                  <td>{i.url ? <a href={i.url} rel="noreferrer noopener" target="_blank">{i.title}</a> : i.title}<span class="row-title">{i.source}</span></td>
+                  <td><IncidentTitle incident={i} /><span class="row-title">{i.source}</span></td>
                   <td><Status value={i.status === 'resolved' ? 'resolved' : 'open'} /> <span class="muted small">{i.status}</span></td>
                   <td>{i.severity ?? '—'}</td>
                   <td><Time at={i.createdAt} /></td>
@@ -45,4 +46,10 @@ export function Incidents() {
       )}
     </section>
   );
+}
+
+/** The title links to the provider's page only when its URL is http(s); anything else stays plain text. */
+function IncidentTitle({ incident }: { incident: Pick<Incident, 'title' | 'url'> }) {
+  const href = webLink(incident.url);
+  return href === null ? <>{incident.title}</> : <a href={href} rel="noreferrer noopener" target="_blank">{incident.title}</a>;
 }
