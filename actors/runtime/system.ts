@@ -101,6 +101,15 @@ interface Entry {
   passivating: boolean;
   retired: boolean;
   idleWaiters: Array<() => void>;
+  /** The last write whose outcome the store could not report (it may have committed), until the next load settles it. */
+  uncertainWrite: UncertainWrite | undefined;
+}
+
+interface UncertainWrite {
+  readonly version: number;
+  /** The state as written, serialised: the stored state is compared with it to recognise this node's own write. */
+  readonly json: string;
+  readonly effects: readonly unknown[];
 }
 
 /** Thrown from the nact handler after the asker has been answered, so nact's onCrash applies the policy. */
@@ -210,7 +219,7 @@ export function createActorSystem(opts: ActorSystemOptions): ActorSystem {
       log: lazyChild(opts.log, { actorKind: behavior.kind, actorId: id }),
       ref: undefined as unknown as Ref<Envelope>,
       queued: 0, effectsPending: 0, effectChain: Promise.resolve(), crashes: noCrashes,
-      idleTimer: undefined, passivating: false, retired: false, idleWaiters: [],
+      idleTimer: undefined, passivating: false, retired: false, idleWaiters: [], uncertainWrite: undefined,
     };
     const handler = (cell: Cell<unknown>, envelope: Envelope): Promise<Cell<unknown>> => handle(entry, cell, envelope);
     (entry as { ref: Ref<Envelope> }).ref = spawn(root, handler, name, {
@@ -278,7 +287,7 @@ export function createActorSystem(opts: ActorSystemOptions): ActorSystem {
 
     let loaded: LoadedCell<unknown>;
     // A message that names an address nothing was written to yet starts from `initial` without a read (decision 0055).
-    const guessed = !cell.loaded && mayGuess && behavior.neverWritten?.(message) === true;
+    const guessed = !cell.loaded && mayGuess && entry.uncertainWrite === undefined && behavior.neverWritten?.(message) === true;
     if (cell.loaded) {
       loaded = cell;
     } else if (guessed) {
@@ -303,6 +312,7 @@ export function createActorSystem(opts: ActorSystemOptions): ActorSystem {
         return cell;
       }
       loaded = outcome.cell;
+      settleUncertainWrite(entry, loaded, turnLog);
     }
 
     let decision: Decision<unknown, unknown, unknown>;
@@ -369,6 +379,7 @@ export function createActorSystem(opts: ActorSystemOptions): ActorSystem {
       // what is stored instead, and the machine answers a repeat of what is there as done.
       if (saved.error.status >= 500) {
         turnLog.info({ version: loaded.version, code: saved.error.code }, 'write outcome unknown; the next message reloads the snapshot');
+        entry.uncertainWrite = { version: loaded.version + 1, json: JSON.stringify(next), effects };
         return unloaded;
       }
       return loaded;
@@ -377,6 +388,20 @@ export function createActorSystem(opts: ActorSystemOptions): ActorSystem {
     finish({ ok: true, value: reply }, 'accepted');
     scheduleEffects(entry, effects);
     return { loaded: true, version: saved.version, state: next };
+  }
+
+  /**
+   * The stored snapshot is this node's own uncertain write when it has that write's version and, to the byte, its
+   * state: the write committed, so its effects (announcements to live streams among them) are owed and run now, once.
+   * Effects carry their own keys (DESIGN rule 6), so one that had run before the failure does nothing twice.
+   */
+  function settleUncertainWrite(entry: Entry, loaded: LoadedCell<unknown>, turnLog: Logger): void {
+    const uncertain = entry.uncertainWrite;
+    if (uncertain === undefined) return;
+    entry.uncertainWrite = undefined;
+    if (loaded.version !== uncertain.version || JSON.stringify(loaded.state) !== uncertain.json) return;
+    turnLog.info({ version: loaded.version }, 'a write whose outcome was unknown had committed; its effects run now');
+    scheduleEffects(entry, uncertain.effects);
   }
 
   function answer(entry: Entry, envelope: Envelope, outcome: Outcome, turnLog: Logger = entry.log): void {

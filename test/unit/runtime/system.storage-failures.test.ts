@@ -4,7 +4,7 @@
 // rehydrates from the store, seeing the other owner's state.
 import { expect } from 'chai';
 import { TroupeError } from '../../../ops/kernel/errors.js';
-import { counterSystem, rejectionOf } from './counter-machine.js';
+import { counterBehavior, counterSystem, rejectionOf } from './counter-machine.js';
 
 describe('actor runtime: storage failures', () => {
   it('save failure answers STORAGE_UNAVAILABLE and leaves the state unchanged', async () => {
@@ -23,7 +23,11 @@ describe('actor runtime: storage failures', () => {
   });
 
   it('a write whose commit outcome was unknown is read back before the next message, so its retry is not stale (issue 30)', async () => {
-    const { system, store, counter, logs } = counterSystem();
+    const effectsRun: number[] = [];
+    const { system, store, counter, logs } = counterSystem({}, {
+      ...counterBehavior,
+      async afterPersist(effects) { for (const e of effects) effectsRun.push(e.count); },
+    });
     const ref = counter('a');
     await ref.ask({ type: 'counter.increment' });
     store.loseCommitRepliesWith(new TroupeError('STORAGE_UNAVAILABLE', undefined, { cause: 'connection terminated during COMMIT' }));
@@ -35,6 +39,31 @@ describe('actor runtime: storage failures', () => {
     expect(await ref.ask({ type: 'counter.increment' })).to.deep.equal({ status: 'on', count: 7 });
     expect(system.isAlive('counter/a')).to.equal(true);
     expect(logs.some((l) => l.msg === 'snapshot written by another owner; stopping')).to.equal(false);
+    // Recognised as this node's own write: its effects ran once (announcements to live streams are effects too).
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(effectsRun).to.deep.equal([1, 6, 7]);
+    await system.stop();
+  });
+
+  it("an unknown outcome that did not commit, or that another owner's write replaced, runs none of its effects", async () => {
+    const effectsRun: number[] = [];
+    const { system, store, counter } = counterSystem({}, {
+      ...counterBehavior,
+      async afterPersist(effects) { for (const e of effects) effectsRun.push(e.count); },
+    });
+    const ref = counter('a');
+    await ref.ask({ type: 'counter.increment' });
+    store.failSavesWith(new TroupeError('STORAGE_UNAVAILABLE'));
+    await rejectionOf(ref.ask({ type: 'counter.increment', by: 5 }));
+    store.failSavesWith(undefined);
+    expect(await ref.ask({ type: 'counter.read' })).to.deep.equal({ status: 'on', count: 1 });
+    store.loseCommitRepliesWith(new TroupeError('STORAGE_UNAVAILABLE'));
+    await rejectionOf(ref.ask({ type: 'counter.increment', by: 5 }));
+    store.loseCommitRepliesWith(undefined);
+    store.writeAsAnotherOwner('counter/a', { status: 'on', count: 6 });
+    await ref.ask({ type: 'counter.read' });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(effectsRun).to.deep.equal([1]);
     await system.stop();
   });
 
