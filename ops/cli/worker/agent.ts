@@ -1,7 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, existsSync } from 'node:fs';
-import path from 'node:path';
 import { createInterface } from 'node:readline';
+import { insideDir } from './inside-dir.js';
+import { isSessionId } from './server-ids.js';
 
 /**
  * One agent process (the agent contract, README "The agent contract"): `command` through `/bin/sh -c` in a fresh
@@ -44,11 +45,15 @@ export function costOf(line: string): number | undefined {
   }
 }
 
-/** A fresh directory for the session under `root`: `<sessionId>`, or `<sessionId>.2`, … when a run already used it. */
+/**
+ * A fresh directory for the session under `root`: `<sessionId>`, or `<sessionId>.2`, … when a run already used it.
+ * The agent runs there, so a session id that is not one, or a directory that would not be inside `root`, is refused.
+ */
 export function freshDir(root: string, sessionId: string): string {
+  if (!isSessionId(sessionId)) throw new Error(`refusing a work dir for ${JSON.stringify(sessionId).slice(0, 80)}: not a session id`);
   mkdirSync(root, { recursive: true, mode: 0o700 });
-  let dir = path.join(root, sessionId);
-  for (let n = 2; existsSync(dir); n++) dir = path.join(root, `${sessionId}.${n}`);
+  let dir = insideDir(root, sessionId);
+  for (let n = 2; existsSync(dir); n++) dir = insideDir(root, `${sessionId}.${n}`);
   mkdirSync(dir, { mode: 0o700 });
   return dir;
 }

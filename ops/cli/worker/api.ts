@@ -1,6 +1,7 @@
 import {
   createTroupeClient, TroupeApiError, TroupeUnreachableError, unwrap, type components, type paths,
 } from '../../../http/client/index.js';
+import { sameOriginFetch } from './redirects.js';
 
 /**
  * Every HTTP call the worker makes, through the typed client generated from the OpenAPI document (http/client,
@@ -80,8 +81,9 @@ async function call<T>(pending: Promise<T>): Promise<T> {
   }
 }
 
-export function createWorkerApi(baseUrl: string, timeoutMs = 15_000): WorkerApi {
-  const api = createTroupeClient({ baseUrl, timeoutMs });
+/** `onRedirectRefused` hears of each redirect to another origin, which fails its call as Unreachable (redirects.ts). */
+export function createWorkerApi(baseUrl: string, timeoutMs = 15_000, onRedirectRefused: (from: string, to: string) => void = () => undefined): WorkerApi {
+  const api = createTroupeClient({ baseUrl, timeoutMs, fetch: sameOriginFetch(onRedirectRefused) });
   // The heartbeat and the streams never wait behind a burst of session calls.
   const inTurn = concurrencyLimit(8);
   const auth = (token: string) => ({ authorization: `Bearer ${token}` });

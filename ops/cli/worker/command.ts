@@ -81,7 +81,9 @@ export function workerCommand(): Command {
       const globalUrl = (cmd.optsWithGlobals() as { url?: string }).url;
       const opts = resolveWorkerOptions(flags, globalUrl);
       const log = createLog(flags.logFormat, undefined, flags.verbose ?? false);
-      const worker = new Worker(opts, createWorkerApi(opts.url), log);
+      const onRedirectRefused = (from: string, to: string) =>
+        log('warn', 'server.redirect_refused', `refused to follow the server's redirect to another origin (${to}); the call fails`, { from, to });
+      const worker = new Worker(opts, createWorkerApi(opts.url, undefined, onRedirectRefused), log);
       const onSignal = (sig: NodeJS.Signals) => {
         log('info', 'worker.signal', `${sig} received`);
         void worker.drain();

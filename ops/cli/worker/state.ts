@@ -1,5 +1,7 @@
 import { chmodSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { insideDir } from './inside-dir.js';
+import { isSessionId } from './server-ids.js';
 
 /**
  * The worker's state dir (mode 0700, every file 0600), which makes a restarted worker the same worker:
@@ -8,7 +10,9 @@ import path from 'node:path';
  * - `credentials/<kind>`: the latest value of each rotated credential (agents read `$TROUPE_CREDENTIALS_DIR/<kind>`);
  * - `credential-stream.json`: the id of the last rotation written there, where the rotate stream resumes;
  * - `model-access.json`: the model-access policy delivered by `modelAccess.set`, given to new sessions' agents.
- * Writes go to a temporary file renamed into place, so a crash never leaves half a file.
+ * Writes go to a temporary file renamed into place, so a crash never leaves half a file. A name taken from the
+ * server (a session id, a credential kind) is checked against its format and the path it makes against the dir it
+ * belongs in, before anything is read, written or removed: what the server sends is data, never a path.
  */
 export interface Identity {
   readonly url: string;
@@ -28,6 +32,9 @@ export interface PendingReport {
   readonly error?: string;
   readonly exitCode: number | null;
 }
+
+/** A rotate-stream position the worker keeps and sends back as `Last-Event-ID`: printable ASCII, bounded. */
+const headerSafe = /^[\x20-\x7e]{1,256}$/;
 
 export class StateDir {
   readonly reportsDir: string;
@@ -55,23 +62,30 @@ export class StateDir {
   }
 
   saveReport(report: PendingReport): void {
-    this.writeFile(path.join(this.reportsDir, `${report.sessionId}.json`), JSON.stringify(report));
+    this.writeFile(this.reportFile(report.sessionId), JSON.stringify(report));
   }
 
   dropReport(sessionId: string): void {
-    rmSync(path.join(this.reportsDir, `${sessionId}.json`), { force: true });
+    rmSync(this.reportFile(sessionId), { force: true });
   }
 
+  /** The reports kept; a file whose name or content is not a report of a session id is left alone. */
   pendingReports(): PendingReport[] {
-    return readdirSync(this.reportsDir).filter((f) => f.endsWith('.json'))
+    return readdirSync(this.reportsDir)
+      .filter((f) => f.endsWith('.json') && isSessionId(f.slice(0, -'.json'.length)))
       .map((f) => this.readJson<PendingReport>(path.join(this.reportsDir, f)))
-      .filter((r): r is PendingReport => r !== undefined);
+      .filter((r): r is PendingReport => r !== undefined && isSessionId(r.sessionId));
+  }
+
+  private reportFile(sessionId: string): string {
+    if (!isSessionId(sessionId)) throw new Error(`refusing a report for ${JSON.stringify(sessionId).slice(0, 80)}: not a session id`);
+    return insideDir(this.reportsDir, `${sessionId}.json`);
   }
 
   /** Where a credential of `kind` is kept; `kind` is the server's credential kind (`^[a-z0-9][a-z0-9._-]*$`). */
   writeCredential(kind: string, value: string): string {
-    if (!/^[a-z0-9][a-z0-9._-]{0,63}$/.test(kind)) throw new Error(`refusing credential kind ${JSON.stringify(kind)}`);
-    const file = path.join(this.credentialsDir, kind);
+    if (typeof kind !== 'string' || typeof value !== 'string' || !/^[a-z0-9][a-z0-9._-]{0,63}$/.test(kind)) throw new Error(`refusing credential kind ${JSON.stringify(kind)}`);
+    const file = insideDir(this.credentialsDir, kind);
     this.writeFile(file, value);
     return file;
   }
@@ -79,11 +93,16 @@ export class StateDir {
   /** The last rotation the worker kept (its event id), or undefined when it has kept none. */
   credentialStreamPosition(): string | undefined {
     const saved = this.readJson<{ lastEventId?: unknown }>(path.join(this.dir, 'credential-stream.json'));
-    return typeof saved?.lastEventId === 'string' && saved.lastEventId !== '' ? saved.lastEventId : undefined;
+    return typeof saved?.lastEventId === 'string' && headerSafe.test(saved.lastEventId) ? saved.lastEventId : undefined;
   }
 
+  /**
+   * The position is sent back as the `Last-Event-ID` header: one that a header cannot hold (a control character) or
+   * that is overly long is not kept, and the stream resumes from the position kept before.
+   */
   setCredentialStreamPosition(lastEventId: string | undefined): void {
     const file = path.join(this.dir, 'credential-stream.json');
+    if (lastEventId !== undefined && !headerSafe.test(lastEventId)) return;
     if (lastEventId === undefined) rmSync(file, { force: true });
     else this.writeFile(file, JSON.stringify({ lastEventId }));
   }

@@ -7,6 +7,7 @@ import { Agent, freshDir, type AgentExit } from './agent.js';
 import { Backoff, sleep } from './backoff.js';
 import { readEvents } from './sse.js';
 import { StateDir, type Identity, type PendingReport } from './state.js';
+import { isSessionId, isWorkerId } from './server-ids.js';
 import type { WorkerLog } from './log.js';
 
 /**
@@ -87,6 +88,21 @@ function failSteps(status: string): PendingReport['steps'] {
 
 const normalUrl = (url: string): string => url.replace(/\/+$/, '');
 
+/** An interval the server set, in whole seconds between 1 and an hour: a hostile 0 must not make the worker spin. */
+const intervalSeconds = (value: unknown, otherwise: number): number =>
+  typeof value === 'number' && Number.isFinite(value) ? Math.min(3600, Math.max(1, Math.floor(value))) : otherwise;
+
+/** Why an offer is refused before anything is made for it, or undefined when it is well-formed. */
+function offerProblem(offer: OfferedSession): string | undefined {
+  if (!isSessionId(offer.id)) return 'its session id is not a session id';
+  if (typeof offer.projectId !== 'string') return 'its project id is not a string';
+  if (typeof offer.prompt !== 'string') return 'its prompt is not a string';
+  return undefined;
+}
+
+/** At most this many refused ids are remembered so that each is logged once, not at every poll. */
+const REFUSED_REMEMBERED = 1000;
+
 export class Worker {
   private identity: Identity | undefined;
   private projects = new Set<string>();
@@ -108,6 +124,7 @@ export class Worker {
   private readonly loops: Promise<void>[] = [];
   private readonly stopped = new AbortController();
   private firstReconcile = true;
+  private readonly refusedIds = new Set<string>();
 
   constructor(private readonly opts: WorkerOptions, private readonly api: WorkerApi, private readonly log: WorkerLog) {
     this.state = new StateDir(opts.stateDir);
@@ -135,7 +152,7 @@ export class Worker {
   private async ensureIdentity(): Promise<void> {
     const saved = this.state.loadIdentity();
     const exp = saved ? claimsOf(saved.runtimeJwt).exp ?? 0 : 0;
-    if (saved && normalUrl(saved.url) === normalUrl(this.opts.url) && exp * 1000 > Date.now() + 30_000) {
+    if (saved && isWorkerId(saved.workerId) && normalUrl(saved.url) === normalUrl(this.opts.url) && exp * 1000 > Date.now() + 30_000) {
       this.adopt(saved);
       this.log('info', 'worker.resumed', `resumed as worker ${saved.workerId}`, { workerId: saved.workerId, stateDir: this.opts.stateDir });
       return;
@@ -148,7 +165,12 @@ export class Worker {
     for (;;) {
       try {
         const reg = await this.api.register({ registrationToken: this.opts.registrationToken, hostname: this.opts.name, maxAgents: this.opts.capacity });
-        const identity: Identity = { url: normalUrl(this.opts.url), name: this.opts.name, ...reg };
+        // Only what the worker reads is kept, checked: the id has its format, the token is a string, the intervals are sane.
+        if (!isWorkerId(reg.workerId) || typeof reg.runtimeJwt !== 'string') throw new Error('the registration reply has no well-formed worker id and token');
+        const identity: Identity = {
+          url: normalUrl(this.opts.url), name: this.opts.name, workerId: reg.workerId, runtimeJwt: reg.runtimeJwt,
+          heartbeatIntervalSeconds: intervalSeconds(reg.heartbeatIntervalSeconds, 15), pollIntervalSeconds: intervalSeconds(reg.pollIntervalSeconds, 5),
+        };
         this.state.saveIdentity(identity);
         this.adopt(identity);
         this.log('info', 'worker.registered', `registered as worker ${reg.workerId}`, {
@@ -197,11 +219,11 @@ export class Worker {
         });
         backoff.reset();
         this.markConnected(true);
-        if (reply.runtimeJwt) {
+        if (typeof reply.runtimeJwt === 'string' && reply.runtimeJwt !== '') {
           this.adopt({ ...this.identity!, runtimeJwt: reply.runtimeJwt });
           this.state.saveIdentity(this.identity!);
         }
-        for (const m of reply.mutations) this.applyMutation(m);
+        for (const m of Array.isArray(reply.mutations) ? reply.mutations : []) if (typeof m === 'object' && m !== null) this.applyMutation(m);
         wait = this.identity!.heartbeatIntervalSeconds * 1000;
       } catch (err) {
         if (err instanceof ApiError && err.status === 401) {
@@ -303,7 +325,9 @@ export class Worker {
 
   private onDaemonEvent(event: string, data: unknown, streamRequestedAt: number): void {
     const d = data as Record<string, unknown>;
-    this.log('debug', 'stream.event', `daemon event ${event}`, { sessionId: (d?.sessionId ?? (d?.session as { id?: string } | undefined)?.id) as string | undefined });
+    const id = d?.sessionId ?? (d?.session as { id?: unknown } | undefined)?.id;
+    // Only a well-formed id is logged as a session's: a malformed one is shown, but searching the log by session never finds it.
+    this.log('debug', 'stream.event', `daemon event ${event}`, isSessionId(id) ? { sessionId: id } : { offeredId: id });
     switch (event) {
       case 'ready':
         this.log('debug', 'stream.ready', 'daemon event stream connected');
@@ -331,7 +355,7 @@ export class Worker {
 
   private onCredentialEvent(event: string, data: unknown, lastEventId: string | undefined): void {
     if (event !== 'credential.rotated') return;
-    const { kind, value } = data as CredentialRotatedEvent;
+    const { kind, value } = (data ?? {}) as CredentialRotatedEvent;
     try {
       const file = this.state.writeCredential(kind, value);
       // Only once the value is on disk: a crash in between replays this rotation rather than skipping it.
@@ -367,9 +391,23 @@ export class Worker {
     const owed = new Set(this.state.pendingReports().map((r) => r.sessionId));
     for (const [id, status] of held) {
       if (this.running.has(id) || this.claiming.has(id) || owed.has(id) || this.reporting.has(id)) continue;
+      // Its report would be a file named after the id: an id that is not one is the server's fault, and only logged.
+      if (!isSessionId(id)) {
+        this.logRefusal('session.ignored', 'the server lists a held session whose id is not a session id; ignored', id);
+        continue;
+      }
       this.log('warn', 'session.orphaned', 'held by this worker but no agent runs it (the worker restarted): reporting it failed', { sessionId: id });
       this.queueReport({ sessionId: id, workerId: this.workerId, steps: failSteps(status), costUsd: 0, error: 'the worker restarted and lost the agent', exitCode: null });
     }
+  }
+
+  /** A warning about a malformed id the server sent, once per id (a hostile server repeats it at every poll). */
+  private logRefusal(event: string, msg: string, id: unknown): void {
+    const key = `${event} ${typeof id === 'string' ? id.slice(0, 200) : JSON.stringify(id) ?? String(id)}`;
+    if (this.refusedIds.has(key)) return;
+    if (this.refusedIds.size >= REFUSED_REMEMBERED) this.refusedIds.clear();
+    this.refusedIds.add(key);
+    this.log('warn', event, msg, { offeredId: typeof id === 'string' ? id : JSON.stringify(id) ?? String(id) });
   }
 
   // ---- taking work ------------------------------------------------------------------------------------------
@@ -411,7 +449,13 @@ export class Worker {
   }
 
   private take(offer: OfferedSession | undefined): void {
-    if (!offer || typeof offer.id !== 'string') return;
+    if (typeof offer !== 'object' || offer === null) return;
+    // Before anything is made for it: its id names the agent's directory and its report's file.
+    const problem = offerProblem(offer);
+    if (problem !== undefined) {
+      this.logRefusal('session.refused', `refusing an offer: ${problem}`, offer.id);
+      return;
+    }
     if (this.draining || this.stopping || this.free() <= 0) return;
     if (this.running.has(offer.id) || this.claiming.has(offer.id) || this.reporting.has(offer.id)) return;
     if (!this.projects.has(offer.projectId)) return;
