@@ -102,8 +102,13 @@ export function createNodeStreams(deps: Pick<Deps, 'log' | 'transport'>): NodeSt
   // Each handler trusts only what the topic says about the org: an event whose body names another org is dropped.
   const handlers = {
     sessionChanged(topic: string, event: unknown) {
-      const e = event as Partial<SessionEvent> & { id?: unknown };
+      const e = event as Partial<SessionEvent> & { id?: unknown; reset?: unknown };
       const orgId = orgOfTopic(topic);
+      // A node could not publish some of this org's events: its streams reload (actors/fleet/session-events.ts).
+      if (e?.reset === true && e.orgId === orgId && orgId !== undefined) {
+        sessions.lost(orgId, onListenerError);
+        return;
+      }
       if (!isString(e?.id) || e.orgId !== orgId || !isString(e.sessionId) || !isString(e.status)) return;
       const { id, ...data } = e as SessionEvent & { id: string };
       sessions.deliver(orgId!, { id, data }, onListenerError);
