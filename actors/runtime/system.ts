@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import { performance } from 'node:perf_hooks';
 import { dispatch, spawn, start, stop as stopNact, type Ref } from 'nact';
 import type { Registry } from 'prom-client';
@@ -107,8 +108,8 @@ interface Entry {
 
 interface UncertainWrite {
   readonly version: number;
-  /** The state as written, serialised: the stored state is compared with it to recognise this node's own write. */
-  readonly json: string;
+  /** The state as written, as JSON reads it back: the stored state is compared with it to recognise this node's own write. */
+  readonly state: unknown;
   readonly effects: readonly unknown[];
 }
 
@@ -379,7 +380,7 @@ export function createActorSystem(opts: ActorSystemOptions): ActorSystem {
       // what is stored instead, and the machine answers a repeat of what is there as done.
       if (saved.error.status >= 500) {
         turnLog.info({ version: loaded.version, code: saved.error.code }, 'write outcome unknown; the next message reloads the snapshot');
-        entry.uncertainWrite = { version: loaded.version + 1, json: JSON.stringify(next), effects };
+        entry.uncertainWrite = { version: loaded.version + 1, state: JSON.parse(JSON.stringify(next)), effects };
         return unloaded;
       }
       return loaded;
@@ -391,15 +392,15 @@ export function createActorSystem(opts: ActorSystemOptions): ActorSystem {
   }
 
   /**
-   * The stored snapshot is this node's own uncertain write when it has that write's version and, to the byte, its
-   * state: the write committed, so its effects (announcements to live streams among them) are owed and run now, once.
+   * The stored snapshot is this node's own uncertain write when it has that write's version and its state (compared
+   * as values: Postgres' jsonb keeps no key order): the write committed, so its effects (announcements to live streams among them) are owed and run now, once.
    * Effects carry their own keys (DESIGN rule 6), so one that had run before the failure does nothing twice.
    */
   function settleUncertainWrite(entry: Entry, loaded: LoadedCell<unknown>, turnLog: Logger): void {
     const uncertain = entry.uncertainWrite;
     if (uncertain === undefined) return;
     entry.uncertainWrite = undefined;
-    if (loaded.version !== uncertain.version || JSON.stringify(loaded.state) !== uncertain.json) return;
+    if (loaded.version !== uncertain.version || !isDeepStrictEqual(loaded.state, uncertain.state)) return;
     turnLog.info({ version: loaded.version }, 'a write whose outcome was unknown had committed; its effects run now');
     scheduleEffects(entry, uncertain.effects);
   }

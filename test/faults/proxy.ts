@@ -4,13 +4,18 @@ import net from 'node:net';
 /**
  * A TCP proxy in front of one engine for the fault tests: it passes bytes both ways, and on demand adds latency
  * (every chunk held for `latencyMs`, order kept), blackholes (accepts and reads, forwards nothing: a link that went
- * silent), resets every open connection (RST, as a crashed middlebox would), or refuses new ones.
+ * silent), resets every open connection (RST, as a crashed middlebox would), or refuses new ones. For Postgres it can
+ * also lose one COMMIT's answer (`loseCommitAnswer`): the transaction commits, the client never hears so.
  */
+/** Postgres' ReadyForQuery with the transaction status "idle": whatever the connection ran has committed. */
+const READY_AND_IDLE = Buffer.from([0x5a, 0, 0, 0, 5, 0x49]);
+
 export class FaultProxy {
   latencyMs = 0;
   private blackholed = false;
   private refusing = false;
   private readonly open = new Set<net.Socket>();
+  private commitCut: { marker: Buffer; done: () => void } | undefined;
 
   private constructor(private readonly server: net.Server, readonly port: number, private readonly target: number) {}
 
@@ -43,6 +48,15 @@ export class FaultProxy {
     for (const socket of this.open) socket.resetAndDestroy();
   }
 
+  /**
+   * The next transaction on a connection that sent `marker` (an actor address in its statement) commits, and the
+   * server's `COMMIT` answer is dropped and the client's connection reset instead: a commit whose outcome the client
+   * cannot know. Resolves once it happened.
+   */
+  loseCommitAnswer(marker: string): Promise<void> {
+    return new Promise((resolve) => { this.commitCut = { marker: Buffer.from(marker), done: resolve }; });
+  }
+
   heal(): void {
     this.latencyMs = 0;
     this.blackholed = false;
@@ -70,8 +84,31 @@ export class FaultProxy {
     const end = () => { client.destroy(); upstream.destroy(); };
     client.on('close', end);
     upstream.on('close', end);
+    this.watchForCommitCut(client, upstream);
     this.pipe(client, upstream);
     this.pipe(upstream, client);
+  }
+
+  /**
+   * Arms the cut for this connection once it sends the marker; fires on the server's next ReadyForQuery saying
+   * "idle" (`Z`, length 5, `I`): by then the marker's transaction has committed, whether it was an explicit
+   * BEGIN … COMMIT or a single statement committed on its own.
+   */
+  private watchForCommitCut(client: net.Socket, upstream: net.Socket): void {
+    let marked = false;
+    client.on('data', (chunk: Buffer) => {
+      if (this.commitCut !== undefined && chunk.includes(this.commitCut.marker)) marked = true;
+    });
+    upstream.prependListener('data', (chunk: Buffer) => {
+      const cut = this.commitCut;
+      if (!marked || cut === undefined || !chunk.includes(READY_AND_IDLE)) return;
+      this.commitCut = undefined;
+      upstream.pause();
+      upstream.removeAllListeners('data');
+      client.resetAndDestroy();
+      upstream.destroy();
+      cut.done();
+    });
   }
 
   /** One direction: chunks leave in arrival order, each no sooner than `latencyMs` after it came. */
