@@ -5,8 +5,9 @@ import type { Transport } from '../../transport/port.js';
 import { PENDING_TOPIC, type PendingEvent } from './pending-index.js';
 import { daemonHostMessageSchema } from '../../schemas/sessions/daemon.js';
 import { insertMutation, markMutationCancelled, markMutationsDelivered, upsertWorker } from '../../storage/sessions/daemon.js';
+import { publishRevocation, tags } from '../identity/revocation.js';
 import {
-  daemonHostMachine, initialDaemonHostState,
+  authorisedProjects, daemonHostMachine, initialDaemonHostState,
   type DaemonHostEffect, type DaemonHostMsg, type DaemonHostReply, type DaemonHostState,
 } from './machine.js';
 
@@ -31,7 +32,14 @@ export function createDaemonHostBehavior(ports: DaemonHostPorts = {}): ActorBeha
   const behavior = daemonHostBehavior();
   const { transport } = ports;
   if (!transport) return behavior;
-  return withAnnouncement(behavior, {
+  // A worker whose projects changed is re-read by every node's authenticator before its next request is trusted.
+  const revoking = withAnnouncement(behavior, {
+    effectType: 'daemonHost.projectsRevoked',
+    announce: (previous, next, workerId): string | undefined =>
+      authorisedProjects(previous).join() === authorisedProjects(next).join() ? undefined : workerId,
+    deliver: (workerId) => publishRevocation(transport, [tags.worker(workerId)]),
+  });
+  return withAnnouncement(revoking, {
     effectType: 'daemonHost.pendingAnnounce',
     announce: (previous, next, workerId): PendingEvent | undefined =>
       previous.pending.length === next.pending.length ? undefined : { workerId, pending: next.pending.length },
@@ -45,7 +53,7 @@ function daemonHostBehavior(): ActorBehavior<DaemonHostState, DaemonHostMsg, Dae
     initial: initialDaemonHostState,
     machine: daemonHostMachine,
     messages: daemonHostMessageSchema,
-    async project(trx: Knex.Transaction, workerId: string, next: DaemonHostState, _previous: DaemonHostState, effects: readonly DaemonHostEffect[]) {
+    async project(trx: Knex.Transaction, workerId: string, next: DaemonHostState, previous: DaemonHostState, effects: readonly DaemonHostEffect[]) {
       const orgId = next.orgId!;
       for (const effect of effects) {
         switch (effect.type) {
@@ -60,12 +68,16 @@ function daemonHostBehavior(): ActorBehavior<DaemonHostState, DaemonHostMsg, Dae
             break;
           case 'mutationsDelivered':
             await markMutationsDelivered(trx, effect.ids, effect.at);
-            await trx('daemon_workers').where({ id: workerId }).update({ project_ids: JSON.stringify(next.projectIds) });
             break;
           case 'mutationCancelled':
             await markMutationCancelled(trx, effect.id, effect.at);
             break;
         }
+      }
+      // What the authenticator reads for this worker's runtime tokens: a removal counts from the moment it is asked.
+      const projects = authorisedProjects(next);
+      if (effects.some((e) => e.type !== 'workerRegistered') && projects.join() !== authorisedProjects(previous).join()) {
+        await trx('daemon_workers').where({ id: workerId }).update({ project_ids: JSON.stringify(projects) });
       }
     },
   };

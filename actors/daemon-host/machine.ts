@@ -99,6 +99,16 @@ export function mutationView(
   return base;
 }
 
+/**
+ * The projects a worker may act in now (issue 30): its allowlist less every project a pending `project.remove` takes
+ * away. A removal holds from the moment it is asked for; an addition only once the worker has taken it (its token then
+ * names the project).
+ */
+export function authorisedProjects(state: Pick<DaemonHostState, 'projectIds' | 'pending'>): string[] {
+  const removed = new Set(state.pending.filter((m) => m.op === 'project.remove').map((m) => m.params.projectId));
+  return state.projectIds.filter((p) => !removed.has(p));
+}
+
 /** The allowlist after applying project mutations in order. */
 function applyProjectOps(projectIds: readonly string[], mutations: readonly PendingMutation[]): string[] {
   const set = new Set(projectIds);

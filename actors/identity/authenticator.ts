@@ -4,7 +4,7 @@ import type { Logger } from '../../ops/kernel/logger.js';
 import { silentLogger } from '../../ops/kernel/logger.js';
 import { TroupeError } from '../../ops/kernel/errors.js';
 import type { Transport, Unsubscribe } from '../../transport/port.js';
-import { apiKeysByPrefix, registrationIsLive } from '../../storage/identity/credentials.js';
+import { apiKeysByPrefix, registrationIsLive, workerProjects } from '../../storage/identity/credentials.js';
 import { orgRoleOf } from '../../storage/identity/orgs.js';
 import { machineClientIsLive } from '../../storage/integrations/m2m-clients.js';
 import { userTokenRevoked } from '../../storage/identity/revoked-user-tokens.js';
@@ -232,8 +232,13 @@ class CredentialAuthenticator implements IdentityAuthenticator {
         if (!uuidPattern.test(c.reg) || !(await this.issuerLive(tags.registration(c.reg), c.org, () => registrationIsLive(this.options.db, c.org, c.reg)))) {
           throw new TroupeError('AUTH_INVALID', 'the registration of this worker is revoked');
         }
+        // The token names the projects it was issued for; the worker's current ones are read, so a project taken away
+        // is out of reach at once rather than when the token expires (issue 30). Memoised under the worker's tag,
+        // which its actor revokes when its projects shrink.
+        const current = uuidPattern.test(c.wid) ? await workerProjects(this.options.db, c.org, c.wid) : undefined;
+        const projectIds = current === undefined ? c.prj : c.prj.filter((p) => current.includes(p));
         return {
-          principal: { kind: 'runtime', workerId: c.wid, orgId: c.org, projectIds: c.prj, registrationId: c.reg, scopes: c.scope },
+          principal: { kind: 'runtime', workerId: c.wid, orgId: c.org, projectIds, registrationId: c.reg, scopes: c.scope },
           expiresAt: verified.expiresAt,
         };
       }

@@ -49,7 +49,7 @@ export function parseRevocation(event: unknown): string[] | undefined {
   return list as string[];
 }
 
-export async function publishRevocation(transport: Transport, revoked: readonly string[]): Promise<void> {
+export async function publishRevocation(transport: Pick<Transport, 'publish'>, revoked: readonly string[]): Promise<void> {
   if (revoked.length === 0) return;
   const event: RevocationEvent = { tags: [...revoked] };
   await transport.publish(REVOCATION_TOPIC, event);

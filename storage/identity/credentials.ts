@@ -31,6 +31,17 @@ export async function registrationIsLive(db: Knex, orgId: string, registrationId
   return row !== undefined && row.revoked_at === null;
 }
 
+/**
+ * The projects a worker may act in now (daemon_workers.project_ids, kept by its daemon-host actor: a removal counts
+ * from the moment it is asked), or undefined when the org has no such worker.
+ */
+export async function workerProjects(db: Knex, orgId: string, workerId: string): Promise<string[] | undefined> {
+  const row = await db('daemon_workers').where({ id: workerId, org_id: orgId }).first('project_ids');
+  if (row === undefined) return undefined;
+  const ids: unknown = typeof row.project_ids === 'string' ? JSON.parse(row.project_ids) : row.project_ids;
+  return Array.isArray(ids) ? ids.filter((id): id is string => typeof id === 'string') : [];
+}
+
 export async function registrationTokensByPrefix(db: Knex, prefix: string): Promise<RegistrationTokenRecord[]> {
   const rows = await db('registration_tokens').where({ prefix }).limit(16);
   return rows.map(toRegistrationToken);

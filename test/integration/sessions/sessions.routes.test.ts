@@ -6,6 +6,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
 import { dispatch, provisionOrg, registerDaemon, report, type Org } from './support.js';
+import { eventually } from '../../support/transport.js';
 
 for (const { set, skip } of engineSets) describe(`session routes (${set} engines)`, function () {
   if (skip) return;
@@ -165,6 +166,20 @@ for (const { set, skip } of engineSets) describe(`session routes (${set} engines
     const detail = await t.inject('GET', `/api/public/sessions/${id}`, { token: acme.apiKey });
     expect(detail.json.status).to.equal('pending');
     expect((await report(t, await registerDaemon(t, acme, 'host-2'), id, 'claimed')).status).to.equal(200);
+  });
+
+  it("a project removal holds at once for the worker's current token, before the worker takes it; a cancelled one gives it back (issue 30)", async () => {
+    const id = await dispatch(t, acme);
+    const d = await registerDaemon(t, acme, 'host-removed');
+    const removal = await t.inject('POST', '/api/daemon/mutations', {
+      token: acme.ownerToken, body: { workerHostId: d.workerId, op: 'project.remove', params: { projectId: acme.projectId } },
+    });
+    expect(removal.status, removal.text).to.equal(201);
+    // The token it holds still names the project; no heartbeat has delivered the removal.
+    expect((await report(t, d, id, 'claimed')).status).to.equal(404);
+    const cancelled = await t.inject('POST', `/api/daemon/mutations/${removal.json.mutation.id}/cancel`, { token: acme.ownerToken });
+    expect(cancelled.status, cancelled.text).to.equal(200);
+    await eventually(async () => (await report(t, d, id, 'claimed')).status === 200, 'the cancelled removal gave the project back');
   });
 
   it('error-issues answers configured:false without a connection', async () => {
