@@ -131,6 +131,8 @@ export interface RateLimits {
   readonly webhookFailures: RateLimit;
   /** Bytes of agent output and interview tokens per worker (a runtime token), plus WORKER_REQUEST_BYTES a request. */
   readonly workerOutputBytes: RateLimit;
+  /** Runs started by an org's schedules and webhook triggers, together: the dispatch limit, per org. */
+  readonly triggeredStarts: RateLimit;
 }
 
 /** What one request of agent output costs beyond its bytes, so a flood of tiny posts is limited too. */
@@ -154,6 +156,8 @@ export function createRateLimits(
       'too many failed logins for this email; wait before trying again'),
     webhookFailures: createRateLimit('webhook-failures', { points: limits.webhookFailuresPerMinute, durationSeconds: 60 }, redis,
       'too many refused webhook deliveries from this address'),
+    triggeredStarts: createRateLimit('triggered-starts', { points: limits.dispatchesPerMinute, durationSeconds: 60 }, redis,
+      "the org's schedules and webhook triggers started more runs this minute than TROUPE_RATE_LIMIT_DISPATCHES_PER_MINUTE allows"),
     workerOutputBytes: createRateLimit('worker-output', { points: limits.workerOutputBytesPerMinute, durationSeconds: 60 }, redis,
       'this worker sent more agent output this minute than the node accepts (TROUPE_RATE_LIMIT_WORKER_OUTPUT_BYTES_PER_MINUTE)'),
   };

@@ -43,3 +43,17 @@ export async function limitWorkerOutput(limits: RateLimits, workerId: string, ch
   for (const chunk of chunks) bytes += Buffer.byteLength(chunk);
   await limits.workerOutputBytes.consume(`worker:${workerId}`, bytes);
 }
+
+/**
+ * Counts `runs` triggered starts (schedule fires, webhook-triggered runs) against the org's budget, and says why they
+ * may not start when it is used up (undefined when they may).
+ */
+export async function triggerBudgetRefusal(limits: RateLimits, orgId: string, runs: number): Promise<string | undefined> {
+  try {
+    await limits.triggeredStarts.consume(`org:${orgId}`, runs);
+    return undefined;
+  } catch (err) {
+    if (err instanceof TroupeError && err.code === 'RATE_LIMITED') return err.message;
+    throw err;
+  }
+}

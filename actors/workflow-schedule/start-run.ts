@@ -1,6 +1,7 @@
 import type { Deps } from '../deps.js';
 import { findRun } from '../../storage/workflows/runs.js';
 import { startPinnedRun } from '../workflow-run/start-pinned.js';
+import { triggerBudgetRefusal } from '../identity/request-limits.js';
 import type { StartRunEffect, StartRunOutcome } from './actor.js';
 
 /** Run statuses in which a run is still live (actors/workflow-run/machine.ts). */
@@ -15,7 +16,7 @@ export const scheduleRequester = (workflowId: string): string => `schedule:${wor
  * is skipped instead. A transient failure throws, and the schedule retries the same start on its next tick.
  */
 export async function startScheduledRun(
-  deps: Pick<Deps, 'db' | 'ask'>, workflowId: string, effect: StartRunEffect,
+  deps: Pick<Deps, 'db' | 'ask' | 'services'>, workflowId: string, effect: StartRunEffect,
 ): Promise<StartRunOutcome> {
   const { fire, orgId } = effect;
   if (effect.overlap === 'skip' && effect.lastRunId !== null) {
@@ -24,6 +25,10 @@ export async function startScheduledRun(
       return { outcome: 'skipped-overlap', detail: `the previous run ${previous.id} is still ${previous.status}` };
     }
   }
+  // Triggered starts count against the org's dispatch budget like manual ones (issue 30); over it the fire is recorded
+  // as failed, with the reason, rather than retried.
+  const overBudget = await triggerBudgetRefusal(deps.services.rateLimits, orgId, 1);
+  if (overBudget !== undefined) return { outcome: 'failed', detail: overBudget };
   const fireTime = new Date(fire.fireTime).toISOString();
   const started = await startPinnedRun(deps, {
     orgId, projectId: effect.projectId, workflowId, version: fire.version, runId: fire.runId,

@@ -11,6 +11,7 @@ import type { ProviderEventMsg } from './machine.js';
 import { isWebhookProvider, ProviderWebhookRefusal, schemes, signedWith, type WebhookProvider } from './providers.js';
 import { planRoute, type RouteAction } from './routing.js';
 import { workflowRunsFor } from './workflow-triggers.js';
+import { triggerBudgetRefusal } from '../../identity/request-limits.js';
 import { sessionScope } from '../../../storage/sessions/queries.js';
 
 /**
@@ -101,7 +102,10 @@ export async function receiveProviderWebhook(deps: IngestDeps, input: ProviderWe
   // workflow not considered might have claimed it.
   const triggered = await workflowRunsFor(deps.db, orgId, provider, eventType, body);
   if (triggered.cutOff !== undefined) deps.log.warn({ orgId, provider, eventId: recorded.event.id, reason: triggered.cutOff }, 'webhook trigger filters cut off');
-  let action: RouteAction = triggered.runs.length > 0
+  const overBudget = triggered.runs.length > 0 ? await triggerBudgetRefusal(deps.services.rateLimits, orgId, triggered.runs.length) : undefined;
+  let action: RouteAction = overBudget !== undefined
+    ? { kind: 'ignore', reason: overBudget }
+    : triggered.runs.length > 0
     ? { kind: 'startRuns', runs: triggered.runs, input: body, ...(triggered.cutOff === undefined ? {} : { note: triggered.cutOff }) }
     : triggered.cutOff !== undefined ? { kind: 'ignore', reason: triggered.cutOff } : planRoute(orgId, provider, eventType, body);
   // A note for a session (a failed CI job) goes only to a session of the signing org; otherwise it is recorded as

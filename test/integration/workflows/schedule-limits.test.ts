@@ -1,8 +1,15 @@
 // Invariant (issue 30, item 5): published schedules are bounded by operator settings. A cron firing more often than
 // TROUPE_SCHEDULE_MIN_INTERVAL_SECONDS is refused with 400 when published (a draft may hold it), and an org at
 // TROUPE_SCHEDULES_PER_ORG gets 409 naming the limit for one more; a rollback meets the same checks; republishing a
-// scheduled workflow still works, and another org is not affected. A refused publish changes nothing.
+// scheduled workflow still works, and another org is not affected. A refused publish changes nothing. Runs started
+// by schedules and webhook triggers count against the org's dispatch budget: past it a fire is recorded as failed
+// and a delivery as ignored, each naming the limit.
+import { randomBytes, randomUUID } from 'node:crypto';
 import { expect } from 'chai';
+import { sign as octokitSign } from '@octokit/webhooks-methods';
+import { githubIssueOpened } from '../../support/provider-payloads.js';
+import { deliverySettled } from '../integrations/delivery-fixtures.js';
+import { findWebhookEvent } from '../../../storage/integrations/webhook-events.js';
 import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
 import { provisionOrg, type ProvisionedOrg } from '../governance/governance-fixtures.js';
 
@@ -79,5 +86,72 @@ for (const { set, skip } of engineSets) describe(`workflows: schedule limits (${
   it("leaves another org's schedules alone", async () => {
     const id = await draft(other, 'theirs', '0 * * * *');
     expect((await publish(other, id)).status).to.equal(200);
+  });
+});
+
+for (const { set, skip } of engineSets) describe(`workflows: triggered starts count against the org's dispatch budget (${set} engines)`, function () {
+  if (skip) return;
+  this.timeout(90_000);
+  let t: TestNode;
+  let org: ProvisionedOrg;
+
+  before(async () => {
+    t = await startTestNode({ engines: set, config: { scheduleMinIntervalSeconds: 1, rateLimitDispatchesPerMinute: 2 } });
+    org = await provisionOrg(t);
+  });
+  after(async () => { await t?.close(); });
+
+  it('records the fires past the budget as failed with the limit named, starting no run for them', async () => {
+    const yaml = `schemaVersion: v2
+name: every-second
+trigger: {type: schedule, cron: "* * * * * *", overlap: allow}
+nodes:
+  - {id: gate, kind: approval, title: "Go?"}
+edges: []
+`;
+    const created = await t.inject('POST', `/api/projects/${org.projectId}/workflows`, { token: org.ownerToken, body: { name: 'every-second', definitionYaml: yaml } });
+    expect(created.status, created.text).to.equal(201);
+    const id = created.json.id as string;
+    expect((await t.inject('PATCH', `/api/workflows/${id}`, { token: org.ownerToken, body: { status: 'published' } })).status).to.equal(200);
+    let schedule: any;
+    const deadline = Date.now() + 20_000;
+    while (Date.now() < deadline) {
+      schedule = (await t.inject('GET', `/api/workflows/${id}/schedule`, { token: org.ownerToken })).json;
+      if (JSON.stringify(schedule).includes('TROUPE_RATE_LIMIT_DISPATCHES_PER_MINUTE')) break;
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    expect(JSON.stringify(schedule), 'a fire refused for the budget, with the reason').to.include('TROUPE_RATE_LIMIT_DISPATCHES_PER_MINUTE');
+    await t.inject('PATCH', `/api/workflows/${id}`, { token: org.ownerToken, body: { status: 'draft' } });
+    const runs = (await t.inject('GET', `/api/workflows/${id}/runs`, { token: org.ownerToken })).json.runs as unknown[];
+    expect(runs.length, 'runs started within the budget of 2 a minute').to.equal(2);
+  });
+
+  it('ignores a webhook delivery whose runs would pass the budget, saying why', async () => {
+    const hooked = await provisionOrg(t);
+    const secret = randomBytes(20).toString('hex');
+    expect((await t.inject('PUT', `/api/org/${hooked.orgId}/integrations/github`, { token: hooked.ownerToken, body: { signingSecret: secret } })).status).to.equal(200);
+    const yaml = `schemaVersion: v2
+name: on-issue
+trigger: {type: webhook, provider: github, event: issues}
+nodes:
+  - {id: gate, kind: approval, title: "Go?"}
+edges: []
+`;
+    const created = await t.inject('POST', `/api/projects/${hooked.projectId}/workflows`, { token: hooked.ownerToken, body: { name: 'on-issue', definitionYaml: yaml } });
+    expect((await t.inject('PATCH', `/api/workflows/${created.json.id}`, { token: hooked.ownerToken, body: { status: 'published' } })).status).to.equal(200);
+    const outcomes: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const body = JSON.stringify(githubIssueOpened({ repo: 'acme/api', number: i + 1, title: `Issue ${i}` }));
+      const res = await t.inject('POST', `/api/webhooks/ingest/github?org=${hooked.orgId}`, {
+        rawBody: body,
+        headers: { 'content-type': 'application/json', 'x-github-event': 'issues', 'x-github-delivery': randomUUID(), 'x-hub-signature-256': await octokitSign(secret, body) },
+      });
+      expect(res.status, res.text).to.equal(200);
+      await deliverySettled(t, hooked.orgId, res.json.eventId);
+      const event = await findWebhookEvent(t.node.deps.db, hooked.orgId, res.json.eventId);
+      outcomes.push(`${event?.status} ${String(event?.outcome.detail ?? '')}`);
+    }
+    expect(outcomes.slice(0, 2)).to.deep.equal(['routed ', 'routed ']);
+    expect(outcomes[2]).to.match(/^ignored .*TROUPE_RATE_LIMIT_DISPATCHES_PER_MINUTE/);
   });
 });
