@@ -1,5 +1,5 @@
 import type { Deps } from '../actors/deps.js';
-import { limitRequest } from '../actors/identity/request-limits.js';
+import { limitRequest, limitWorkerOutput } from '../actors/identity/request-limits.js';
 import type { EdgeHooks } from './pipeline.js';
 
 /**
@@ -10,7 +10,8 @@ import type { EdgeHooks } from './pipeline.js';
 export function edgeHooksFor(deps: Deps): EdgeHooks {
   const { services } = deps;
   return {
-    limitRequest: (kind, principal) => limitRequest(services.rateLimits, kind, principal),
+    limitRequest: (kind, principal) => limitRequest(services.rateLimits, kind === 'dispatch' ? 'dispatch' : 'write', principal),
+    limitWorkerOutput: (workerId, bytes) => limitWorkerOutput(services.rateLimits, workerId, bytes),
     assertSourceOpen: (address) => services.rateLimits.webhookFailures.assertOpen(address),
     authorize: (principal, action, resource) => deps.authz.authorize(principal, action, resource),
   };

@@ -25,6 +25,11 @@ export interface EdgeHooks {
    * Retry-After) when it is used up. Called after authentication, before the body is decoded.
    */
   readonly limitRequest?: (kind: RateLimitKind, principal: Principal) => Promise<void>;
+  /**
+   * Counts a worker's request of agent output by its size in bytes (routes with rateLimit 'workerOutput'); throws
+   * RATE_LIMITED when its budget is used up. Called before the body is decoded, so a refusal costs no parse.
+   */
+  readonly limitWorkerOutput?: (workerId: string, bytes: number) => Promise<void>;
   /** Throws RATE_LIMITED when a source address is over its limit of refusals (routes with `limitsSource`). */
   readonly assertSourceOpen?: (address: string) => Promise<void>;
   /** Cedar: throws AUTHZ_DENIED unless `principal` may do `action` on `resource`. Needed by routes that declare `authorize`. */
@@ -114,6 +119,12 @@ function afterAuthentication<D extends AuthDeps>(
   principal: Principal | undefined,
 ): Reply | Promise<Reply> {
   assertSameOriginWrite(incoming.method, incoming.headers, principal);
+  if (c.rateLimit === 'workerOutput') {
+    if (principal?.kind === 'runtime' && hooks.limitWorkerOutput !== undefined) {
+      return hooks.limitWorkerOutput(principal.workerId, rawBody.length).then(() => handle(c, incoming, clientAddress, rawBody, deps, hooks, principal));
+    }
+    return handle(c, incoming, clientAddress, rawBody, deps, hooks, principal);
+  }
   if (c.rateLimit !== undefined && hooks.limitRequest !== undefined && principal !== undefined && limitedKinds.has(principal.kind)) {
     return hooks.limitRequest(c.rateLimit, principal).then(() => handle(c, incoming, clientAddress, rawBody, deps, hooks, principal));
   }

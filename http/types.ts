@@ -74,7 +74,8 @@ export type AuthMode = 'none' | 'admin' | 'org' | 'human' | 'runtime' | 'any';
 
 export type BodyKind = 'json' | 'form' | 'raw' | 'none';
 
-export type RateLimitKind = 'write' | 'dispatch';
+/** 'workerOutput': a worker's bytes of agent output, counted before the body is decoded (decision 0066). */
+export type RateLimitKind = 'write' | 'dispatch' | 'workerOutput';
 
 export interface RouteContext<Deps> {
   readonly deps: Deps;
@@ -138,7 +139,8 @@ export interface Route<Deps = unknown> {
   /**
    * Which per-credential rate limit a request with an org user, API key or machine token counts against
    * (decision 0026): 'dispatch' counts against both the dispatch and the write limit. @default 'write' for post,
-   * put, patch and delete; none for get. Runtime tokens (workers) are never limited here.
+   * put, patch and delete; none for get. Runtime tokens (workers) are limited only on 'workerOutput' routes, by the
+   * bytes they carry.
    */
   readonly rateLimit?: RateLimitKind | 'none';
   /**

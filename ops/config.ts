@@ -57,6 +57,7 @@ const bindings: EnvBinding[] = [
   { env: 'TROUPE_RATE_LIMIT_LOGIN_FAILURES_PER_EMAIL_PER_HOUR', key: 'rateLimitLoginFailuresPerEmailPerHour', schema: { type: 'integer', minimum: 1 }, parse: integer },
   { env: 'TROUPE_RATE_LIMIT_WEBHOOK_FAILURES_PER_MINUTE', key: 'rateLimitWebhookFailuresPerMinute', schema: { type: 'integer', minimum: 1 }, parse: integer },
   { env: 'TROUPE_RATE_LIMIT_WORKER_OUTPUT_BYTES_PER_MINUTE', key: 'rateLimitWorkerOutputBytesPerMinute', schema: { type: 'integer', minimum: 65536 }, parse: integer },
+  { env: 'TROUPE_RATE_LIMIT_WEBHOOK_DELIVERIES_PER_MINUTE', key: 'rateLimitWebhookDeliveriesPerMinute', schema: { type: 'integer', minimum: 1 }, parse: integer },
   { env: 'TROUPE_SCHEDULES_PER_ORG', key: 'schedulesPerOrg', schema: { type: 'integer', minimum: 1, maximum: 100000 }, parse: integer },
   { env: 'TROUPE_SCHEDULE_MIN_INTERVAL_SECONDS', key: 'scheduleMinIntervalSeconds', schema: { type: 'integer', minimum: 1, maximum: 86400 }, parse: integer },
   { env: 'TROUPE_TRUST_PROXY_HOPS', key: 'trustProxyHops', schema: { type: 'integer', minimum: 0, maximum: 10 }, parse: integer },
@@ -127,6 +128,8 @@ const defaults = (): Config => ({
   // A busy agent's transcript (tool results with whole files) peaks at tens of KB a second; 16 MiB a minute is ten
   // times the busiest recorded in decision 0066, and 16,384 requests of small chunks.
   rateLimitWorkerOutputBytesPerMinute: 16 * 1024 * 1024,
+  // Ten a second: a busy monorepo's GitHub sends a few; each verified delivery costs a parse of up to 1 MB.
+  rateLimitWebhookDeliveriesPerMinute: 600,
   // Issue 30: 50 schedules firing every second started 50 runs a second. These bound one org at 5 runs a second.
   schedulesPerOrg: 50,
   scheduleMinIntervalSeconds: 10,

@@ -59,6 +59,7 @@ export function buildNodeServices(base: Omit<Deps, 'services'>, parts: ServicePa
         loginFailuresPerEmailPerHour: base.config.rateLimitLoginFailuresPerEmailPerHour,
         webhookFailuresPerMinute: base.config.rateLimitWebhookFailuresPerMinute,
         workerOutputBytesPerMinute: base.config.rateLimitWorkerOutputBytesPerMinute,
+        webhookDeliveriesPerMinute: base.config.rateLimitWebhookDeliveriesPerMinute,
       },
       parts.redis,
     ),

@@ -131,6 +131,8 @@ export interface RateLimits {
   readonly webhookFailures: RateLimit;
   /** Bytes of agent output and interview tokens per worker (a runtime token), plus WORKER_REQUEST_BYTES a request. */
   readonly workerOutputBytes: RateLimit;
+  /** Verified provider deliveries per org: a signing secret is a credential that writes. */
+  readonly webhookDeliveries: RateLimit;
   /** Runs started by an org's schedules and webhook triggers, together: the dispatch limit, per org. */
   readonly triggeredStarts: RateLimit;
 }
@@ -141,7 +143,7 @@ export const WORKER_REQUEST_BYTES = 1024;
 export function createRateLimits(
   limits: {
     readonly writesPerMinute: number; readonly dispatchesPerMinute: number; readonly loginFailuresPerEmailPerHour: number;
-    readonly webhookFailuresPerMinute: number; readonly workerOutputBytesPerMinute: number;
+    readonly webhookFailuresPerMinute: number; readonly workerOutputBytesPerMinute: number; readonly webhookDeliveriesPerMinute: number;
   },
   redis: Redis | undefined,
 ): RateLimits {
@@ -156,6 +158,8 @@ export function createRateLimits(
       'too many failed logins for this email; wait before trying again'),
     webhookFailures: createRateLimit('webhook-failures', { points: limits.webhookFailuresPerMinute, durationSeconds: 60 }, redis,
       'too many refused webhook deliveries from this address'),
+    webhookDeliveries: createRateLimit('webhook-deliveries', { points: limits.webhookDeliveriesPerMinute, durationSeconds: 60 }, redis,
+      'this org received more verified webhook deliveries this minute than TROUPE_RATE_LIMIT_WEBHOOK_DELIVERIES_PER_MINUTE allows; redeliver later'),
     triggeredStarts: createRateLimit('triggered-starts', { points: limits.dispatchesPerMinute, durationSeconds: 60 }, redis,
       "the org's schedules and webhook triggers started more runs this minute than TROUPE_RATE_LIMIT_DISPATCHES_PER_MINUTE allows"),
     workerOutputBytes: createRateLimit('worker-output', { points: limits.workerOutputBytesPerMinute, durationSeconds: 60 }, redis,

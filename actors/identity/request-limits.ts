@@ -34,14 +34,12 @@ function credentialKey(p: Principal): string | undefined {
 }
 
 /**
- * Counts a worker's agent output (the output route and interview deltas) against its byte budget per minute: runtime
- * tokens skip the per-credential request limits, and without this one a worker could make a node hold and fan out
- * gigabytes (issue 30).
+ * Counts a worker's request of agent output (the output route and interview deltas), `bodyBytes` as received, against
+ * its byte budget per minute: runtime tokens skip the per-credential request limits, and without this one a worker
+ * could make a node parse, hold and fan out gigabytes (issue 30).
  */
-export async function limitWorkerOutput(limits: RateLimits, workerId: string, chunks: readonly string[]): Promise<void> {
-  let bytes = WORKER_REQUEST_BYTES;
-  for (const chunk of chunks) bytes += Buffer.byteLength(chunk);
-  await limits.workerOutputBytes.consume(`worker:${workerId}`, bytes);
+export async function limitWorkerOutput(limits: RateLimits, workerId: string, bodyBytes: number): Promise<void> {
+  await limits.workerOutputBytes.consume(`worker:${workerId}`, WORKER_REQUEST_BYTES + bodyBytes);
 }
 
 /**

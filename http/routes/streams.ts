@@ -10,7 +10,6 @@ import type { OrgPrincipal } from '../../schemas/identity/principal.js';
 import { interviewDeltaEventSchema, sessionStatusEventSchema, streamResetEvent } from '../../schemas/sessions/stream-events.js';
 import type { SseStream, Route, RouteAuthorization } from '../types.js';
 import { route } from '../route.js';
-import { limitWorkerOutput } from '../../actors/identity/request-limits.js';
 
 /**
  * Live streams (decision 0012): interview token deltas in and out, and the org's session events. Every stream is
@@ -72,11 +71,11 @@ export function streamRoutes(): Route<Deps>[] {
       bodySchema: interviewDeltasBody,
       responseSchema: interviewDeltasReply,
       successStatus: 202,
+      rateLimit: 'workerOutput',
       authorize: onInterview('report'),
       async handler(req, deps, { found: { id } }) {
         const p = orgPrincipal(req);
         const tokens = req.body.tokens;
-        if (p.kind === 'runtime') await limitWorkerOutput(deps.services.rateLimits, p.workerId, tokens);
         interviewBatcher(deps).add(p.orgId, id, tokens);
         return { status: 202, body: { ok: true, accepted: tokens.length } };
       },

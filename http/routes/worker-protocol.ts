@@ -9,7 +9,6 @@ import { appendSessionOutput, MAX_OUTPUT_TAIL_BYTES, sessionsHeldBy } from '../.
 import { orgPrincipal } from '../principal.js';
 import type { HttpRequest, Route } from '../types.js';
 import { route } from '../route.js';
-import { limitWorkerOutput } from '../../actors/identity/request-limits.js';
 
 /**
  * What `troupe worker` needs beyond the daemon protocol of spec 4.2 (decisions 0021 and 0022): a stream on which
@@ -146,6 +145,7 @@ export function workerProtocolRoutes(): Route<Deps>[] {
         },
       },
       successStatus: 202,
+      rateLimit: 'workerOutput',
       responseSchema: {
         type: 'object', required: ['ok', 'accepted', 'keptBytes', 'totalBytes'],
         properties: { ok: { const: true }, accepted: { type: 'integer' }, keptBytes: { type: 'integer' }, totalBytes: { type: 'integer' } },
@@ -154,7 +154,6 @@ export function workerProtocolRoutes(): Route<Deps>[] {
         const p = runtimeCaller(req);
         const body = req.body;
         if (body.workerId !== p.workerId) throw new TroupeError('AUTH_FORBIDDEN', 'workerId does not match the runtime token');
-        await limitWorkerOutput(deps.services.rateLimits, p.workerId, body.chunks);
         const id = req.params.id ?? '';
         const scope = publicIdPattern.test(id) ? await sessionScope(deps.db, p.orgId, id) : undefined;
         // Another org's session, or one outside the worker's projects, is not found.

@@ -128,6 +128,8 @@ export interface Config {
   readonly schedulesPerOrg: number;
   /** The shortest time between two fires of a published schedule; a cron firing more often is refused. @default 10 */
   readonly scheduleMinIntervalSeconds: number;
+  /** Verified webhook deliveries one org may receive per minute, all providers together; later ones get 429. @default 600 */
+  readonly rateLimitWebhookDeliveriesPerMinute: number;
   /** Marketplace listings one org may publish. @default 50 */
   readonly marketplaceListingsPerOrg: number;
 }

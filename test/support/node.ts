@@ -82,6 +82,7 @@ export async function startTestNode(opts: { engines?: EngineSet; config?: Partia
     rateLimitDispatchesPerMinute: 1_000_000,
     rateLimitWebhookFailuresPerMinute: 1_000_000,
     rateLimitWorkerOutputBytesPerMinute: 1_000_000_000,
+    rateLimitWebhookDeliveriesPerMinute: 1_000_000,
     // Schedule suites fire every second or two to see fires within a test.
     scheduleMinIntervalSeconds: 1,
     ...opts.config,

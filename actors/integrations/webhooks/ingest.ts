@@ -73,6 +73,8 @@ export async function receiveProviderWebhook(deps: IngestDeps, input: ProviderWe
   try {
     const signatures = scheme.signatures(input.headers);
     integration = await signingIntegration(deps, provider, input.orgId, signatures, input.rawBody);
+    // Only a verified delivery counts against its org, before its body is parsed: nobody can spend another's budget.
+    await deps.services.rateLimits.webhookDeliveries.consume(`org:${integration.orgId}`);
     body = parseSignedBody(input.rawBody);
     scheme.assertFresh?.(body, deps.clock.now());
   } catch (err) {

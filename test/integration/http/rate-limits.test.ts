@@ -24,7 +24,7 @@ for (const { set, skip } of engineSets) describe(`rate limits (${set} engines)`,
       engines: set,
       config: {
         rateLimitWritesPerMinute: 8, rateLimitDispatchesPerMinute: 3, rateLimitWebhookFailuresPerMinute: 3,
-        rateLimitLoginFailuresPerEmailPerHour: LOGIN_FAILURES_PER_EMAIL, trustProxyHops: 1,
+        rateLimitLoginFailuresPerEmailPerHour: LOGIN_FAILURES_PER_EMAIL, trustProxyHops: 1, rateLimitWebhookDeliveriesPerMinute: 4,
       },
     });
     const org = await t.call('POST', '/api/admin/orgs', {
@@ -106,5 +106,12 @@ for (const { set, skip } of engineSets) describe(`rate limits (${set} engines)`,
     const incident = await t.call('POST', '/api/webhooks/ingest/incident-io', { rawBody: '{}', headers: { 'content-type': 'application/json', ...from('203.0.113.50') } });
     expectLimited(incident, 'the incident webhook counts the same source');
     expect((await deliver('198.51.100.60', secret)).status, 'another source').to.equal(200);
+
+    // Verified deliveries count against their org (issue 30): 4 a minute here, one spent above; a forged one spends none.
+    for (let i = 0; i < 3; i += 1) expect((await deliver(`198.51.100.${70 + i}`, secret)).status).to.equal(200);
+    const over = await deliver('198.51.100.80', secret);
+    expectLimited(over, "a verified delivery past the org's limit");
+    expect(over.json.error).to.include('TROUPE_RATE_LIMIT_WEBHOOK_DELIVERIES_PER_MINUTE');
+    expect((await deliver('198.51.100.81', 'forged')).status, 'a forged one is refused as forged, not counted').to.equal(401);
   });
 });
