@@ -176,14 +176,19 @@ const report: On<'session.transition', readonly SessionStatus[]> = (state, msg, 
 };
 
 /**
- * The holding worker reports the end the session already reached: a retry after a lost reply, or after a commit
- * whose outcome the worker could not know (issue 30). It is answered as done, changing nothing; any other report on
- * an ended session is still illegal.
+ * The holding worker reports the end the session already reached, with nothing new: a retry after a lost reply, or
+ * after a commit whose outcome the worker could not know (issue 30). It is answered as done, changing nothing; any
+ * other report on an ended session is still illegal.
  */
 const repeatedEnd: On<'session.transition'> = (state, msg, { id, from }) =>
-  msg.status === from && msg.workerId === state.workerId
+  msg.status === from && msg.workerId === state.workerId && carriesNoNews(state, msg)
     ? accept(state, { kind: 'transitioned', sessionId: id, previousStatus: from, newStatus: from })
     : illegal(from, msg);
+
+/** A retry repeats its original: a report that would change the cost, phase or error of an ended session is news, refused. */
+const carriesNoNews = (state: SessionState, msg: Extract<SessionMsg, { type: 'session.transition' }>): boolean =>
+  (msg.costUsd === undefined || msg.costUsd === state.costUsd) && (msg.phase === undefined || msg.phase === state.phase)
+  && (msg.error === undefined || msg.error === state.error);
 
 /** Stopping a live session ends it, with its terminal effects. */
 const stop: On<'session.stop', TerminalStatus> = (state, _msg, { id, now, from, to }) => {

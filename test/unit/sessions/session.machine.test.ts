@@ -37,12 +37,18 @@ function statesIn(status: string): SessionState[] {
   return isHeld(state.status) ? [state, { ...state, leaseReclaims: MAX_LEASE_RECLAIMS }] : [state];
 }
 
-/** One representative message per type; `session.transition` is tried against every reportable target. */
+/**
+ * One representative message per type; `session.transition` is tried against every reportable target, with a cost
+ * (news) and without (what a retry of an ended session's last report carries).
+ */
 function messagesOf(type: string): SessionMsg[] {
   switch (type as SessionMsg['type']) {
     case 'session.dispatch': return [dispatch];
     case 'session.transition':
-      return reportableStatuses.map((status) => ({ type: 'session.transition', ...scope, status, workerId: 'w1', costUsd: 1.5 }));
+      return reportableStatuses.flatMap((status): SessionMsg[] => [
+        { type: 'session.transition', ...scope, status, workerId: 'w1', costUsd: 1.5 },
+        { type: 'session.transition', ...scope, status, workerId: 'w1' },
+      ]);
     case 'session.stop': return [{ type: 'session.stop', requestedBy: 'user:u' }];
     case 'session.prompt': return [{ type: 'session.prompt', promptId: 'p-1', prompt: 'More', requestedBy: 'user:u' }];
     case 'session.leaseExpired': return [{ type: 'session.leaseExpired', workerId: 'w1' }];
@@ -124,6 +130,8 @@ describe('session machine', () => {
       expect(retried.reply).to.deep.include({ kind: 'transitioned', previousStatus: end, newStatus: end });
       const otherWorker = runCommand(behavior, ended.state, { type: 'session.transition', ...scope, status: end, workerId: 'w2' }, { id });
       expect(otherWorker.ok).to.equal(false);
+      const news = runCommand(behavior, ended.state, { type: 'session.transition', ...scope, status: end, workerId: 'w1', costUsd: 99 }, { id });
+      expect(news.ok, 'a repeat carrying a new cost is not a retry').to.equal(false);
       const otherEnd = runCommand(behavior, ended.state, { type: 'session.transition', ...scope, status: end === 'failed' ? 'completed' : 'failed', workerId: 'w1' }, { id });
       expect(otherEnd.ok).to.equal(false);
       if (!otherEnd.ok) expect(otherEnd.rejection.code).to.equal('ILLEGAL_TRANSITION');
