@@ -41,6 +41,8 @@ export function startWorker(opts: {
   args?: string[]; env?: NodeJS.ProcessEnv;
   /** Started as the README starts it, `npx troupe worker …`, instead of `node ops/cli/bin.js worker …`. */
   viaNpx?: boolean;
+  /** An installed `troupe-worker` (the worker package), run directly with the same flags. */
+  executable?: string;
 }): WorkerProcess {
   const stateDir = opts.stateDir ?? tempDir('worker');
   const workerArgs = [
@@ -48,7 +50,8 @@ export function startWorker(opts: {
     '--agent-command', opts.agentCommand ?? `node ${echoAgent}`, '--capacity', String(opts.capacity ?? 4),
     '--name', opts.name ?? 'test-worker', '--state-dir', stateDir, '--log-format', 'json', '--verbose', ...(opts.args ?? []),
   ];
-  const [command, args] = opts.viaNpx ? ['npx', ['troupe', ...workerArgs]] : [process.execPath, [path.join(repoRoot, 'ops/cli/bin.js'), ...workerArgs]];
+  const [command, args] = opts.executable !== undefined ? [opts.executable, workerArgs.slice(1)]
+    : opts.viaNpx ? ['npx', ['troupe', ...workerArgs]] : [process.execPath, [path.join(repoRoot, 'ops/cli/bin.js'), ...workerArgs]];
   const child = spawn(command, args, {
     cwd: repoRoot, env: { ...process.env, TROUPE_WORKER_BACKOFF_CAP_MS: '2000', ...opts.env }, stdio: ['ignore', 'pipe', 'pipe'],
   });

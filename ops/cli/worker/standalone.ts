@@ -1,0 +1,29 @@
+import { CommanderError } from 'commander';
+import { CliError, CliFinding } from '../client.js';
+import { workerCommand } from './command.js';
+
+/**
+ * `troupe-worker`, the worker package's command (`npm run pack:worker`, issue 31): exactly `troupe worker`, with its
+ * flags and environment, as a program of its own. It is bundled with what it imports and nothing else, so a team's
+ * machine installs the worker without the server's packages. Started directly (PID 1 of a container, a systemd unit)
+ * it gets SIGTERM itself and drains.
+ */
+export async function runWorkerCli(argv: string[]): Promise<number> {
+  const program = workerCommand()
+    .name('troupe-worker')
+    .showHelpAfterError()
+    .exitOverride();
+  try {
+    await program.parseAsync(argv);
+    return 0;
+  } catch (err) {
+    if (err instanceof CommanderError) return err.exitCode;
+    if (err instanceof CliFinding) return err.exitCode;
+    if (err instanceof CliError) {
+      process.stderr.write(`troupe-worker: ${err.message}\n`);
+      return err.exitCode;
+    }
+    process.stderr.write(`troupe-worker: ${(err as Error).stack ?? String(err)}\n`);
+    return 1;
+  }
+}
