@@ -34,6 +34,8 @@ const env: NodeJS.ProcessEnv = {
   TROUPE_SHARD_COUNT: String(SHARDS),
   TROUPE_SHUTDOWN_GRACE_MS: '2000',
   TROUPE_SCHEDULE_SCAN_MS: '500',
+  // The schedule fires every 2 s, so that fires land while nodes die and join within the test.
+  TROUPE_SCHEDULE_MIN_INTERVAL_SECONDS: '1',
   TROUPE_LOG_LEVEL: 'info',
   REDIS_URL: '',
 };
