@@ -195,7 +195,9 @@ export class Exchange implements InFlightLink {
       for (const name in headers) res.writeHeader(name, headers[name]!);
       if (contentType !== undefined) res.writeHeader('content-type', contentType);
       res.writeHeader('x-request-id', requestId);
-      if (body === undefined) res.endWithoutBody(undefined, closeConnection);
+      // No arguments unless the connection closes: uWS reads an `undefined` length as NaN and announces a huge
+      // Content-Length for a reply that has no body. Closing, it writes `Content-Length: 0`, which is true here.
+      if (body === undefined) closeConnection ? res.endWithoutBody(0, true) : res.endWithoutBody();
       else res.end(body, closeConnection);
     });
     return true;

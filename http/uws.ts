@@ -1,4 +1,6 @@
+import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
 import type * as Uws from 'uWebSockets.js';
 
 export type { HttpRequest as UwsRequest, HttpResponse as UwsResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
@@ -24,18 +26,27 @@ export function loadUws(): UwsModule {
   return loaded;
 }
 
-/** Loads one named binary from the package, or throws naming the platform and ABI. Never the JS fallback. */
+/**
+ * Loads one named binary, or throws naming the platform and ABI; never the JS fallback. The package's own binaries
+ * come first; for the Node versions it has none for (22 and 24), the ones built from the same source beside this
+ * file (`uws-native/`, decision 0067, BUILD.md there says how to verify them).
+ */
 export function loadNativeUws(name: string): UwsModule {
   const require = createRequire(import.meta.url);
-  try {
-    return require(`uWebSockets.js/binaries/${name}`) as UwsModule;
-  } catch (cause) {
-    throw new Error(
-      `uWebSockets.js has no working native binary for platform=${process.platform} arch=${process.arch} ` +
-        `node ABI=${process.versions.modules} (node ${process.version}); expected binaries/${name}. ` +
-        `Refusing to start on the slow JavaScript fallback: use a Node version whose ABI the installed ` +
-        `uWebSockets.js ships (see node_modules/uWebSockets.js/binaries).`,
-      { cause },
-    );
+  const candidates = [`uWebSockets.js/binaries/${name}`, fileURLToPath(new URL(`./uws-native/${name}`, import.meta.url))];
+  const causes: unknown[] = [];
+  for (const candidate of candidates) {
+    if (candidate.startsWith('/') && !existsSync(candidate)) continue;
+    try {
+      return require(candidate) as UwsModule;
+    } catch (cause) {
+      causes.push(cause);
+    }
   }
+  throw new Error(
+    `uWebSockets.js has no working native binary for platform=${process.platform} arch=${process.arch} ` +
+      `node ABI=${process.versions.modules} (node ${process.version}); expected ${name} in the package's binaries/ ` +
+      `or in http/uws-native/. Refusing to start on the slow JavaScript fallback: use Node 24, 22 or 20.`,
+    { cause: causes.length === 1 ? causes[0] : new AggregateError(causes) },
+  );
 }

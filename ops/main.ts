@@ -1,6 +1,7 @@
 import { ConfigError, loadConfig } from './config.js';
 import type { Config } from './kernel/config.js';
 import { createLogger } from './kernel/logger.js';
+import { nodeSupport } from './kernel/node-support.js';
 import { generateAdminToken, generateMasterKey, loadOrCreateSecretFile } from './secrets.js';
 import { startNode } from './node.js';
 import { armShutdownDeadline } from './shutdown-deadline.js';
@@ -10,6 +11,11 @@ import { armShutdownDeadline } from './shutdown-deadline.js';
  * once in the data dir; the log says where the admin token is, never what it is.
  */
 async function main(): Promise<void> {
+  const runtime = nodeSupport();
+  if (runtime.verdict === 'refused') {
+    process.stderr.write(`troupe: ${runtime.line}\n`);
+    process.exit(1);
+  }
   let config: Config;
   try {
     config = loadConfig(process.env);
@@ -21,6 +27,7 @@ async function main(): Promise<void> {
     throw err;
   }
   const log = createLogger({ level: config.logLevel, nodeId: config.nodeId });
+  if (runtime.verdict === 'end-of-life') log.warn({ node: process.version }, runtime.line);
 
   const masterKey = config.masterKey ?? loadOrCreateSecretFile(config.dataDir, 'master-key', generateMasterKey).value;
   let adminToken = config.adminToken;

@@ -5,6 +5,7 @@ import { CliError, CliFinding } from '../client.js';
 import { createWorkerApi } from './api.js';
 import { createLog, type LogFormat } from './log.js';
 import { watchNpxLauncher } from './launcher-watch.js';
+import { nodeSupport } from '../../kernel/node-support.js';
 import { RegistrationRefused, Worker, type WorkerOptions } from './worker.js';
 
 /**
@@ -94,6 +95,9 @@ export function workerCommand(): Command {
         log('info', 'worker.launcher_gone', 'the npx that started the worker has exited (a signal sent to it does not reach the worker): draining');
         void worker.drain();
       });
+      const runtime = nodeSupport();
+      if (runtime.verdict === 'refused') throw new CliError(runtime.line);
+      if (runtime.verdict === 'end-of-life') log('warn', 'worker.node_end_of_life', runtime.line, { node: process.version });
       log('info', 'worker.starting', `worker ${opts.name} for ${opts.url}: capacity ${opts.capacity}, state ${opts.stateDir}`, {
         name: opts.name, capacity: opts.capacity, stateDir: opts.stateDir, workDir: opts.workDir,
       });
