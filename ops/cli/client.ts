@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { CommanderError } from 'commander';
 import path from 'node:path';
 import { createTroupeClient, type TroupeApi } from '../../http/client/index.js';
 
@@ -57,4 +58,21 @@ export function adminApi(opts: ClientOptions): TroupeApi {
 /** The API with an org credential (a user token or API key). */
 export function orgApi(opts: ClientOptions): TroupeApi {
   return createTroupeClient({ baseUrl: resolveUrl(opts), token: resolveToken(opts) });
+}
+
+/**
+ * The exit code for what a command threw, with its one line on stderr where there is something to say: Commander's
+ * own (usage, --help), a finding (exit code only), a CLI refusal, or else `unexpected` (the node's refusals in `troupe`).
+ */
+export function exitCodeOf(err: unknown, program: string, unexpected: (err: unknown) => number | undefined = () => undefined): number {
+  if (err instanceof CommanderError) return err.exitCode;
+  if (err instanceof CliFinding) return err.exitCode;
+  if (err instanceof CliError) {
+    process.stderr.write(`${program}: ${err.message}\n`);
+    return err.exitCode;
+  }
+  const known = unexpected(err);
+  if (known !== undefined) return known;
+  process.stderr.write(`${program}: ${(err as Error).stack ?? String(err)}\n`);
+  return 1;
 }

@@ -1,6 +1,6 @@
-import { Command, CommanderError } from 'commander';
+import { Command } from 'commander';
 import { TroupeApiError, TroupeUnreachableError } from '../../http/client/index.js';
-import { CliError, CliFinding } from './client.js';
+import { exitCodeOf } from './client.js';
 import { orgCommands } from './commands/org.js';
 import { userCommands } from './commands/user.js';
 import { keyCommands } from './commands/key.js';
@@ -50,19 +50,12 @@ export async function runCli(argv: string[]): Promise<number> {
     await program.parseAsync(argv);
     return 0;
   } catch (err) {
-    if (err instanceof CommanderError) return err.exitCode;
-    if (err instanceof CliFinding) return err.exitCode;
-    if (err instanceof CliError) {
-      process.stderr.write(`troupe: ${err.message}\n`);
-      return err.exitCode;
-    }
-    // The node refused (4xx/5xx with its {error, code}) or could not be reached: its reason, on one line.
-    if (err instanceof TroupeApiError || err instanceof TroupeUnreachableError) {
-      process.stderr.write(`troupe: ${err.message.replace(/\s*\n\s*/g, ' ')}\n`);
+    return exitCodeOf(err, 'troupe', (refusal) => {
+      // The node refused (4xx/5xx with its {error, code}) or could not be reached: its reason, on one line.
+      if (!(refusal instanceof TroupeApiError || refusal instanceof TroupeUnreachableError)) return undefined;
+      process.stderr.write(`troupe: ${refusal.message.replace(/\s*\n\s*/g, ' ')}\n`);
       return 1;
-    }
-    process.stderr.write(`troupe: ${(err as Error).stack ?? String(err)}\n`);
-    return 1;
+    });
   }
 }
 

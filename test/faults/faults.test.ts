@@ -5,11 +5,8 @@
  * afterwards no acknowledged write is missing and no side effect happened twice, no request hung past its deadline,
  * refusals during an outage are 503 (never another 5xx), and the node is ready again within seconds of the heal.
  */
-import { writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { expect } from 'chai';
-import { startFaultWorld, type FaultWorld } from './world.js';
+import { saveNodeLogsIfFailed, startFaultWorld, type FaultWorld } from './world.js';
 import { loadOn, msUntil, provisionTenant, readyz, sleep, timedDispatch, type Tenant } from './scenario.js';
 import { summarise, type MixedLoad } from './load.js';
 import { checkLedger } from './checker.js';
@@ -36,15 +33,7 @@ const skip = process.env.TEST_SKIP_FAULTS === '1';
   });
   after(async function () {
     await load?.stop();
-    // A failure is diagnosed from the node's own account: its log lines go to a file named in the output.
-    const failed = this.test?.parent?.tests.some((t) => t.state === 'failed');
-    if (failed && world) {
-      for (const n of world.nodes) {
-        const file = path.join(tmpdir(), `${n.nodeId}.log`);
-        writeFileSync(file, n.lines.join('\n'));
-        console.log(`      node log: ${file}`);
-      }
-    }
+    saveNodeLogsIfFailed(this, world);
     await world?.close();
   });
 

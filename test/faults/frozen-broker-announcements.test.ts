@@ -4,12 +4,9 @@
  * the broker is back, the subscriber hears the change or a reset, after which a reload reads the true status. One node
  * on private engines; the broker frozen with SIGSTOP.
  */
-import { writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { expect } from 'chai';
-import { startFaultWorld, type FaultWorld } from './world.js';
-import { msUntil, provisionTenant, readyz, type Tenant } from './scenario.js';
+import { saveNodeLogsIfFailed, startFaultWorld, type FaultWorld } from './world.js';
+import { callNode, msUntil, provisionTenant, readyz, type Tenant } from './scenario.js';
 import { openSse, type SseClient } from '../integration/streams/sse-client.js';
 
 const skip = process.env.TEST_SKIP_FAULTS === '1';
@@ -27,24 +24,11 @@ const skip = process.env.TEST_SKIP_FAULTS === '1';
   after(async function () {
     watcher?.close();
     world?.engines.rabbitmq.thaw();
-    if (this.test?.parent?.tests.some((t) => t.state === 'failed') && world) {
-      for (const n of world.nodes) {
-        const file = path.join(tmpdir(), `${n.nodeId}.log`);
-        writeFileSync(file, n.lines.join('\n'));
-        console.log(`      node log: ${file}`);
-      }
-    }
+    saveNodeLogsIfFailed(this, world);
     await world?.close();
   });
 
-  const call = async (method: string, route: string, token: string, body?: unknown) => {
-    const res = await fetch(`${world.nodes[0]!.url}${route}`, {
-      method, signal: AbortSignal.timeout(15_000),
-      headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    }).catch(() => undefined);
-    return { status: res?.status ?? 0, json: await res?.json().catch(() => undefined) as any };
-  };
+  const call = (method: string, route: string, token: string, body?: unknown) => callNode(world.nodes[0]!, method, route, token, body);
 
   it('ends every live subscriber on the true status: the change itself, or a reset and a reload', async () => {
     const node = world.nodes[0]!;

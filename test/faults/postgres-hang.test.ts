@@ -6,11 +6,8 @@
  * each request meanwhile waited out a deadline or a connection timeout of its own.
  * One node on private engines (test/faults/), a light mixed load, and a probe dispatch every 100 ms.
  */
-import { writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { expect } from 'chai';
-import { startFaultWorld, type FaultWorld } from './world.js';
+import { saveNodeLogsIfFailed, startFaultWorld, type FaultWorld } from './world.js';
 import { loadOn, msUntil, provisionTenant, readyz, sleep, timedDispatch, type Tenant } from './scenario.js';
 import { summarise, type MixedLoad } from './load.js';
 import { checkLedger } from './checker.js';
@@ -36,13 +33,7 @@ interface Probe { sentMs: number; answeredMs: number; status: number; code: stri
   });
   after(async function () {
     await load?.stop();
-    if (this.test?.parent?.tests.some((t) => t.state === 'failed') && world) {
-      for (const n of world.nodes) {
-        const file = path.join(tmpdir(), `${n.nodeId}.log`);
-        writeFileSync(file, n.lines.join('\n'));
-        console.log(`      node log: ${file}`);
-      }
-    }
+    saveNodeLogsIfFailed(this, world);
     await world?.close();
   });
 

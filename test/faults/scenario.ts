@@ -74,3 +74,13 @@ export async function timedDispatch(node: NodeProcess, tenant: Tenant): Promise<
     return { status: 0, code: undefined, retryAfter: null, ms: performance.now() - started };
   }
 }
+
+/** One request to a node with a bearer token: its status (0 when it was not answered within 15 s) and JSON body. */
+export async function callNode(node: NodeProcess, method: string, route: string, token: string, body?: unknown): Promise<{ status: number; json: any }> {
+  const res = await fetch(`${node.url}${route}`, {
+    method, signal: AbortSignal.timeout(15_000),
+    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  }).catch(() => undefined);
+  return { status: res?.status ?? 0, json: await res?.json().catch(() => undefined) };
+}

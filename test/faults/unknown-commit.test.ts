@@ -5,12 +5,9 @@
  * not 409 ILLEGAL_TRANSITION; the node never takes its own write for another owner's; and a live subscriber of the
  * org's session events ends with the true status. One node on private engines, the cut made by the Postgres proxy.
  */
-import { writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { expect } from 'chai';
-import { startFaultWorld, type FaultWorld } from './world.js';
-import { provisionTenant, sleep, type Tenant } from './scenario.js';
+import { saveNodeLogsIfFailed, startFaultWorld, type FaultWorld } from './world.js';
+import { callNode, provisionTenant, sleep, type Tenant } from './scenario.js';
 import { openSse, type SseClient } from '../integration/streams/sse-client.js';
 
 const skip = process.env.TEST_SKIP_FAULTS === '1';
@@ -27,24 +24,11 @@ const skip = process.env.TEST_SKIP_FAULTS === '1';
   });
   after(async function () {
     watcher?.close();
-    if (this.test?.parent?.tests.some((t) => t.state === 'failed') && world) {
-      for (const n of world.nodes) {
-        const file = path.join(tmpdir(), `${n.nodeId}.log`);
-        writeFileSync(file, n.lines.join('\n'));
-        console.log(`      node log: ${file}`);
-      }
-    }
+    saveNodeLogsIfFailed(this, world);
     await world?.close();
   });
 
-  const call = async (method: string, route: string, token: string, body?: unknown) => {
-    const res = await fetch(`${world.nodes[0]!.url}${route}`, {
-      method, signal: AbortSignal.timeout(15_000),
-      headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    return { status: res.status, json: await res.json().catch(() => undefined) as any };
-  };
+  const call = (method: string, route: string, token: string, body?: unknown) => callNode(world.nodes[0]!, method, route, token, body);
 
   it('answers the retried completion 200, and the live stream ends on completed', async () => {
     const node = world.nodes[0]!;

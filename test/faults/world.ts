@@ -1,4 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { generateAdminToken, generateMasterKey } from '../../ops/secrets.js';
 import { killNode, startNodeProcess, type NodeProcess } from '../cluster/processes.js';
 import { startPrivatePostgres, startPrivateRabbit, startPrivateRedis, type PrivateEngine } from './engines.js';
@@ -74,4 +77,17 @@ export async function startFaultWorld(options: WorldOptions = {}): Promise<Fault
     throw err;
   }
   return world;
+}
+
+/**
+ * After a suite with a failed test, each node's log lines go to a file named in the output: a failure is diagnosed
+ * from the node's own account.
+ */
+export function saveNodeLogsIfFailed(suite: Mocha.Context, world: FaultWorld | undefined): void {
+  if (!world || !suite.test?.parent?.tests.some((t) => t.state === 'failed')) return;
+  for (const n of world.nodes) {
+    const file = path.join(tmpdir(), `${n.nodeId}.log`);
+    writeFileSync(file, n.lines.join('\n'));
+    console.log(`      node log: ${file}`);
+  }
 }

@@ -1,5 +1,4 @@
-import { CommanderError } from 'commander';
-import { CliError, CliFinding } from '../client.js';
+import { exitCodeOf } from '../client.js';
 import { workerCommand } from './command.js';
 
 /**
@@ -17,13 +16,6 @@ export async function runWorkerCli(argv: string[]): Promise<number> {
     await program.parseAsync(argv);
     return 0;
   } catch (err) {
-    if (err instanceof CommanderError) return err.exitCode;
-    if (err instanceof CliFinding) return err.exitCode;
-    if (err instanceof CliError) {
-      process.stderr.write(`troupe-worker: ${err.message}\n`);
-      return err.exitCode;
-    }
-    process.stderr.write(`troupe-worker: ${(err as Error).stack ?? String(err)}\n`);
-    return 1;
+    return exitCodeOf(err, 'troupe-worker');
   }
 }
