@@ -27,7 +27,7 @@ async function main(): Promise<void> {
     throw err;
   }
   const log = createLogger({ level: config.logLevel, nodeId: config.nodeId });
-  if (runtime.verdict === 'end-of-life') log.warn({ node: process.version }, runtime.line);
+  if (runtime.verdict === 'end-of-life') log.warn({ nodeVersion: process.version }, runtime.line);
 
   const masterKey = config.masterKey ?? loadOrCreateSecretFile(config.dataDir, 'master-key', generateMasterKey).value;
   let adminToken = config.adminToken;

@@ -97,7 +97,7 @@ export function workerCommand(): Command {
       });
       const runtime = nodeSupport();
       if (runtime.verdict === 'refused') throw new CliError(runtime.line);
-      if (runtime.verdict === 'end-of-life') log('warn', 'worker.node_end_of_life', runtime.line, { node: process.version });
+      if (runtime.verdict === 'end-of-life') log('warn', 'worker.node_end_of_life', runtime.line, { nodeVersion: process.version });
       log('info', 'worker.starting', `worker ${opts.name} for ${opts.url}: capacity ${opts.capacity}, state ${opts.stateDir}`, {
         name: opts.name, capacity: opts.capacity, stateDir: opts.stateDir, workDir: opts.workDir,
       });
