@@ -10,7 +10,7 @@ import { createSessionBehavior } from './session/index.js';
 import { withSessionEvents } from './fleet/session-events.js';
 import { withWorkerSignals } from './fleet/worker-signals.js';
 import { createDaemonHostBehavior } from './daemon-host/index.js';
-import { createWorkflowBehavior, type ScheduleLimits } from './workflow/actor.js';
+import { createWorkflowBehavior, type TriggerLimits } from './workflow/actor.js';
 import { createWorkflowRunBehavior } from './workflow-run/actor.js';
 import { createScheduleBehavior, type SchedulePorts } from './workflow-schedule/actor.js';
 import { createApprovalGateBehavior } from './approval-gate/actor.js';
@@ -42,8 +42,8 @@ export interface ActorKindPorts {
   readonly schedules?: SchedulePorts;
   /** Storage, for effects that read a workflow version to start a run of it (webhook triggers). */
   readonly db?: Knex;
-  /** The operator's bounds on published schedules; unbounded without them. */
-  readonly scheduleLimits?: ScheduleLimits;
+  /** The operator's bounds on published triggers; unbounded without them. */
+  readonly triggerLimits?: TriggerLimits;
 }
 
 /** Schedules on a node without the schedule service: they decide fires, and the starts wait for a node that has one. */
@@ -54,7 +54,7 @@ const noSchedules: SchedulePorts = {
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export function actorKinds(ports: ActorKindPorts = {}): ActorBehavior<any, any, any, any>[] {
-  const { transport, pushOnEvents, metrics, schedules, db, scheduleLimits } = ports;
+  const { transport, pushOnEvents, metrics, schedules, db, triggerLimits } = ports;
   const ask: AskFn = <R>(address: string, message: unknown, timeoutMs?: number) => {
     if (!transport) return Promise.reject(new Error(`no transport to reach ${address}`));
     return transport.ask<R>(address, message, { timeoutMs: timeoutMs ?? ACTOR_ASK_TIMEOUT_MS });
@@ -74,7 +74,7 @@ export function actorKinds(ports: ActorKindPorts = {}): ActorBehavior<any, any, 
     // Each version's deployment goes to the workflow's schedule (decision 0027).
     createWorkflowBehavior({
       ...(transport ? { tell: (address: string, message: unknown) => transport.tell(address, message) } : {}),
-      ...(scheduleLimits ? { scheduleLimits } : {}),
+      ...(triggerLimits ? { triggerLimits } : {}),
     }),
     createWorkflowRunBehavior({ ask }),
     createScheduleBehavior(schedules ?? noSchedules),

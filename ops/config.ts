@@ -58,6 +58,7 @@ const bindings: EnvBinding[] = [
   { env: 'TROUPE_RATE_LIMIT_WEBHOOK_FAILURES_PER_MINUTE', key: 'rateLimitWebhookFailuresPerMinute', schema: { type: 'integer', minimum: 1 }, parse: integer },
   { env: 'TROUPE_RATE_LIMIT_WORKER_OUTPUT_BYTES_PER_MINUTE', key: 'rateLimitWorkerOutputBytesPerMinute', schema: { type: 'integer', minimum: 65536 }, parse: integer },
   { env: 'TROUPE_RATE_LIMIT_WEBHOOK_DELIVERIES_PER_MINUTE', key: 'rateLimitWebhookDeliveriesPerMinute', schema: { type: 'integer', minimum: 1 }, parse: integer },
+  { env: 'TROUPE_WEBHOOK_WORKFLOWS_PER_ORG', key: 'webhookWorkflowsPerOrg', schema: { type: 'integer', minimum: 1, maximum: 100000 }, parse: integer },
   { env: 'TROUPE_SCHEDULES_PER_ORG', key: 'schedulesPerOrg', schema: { type: 'integer', minimum: 1, maximum: 100000 }, parse: integer },
   { env: 'TROUPE_SCHEDULE_MIN_INTERVAL_SECONDS', key: 'scheduleMinIntervalSeconds', schema: { type: 'integer', minimum: 1, maximum: 86400 }, parse: integer },
   { env: 'TROUPE_TRUST_PROXY_HOPS', key: 'trustProxyHops', schema: { type: 'integer', minimum: 0, maximum: 10 }, parse: integer },
@@ -132,6 +133,7 @@ const defaults = (): Config => ({
   rateLimitWebhookDeliveriesPerMinute: 600,
   // Issue 30: 50 schedules firing every second started 50 runs a second. These bound one org at 5 runs a second.
   schedulesPerOrg: 50,
+  webhookWorkflowsPerOrg: 200,
   scheduleMinIntervalSeconds: 10,
   trustProxyHops: 0,
   queryTimeoutMs: 3_000,

@@ -129,8 +129,10 @@ export async function startNode(config: Config, options: NodeOptions = {}): Prom
     const pushOnEvents = new PushOnEvents();
     // Made before the actors because the schedule actor arms its timers and starts runs through it (decision 0027).
     const schedules = new WorkflowSchedules();
-    const scheduleLimits = { perOrg: config.schedulesPerOrg, minIntervalSeconds: config.scheduleMinIntervalSeconds };
-    for (const kind of actorKinds({ transport, pushOnEvents, metrics, schedules, db, scheduleLimits })) actors.register(kind);
+    const triggerLimits = {
+      schedulesPerOrg: config.schedulesPerOrg, minIntervalSeconds: config.scheduleMinIntervalSeconds, webhookWorkflowsPerOrg: config.webhookWorkflowsPerOrg,
+    };
+    for (const kind of actorKinds({ transport, pushOnEvents, metrics, schedules, db, triggerLimits })) actors.register(kind);
     registerFleetGauges(metrics, db, () => clock.now(), config.sessionLeaseMs);
 
     phaseDone('actors');

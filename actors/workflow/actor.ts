@@ -7,7 +7,7 @@ import { writeDeployment } from '../../storage/workflows/triggers.js';
 import { workflowScheduleAddress } from '../workflow-schedule/actor.js';
 import { configureMessage } from '../workflow-schedule/service.js';
 import { CronSchedule } from '../workflow-schedule/cron.js';
-import { assertScheduleQuota } from '../../storage/workflows/schedule-quota.js';
+import { assertTriggerQuota } from '../../storage/workflows/trigger-quota.js';
 import { TroupeError } from '../../ops/kernel/errors.js';
 import {
   workflowMachine, initialWorkflowState, type Deployment, type WorkflowEffect, type WorkflowMsg, type WorkflowState, type WorkflowView,
@@ -26,15 +26,17 @@ export const workflowAddress = (id: string): string => `${WORKFLOW_KIND}/${id}`;
 export interface WorkflowPorts {
   /** Delivers to another actor through the transport; without it (unit tests) schedules hear only from the scan. */
   readonly tell?: (address: string, message: unknown) => Promise<void>;
-  /** The operator's bounds on published schedules (issue 30); unbounded without them. */
-  readonly scheduleLimits?: ScheduleLimits;
+  /** The operator's bounds on published triggers (issue 30); unbounded without them. */
+  readonly triggerLimits?: TriggerLimits;
 }
 
-export interface ScheduleLimits {
+export interface TriggerLimits {
   /** Published schedules one org may have at once. */
-  readonly perOrg: number;
+  readonly schedulesPerOrg: number;
   /** The shortest time between two fires of one schedule. */
   readonly minIntervalSeconds: number;
+  /** Published workflows with a webhook trigger one org may have at once. */
+  readonly webhookWorkflowsPerOrg: number;
 }
 
 export function createWorkflowBehavior(ports: WorkflowPorts = {}): ActorBehavior<WorkflowState, WorkflowMsg, WorkflowView, WorkflowEffect> {
@@ -56,7 +58,7 @@ export function createWorkflowBehavior(ports: WorkflowPorts = {}): ActorBehavior
           nodes: [...s.nodes], edges: [...s.edges], viewport: { ...s.viewport },
           triggerConfig: { ...s.triggerConfig }, providerRequirements: [...s.providerRequirements], workflowConfig: { ...s.workflowConfig },
         });
-        if (ports.scheduleLimits) await assertScheduleWithinLimits(trx, id, effect.deployment, ports.scheduleLimits);
+        if (ports.triggerLimits) await assertTriggerWithinLimits(trx, id, effect.deployment, ports.triggerLimits);
         await writeDeployment(trx, { workflowId: id, ...effect.deployment }, new Date(s.createdAt));
         await appendAudit(trx, {
           orgId: next.orgId,
@@ -79,17 +81,27 @@ export function createWorkflowBehavior(ports: WorkflowPorts = {}): ActorBehavior
 }
 
 /**
- * A published schedule fires no more often than the operator allows and is not one too many for its org (issue 30:
- * 50 schedules of `* * * * * *` started 50 runs a second). Checked when the version is written, so every way of
- * publishing (an edit, a status change, a rollback) meets it, with a 400 or 409 that names the limit.
+ * A published schedule fires no more often than the operator allows, and neither it nor a webhook-triggered workflow
+ * is one too many for its org (issue 30: 50 schedules of `* * * * * *` started 50 runs a second). Checked when the
+ * version is written, so every way of publishing (an edit, a status change, a rollback) meets it, with a 400 or 409
+ * that names the limit.
  */
-async function assertScheduleWithinLimits(trx: Knex.Transaction, workflowId: string, deployment: Deployment, limits: ScheduleLimits): Promise<void> {
+async function assertTriggerWithinLimits(trx: Knex.Transaction, workflowId: string, deployment: Deployment, limits: TriggerLimits): Promise<void> {
   const trigger = deployment.trigger;
-  if (deployment.publishedVersion === null || trigger.type !== 'schedule') return;
+  if (deployment.publishedVersion === null) return;
+  if (trigger.type === 'webhook') {
+    await assertTriggerQuota(trx, deployment.orgId, workflowId, {
+      kind: 'webhook', max: limits.webhookWorkflowsPerOrg, what: 'webhook-triggered workflows', variable: 'TROUPE_WEBHOOK_WORKFLOWS_PER_ORG',
+    });
+    return;
+  }
+  if (trigger.type !== 'schedule') return;
   const shortest = new CronSchedule(trigger.cron, trigger.timezone).shortestInterval(0);
   if (shortest < limits.minIntervalSeconds * 1000) {
     throw new TroupeError('VALIDATION_FAILED', `field 'definitionYaml.trigger.cron' fires every ${shortest / 1000} s, more often than the limit of `
       + `once every ${limits.minIntervalSeconds} s (TROUPE_SCHEDULE_MIN_INTERVAL_SECONDS)`, { field: 'definitionYaml.trigger.cron' });
   }
-  await assertScheduleQuota(trx, deployment.orgId, workflowId, limits.perOrg);
+  await assertTriggerQuota(trx, deployment.orgId, workflowId, {
+    kind: 'schedule', max: limits.schedulesPerOrg, what: 'schedules', variable: 'TROUPE_SCHEDULES_PER_ORG',
+  });
 }

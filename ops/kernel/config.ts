@@ -130,6 +130,11 @@ export interface Config {
   readonly scheduleMinIntervalSeconds: number;
   /** Verified webhook deliveries one org may receive per minute, all providers together; later ones get 429. @default 600 */
   readonly rateLimitWebhookDeliveriesPerMinute: number;
+  /**
+   * Published workflows with a webhook trigger one org may have at once; one more is refused with 409 at publish.
+   * Deliveries match at most the 200 oldest of a provider, so more would never run. @default 200
+   */
+  readonly webhookWorkflowsPerOrg: number;
   /** Marketplace listings one org may publish. @default 50 */
   readonly marketplaceListingsPerOrg: number;
 }

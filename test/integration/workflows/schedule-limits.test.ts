@@ -1,9 +1,9 @@
-// Invariant (issue 30, item 5): published schedules are bounded by operator settings. A cron firing more often than
-// TROUPE_SCHEDULE_MIN_INTERVAL_SECONDS is refused with 400 when published (a draft may hold it), and an org at
-// TROUPE_SCHEDULES_PER_ORG gets 409 naming the limit for one more; a rollback meets the same checks; republishing a
-// scheduled workflow still works, and another org is not affected. A refused publish changes nothing. Runs started
-// by schedules and webhook triggers count against the org's dispatch budget: past it a fire is recorded as failed
-// and a delivery as ignored, each naming the limit.
+// Invariant (issue 30, item 5): published triggers are bounded by operator settings. A cron firing more often than
+// TROUPE_SCHEDULE_MIN_INTERVAL_SECONDS is refused with 400 when published (a draft may hold it); an org at
+// TROUPE_SCHEDULES_PER_ORG schedules, or at TROUPE_WEBHOOK_WORKFLOWS_PER_ORG webhook-triggered workflows, gets 409
+// naming the limit for one more; a rollback meets the same checks; republishing works, and another org is not
+// affected. A refused publish changes nothing. Runs started by schedules and webhook triggers count against the org's
+// dispatch budget: past it a fire is recorded as failed and a delivery as ignored, each naming the limit.
 import { randomBytes, randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import { sign as octokitSign } from '@octokit/webhooks-methods';
@@ -29,7 +29,7 @@ for (const { set, skip } of engineSets) describe(`workflows: schedule limits (${
   let other: ProvisionedOrg;
 
   before(async () => {
-    t = await startTestNode({ engines: set, config: { schedulesPerOrg: 2, scheduleMinIntervalSeconds: 10 } });
+    t = await startTestNode({ engines: set, config: { schedulesPerOrg: 2, scheduleMinIntervalSeconds: 10, webhookWorkflowsPerOrg: 1 } });
     org = await provisionOrg(t);
     other = await provisionOrg(t);
   });
@@ -81,6 +81,24 @@ for (const { set, skip } of engineSets) describe(`workflows: schedule limits (${
     // Unpublishing frees a place.
     expect((await api(org, 'PATCH', `/api/workflows/${second}`, { status: 'draft' })).status).to.equal(200);
     expect((await publish(org, third)).status).to.equal(200);
+  });
+
+  it('refuses one published webhook-triggered workflow past the org limit with 409', async () => {
+    const hooked = (name: string) => `schemaVersion: v2
+name: ${name}
+trigger: {type: webhook, provider: github, event: issues}
+nodes:
+  - {id: gate, kind: approval, title: "Go?"}
+edges: []
+`;
+    const created = async (name: string) => (await api(org, 'POST', `/api/projects/${org.projectId}/workflows`, { name, definitionYaml: hooked(name) })).json.id as string;
+    const first = await created('on-issue');
+    expect((await publish(org, first)).status).to.equal(200);
+    const second = await created('on-issue-too');
+    const refused = await publish(org, second);
+    expect(refused.status, refused.text).to.equal(409);
+    expect(refused.json.error).to.match(/already has 1 published webhook-triggered workflows.*TROUPE_WEBHOOK_WORKFLOWS_PER_ORG/);
+    expect((await api(org, 'PATCH', `/api/workflows/${first}`, { definitionYaml: hooked('on-issue') })).status, 'republishing').to.equal(200);
   });
 
   it("leaves another org's schedules alone", async () => {
