@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import { warnOncePerWindow } from '../../ops/kernel/flood-log.js';
 import { TroupeError } from '../../ops/kernel/errors.js';
 import type { Logger } from '../../ops/kernel/logger.js';
@@ -73,3 +74,18 @@ function storageFailure(err: unknown, log: Logger, operation: 'load' | 'save'): 
   log.error({ err, operation }, 'snapshot store failed');
   return new TroupeError('INTERNAL');
 }
+
+/** A write whose outcome the store could not report: it may have committed (a lost connection, a timeout). */
+export interface UncertainWrite {
+  readonly version: number;
+  /** The state as written, as JSON reads it back. */
+  readonly state: unknown;
+  readonly effects: readonly unknown[];
+}
+
+export const uncertainWrite = (version: number, state: unknown, effects: readonly unknown[]): UncertainWrite =>
+  ({ version, state: JSON.parse(JSON.stringify(state)) as unknown, effects });
+
+/** Whether the stored snapshot is that write: its version and its state, compared as values (jsonb keeps no key order). */
+export const isOwnWrite = (uncertain: UncertainWrite, stored: LoadedCell<unknown>): boolean =>
+  stored.version === uncertain.version && isDeepStrictEqual(stored.state, uncertain.state);

@@ -1,4 +1,3 @@
-import { isDeepStrictEqual } from 'node:util';
 import { performance } from 'node:perf_hooks';
 import { dispatch, spawn, start, stop as stopNact, type Ref } from 'nact';
 import type { Registry } from 'prom-client';
@@ -11,7 +10,7 @@ import { addressOf, parseAddress } from '../../transport/shards.js';
 import { compileAdmission, type Admission } from './admission.js';
 import type { ActorBehavior, Decision, EffectContext } from './machine.js';
 import { createRuntimeMetrics, noMetrics, type MessageOutcome, type RuntimeMetrics } from './metrics.js';
-import { persist, rehydrate, unloaded, type Cell, type LoadedCell } from './persistence.js';
+import { isOwnWrite, persist, rehydrate, uncertainWrite, unloaded, type Cell, type LoadedCell, type UncertainWrite } from './persistence.js';
 import { compileTransitionCheck, type TransitionCheck } from './transition-check.js';
 import { decideSupervision, defaultSupervision, noCrashes, type CrashHistory, type SupervisionPolicy } from './supervision.js';
 
@@ -106,12 +105,6 @@ interface Entry {
   uncertainWrite: UncertainWrite | undefined;
 }
 
-interface UncertainWrite {
-  readonly version: number;
-  /** The state as written, as JSON reads it back: the stored state is compared with it to recognise this node's own write. */
-  readonly state: unknown;
-  readonly effects: readonly unknown[];
-}
 
 /** Thrown from the nact handler after the asker has been answered, so nact's onCrash applies the policy. */
 class ActorCrash extends Error {
@@ -380,7 +373,7 @@ export function createActorSystem(opts: ActorSystemOptions): ActorSystem {
       // what is stored instead, and the machine answers a repeat of what is there as done.
       if (saved.error.status >= 500) {
         turnLog.info({ version: loaded.version, code: saved.error.code }, 'write outcome unknown; the next message reloads the snapshot');
-        entry.uncertainWrite = { version: loaded.version + 1, state: JSON.parse(JSON.stringify(next)), effects };
+        entry.uncertainWrite = uncertainWrite(loaded.version + 1, next, effects);
         return unloaded;
       }
       return loaded;
@@ -400,7 +393,7 @@ export function createActorSystem(opts: ActorSystemOptions): ActorSystem {
     const uncertain = entry.uncertainWrite;
     if (uncertain === undefined) return;
     entry.uncertainWrite = undefined;
-    if (loaded.version !== uncertain.version || !isDeepStrictEqual(loaded.state, uncertain.state)) return;
+    if (!isOwnWrite(uncertain, loaded)) return;
     turnLog.info({ version: loaded.version }, 'a write whose outcome was unknown had committed; its effects run now');
     scheduleEffects(entry, uncertain.effects);
   }

@@ -1,4 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
+import { loginLimits } from '../../actors/identity/login-limits.js';
 import type { Deps } from '../../actors/deps.js';
 import { TroupeError } from '../../ops/kernel/errors.js';
 import type { Route, HttpRequest, Reply, RouteAuthorization, RouteCall } from '../types.js';
@@ -161,7 +162,7 @@ function sessionCookie(deps: Deps, value: string, maxAgeSeconds: number): string
 
 export async function login(req: HttpRequest<BodyOf<typeof schemas.loginBody>>, deps: Deps): Promise<Reply> {
   const email = req.body.email.trim().toLowerCase();
-  const limits = loginLimits(deps, email, req.clientAddress());
+  const limits = loginLimits(deps.services.rateLimits, email, req.clientAddress());
   await limits.assertOpen();
   const found = await findLoginByEmail(deps.db, email);
   // Unknown email, no password set, and wrong password all run one scrypt verification and end in the same 401.
@@ -191,39 +192,6 @@ export async function login(req: HttpRequest<BodyOf<typeof schemas.loginBody>>, 
   };
 }
 
-/**
- * Bounds online guessing (decision 0026). Failed logins are counted per (email, source address) and, more slowly,
- * per email from anywhere: one caller can no longer lock a user out by failing ten times a minute, because the
- * user's own address has its own count, while a guesser spread over many addresses still meets the email's ceiling.
- *
- * The ceiling refuses only sources with failures of their own (issue 30): ten addresses failing for a victim's email
- * must not lock the victim out of theirs for an hour. Past the ceiling a source with no recent failures may still
- * try, and a failure then bars that source for the rest of the hour, so a guesser past the ceiling needs a new
- * address for every guess. A success clears its source's count. The counts are checked before the password is.
- */
-function loginLimits(deps: Deps, email: string, source: string) {
-  const { loginFailuresBySource: bySource, loginFailuresByEmail: byEmail, loginFailuresPastCeiling: pastCeiling } = deps.services.rateLimits;
-  const sourceKey = `${email}|${source}`;
-  let ceilingReached = false;
-  return {
-    async assertOpen() {
-      await bySource.assertOpen(sourceKey);
-      await pastCeiling.assertOpen(sourceKey);
-      try {
-        await byEmail.assertOpen(email);
-      } catch (refusal) {
-        if ((await bySource.used(sourceKey)) > 0) throw refusal;
-        ceilingReached = true;
-      }
-    },
-    async failed() {
-      await Promise.all([bySource.note(sourceKey), byEmail.note(email), ...(ceilingReached ? [pastCeiling.note(sourceKey)] : [])]);
-    },
-    async succeeded() {
-      await bySource.forget(sourceKey);
-    },
-  };
-}
 
 /**
  * Ends the session of each user token the request presents (bearer and cookie), on every node, and clears the

@@ -8,6 +8,7 @@ import { Backoff, sleep } from './backoff.js';
 import { readEvents } from './sse.js';
 import { StateDir, type Identity, type PendingReport } from './state.js';
 import { isSessionId, isWorkerId } from './server-ids.js';
+import { intervalSeconds, offerProblem, RefusalLog } from './server-data.js';
 import type { WorkerLog } from './log.js';
 
 /**
@@ -88,20 +89,6 @@ function failSteps(status: string): PendingReport['steps'] {
 
 const normalUrl = (url: string): string => url.replace(/\/+$/, '');
 
-/** An interval the server set, in whole seconds between 1 and an hour: a hostile 0 must not make the worker spin. */
-const intervalSeconds = (value: unknown, otherwise: number): number =>
-  typeof value === 'number' && Number.isFinite(value) ? Math.min(3600, Math.max(1, Math.floor(value))) : otherwise;
-
-/** Why an offer is refused before anything is made for it, or undefined when it is well-formed. */
-function offerProblem(offer: OfferedSession): string | undefined {
-  if (!isSessionId(offer.id)) return 'its session id is not a session id';
-  if (typeof offer.projectId !== 'string') return 'its project id is not a string';
-  if (typeof offer.prompt !== 'string') return 'its prompt is not a string';
-  return undefined;
-}
-
-/** At most this many refused ids are remembered so that each is logged once, not at every poll. */
-const REFUSED_REMEMBERED = 1000;
 
 export class Worker {
   private identity: Identity | undefined;
@@ -124,10 +111,11 @@ export class Worker {
   private readonly loops: Promise<void>[] = [];
   private readonly stopped = new AbortController();
   private firstReconcile = true;
-  private readonly refusedIds = new Set<string>();
+  private readonly refusals: RefusalLog;
 
   constructor(private readonly opts: WorkerOptions, private readonly api: WorkerApi, private readonly log: WorkerLog) {
     this.state = new StateDir(opts.stateDir);
+    this.refusals = new RefusalLog(log);
   }
 
   private get killGraceMs(): number { return this.opts.killGraceMs ?? 10_000; }
@@ -393,21 +381,12 @@ export class Worker {
       if (this.running.has(id) || this.claiming.has(id) || owed.has(id) || this.reporting.has(id)) continue;
       // Its report would be a file named after the id: an id that is not one is the server's fault, and only logged.
       if (!isSessionId(id)) {
-        this.logRefusal('session.ignored', 'the server lists a held session whose id is not a session id; ignored', id);
+        this.refusals.note('session.ignored', 'the server lists a held session whose id is not a session id; ignored', id);
         continue;
       }
       this.log('warn', 'session.orphaned', 'held by this worker but no agent runs it (the worker restarted): reporting it failed', { sessionId: id });
       this.queueReport({ sessionId: id, workerId: this.workerId, steps: failSteps(status), costUsd: 0, error: 'the worker restarted and lost the agent', exitCode: null });
     }
-  }
-
-  /** A warning about a malformed id the server sent, once per id (a hostile server repeats it at every poll). */
-  private logRefusal(event: string, msg: string, id: unknown): void {
-    const key = `${event} ${typeof id === 'string' ? id.slice(0, 200) : JSON.stringify(id) ?? String(id)}`;
-    if (this.refusedIds.has(key)) return;
-    if (this.refusedIds.size >= REFUSED_REMEMBERED) this.refusedIds.clear();
-    this.refusedIds.add(key);
-    this.log('warn', event, msg, { offeredId: typeof id === 'string' ? id : JSON.stringify(id) ?? String(id) });
   }
 
   // ---- taking work ------------------------------------------------------------------------------------------
@@ -453,7 +432,7 @@ export class Worker {
     // Before anything is made for it: its id names the agent's directory and its report's file.
     const problem = offerProblem(offer);
     if (problem !== undefined) {
-      this.logRefusal('session.refused', `refusing an offer: ${problem}`, offer.id);
+      this.refusals.note('session.refused', `refusing an offer: ${problem}`, offer.id);
       return;
     }
     if (this.draining || this.stopping || this.free() <= 0) return;
