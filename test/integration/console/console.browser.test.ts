@@ -71,7 +71,8 @@ describe('the console in Chromium (embedded engines)', function () {
     watch.expectFailure(/401 \(Unauthorized\)/);
     await page.getByRole('link', { name: 'Fleet' }).click();
     await page.getByText('Your session has ended. Sign in again to continue.').waitFor();
-    expect(new URL(page.url()).pathname).to.equal('/sign-in');
+    // The form renders first; the address follows in the effect after that render.
+    await page.waitForURL((url) => url.pathname === '/sign-in');
     expect(new URL(page.url()).searchParams.get('next')).to.equal('/fleet');
 
     // Signing in again returns to where the person was; signing out ends it.
