@@ -12,6 +12,7 @@ import { withWorkerSignals } from './fleet/worker-signals.js';
 import { createDaemonHostBehavior } from './daemon-host/index.js';
 import { createWorkflowBehavior, type TriggerLimits } from './workflow/actor.js';
 import { createWorkflowRunBehavior } from './workflow-run/actor.js';
+import { withLiveSessionReports } from './workflow-run/live-session-reports.js';
 import { createScheduleBehavior, type SchedulePorts } from './workflow-schedule/actor.js';
 import { createApprovalGateBehavior } from './approval-gate/actor.js';
 import type { AskFn } from './workflow-run/ports.js';
@@ -46,6 +47,9 @@ export interface ActorKindPorts {
   readonly triggerLimits?: TriggerLimits;
 }
 
+const tellVia = (transport: Transport | undefined) =>
+  (transport ? (address: string, message: unknown) => transport.tell(address, message) : undefined);
+
 /** Schedules on a node without the schedule service: they decide fires, and the starts wait for a node that has one. */
 const noSchedules: SchedulePorts = {
   arm: () => undefined,
@@ -61,21 +65,20 @@ export function actorKinds(ports: ActorKindPorts = {}): ActorBehavior<any, any, 
   };
   return [
     createOrgBehavior(transport ? { publishRevocation: (tags) => publishRevocation(transport, tags) } : {}),
-    // Sessions started by a workflow run report their terminal status back to it (decision 0007, run seam).
+    // Sessions started by a workflow run report their terminal status back to it (decision 0007, run seam); so do the
+    // live sessions of escalated gates, which their driver requested (decision 0069).
     // Status changes also go to live session streams once durable (decision 0012).
     // Its dispatcher is told by web push when a session ends (issue 8 §5), once the end is durable.
     // Its claim wait is observed for the fleet's metrics (issue 20).
     // Workers hear of offers, stops and queued prompts on their daemon event stream (decision 0021); outermost, so
     // that announcement goes out first after each change, before web push looks anything up.
     withWorkerSignals(withClaimWait(withSessionPush(withSessionEvents(
-      createSessionBehavior(transport ? { tell: (address, message) => transport.tell(address, message) } : {}), transport), pushOnEvents), metrics), transport),
+      withLiveSessionReports(createSessionBehavior(transport ? { tell: (address, message) => transport.tell(address, message) } : {}), tellVia(transport)),
+      transport), pushOnEvents), metrics), transport),
     // Announces pending-mutation counts on `daemon.pending`, keeping every node's heartbeat index exact (decision 0007).
     createDaemonHostBehavior(transport ? { transport } : {}),
-    // Each version's deployment goes to the workflow's schedule (decision 0027).
-    createWorkflowBehavior({
-      ...(transport ? { tell: (address: string, message: unknown) => transport.tell(address, message) } : {}),
-      ...(triggerLimits ? { triggerLimits } : {}),
-    }),
+    // Each version's deployment reaches the workflow's schedule from the change's asker (decisions 0027, 0071).
+    createWorkflowBehavior(triggerLimits ? { triggerLimits } : {}),
     createWorkflowRunBehavior({ ask }),
     createScheduleBehavior(schedules ?? noSchedules),
     // An opened gate is pushed to the subscribed users who may decide it (issue 8 §5).

@@ -9,7 +9,8 @@ import { gateStatuses, type Decider, type GateDecision, type GateFields, type Ga
  * user at the edge, never from the request body.
  *
  * Statuses: absent → pending → approved | rejected | escalated (all three final). `escalated` on a gate with
- * `escalation: live-session` resumes its run with the approver as the live session's driver.
+ * `escalation: live-session` names the approver as driver; its run then opens a session that driver drives and
+ * resumes when it ends (decision 0069). The route takes either tense of each decision; the gate holds the past.
  * `gate.open` is idempotent (a run re-opens its gate after a restart and learns a decision it missed).
  */
 export {

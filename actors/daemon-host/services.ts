@@ -116,7 +116,8 @@ export class CoalescingWriter<V> {
   }
 }
 
-export interface StepBeat { readonly orgId: string; readonly workerId: string; readonly at: number }
+/** Recorded under `<orgId>/<sessionId>`: two orgs' sessions may share a public id (decision 0068). */
+export interface StepBeat { readonly orgId: string; readonly sessionId: string; readonly workerId: string; readonly at: number }
 
 export interface DaemonServices {
   readonly keys: SigningKeys;
@@ -174,7 +175,7 @@ export function createDaemonServices(deps: DaemonDeps, keys: SigningKeys, option
     flushMs, maxBuffered, log, what: 'worker', batchSize, failures, resolution: { ms: livenessResolutionMs, timeOf: (at) => at },
   });
   const steps = new CoalescingWriter<StepBeat>(
-    noopWriter ? async () => {} : (batch) => writeStepHeartbeats(deps.db, [...batch].map(([sessionId, b]) => ({ sessionId, ...b }))),
+    noopWriter ? async () => {} : (batch) => writeStepHeartbeats(deps.db, [...batch.values()]),
     { flushMs, maxBuffered, log, what: 'step', batchSize, failures },
   );
   const pending = new PendingIndex();

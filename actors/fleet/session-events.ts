@@ -1,7 +1,7 @@
 import type { ActorBehavior } from '../runtime/machine.js';
 import { withAnnouncement } from '../runtime/announce.js';
 import type { Transport } from '../../transport/port.js';
-import type { SessionEffect, SessionMsg, SessionReply, SessionState } from '../session/machine.js';
+import { shownId, type SessionEffect, type SessionMsg, type SessionReply, type SessionState } from '../session/machine.js';
 import { streamTopics, type SessionEvent } from './node-streams.js';
 
 /**
@@ -78,11 +78,13 @@ class OwedResets {
  * The event for a durable change, or undefined when the status did not move. Its id is the same on every node (it
  * is made here, once), so `Last-Event-ID` resumes on whichever node a client reconnects to.
  */
-export function sessionEventOf(id: string, next: SessionState, previous: SessionState): (SessionEvent & { id: string }) | undefined {
+export function sessionEventOf(_key: string, next: SessionState, previous: SessionState): (SessionEvent & { id: string }) | undefined {
   if (next.status === previous.status || next.spec === null) return undefined;
+  // Streams are per org, where the public id names the session (decision 0068).
+  const sessionId = shownId(next);
   return {
-    id: `${next.updatedAt}.${id}.${next.epoch}.${next.status}`,
-    sessionId: id, orgId: next.spec.orgId, projectId: next.spec.projectId,
+    id: `${next.updatedAt}.${sessionId}.${next.epoch}.${next.status}`,
+    sessionId, orgId: next.spec.orgId, projectId: next.spec.projectId,
     previousStatus: previous.status, status: next.status, epoch: next.epoch,
     at: new Date(next.updatedAt).toISOString(),
   };

@@ -1,7 +1,7 @@
 import type { ActorBehavior } from '../runtime/machine.js';
 import { withAnnouncement } from '../runtime/announce.js';
 import type { Transport } from '../../transport/port.js';
-import { isHeld, isTerminal, type SessionEffect, type SessionMsg, type SessionReply, type SessionState } from '../session/machine.js';
+import { isHeld, isTerminal, shownId, type SessionEffect, type SessionMsg, type SessionReply, type SessionState } from '../session/machine.js';
 import type { OfferedSession } from '../../storage/sessions/queries.js';
 
 /**
@@ -30,10 +30,10 @@ export interface WorkerSignalBatch {
 export const workerSignalTopic = (orgId: string): string => `org.${orgId}.daemon.signal`;
 export const WORKER_SIGNAL_PATTERN = 'org.*.daemon.signal';
 
-function offerOf(id: string, s: SessionState): OfferedSession {
+function offerOf(s: SessionState): OfferedSession {
   const spec = s.spec!;
   return {
-    id, projectId: spec.projectId, prompt: s.prompt,
+    id: shownId(s), projectId: spec.projectId, prompt: s.prompt,
     ...(spec.agentCardId ? { agentCardId: spec.agentCardId } : {}),
     ...(spec.workType ? { workType: spec.workType } : {}),
     ...(spec.provider ? { provider: spec.provider } : {}),
@@ -47,29 +47,31 @@ const stopReason = (next: SessionState): string => {
 };
 
 /** The signals a durable change sends, or undefined for none. Pure, so it is tested without a transport. */
-export function workerSignalsOf(previous: SessionState, next: SessionState, id: string, message: { type: string }): WorkerSignalBatch | undefined {
+export function workerSignalsOf(previous: SessionState, next: SessionState, _key: string, message: { type: string }): WorkerSignalBatch | undefined {
   const spec = next.spec;
   if (spec === null) return undefined;
+  // Workers know sessions by their public ids (decision 0068).
+  const sessionId = shownId(next);
   const signals: WorkerSignal[] = [];
   // Queued: a session without an issue is offered as it is; one with an issue may be waiting for the issue's lock,
   // which only the poll's query knows, so workers are asked to poll.
   if (next.status === 'pending' && previous.status !== 'pending') {
     signals.push(spec.trackerIssue === null
-      ? { kind: 'offer', projectId: spec.projectId, session: offerOf(id, next) }
+      ? { kind: 'offer', projectId: spec.projectId, session: offerOf(next) }
       : { kind: 'poll', projectId: spec.projectId });
   }
   // The holder lost it other than by its own report: from finalizing the agent has already exited.
   const holder = previous.workerId;
   if (holder !== null && isHeld(previous.status) && previous.status !== 'finalizing'
     && (isTerminal(next.status) || next.workerId !== holder) && message.type !== 'session.transition') {
-    signals.push({ kind: 'stop', workerId: holder, sessionId: id, status: next.status, reason: stopReason(next) });
+    signals.push({ kind: 'stop', workerId: holder, sessionId, status: next.status, reason: stopReason(next) });
   }
   // An ended session with an issue released the issue's lock, which may have promoted a waiter.
   if (isTerminal(next.status) && !isTerminal(previous.status) && spec.trackerIssue !== null) {
     signals.push({ kind: 'poll', projectId: spec.projectId });
   }
   if (message.type === 'session.prompt' && next.status === previous.status && next.workerId !== null && isHeld(next.status)) {
-    signals.push({ kind: 'prompt', workerId: next.workerId, sessionId: id });
+    signals.push({ kind: 'prompt', workerId: next.workerId, sessionId });
   }
   return signals.length === 0 ? undefined : { orgId: spec.orgId, signals };
 }

@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { publicSessionId } from '../../schemas/sessions/session-ids.js';
 import { accept, reject, type Rejection } from '../runtime/machine.js';
 import { choose, defineMachine, go, type Take } from '../runtime/define-machine.js';
 import {
@@ -9,9 +9,9 @@ export {
 } from '../../schemas/sessions/session-state.js';
 
 /**
- * The agent session (`session/<publicId>`), spec 3.1. What each status means:
+ * The agent session (`session/<key>`, schemas/sessions/session-ids.ts), spec 3.1. What each status means:
  * - absent:     never dispatched under this id (the initial state of a fresh actor).
- * - pending:    waiting to be offered to a worker of its project by `POST /v1/daemon/poll`.
+ * - pending:    waiting to be offered to a worker of its project by `POST /api/daemon/poll`.
  * - claimed:    one worker took it (the first claim wins; the actor's mailbox orders racing claims).
  * - running:    the worker's agent is working on it.
  * - paused:     the agent waits for input; a prompt is queued for it and delivered on the worker's next poll.
@@ -19,7 +19,7 @@ export {
  * - completed / failed / stopped: terminal. Every move into one of these runs the terminal effects exactly once
  *   (see `TerminalEffect`); a prompt re-dispatches a terminal session as pending under a new epoch.
  *
- * A session's public id is the first 16 hex characters of the SHA-256 of the tracker's session identifier.
+ * Replies name the session by its public id (schemas/sessions/session-ids.ts); effects and their keys by the key the actor lives under.
  * `epoch` counts dispatches: it keys the terminal effects, so a replayed transition does nothing twice while a
  * re-dispatched session that ends again does account for its second run.
  */
@@ -34,25 +34,7 @@ export type ReportableStatus = (typeof reportableStatuses)[number];
 export const isTerminal = (s: SessionStatus): s is TerminalStatus => (terminalStatuses as readonly string[]).includes(s);
 export const isHeld = (s: SessionStatus): boolean => (heldStatuses as readonly string[]).includes(s);
 
-/**
- * The public id: 16 hex characters of SHA-256 over the tracker's session identifier (spec 2.7), as tracker ids are
- * scoped: by org (CONTRACT, second round). The hashed text is `<orgId>:<trackerSessionId>`, so the same tracker id in
- * two orgs names two sessions, and no org can take, or learn of, an id another org will use (issue 16, decision 0024).
- * Sessions made before this keep their stored ids; a dispatch naming an existing tracker id of the org finds its
- * session by that id first (storage/sessions/queries.ts `sessionIdByTracker`).
- */
-export function publicSessionId(orgId: string, trackerSessionId: string): string {
-  return createHash('sha256').update(`${orgId}:${trackerSessionId}`, 'utf8').digest('hex').slice(0, 16);
-}
-export const publicIdPattern = /^[0-9a-f]{16}$/;
-
-/**
- * The tracker id of a session dispatched without one: a fresh UUID, so its actor's address has never been written and
- * the first dispatch need not read it (`neverWritten`, decision 0055). A caller may send an id of this form itself;
- * a wrong guess costs one more round trip, not a state.
- */
-export const newTrackerSessionId = (): string => `troupe:${randomUUID()}`;
-export const isNewTrackerSessionId = (id: string): boolean => /^troupe:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(id);
+export { publicSessionId, sessionKey, publicIdPattern, newTrackerSessionId, isNewTrackerSessionId } from '../../schemas/sessions/session-ids.js';
 
 /** A session keeps being re-offered after lost leases this many times; the next lost lease fails it. */
 export const MAX_LEASE_RECLAIMS = 3;
@@ -100,6 +82,9 @@ const illegal = (from: SessionStatus, msg: SessionMsg): Rejection =>
     ? `a session cannot move from ${from} to ${msg.status}`
     : `${msg.type} is not allowed on a ${from} session`, { from, msgType: msg.type });
 
+/** The name a reply gives the session: its public id, whichever of its names the caller used. */
+export const shownId = (state: SessionState): string => (state.spec === null ? '' : publicSessionId(state.spec.trackerSessionId));
+
 export const terminalKey = (sessionId: string, epoch: number): string => `${sessionId}:${epoch}:terminal`;
 
 /** `requestedBy` of sessions a workflow run dispatches (actors/workflow-run/ports.ts). */
@@ -132,7 +117,7 @@ function terminalEffects(id: string, state: SessionState, status: TerminalStatus
 const create: On<'session.dispatch'> = (state, msg, { id, now, to }) => {
   const { type: _type, ...spec } = msg;
   const next: SessionState = { ...state, status: to, spec, prompt: msg.prompt, epoch: 1, createdAt: now, updatedAt: now };
-  return accept(next, { kind: 'dispatched', sessionId: id, status: to }, [
+  return accept(next, { kind: 'dispatched', sessionId: publicSessionId(msg.trackerSessionId), status: to }, [
     { type: 'sessionWritten' },
     { type: 'promptRecorded', promptId: `${id}:1:dispatch`, text: msg.prompt, queued: false },
   ]);
@@ -142,7 +127,7 @@ const create: On<'session.dispatch'> = (state, msg, { id, now, to }) => {
 const replayDispatch: On<'session.dispatch'> = (state, msg, { id, from }) =>
   // Another org's session under the same tracker id is a conflict, never a reply naming its status.
   state.spec?.trackerSessionId === msg.trackerSessionId && state.spec.orgId === msg.orgId
-    ? accept(state, { kind: 'dispatched', sessionId: id, status: from })
+    ? accept(state, { kind: 'dispatched', sessionId: shownId(state), status: from })
     : reject('ALREADY_EXISTS', 'another session has this id');
 
 /** A worker reports a status: one of those the table lists from here. */
@@ -155,7 +140,7 @@ const report: On<'session.transition', readonly SessionStatus[]> = (state, msg, 
   const costUsd = msg.costUsd ?? state.costUsd;
   const phase = msg.phase ?? state.phase;
   const error = msg.error ?? state.error;
-  const reply: SessionReply = { kind: 'transitioned', sessionId: id, previousStatus: from, newStatus: msg.status };
+  const reply: SessionReply = { kind: 'transitioned', sessionId: shownId(state), previousStatus: from, newStatus: msg.status };
   // Re-reporting the current status (a retried request) changes nothing unless it carries news.
   if (msg.status === from && costUsd === state.costUsd && phase === state.phase && error === state.error) {
     return accept(state, reply);
@@ -182,7 +167,7 @@ const report: On<'session.transition', readonly SessionStatus[]> = (state, msg, 
  */
 const repeatedEnd: On<'session.transition'> = (state, msg, { id, from }) =>
   msg.status === from && msg.workerId === state.workerId && carriesNoNews(state, msg)
-    ? accept(state, { kind: 'transitioned', sessionId: id, previousStatus: from, newStatus: from })
+    ? accept(state, { kind: 'transitioned', sessionId: shownId(state), previousStatus: from, newStatus: from })
     : illegal(from, msg);
 
 /** A retry repeats its original: a report that would change the cost, phase or error of an ended session is news, refused. */
@@ -193,18 +178,18 @@ const carriesNoNews = (state: SessionState, msg: Extract<SessionMsg, { type: 'se
 /** Stopping a live session ends it, with its terminal effects. */
 const stop: On<'session.stop', TerminalStatus> = (state, _msg, { id, now, from, to }) => {
   const next: SessionState = { ...state, status: to, updatedAt: now, finishedAt: now };
-  return accept(next, { kind: 'stopped', stopped: true, sessionId: id, previousStatus: from, newStatus: to },
+  return accept(next, { kind: 'stopped', stopped: true, sessionId: shownId(state), previousStatus: from, newStatus: to },
     terminalEffects(id, next, to, 'Stop signal received'));
 };
 
 /** Stopping a session that has ended changes nothing, and says so. */
 const alreadyEnded: On<'session.stop'> = (state, _msg, { id, from }) =>
-  accept(state, { kind: 'stopped', stopped: false, sessionId: id, previousStatus: from, newStatus: from });
+  accept(state, { kind: 'stopped', stopped: false, sessionId: shownId(state), previousStatus: from, newStatus: from });
 
 /** A live session keeps its status; the prompt waits in its inbox for the worker's next poll. */
 const queuePrompt: On<'session.prompt'> = (state, msg, { id, now, from }) => {
   const next: SessionState = { ...state, updatedAt: now };
-  return accept(next, { kind: 'prompted', delivered: true, promptId: msg.promptId, sessionId: id, status: from }, [
+  return accept(next, { kind: 'prompted', delivered: true, promptId: msg.promptId, sessionId: shownId(state), status: from }, [
     { type: 'promptRecorded', promptId: msg.promptId, text: msg.prompt, queued: true },
   ]);
 };
@@ -215,7 +200,7 @@ const redispatch: On<'session.prompt'> = (state, msg, { id, now, to }) => {
     ...state, status: to, prompt: msg.prompt, epoch: state.epoch + 1, workerId: null, error: null, phase: null,
     leaseReclaims: 0, updatedAt: now, claimedAt: null, startedAt: null, finishedAt: null,
   };
-  return accept(next, { kind: 'prompted', delivered: true, promptId: msg.promptId, sessionId: id, status: to }, [
+  return accept(next, { kind: 'prompted', delivered: true, promptId: msg.promptId, sessionId: shownId(state), status: to }, [
     { type: 'sessionWritten' },
     { type: 'promptRecorded', promptId: msg.promptId, text: msg.prompt, queued: false },
   ]);
@@ -227,19 +212,19 @@ const redispatch: On<'session.prompt'> = (state, msg, { id, now, to }) => {
  */
 const leaseLost: On<'session.leaseExpired', readonly SessionStatus[]> = (state, msg, { id, now, from, to }) => {
   // If the session has since moved to another worker, the news is old.
-  if (state.workerId !== msg.workerId) return accept(state, { kind: 'leaseChecked', sessionId: id, status: from });
+  if (state.workerId !== msg.workerId) return accept(state, { kind: 'leaseChecked', sessionId: shownId(state), status: from });
   if (to.includes('pending') && state.leaseReclaims < MAX_LEASE_RECLAIMS) {
     const next: SessionState = {
       ...state, status: 'pending', workerId: null, leaseReclaims: state.leaseReclaims + 1, updatedAt: now,
       claimedAt: null, startedAt: null, phase: null,
     };
-    return accept(next, { kind: 'leaseChecked', sessionId: id, status: next.status }, [
+    return accept(next, { kind: 'leaseChecked', sessionId: shownId(state), status: next.status }, [
       { type: 'sessionWritten' },
       { type: 'activity', key: `${id}:${state.epoch}:reclaim:${next.leaseReclaims}`, kind: 'session.reclaimed', body: 'Worker lease expired; session returned to the queue' },
     ]);
   }
   const next: SessionState = { ...state, status: 'failed', error: 'worker lease expired', updatedAt: now, finishedAt: now };
-  return accept(next, { kind: 'leaseChecked', sessionId: id, status: next.status },
+  return accept(next, { kind: 'leaseChecked', sessionId: shownId(state), status: next.status },
     terminalEffects(id, next, 'failed', 'Session failed: its worker stopped heartbeating'));
 };
 

@@ -19,6 +19,14 @@ export const workflowRunAddress = (id: string): string => `${WORKFLOW_RUN_KIND}/
 /** Session statuses that end an agent step (actors/session/machine.ts `terminalStatuses`). */
 const terminalSessionStatuses: ReadonlySet<string> = new Set(['completed', 'failed', 'stopped']);
 
+/** The run's own report of a session it dispatched; a live session's names its org and driver, as the run requires. */
+function finished(effect: Extract<RunEffect, { type: 'dispatchAgent' }>, status: string, error?: string): RunMsg {
+  return {
+    type: 'run.agentFinished', sessionId: effect.sessionId, status, ...(error ? { error } : {}),
+    ...(effect.requestedBy ? { orgId: effect.orgId, requestedBy: effect.requestedBy } : {}),
+  };
+}
+
 export function createWorkflowRunBehavior(ports: RunPorts): ActorBehavior<RunState, RunMsg, RunView, RunEffect> {
   const dispatchAgent = ports.dispatchAgent ?? sessionDispatch(ports.ask);
   return {
@@ -64,13 +72,11 @@ export function createWorkflowRunBehavior(ports: RunPorts): ActorBehavior<RunSta
             try {
               const dispatched = await dispatchAgent(effect);
               // The session ended while this run was not listening (its report lost in a crash): take the outcome now.
-              if (dispatched && terminalSessionStatuses.has(dispatched.status)) {
-                ctx.tellSelf({ type: 'run.agentFinished', sessionId: effect.sessionId, status: dispatched.status });
-              }
+              if (dispatched && terminalSessionStatuses.has(dispatched.status)) ctx.tellSelf(finished(effect, dispatched.status));
             } catch (err) {
               const reason = err instanceof TroupeError ? `${err.code}: ${err.message}` : 'dispatch failed';
               ctx.log.warn({ err, sessionId: effect.sessionId }, 'agent dispatch failed');
-              ctx.tellSelf({ type: 'run.agentFinished', sessionId: effect.sessionId, status: 'failed', error: `session could not be dispatched (${reason})` });
+              ctx.tellSelf(finished(effect, 'failed', `session could not be dispatched (${reason})`));
             }
             break;
         }

@@ -4,7 +4,8 @@ import { choose, defineMachine, go, type Take } from '../runtime/define-machine.
 import type { Plan, PlanNode } from '../workflow/definition.js';
 import { evaluate, parseExpression } from './expression.js';
 import { trackerSessionIdFor } from './ports.js';
-import { publicSessionId } from '../session/machine.js';
+import { isReportOf, liveSessionPrompt, opensLiveSession } from './live-session.js';
+import { publicSessionId, sessionKey } from '../session/machine.js';
 
 /**
  * One workflow run (`workflow-run/<runId>`). It carries the compiled plan of the version it started on, so it
@@ -12,9 +13,12 @@ import { publicSessionId } from '../session/machine.js';
  *
  * Statuses:
  * - absent: not started.
- * - running: an agent step's session is dispatched; waits for its terminal status (`run.agentFinished`).
+ * - running: an agent step's session, or the live session an escalated gate opened, is dispatched; waits for its
+ *   terminal status (`run.agentFinished`).
  * - waiting: a wait step's timer is armed; `run.wake` with the step's token moves on once it is due.
- * - suspended: an approval gate is open; `run.gateDecided` resumes (approved, escalated) or fails (rejected).
+ * - suspended: an approval gate is open; `run.gateDecided` resumes (approved, escalated) or fails (rejected). An
+ *   escalate decision on a gate whose node says `onEscalate: live-session` runs a session driven by the approver
+ *   first, and the gate's step takes that session's outcome (decision 0069).
  * - completed / failed: terminal.
  * Conditions and loops take no time: the walk passes through them within one decision. `run.resume` re-issues
  * the effect the run is waiting on (after a node restart); every effect is idempotent by a deterministic key.
@@ -46,6 +50,8 @@ export interface Step {
 export type Pending =
   | { readonly kind: 'agent'; readonly nodeId: string; readonly sessionId: string }
   | { readonly kind: 'gate'; readonly nodeId: string; readonly gateId: string }
+  /** An escalated gate's session, driven by `driver` (the approver, `user:<id>`). */
+  | { readonly kind: 'liveSession'; readonly nodeId: string; readonly sessionId: string; readonly driver: string }
   | { readonly kind: 'wait'; readonly nodeId: string; readonly token: string; readonly wakeAt: number };
 
 /** How a run started (issue 17): by hand, by a schedule's fire, or by a provider delivery. */
@@ -86,7 +92,11 @@ export type RunMsg =
     }
   | { readonly type: 'run.resume' }
   | { readonly type: 'run.wake'; readonly token: string }
-  | { readonly type: 'run.agentFinished'; readonly sessionId: string; readonly status: string; readonly error?: string }
+  | {
+      readonly type: 'run.agentFinished'; readonly sessionId: string; readonly status: string; readonly error?: string;
+      /** A live session's report names the org and requester it was dispatched with (live-session.ts). */
+      readonly orgId?: string; readonly requestedBy?: string;
+    }
   | { readonly type: 'run.gateDecided'; readonly gateId: string; readonly decision: 'approved' | 'rejected' | 'escalated'; readonly driver?: string };
 export type RunMsgType = RunMsg['type'];
 export const runMsgTypes: readonly RunMsgType[] = ['run.start', 'run.resume', 'run.wake', 'run.agentFinished', 'run.gateDecided'];
@@ -95,6 +105,8 @@ export type RunEffect =
   | {
       readonly type: 'dispatchAgent'; readonly runId: string; readonly orgId: string; readonly projectId: string; readonly nodeId: string;
       readonly sessionId: string; readonly trackerSessionId: string; readonly prompt: string; readonly provider?: string; readonly workType?: string; readonly agentCardId?: string;
+      /** Who the session is dispatched for when not the run itself: a live session's driver. */
+      readonly requestedBy?: string;
     }
   | {
       readonly type: 'openGate'; readonly runId: string; readonly orgId: string; readonly projectId: string; readonly nodeId: string;
@@ -141,11 +153,13 @@ const wake: On<'run.wake'> = (run, msg, ctx) => {
   return finishStep(run, { status: 'completed' }, null, ctx);
 };
 
+/** An agent step's session, or an escalated gate's live session, ended: the step takes its outcome. */
 const agentFinished: On<'run.agentFinished'> = (run, msg, ctx) => {
-  const { pending } = run;
-  if (pending?.kind !== 'agent' || pending.sessionId !== msg.sessionId) return reject('CONFLICT', 'the run is not waiting for this session');
+  const pending = awaitedSession(run, msg);
+  if (pending === null) return reject('CONFLICT', 'the run is not waiting for this session');
   if (msg.status === 'completed') return finishStep(run, { status: 'completed' }, null, ctx);
-  const error = `agent step '${pending.nodeId}' ended ${msg.status}${msg.error ? `: ${msg.error.slice(0, 500)}` : ''}`;
+  const step = pending.kind === 'agent' ? `agent step '${pending.nodeId}'` : `the live session of approval '${pending.nodeId}'`;
+  const error = `${step} ended ${msg.status}${msg.error ? `: ${msg.error.slice(0, 500)}` : ''}`;
   return finishStep(run, { status: 'failed', error }, error, ctx);
 };
 
@@ -154,8 +168,35 @@ const gateDecided: On<'run.gateDecided'> = (run, msg, ctx) => {
   if (pending?.kind !== 'gate' || pending.gateId !== msg.gateId) return reject('CONFLICT', 'the run is not waiting for this gate');
   const extra = { decision: msg.decision, ...(msg.driver ? { driver: msg.driver } : {}) };
   if (msg.decision === 'rejected') return finishStep(run, { status: 'failed', ...extra }, `approval '${pending.nodeId}' was rejected`, ctx);
+  const node = run.plan.nodes.find((n) => n.id === pending.nodeId);
+  if (msg.decision === 'escalated' && msg.driver && node?.kind === 'approval' && opensLiveSession(node)) {
+    return startLiveSession(run, node.id, msg.driver, ctx);
+  }
   return finishStep(run, { status: 'completed', ...extra }, null, ctx);
 };
+
+/** The session the run waits on, when `msg` is its report. */
+function awaitedSession(run: LiveRun, msg: Extract<RunMsg, { type: 'run.agentFinished' }>): Extract<Pending, { kind: 'agent' | 'liveSession' }> | null {
+  const { pending } = run;
+  if (pending?.kind === 'agent' && pending.sessionId === msg.sessionId) return pending;
+  if (pending?.kind === 'liveSession' && pending.sessionId === msg.sessionId && isReportOf(run, pending, msg)) return pending;
+  return null;
+}
+
+/**
+ * The gate's step stays open, now running the approver's session under the gate's node: a fresh visit names it, so
+ * it is derived like an agent step's session and a re-dispatch after a restart reaches the same one.
+ */
+function startLiveSession(run: LiveRun, nodeId: string, driver: string, ctx: DecideContext): D {
+  if (run.visits >= MAX_RUN_STEPS) return fail(run, `the run exceeded ${MAX_RUN_STEPS} steps`, ctx);
+  const visits = run.visits + 1;
+  const pending: Pending = { kind: 'liveSession', nodeId, driver, sessionId: sessionIdFor(run.orgId, ctx.id, nodeId, visits) };
+  const steps = run.steps.slice();
+  const last = steps[steps.length - 1];
+  if (last) steps[steps.length - 1] = { ...last, status: 'running', decision: 'escalated', driver, sessionId: shownSessionIdFor(ctx.id, nodeId, visits) };
+  const next: LiveRun = { ...run, status: 'running', visits, pending, steps, updatedAt: iso(ctx.now) };
+  return accept(next, viewOf(ctx.id, next), [effectFor(next, pending, ctx)]);
+}
 
 /**
  * Where a run goes once a step ends is wherever its plan leads (the next step that waits, the end, or a failure),
@@ -220,7 +261,7 @@ function walk(start: LiveRun, nodeId: string | null, ctx: DecideContext): D {
     switch (node.kind) {
       case 'agent': {
         const pending: Pending = { kind: 'agent', nodeId: node.id, sessionId: sessionIdFor(run.orgId, ctx.id, node.id, visit) };
-        run = { ...run, status: 'running', pending, steps: [...run.steps, { ...base, status: 'running', sessionId: pending.sessionId }] };
+        run = { ...run, status: 'running', pending, steps: [...run.steps, { ...base, status: 'running', sessionId: shownSessionIdFor(ctx.id, node.id, visit) }] };
         return accept(run, viewOf(ctx.id, run), [effectFor(run, pending, ctx)]);
       }
       case 'approval': {
@@ -299,7 +340,16 @@ function effectFor(run: LiveRun, pending: Pending, ctx: DecideContext): RunEffec
       return {
         type: 'openGate', runId: ctx.id, orgId: run.orgId, projectId: run.projectId, nodeId: pending.nodeId,
         gateId: pending.gateId, title: gate.title,
-        ...(gate.requiredRole ? { requiredRole: gate.requiredRole } : {}), ...(gate.escalation ? { escalation: gate.escalation } : {}),
+        ...(gate.requiredRole ? { requiredRole: gate.requiredRole } : {}), ...(opensLiveSession(gate) ? { escalation: 'live-session' } : {}),
+      };
+    }
+    case 'liveSession': {
+      const gate = node as Extract<PlanNode, { kind: 'approval' }>;
+      return {
+        type: 'dispatchAgent', runId: ctx.id, orgId: run.orgId, projectId: run.projectId, nodeId: pending.nodeId,
+        sessionId: pending.sessionId, trackerSessionId: trackerSessionIdFor(ctx.id, pending.nodeId, run.visits),
+        prompt: liveSessionPrompt(gate, { runId: ctx.id, workflowName: run.plan.name, input: run.input, driver: pending.driver }),
+        requestedBy: pending.driver,
       };
     }
     case 'wait':
@@ -313,10 +363,13 @@ function stepScope(steps: readonly Step[]): Record<string, unknown> {
   return scope;
 }
 
-/** Session ids are 16 hex characters (spec 2.7), derived so a replayed dispatch names the same session. */
-/** The public id of a run's agent session: the session's own rule over the run's tracker session id (org-scoped). */
+/**
+ * A run's session is derived from the run, node and visit, so a replayed dispatch names the same session. The run
+ * addresses and waits on its key; its steps show its public id (schemas/sessions/session-ids.ts, decision 0068).
+ */
 export const sessionIdFor = (orgId: string, runId: string, nodeId: string, visit: number): string =>
-  publicSessionId(orgId, trackerSessionIdFor(runId, nodeId, visit));
+  sessionKey(orgId, trackerSessionIdFor(runId, nodeId, visit));
+const shownSessionIdFor = (runId: string, nodeId: string, visit: number): string => publicSessionId(trackerSessionIdFor(runId, nodeId, visit));
 
 /** Gate ids are UUID-shaped and derived, so re-opening after a restart finds the same gate. */
 export function gateIdFor(runId: string, nodeId: string, visit: number): string {

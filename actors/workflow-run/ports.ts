@@ -20,11 +20,17 @@ export interface RunPorts {
 /** The tracker-side identity of the session an agent step starts; its public id is the run's `sessionId`. */
 export const trackerSessionIdFor = (runId: string, nodeId: string, visit: number): string => `workflow-run:${runId}:${nodeId}:${visit}`;
 
+/** The run a tracker session id of `trackerSessionIdFor`'s form names, or null for any other tracker id. */
+export function runIdOfTrackerSessionId(trackerSessionId: string): string | null {
+  return /^workflow-run:([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}):/.exec(trackerSessionId)?.[1] ?? null;
+}
+
 /**
  * The default dispatch: `session.dispatch` to the session actor (actors/session), addressed by the public id the
  * run derived, so a repeated dispatch after a restart reaches the same session. `requestedBy` names the run
  * (`workflow-run:<runId>`): that is how the session room can route the terminal status back as
- * `run.agentFinished`. A failed ask fails the step with its reason, so a run never hangs on an agent nobody started.
+ * `run.agentFinished`. A live session names its driver instead, and reports back through live-session-reports.ts.
+ * A failed ask fails the step with its reason, so a run never hangs on an agent nobody started.
  */
 export function sessionDispatch(ask: AskFn): NonNullable<RunPorts['dispatchAgent']> {
   return async (effect) => {
@@ -38,7 +44,7 @@ export function sessionDispatch(ask: AskFn): NonNullable<RunPorts['dispatchAgent
       trackerIssue: null,
       workType: effect.workType ?? null,
       provider: effect.provider ?? null,
-      requestedBy: `workflow-run:${effect.runId}`,
+      requestedBy: effect.requestedBy ?? `workflow-run:${effect.runId}`,
     });
   };
 }

@@ -20,8 +20,9 @@ import { derivedRunId } from '../workflow-run/start-pinned.js';
  * - ended: the workflow was archived, unpublished or given another trigger; a fire already decided still finishes.
  *
  * Messages:
- * - `schedule.configure`: the workflow's deployment at one of its versions (sent by the workflow actor after each
- *   version, and again by the schedule service until applied). Older versions than the one applied change nothing.
+ * - `schedule.configure`: the workflow's deployment at one of its versions (asked by whoever made a version that
+ *   concerns a schedule, before that change answers, decision 0071; and again by the schedule service until applied).
+ *   Older versions than the one applied change nothing.
  * - `schedule.tick`: someone thinks a fire may be due (this node's timer, or any node's scan for overdue fires). A
  *   tick that finds nothing due changes nothing, so any number of them is harmless.
  * - `schedule.fired`: the outcome of the pending fire's run start.

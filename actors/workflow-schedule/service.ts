@@ -13,8 +13,8 @@ const SCAN_BATCH = 500;
  * This node's part in running schedules (decision 0027), `deps.services.schedules`:
  * - timers: the node that decides a fire arms a timer for the schedule's next one, which tells the schedule actor
  *   `schedule.tick` through the transport at that instant (so it reaches whoever owns it by then);
- * - a scan every `TROUPE_SCHEDULE_SCAN_MS`, on every node: deployments a schedule has not applied yet (the workflow
- *   actor's own hand-off lost in a crash) are handed over again, and schedules whose fire is overdue by a scan
+ * - a scan every `TROUPE_SCHEDULE_SCAN_MS`, on every node: deployments a schedule has not applied yet (the change's own
+ *   hand-off lost in a crash, or failed) are handed over again, and schedules whose fire is overdue by a scan
  *   period, or whose run start is unconfirmed as long, are ticked. That is how a fire survives the death of the node
  *   whose timer would have woken it: the shard moves, a survivor's scan ticks, the new owner fires.
  * Ticks are idempotent (a schedule fires only what is due and persists the next fire before acting), so every node
@@ -89,7 +89,7 @@ export class WorkflowSchedules implements NodeService, SchedulePorts {
   }
 }
 
-/** What a schedule is told of a deployment, by the workflow actor and by the scan alike. */
+/** What a schedule is told of a deployment, by the change that made it (actors/workflow/change.ts) and by the scan alike. */
 export function configureMessage(d: Pick<Deployment, 'orgId' | 'projectId' | 'workflowVersion' | 'publishedVersion' | 'trigger'>): ScheduleMsg {
   return {
     type: 'schedule.configure', orgId: d.orgId, projectId: d.projectId, workflowVersion: d.workflowVersion,

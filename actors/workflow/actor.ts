@@ -4,8 +4,6 @@ import { workflowMessageSchema } from '../../schemas/workflows/messages.js';
 import { appendAudit } from '../../storage/audit-log.js';
 import { writeVersion } from '../../storage/workflows/workflows.js';
 import { writeDeployment } from '../../storage/workflows/triggers.js';
-import { workflowScheduleAddress } from '../workflow-schedule/actor.js';
-import { configureMessage } from '../workflow-schedule/service.js';
 import { CronSchedule } from '../workflow-schedule/cron.js';
 import { assertTriggerQuota } from '../../storage/workflows/trigger-quota.js';
 import { TroupeError } from '../../ops/kernel/errors.js';
@@ -17,15 +15,14 @@ import {
  * The workflow actor (`workflow/<id>`). Its projection appends the version snapshot, moves the `workflows` read
  * model, records what the execution layer is deployed with (`workflow_triggers`), and appends
  * `workflow.version_created` to the org's audit chain, all in the snapshot transaction: a version exists, is listed,
- * is deployed and is audited together, or not at all. After that it tells the workflow's schedule about the
- * deployment (a lost tell is made good by the schedule service's scan, decision 0027).
+ * is deployed and is audited together, or not at all. The workflow's schedule hears of the deployment from whoever
+ * asked for the change, before that change is answered (./change.ts, decision 0071), and from the schedule service's
+ * scan should that asker die first (decision 0027).
  */
 export const WORKFLOW_KIND = 'workflow';
 export const workflowAddress = (id: string): string => `${WORKFLOW_KIND}/${id}`;
 
 export interface WorkflowPorts {
-  /** Delivers to another actor through the transport; without it (unit tests) schedules hear only from the scan. */
-  readonly tell?: (address: string, message: unknown) => Promise<void>;
   /** The operator's bounds on published triggers (issue 30); unbounded without them. */
   readonly triggerLimits?: TriggerLimits;
 }
@@ -68,13 +65,6 @@ export function createWorkflowBehavior(ports: WorkflowPorts = {}): ActorBehavior
           payload: { workflowId: id, version: s.version, changedBy: s.changedBy, changeReason: s.changeReason, status: s.status, schemaHash: s.schemaHash },
           at: new Date(s.createdAt),
         });
-      }
-    },
-    async afterPersist(effects, ctx) {
-      if (!ports.tell) return;
-      for (const { deployment } of effects) {
-        await ports.tell(workflowScheduleAddress(ctx.id), configureMessage(deployment))
-          .catch((err: unknown) => ctx.log.warn({ err }, 'could not hand the deployment to the schedule; the scan will'));
       }
     },
   };

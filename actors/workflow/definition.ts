@@ -17,7 +17,15 @@ import {
 
 export type PlanNode =
   | { readonly id: string; readonly kind: 'agent'; readonly prompt: string; readonly provider?: string; readonly workType?: string; readonly agentCardId?: string }
-  | { readonly id: string; readonly kind: 'approval'; readonly title: string; readonly requiredRole?: 'owner' | 'admin' | 'member'; readonly escalation?: 'live-session' }
+  | {
+      readonly id: string; readonly kind: 'approval'; readonly title: string; readonly requiredRole?: 'owner' | 'admin' | 'member';
+      /** What an escalate decision does besides resuming the run: `live-session` opens a session the approver drives (decision 0069). */
+      readonly onEscalate?: 'live-session';
+      /** What that live session is asked; the title when absent. */
+      readonly prompt?: string;
+      /** The older spelling of `onEscalate`, still in stored definitions and the plans of their runs. */
+      readonly escalation?: 'live-session';
+    }
   | { readonly id: string; readonly kind: 'condition'; readonly when: string }
   | { readonly id: string; readonly kind: 'loop'; readonly maxIterations: number }
   | { readonly id: string; readonly kind: 'wait'; readonly seconds: number };

@@ -93,6 +93,11 @@ export interface WorkflowView {
   readonly createdAt: string;
   readonly updatedAt: string;
   readonly current: VersionSnapshot;
+  /**
+   * In the reply to a change that starts, moves or ends a schedule: the deployment the workflow's schedule must apply
+   * before the change is answered (changeWorkflow in ./change.ts). Absent when no schedule is concerned.
+   */
+  readonly scheduleDeployment?: Deployment;
 }
 
 /**
@@ -212,7 +217,22 @@ function snapshot(
   const deployment: Deployment = {
     orgId: next.orgId, projectId: next.projectId, workflowVersion: version, publishedVersion: next.publishedVersion, trigger: analysed.deployedTrigger,
   };
-  return accept(next, viewOf(ctx.id, next), [{ type: 'versionCreated', actorId: actor.id, snapshot: current, deployment }]);
+  const reply: WorkflowView = schedules(deployment) || wasScheduled(previous)
+    ? { ...viewOf(ctx.id, next), scheduleDeployment: deployment }
+    : viewOf(ctx.id, next);
+  return accept(next, reply, [{ type: 'versionCreated', actorId: actor.id, snapshot: current, deployment }]);
+}
+
+const schedules = (d: Deployment): boolean => d.publishedVersion !== null && d.trigger.type === 'schedule';
+
+/** Whether the version before this change ran a schedule, which the change may move or end. */
+function wasScheduled(previous: LiveWorkflow | null): boolean {
+  if (previous === null || previous.publishedVersion === null) return false;
+  try {
+    return analyseDefinition(previous.current.definitionYaml).deployedTrigger.type === 'schedule';
+  } catch {
+    return true; // stored before a rule tightened: ask anyway, a schedule ignores a deployment that changes nothing for it
+  }
 }
 
 function fillContent(c: ContentChanges & { name: string }): WorkflowContent {

@@ -201,8 +201,9 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
-        /** Connect a webhook provider (linear, github, circleci, vercel): its signing secret, encrypted at rest, and the project its events dispatch into (admin/owner) */
+        /** An org's connection to a webhook provider: its project, webhook URL and registered account ids, never its secret (404 when not connected) */
+        get: operations["getApiOrgOrgIdIntegrationsProvider"];
+        /** Connect a webhook provider (linear, github, circleci, vercel): its signing secret, encrypted at rest, the project its events dispatch into, and the provider's account ids that route a delivery here without ?org= (admin/owner; 409 when an account id already has the most orgs one id may have) */
         put: operations["putApiOrgOrgIdIntegrationsProvider"];
         post?: never;
         delete?: never;
@@ -220,7 +221,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Unified provider webhook for the org the URL names (?org=, as the integration's webhookUrl has it), verified with that org's secret and the provider's own signature on the raw body; 200 at once, routing deferred; a repeated delivery id or signed body answers duplicate: true. 400 no org, 401 bad signature or org not connected, 404 unknown provider, 413 over 1 MiB, 429 too many refused deliveries from this address */
+        /** Unified provider webhook for the org the URL names (?org=, as the integration's webhookUrl has it) or, without it, for the org that registered the provider account the delivery comes from (accountIds; decision 0070), verified with that org's secret and the provider's own signature on the raw body; 200 at once, routing deferred; a repeated delivery id or signed body answers duplicate: true. 400 malformed org, 401 bad signature, org not connected or account registered by no org, 404 unknown provider, 413 over 1 MiB, 429 too many refused deliveries from this address */
         post: operations["postApiWebhooksIngestProvider"];
         delete?: never;
         options?: never;
@@ -677,7 +678,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/v1/daemon/heartbeat": {
+    "/api/daemon/heartbeat": {
         parameters: {
             query?: never;
             header?: never;
@@ -687,7 +688,44 @@ export interface paths {
         get?: never;
         put?: never;
         /** Daemon liveness; delivers pending mutations (stamped deliveredAt before this answer) and refreshes the runtime JWT */
+        post: operations["postApiDaemonHeartbeat"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/daemon/heartbeat": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Deprecated alias of /api/daemon/heartbeat. Daemon liveness; delivers pending mutations (stamped deliveredAt before this answer) and refreshes the runtime JWT
+         * @deprecated
+         */
         post: operations["postV1DaemonHeartbeat"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/daemon/poll": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Pending sessions of the worker's projects (and prompts queued for sessions it holds) */
+        post: operations["postApiDaemonPoll"];
         delete?: never;
         options?: never;
         head?: never;
@@ -703,7 +741,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Pending sessions of the worker's projects (and prompts queued for sessions it holds) */
+        /**
+         * Deprecated alias of /api/daemon/poll. Pending sessions of the worker's projects (and prompts queued for sessions it holds)
+         * @deprecated
+         */
         post: operations["postV1DaemonPoll"];
         delete?: never;
         options?: never;
@@ -800,7 +841,7 @@ export interface paths {
         };
         /**
          * The sessions the calling worker holds (claimed, running, paused, finalizing), for reconciling after an outage
-         * @description A session the worker runs but is not listed here was stopped or reclaimed while the worker could not hear of it: the worker ends its agent and reports nothing for it. Only sessions claimed before this request was sent can be judged by its answer.
+         * @description A session the worker runs but is not listed here was stopped or reclaimed while the worker could not hear of it: the worker ends its agent and reports nothing for it. Only sessions claimed before this request was sent can be judged by its answer. Each session is listed under its public id and again under the key it was offered under before public ids followed the spec, so a worker from before that change keeps what it runs.
          */
         get: operations["getApiDaemonSessions"];
         put?: never;
@@ -1030,7 +1071,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Decide a gate (approved, rejected, escalated) as the authenticated user */
+        /** Decide a gate (approve, reject or escalate; either tense) as the authenticated user */
         post: operations["postApiApprovalGatesIdDecide"];
         delete?: never;
         options?: never;
@@ -3047,6 +3088,76 @@ export interface operations {
             };
         };
     };
+    getApiOrgOrgIdIntegrationsProvider: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                orgId: string;
+                provider: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description An org's connection to a webhook provider: its project, webhook URL and registered account ids, never its secret (404 when not connected) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        orgId: string;
+                        /** @enum {unknown} */
+                        provider: "linear" | "github" | "circleci" | "vercel";
+                        /** @constant */
+                        connected: true;
+                        projectId: string | null;
+                        webhookUrl: string;
+                        accountIds: string[];
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated but not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server or dependency error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     putApiOrgOrgIdIntegrationsProvider: {
         parameters: {
             query?: never;
@@ -3063,11 +3174,13 @@ export interface operations {
                     signingSecret: string;
                     /** Format: uuid */
                     projectId?: string;
+                    /** @description The provider's own ids of the accounts whose deliveries come to this org without ?org= (decision 0070): GitHub: the hook's X-GitHub-Hook-Installation-Target-ID, or the repository owner's id or login; Linear: the workspace's organizationId; CircleCI: organization.id; Vercel: the team id (the user id for a personal account). Compared case-insensitively and kept lower-cased. An id may be registered by at most 5 orgs (409 past that); each delivery is checked against the secrets of those orgs only. Absent: the ids stay as they were; [] removes them. */
+                    accountIds?: string[];
                 };
             };
         };
         responses: {
-            /** @description Connect a webhook provider (linear, github, circleci, vercel): its signing secret, encrypted at rest, and the project its events dispatch into (admin/owner) */
+            /** @description Connect a webhook provider (linear, github, circleci, vercel): its signing secret, encrypted at rest, the project its events dispatch into, and the provider's account ids that route a delivery here without ?org= (admin/owner; 409 when an account id already has the most orgs one id may have) */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -3082,6 +3195,7 @@ export interface operations {
                         connected: true;
                         projectId: string | null;
                         webhookUrl: string;
+                        accountIds: string[];
                         updatedAt: string;
                     };
                 };
@@ -3164,8 +3278,8 @@ export interface operations {
     };
     postApiWebhooksIngestProvider: {
         parameters: {
-            query: {
-                org: string;
+            query?: {
+                org?: string;
             };
             header?: never;
             path: {
@@ -3179,7 +3293,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Unified provider webhook for the org the URL names (?org=, as the integration's webhookUrl has it), verified with that org's secret and the provider's own signature on the raw body; 200 at once, routing deferred; a repeated delivery id or signed body answers duplicate: true. 400 no org, 401 bad signature or org not connected, 404 unknown provider, 413 over 1 MiB, 429 too many refused deliveries from this address */
+            /** @description Unified provider webhook for the org the URL names (?org=, as the integration's webhookUrl has it) or, without it, for the org that registered the provider account the delivery comes from (accountIds; decision 0070), verified with that org's secret and the provider's own signature on the raw body; 200 at once, routing deferred; a repeated delivery id or signed body answers duplicate: true. 400 malformed org, 401 bad signature, org not connected or account registered by no org, 404 unknown provider, 413 over 1 MiB, 429 too many refused deliveries from this address */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -4394,7 +4508,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        /** @description The human behind the credential: the user for a user token or session; for an API key, the user who created it (null when a machine credential created it); null for a machine token. */
+                        /** @description The person the credential acts as: the user of a user token or browser session; null for every other credential (API keys, machine and agent tokens), which the operations for people (approval decide, web push) refuse. */
                         user: {
                             /** Format: uuid */
                             id: string;
@@ -4402,6 +4516,13 @@ export interface operations {
                             firstName: string | null;
                             lastName: string | null;
                             profilePictureUrl: string | null;
+                        } | null;
+                        /** @description The API key the caller authenticated with, and the id of the user who created it (null when a machine credential did); null for any other credential. */
+                        apiKey: {
+                            /** Format: uuid */
+                            id: string;
+                            name: string;
+                            createdBy: string | null;
                         } | null;
                         org: {
                             /** Format: uuid */
@@ -6055,7 +6176,7 @@ export interface operations {
             };
         };
     };
-    postV1DaemonHeartbeat: {
+    postApiDaemonHeartbeat: {
         parameters: {
             query?: never;
             header?: never;
@@ -6170,7 +6291,122 @@ export interface operations {
             };
         };
     };
-    postV1DaemonPoll: {
+    postV1DaemonHeartbeat: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    workerId: string;
+                    activeSessionIds?: string[];
+                    load?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Deprecated alias of /api/daemon/heartbeat. Daemon liveness; delivers pending mutations (stamped deliveredAt before this answer) and refreshes the runtime JWT */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        ok: true;
+                        mutations: {
+                            /** Format: uuid */
+                            id: string;
+                            /** Format: uuid */
+                            orgId: string;
+                            workerHostId: string;
+                            requestedBy: string;
+                            /** @enum {unknown} */
+                            op: "project.add" | "project.remove" | "pool.deleted" | "modelAccess.set" | "modelAccess.clear";
+                            /** @description The op's parameters (see the enqueue body: one schema per op) */
+                            params: Record<string, unknown>;
+                            /** @enum {unknown} */
+                            status: "pending" | "delivered" | "cancelled";
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            deliveredAt?: string;
+                            /** Format: date-time */
+                            cancelledAt?: string;
+                        }[];
+                        runtimeJwt?: string;
+                    };
+                };
+            };
+            /** @description Malformed or invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated but not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body larger than the route accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server or dependency error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postApiDaemonPoll: {
         parameters: {
             query?: never;
             header?: never;
@@ -6187,6 +6423,109 @@ export interface operations {
         };
         responses: {
             /** @description Pending sessions of the worker's projects (and prompts queued for sessions it holds) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        sessions: {
+                            id: string;
+                            projectId: string;
+                            prompt: string;
+                            agentCardId?: string;
+                            workType?: string;
+                            provider?: string;
+                            queuedPrompts?: {
+                                id: string;
+                                text: string;
+                            }[];
+                        }[];
+                    };
+                };
+            };
+            /** @description Malformed or invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated but not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body larger than the route accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server or dependency error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postV1DaemonPoll: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    workerId: string;
+                    capacity: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Deprecated alias of /api/daemon/poll. Pending sessions of the worker's projects (and prompts queued for sessions it holds) */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -8235,8 +8574,11 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @enum {unknown} */
-                    decision: "approved" | "rejected" | "escalated";
+                    /**
+                     * @description approve|approved, reject|rejected or escalate|escalated. Escalating a run's gate whose node says `onEscalate: live-session` opens a session driven by the decider; the run resumes when it ends (decision 0069)
+                     * @enum {unknown}
+                     */
+                    decision: "approve" | "approved" | "reject" | "rejected" | "escalate" | "escalated";
                     /** @enum {unknown} */
                     actorRole?: "owner" | "admin" | "member" | "viewer";
                     comment?: string;
@@ -8244,7 +8586,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Decide a gate (approved, rejected, escalated) as the authenticated user */
+            /** @description Decide a gate (approve, reject or escalate; either tense) as the authenticated user */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -8252,7 +8594,11 @@ export interface operations {
                 content: {
                     "application/json": {
                         resolved: boolean;
-                        decision: string;
+                        /**
+                         * @description The decision taken, in the past tense whichever form was sent
+                         * @enum {unknown}
+                         */
+                        decision: "approved" | "rejected" | "escalated";
                         gate: {
                             id: string;
                             projectId?: string | null;

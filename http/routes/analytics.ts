@@ -1,7 +1,7 @@
 import { TroupeError } from '../../ops/kernel/errors.js';
 import type { Deps } from '../../actors/deps.js';
 import { projectsInOrg } from '../../storage/identity/orgs.js';
-import { sessionScope } from '../../storage/sessions/queries.js';
+import { findSession } from '../../storage/sessions/queries.js';
 import { phaseMetrics, type PhaseMetricRange } from '../../storage/analytics/phase-metrics.js';
 import { armPosteriors, observationsPage, routingHealth } from '../../storage/analytics/router.js';
 import { platformAggregates } from '../../storage/analytics/aggregates.js';
@@ -129,12 +129,12 @@ export function analyticsRoutes(): Route<Deps>[] {
       async handler(req, deps, { found: projectId }) {
         const p = orgPrincipal(req);
         const body = req.body;
-        if (body.sessionId !== undefined) {
-          const scope = await sessionScope(deps.db, p.orgId, body.sessionId);
-          if (!scope || scope.projectId !== projectId) throw new TroupeError('NOT_FOUND', 'session not found', { field: 'sessionId' });
+        const session = body.sessionId === undefined ? undefined : await findSession(deps.db, p.orgId, body.sessionId);
+        if (body.sessionId !== undefined && (!session || session.projectId !== projectId)) {
+          throw new TroupeError('NOT_FOUND', 'session not found', { field: 'sessionId' });
         }
         const written = await recordGraph(deps.db, {
-          orgId: p.orgId, projectId, sessionId: body.sessionId ?? null, entities: body.entities, relationships: body.relationships ?? [],
+          orgId: p.orgId, projectId, sessionId: session?.key ?? null, entities: body.entities, relationships: body.relationships ?? [],
           now: deps.clock.now(),
         });
         return { body: written };

@@ -86,7 +86,7 @@ export function approvalRoutes(): Route<Deps>[] {
     },
     route({
       method: 'post', path: '/api/approval-gates/:id/decide', auth: 'human', tags: ['approvals'],
-      summary: 'Decide a gate (approved, rejected, escalated) as the authenticated user', bodySchema: schemas.decideGateBody,
+      summary: 'Decide a gate (approve, reject or escalate; either tense) as the authenticated user', bodySchema: schemas.decideGateBody,
       responseSchema: schemas.decideGateReply,
       authorize: {
         async find(req, deps, p) {
@@ -104,7 +104,7 @@ export function approvalRoutes(): Route<Deps>[] {
       async handler(req, deps, { found: { gate, decider: p } }) {
         const comment = req.body.comment?.trim();
         const msg: GateMsg = {
-          type: 'gate.decide', orgId: p.orgId, decision: req.body.decision, decidedBy: { userId: p.userId, role: p.orgRole },
+          type: 'gate.decide', orgId: p.orgId, decision: schemas.gateDecisionWords[req.body.decision], decidedBy: { userId: p.userId, role: p.orgRole },
           ...(comment ? { comment } : {}),
         };
         const decided = await deps.ask<GateView>(approvalGateAddress(gate.id), msg);

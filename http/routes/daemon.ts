@@ -103,6 +103,16 @@ const QUIET_HEARTBEAT_REPLY: Reply = Object.freeze({ kind: 'text', contentType: 
 
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
+/**
+ * Spec 9.6: only registration lives under /v1, every other operation under /api. Workers started before the move
+ * still call `/v1/daemon/…`, so the very same route (handler, schemas, admission, header list) is registered a second
+ * time there, marked deprecated: no redirect, no extra hop, so the alias is exactly as fast as the new path.
+ */
+function withDeprecatedV1Alias(served: Route<Deps>): Route<Deps>[] {
+  const legacyPath = served.path.replace(/^\/api\//, '/v1/');
+  return [served, { ...served, path: legacyPath, deprecated: true, summary: `Deprecated alias of ${served.path}. ${served.summary}` }];
+}
+
 export function daemonRoutes(): Route<Deps>[] {
   return [
     route({
@@ -147,9 +157,9 @@ export function daemonRoutes(): Route<Deps>[] {
         };
       },
     }),
-    route({
+    ...withDeprecatedV1Alias(route({
       method: 'post',
-      path: '/v1/daemon/heartbeat',
+      path: '/api/daemon/heartbeat',
       auth: 'runtime',
       admission: 'exempt',
       // Only the edge's headers (its token is among them): the heartbeat's hot path copies nothing else.
@@ -173,10 +183,10 @@ export function daemonRoutes(): Route<Deps>[] {
         }
         return heartbeatWithWork(deps, svc, p, req.headers.authorization, now);
       },
-    }),
-    route({
+    })),
+    ...withDeprecatedV1Alias(route({
       method: 'post',
-      path: '/v1/daemon/poll',
+      path: '/api/daemon/poll',
       auth: 'runtime',
       summary: "Pending sessions of the worker's projects (and prompts queued for sessions it holds)",
       tags: ['daemon'],
@@ -189,7 +199,7 @@ export function daemonRoutes(): Route<Deps>[] {
         daemonServices(deps).liveness.record(p.workerId, now);
         return { body: { sessions: await pollForWorker(deps.db, p.orgId, p.projectIds, p.workerId, body.capacity, now) } };
       },
-    }),
+    })),
     route({
       method: 'post',
       path: '/api/sessions/:id/step-heartbeat',
@@ -221,7 +231,7 @@ export function daemonRoutes(): Route<Deps>[] {
           } else {
             // Written in the next batch, scoped to sessions this worker holds in its org.
             const now = deps.clock.now();
-            svc.steps.record(sessionId, { orgId: principal.orgId, workerId, at: now });
+            svc.steps.record(`${principal.orgId}/${sessionId}`, { orgId: principal.orgId, sessionId, workerId, at: now });
             svc.liveness.record(workerId, now);
           }
         } catch (err) {

@@ -256,15 +256,21 @@ export async function whoami(req: HttpRequest, deps: Deps): Promise<Reply> {
   return { body: await deps.auth.contextOf(p, () => loadCallerContext(deps, p)) };
 }
 
+/**
+ * `user` is the person the credential acts as, which only a user token or session is (decision 0069): the routes that
+ * need a person (approval decide, web push) refuse every other credential, and whoami says the same. An API key is
+ * named apart, with the user who created it, who is not the caller.
+ */
 async function loadCallerContext(deps: Deps, p: OrgPrincipal) {
   const org = await findOrg(deps.db, p.orgId);
   if (!org) throw new TroupeError('NOT_FOUND', 'org not found');
-  const humanId = p.kind === 'user' ? p.userId : await humanBehind(deps, p);
-  const user = humanId === null ? undefined : await findOrgMember(deps.db, org.id, humanId);
+  const user = p.kind === 'user' ? await findOrgMember(deps.db, org.id, p.userId) : undefined;
+  const key = p.kind === 'apiKey' ? await findApiKey(deps.db, org.id, p.keyId) : undefined;
   const projects = await listProjectAccess(deps.db, org.id, p.kind === 'user' ? p.userId : null);
   const scopes = p.kind === 'user' ? scopesOfRole(p.orgRole) : [...p.scopes];
   return {
     user: user ? publicUser(user) : null,
+    apiKey: key ? { id: key.id, name: key.name, createdBy: key.createdBy } : null,
     org: { id: org.id, name: org.name, slug: org.slug, plan: org.plan },
     projects: projects.map((pr) => ({ id: pr.id, name: pr.name, slug: pr.slug, role: pr.role })),
     scopes,

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { TroupeError } from '../../ops/kernel/errors.js';
 import type { Deps } from '../../actors/deps.js';
-import { newTrackerSessionId, publicIdPattern, publicSessionId, sessionAddress, type SessionReply } from '../../actors/session/index.js';
+import { newTrackerSessionId, publicIdPattern, publicSessionId, sessionAddress, sessionKey, type SessionReply } from '../../actors/session/index.js';
 import { daemonServices } from '../../actors/daemon-host/services.js';
-import { sessionDetail, sessionIdByTracker, sessionScope } from '../../storage/sessions/queries.js';
+import { findSession, sessionDetail, sessionKeyByTracker, type FoundSession } from '../../storage/sessions/queries.js';
 import { sessionTimeline } from '../../storage/sessions/listing.js';
 import { trackerIssueProblem } from '../../storage/sessions/github-issue-ref.js';
 import { sessionListRoute } from './session-list.js';
@@ -24,20 +24,20 @@ import { errorIssuesForSession } from '../../actors/integrations/error-tracker/i
  */
 
 /** The session in the caller's org, or 404 (absent, malformed id, or another org's). */
-async function scopedSession(deps: Deps, orgId: string, id: string | undefined): Promise<{ id: string; projectId: string; status: string }> {
+async function scopedSession(deps: Deps, orgId: string, id: string | undefined): Promise<FoundSession> {
   if (id === undefined || !publicIdPattern.test(id)) throw new TroupeError('NOT_FOUND', 'session not found');
-  const scope = await sessionScope(deps.db, orgId, id);
-  if (!scope) throw new TroupeError('NOT_FOUND', 'session not found');
-  return { id, ...scope };
+  const found = await findSession(deps.db, orgId, id);
+  if (!found) throw new TroupeError('NOT_FOUND', 'session not found');
+  return found;
 }
 
-type ScopedSession = Awaited<ReturnType<typeof scopedSession>>;
+type ScopedSession = FoundSession;
 
 /** `action` on the session `:id` names, found in the caller's org first (404 otherwise); the handler gets it as `found`. */
 const onSession = (action: 'read' | 'operate'): RouteAuthorization<Deps, any, ScopedSession> => ({
   find: (req, deps, p) => scopedSession(deps, p.orgId, req.params.id),
   action,
-  resource: (_req, p, session) => ({ type: 'Session', id: session.id, orgId: p.orgId, projectId: session.projectId }),
+  resource: (_req, p, session) => ({ type: 'Session', id: session.publicId, orgId: p.orgId, projectId: session.projectId }),
 });
 
 const short = { type: 'string', minLength: 1, maxLength: 200 } as const;
@@ -201,21 +201,22 @@ export function sessionRoutes(): Route<Deps>[] {
         const body = req.body;
         const trackerSessionId = body.trackerSessionId ?? newTrackerSessionId();
         // The org's own session for this tracker id when it has one (also one made before ids were org-scoped).
-        const sessionId = (body.trackerSessionId !== undefined ? await sessionIdByTracker(deps.db, p.orgId, trackerSessionId) : undefined)
-          ?? publicSessionId(p.orgId, trackerSessionId);
+        const key = (body.trackerSessionId !== undefined ? await sessionKeyByTracker(deps.db, p.orgId, trackerSessionId) : undefined)
+          ?? sessionKey(p.orgId, trackerSessionId);
+        const sessionId = publicSessionId(trackerSessionId);
         // No provider named: Thompson sampling over the org's router posteriors, seeded by the request id so the
         // choice is reproducible (decision 0013). Null while the org has no arms yet; the worker then decides.
         const routed = body.provider === undefined
           ? chooseProvider(arms, body.workType ?? DEFAULT_WORK_TYPE, req.requestId)
           : undefined;
-        const reply = await deps.ask<SessionReply>(sessionAddress(sessionId), {
+        const reply = await deps.ask<SessionReply>(sessionAddress(key), {
           type: 'session.dispatch', orgId: p.orgId, projectId: body.projectId, trackerSessionId, prompt: body.prompt,
           agentCardId: body.agentCardId ?? null, trackerIssue: body.trackerIssue ?? null, workType: body.workType ?? null,
           provider: body.provider ?? routed?.provider ?? null, requestedBy: requesterOf(p),
         });
         if (reply.kind !== 'dispatched') throw new TroupeError('INTERNAL', 'unexpected reply to dispatch');
         if (routed !== undefined) {
-          await recordRoutingDecision(deps.db, { orgId: p.orgId, sessionId, requestId: req.requestId, choice: routed, at: deps.clock.now() });
+          await recordRoutingDecision(deps.db, { orgId: p.orgId, sessionId: key, requestId: req.requestId, choice: routed, at: deps.clock.now() });
         }
         return { status: 201, body: { sessionId, status: reply.status } };
       },
@@ -235,9 +236,11 @@ export function sessionRoutes(): Route<Deps>[] {
         if (body.workerId !== p.workerId) throw new TroupeError('AUTH_FORBIDDEN', 'workerId does not match the runtime token');
         const id = req.params.id;
         if (id === undefined || !publicIdPattern.test(id)) throw new TroupeError('NOT_FOUND', 'session not found');
-        // A worker only sees sessions of its org and of the projects it was registered for: the actor, which holds
-        // both, answers NOT_FOUND for any other (its machine's screen), so nothing is read here first.
-        const reply = await deps.ask<SessionReply>(sessionAddress(id), {
+        // The name is found in the worker's org (one indexed read); the actor, which holds the session's projects,
+        // answers NOT_FOUND for one outside the worker's (its machine's screen).
+        const found = await findSession(deps.db, p.orgId, id);
+        if (!found) throw new TroupeError('NOT_FOUND', 'session not found');
+        const reply = await deps.ask<SessionReply>(sessionAddress(found.key), {
           type: 'session.transition', ...body, orgId: p.orgId, projectIds: p.projectIds,
         });
         daemonServices(deps).liveness.record(p.workerId, deps.clock.now());
@@ -258,9 +261,9 @@ export function sessionRoutes(): Route<Deps>[] {
       authorize: onSession('operate'),
       async handler(req, deps, { found: session }) {
         const p = orgPrincipal(req);
-        const reply = await deps.ask<SessionReply>(sessionAddress(session.id), { type: 'session.stop', requestedBy: requesterOf(p) });
+        const reply = await deps.ask<SessionReply>(sessionAddress(session.key), { type: 'session.stop', requestedBy: requesterOf(p) });
         if (reply.kind === 'stopped' && reply.stopped) {
-          await auditTrail(deps, p.orgId, 'session.stopped', requesterOf(p), session.id, { previousStatus: reply.previousStatus });
+          await auditTrail(deps, p.orgId, 'session.stopped', requesterOf(p), session.publicId, { previousStatus: reply.previousStatus });
         }
         return { body: withoutKind(reply) };
       },
@@ -282,12 +285,12 @@ export function sessionRoutes(): Route<Deps>[] {
       authorize: onSession('operate'),
       async handler(req, deps, { found: session }) {
         const p = orgPrincipal(req);
-        const reply = await deps.ask<SessionReply>(sessionAddress(session.id), {
+        const reply = await deps.ask<SessionReply>(sessionAddress(session.key), {
           type: 'session.prompt', promptId: randomUUID(), prompt: req.body.prompt, requestedBy: requesterOf(p),
         });
         // The prompt's text is the user's prose: the chain records that one was sent, not what it said.
         if (reply.kind === 'prompted') {
-          await auditTrail(deps, p.orgId, 'session.prompted', requesterOf(p), session.id, { promptId: reply.promptId, status: reply.status });
+          await auditTrail(deps, p.orgId, 'session.prompted', requesterOf(p), session.publicId, { promptId: reply.promptId, status: reply.status });
         }
         return { body: withoutKind(reply) };
       },
@@ -302,9 +305,9 @@ export function sessionRoutes(): Route<Deps>[] {
       authorize: onSession('read'),
       async handler(req, deps, { found: session }) {
         const p = orgPrincipal(req);
-        const resource = { type: 'Session', id: session.id, orgId: p.orgId, projectId: session.projectId } as const;
+        const resource = { type: 'Session', id: session.publicId, orgId: p.orgId, projectId: session.projectId } as const;
         const [detail, timeline, operate] = await Promise.all([
-          sessionDetail(deps.db, p.orgId, session.id), sessionTimeline(deps.db, p.orgId, session.id), deps.authz.check(p, 'operate', resource),
+          sessionDetail(deps.db, p.orgId, session.key), sessionTimeline(deps.db, p.orgId, session.key), deps.authz.check(p, 'operate', resource),
         ]);
         if (!detail) throw new TroupeError('NOT_FOUND', 'session not found');
         // `can` tells a page which controls to offer; the write routes decide again on their own.
@@ -345,7 +348,7 @@ export function sessionRoutes(): Route<Deps>[] {
       async handler(req, deps, { found: session }) {
         const p = orgPrincipal(req);
         // The org's Sentry OAuth connection, if any, through the outbound guard (actors/integrations/error-tracker).
-        return { body: await errorIssuesForSession(deps, p.orgId, session.id) };
+        return { body: await errorIssuesForSession(deps, p.orgId, session.publicId) };
       },
     }),
   ];

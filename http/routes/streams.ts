@@ -5,7 +5,7 @@ import { interviewChannel, nodeStreams, type SessionEvent, type StampedEvent } f
 import { interviewDeltasBody, interviewDeltasReply } from '../../schemas/daemon-extras/bodies.js';
 import { orgPrincipal } from '../principal.js';
 import { publicIdPattern } from '../../actors/session/index.js';
-import { sessionScope } from '../../storage/sessions/queries.js';
+import { findSession } from '../../storage/sessions/queries.js';
 import type { OrgPrincipal } from '../../schemas/identity/principal.js';
 import { interviewDeltaEventSchema, sessionStatusEventSchema, streamResetEvent } from '../../schemas/sessions/stream-events.js';
 import type { SseStream, Route, RouteAuthorization } from '../types.js';
@@ -52,8 +52,9 @@ function interviewId(raw: string | undefined): string {
 const onInterview = (action: 'read' | 'report'): RouteAuthorization<Deps, any, { id: string; projectId: string | undefined }> => ({
   async find(req, deps, p) {
     const id = interviewId(req.params.id);
-    const scope = publicIdPattern.test(id) ? await sessionScope(deps.db, p.orgId, id) : undefined;
-    return { id, projectId: scope?.projectId };
+    const session = publicIdPattern.test(id) ? await findSession(deps.db, p.orgId, id) : undefined;
+    // A session's output streams under its public id, whichever of its names the caller used.
+    return { id: session?.publicId ?? id, projectId: session?.projectId };
   },
   action,
   resource: (_req, p: OrgPrincipal, { id, projectId }) =>

@@ -4,7 +4,7 @@ import { publicIdPattern } from '../../actors/session/index.js';
 import { workerStreams } from '../../actors/fleet/worker-streams.js';
 import { interviewBatcher } from '../../actors/interview/batcher.js';
 import { daemonServices } from '../../actors/daemon-host/services.js';
-import { sessionScope } from '../../storage/sessions/queries.js';
+import { findSession } from '../../storage/sessions/queries.js';
 import { appendSessionOutput, MAX_OUTPUT_TAIL_BYTES, sessionsHeldBy } from '../../storage/sessions/output.js';
 import { orgPrincipal } from '../principal.js';
 import type { HttpRequest, Route } from '../types.js';
@@ -44,7 +44,7 @@ export const DAEMON_EVENTS_DESCRIPTION = [
   `- \`offer\` \`{session: ${'{id, projectId, prompt, agentCardId?, workType?, provider?}'}}\`: a session of one of the `
   + 'worker\'s projects entered the queue. A worker with free capacity claims it (`POST /api/sessions/{id}/status` '
   + '`claimed`); the first claim wins, the others get 409 and drop it. Sent to every connected worker of the project.',
-  '- `poll` `{projectId?, sessionId?}`: work may be waiting that only `POST /v1/daemon/poll` hands out (a session '
+  '- `poll` `{projectId?, sessionId?}`: work may be waiting that only `POST /api/daemon/poll` hands out (a session '
   + 'behind an issue lock, a waiter promoted, a prompt queued for a session the worker holds): poll now.',
   '- `stop` `{sessionId, status, reason}`: the worker held this session and no longer does (stopped by a user: '
   + '`status: stopped`; reclaimed after a lost lease: `pending`; failed by the lease: `failed`). End the agent; report '
@@ -109,7 +109,8 @@ export function workerProtocolRoutes(): Route<Deps>[] {
       summary: 'The sessions the calling worker holds (claimed, running, paused, finalizing), for reconciling after an outage',
       description: 'A session the worker runs but is not listed here was stopped or reclaimed while the worker could not '
         + 'hear of it: the worker ends its agent and reports nothing for it. Only sessions claimed before this request '
-        + 'was sent can be judged by its answer.',
+        + 'was sent can be judged by its answer. Each session is listed under its public id and again under the key it was '
+        + 'offered under before public ids followed the spec, so a worker from before that change keeps what it runs.',
       tags: ['daemon'],
       responseSchema: {
         type: 'object', required: ['sessions'],
@@ -155,13 +156,13 @@ export function workerProtocolRoutes(): Route<Deps>[] {
         const body = req.body;
         if (body.workerId !== p.workerId) throw new TroupeError('AUTH_FORBIDDEN', 'workerId does not match the runtime token');
         const id = req.params.id ?? '';
-        const scope = publicIdPattern.test(id) ? await sessionScope(deps.db, p.orgId, id) : undefined;
+        const session = publicIdPattern.test(id) ? await findSession(deps.db, p.orgId, id) : undefined;
         // Another org's session, or one outside the worker's projects, is not found.
-        if (!scope || !p.projectIds.includes(scope.projectId)) throw new TroupeError('NOT_FOUND', 'session not found');
+        if (!session || !p.projectIds.includes(session.projectId)) throw new TroupeError('NOT_FOUND', 'session not found');
         const now = deps.clock.now();
-        const appended = await appendSessionOutput(deps.db, p.orgId, id, p.workerId, body.chunks.join(''), now);
+        const appended = await appendSessionOutput(deps.db, p.orgId, session.key, p.workerId, body.chunks.join(''), now);
         if (!appended) throw new TroupeError('CONFLICT', 'this worker does not hold the session (stopped, reclaimed or ended)');
-        interviewBatcher(deps).add(p.orgId, id, body.chunks);
+        interviewBatcher(deps).add(p.orgId, session.publicId, body.chunks);
         daemonServices(deps).liveness.record(p.workerId, now);
         return { status: 202, body: { ok: true, accepted: body.chunks.length, ...appended } };
       },

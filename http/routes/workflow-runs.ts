@@ -11,6 +11,7 @@ import { workflowRunAddress } from '../../actors/workflow-run/actor.js';
 import type { RunMsg, RunView } from '../../actors/workflow-run/machine.js';
 import { findVersion } from '../../storage/workflows/workflows.js';
 import { findRun, listRunsOf } from '../../storage/workflows/runs.js';
+import { publicIdsOfKeys } from '../../storage/sessions/queries.js';
 import { decodeCursor, encodeCursor } from '../../storage/page-cursor.js';
 import * as schemas from '../../schemas/workflows/http.js';
 
@@ -78,10 +79,14 @@ export function runRoutes(): Route<Deps>[] {
         action: 'read',
         resource: (_req, _p, run) => ({ type: 'WorkflowRun', id: run.id, orgId: run.orgId, projectId: run.projectId }),
       },
-      async handler(_req, _deps, { found: run }) {
+      async handler(req, deps, { found: run }) {
+        // A run waits on its sessions by key; a client reads them by public id (decision 0068).
+        const stored = run.steps as readonly { sessionId?: string }[];
+        const shown = await publicIdsOfKeys(deps.db, run.orgId, stored.flatMap((s) => (s.sessionId ? [s.sessionId] : [])));
+        const steps = stored.map((s) => (s.sessionId ? { ...s, sessionId: shown.get(s.sessionId) ?? s.sessionId } : s));
         return {
           body: {
-            runId: run.id, workflowId: run.workflowId, version: run.version, status: run.status, steps: run.steps,
+            runId: run.id, workflowId: run.workflowId, version: run.version, status: run.status, steps,
             error: run.error, createdAt: run.createdAt, updatedAt: run.updatedAt,
           },
         };

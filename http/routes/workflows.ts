@@ -8,6 +8,7 @@ import type { HttpRequest, Route, RouteAuthorization } from '../types.js';
 import { route } from '../route.js';
 import { orgPrincipal } from '../principal.js';
 import { workflowAddress } from '../../actors/workflow/actor.js';
+import { changeWorkflow } from '../../actors/workflow/change.js';
 import { changeActorOf } from '../../actors/workflow/change-actor.js';
 import { diffVersions } from '../../actors/workflow/diff.js';
 import type { ContentChanges, WorkflowMsg, WorkflowView } from '../../actors/workflow/machine.js';
@@ -21,7 +22,8 @@ import { scheduleRoutes } from './workflow-schedule.js';
 
 /**
  * Workflow routes (CONTRACT.md "Workflows", spec 4.4). Writes go to the workflow actor (`workflow/<id>`), which
- * snapshots every accepted change; reads come from the read models it projects. Another org's workflow is 404.
+ * snapshots every accepted change; reads come from the read models it projects. Another org's workflow is 404. A
+ * change that publishes, republishes or unpublishes answers once its schedule reads accordingly (changeWorkflow).
  * Editing is Cedar `edit` on the Workflow; a change that leaves it published also needs `publish` (decision 0008).
  */
 
@@ -156,7 +158,7 @@ export function workflowRoutes(): Route<Deps>[] {
           ...(req.body.status !== undefined ? { status: req.body.status } : {}),
           ...(req.body.changeReason !== undefined ? { changeReason: req.body.changeReason } : {}),
         };
-        const view = await deps.ask<WorkflowView>(workflowAddress(w.id), msg);
+        const view = await changeWorkflow(deps, w.id, msg);
         return { body: fromView(view) };
       },
     }),
@@ -210,7 +212,7 @@ export function workflowRoutes(): Route<Deps>[] {
             triggerConfig: v.triggerConfig, providerRequirements: v.providerRequirements, workflowConfig: v.workflowConfig,
           },
         };
-        const view = await deps.ask<WorkflowView>(workflowAddress(w.id), msg);
+        const view = await changeWorkflow(deps, w.id, msg);
         return { body: fromView(view) };
       },
     }),

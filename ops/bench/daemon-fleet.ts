@@ -64,7 +64,7 @@ export async function registerDaemons(base: string, org: BenchOrg, count: number
   const daemons = await inBatches(count, 32, (i) => postJson(`${base}/v1/daemon/register`, {
     body: { registrationToken: org.registrationToken, hostname: `bench-${i}`, maxAgents: 4 },
   }) as Promise<Daemon>);
-  await inBatches(count, 32, (i) => postJson(`${base}/v1/daemon/heartbeat`, { token: daemons[i]!.runtimeJwt, body: { workerId: daemons[i]!.workerId } }));
+  await inBatches(count, 32, (i) => postJson(`${base}/api/daemon/heartbeat`, { token: daemons[i]!.runtimeJwt, body: { workerId: daemons[i]!.workerId } }));
   return daemons;
 }
 

@@ -1,6 +1,6 @@
 /**
  * The node of the G7 benchmark (frameworks.ts; PERFORMANCE.md "The framework earns its keep"): bench-node's node,
- * serving everything on its uWS edge as usual, whose own compiled `POST /v1/daemon/heartbeat` is also served through
+ * serving everything on its uWS edge as usual, whose own compiled `POST /api/daemon/heartbeat` is also served through
  * node:http (on NODE_HTTP_PORT) and Fastify (on FASTIFY_PORT). One process, one set of deps and daemons, one pipeline
  * (http/pipeline.ts: authenticate, decode, validate, handler, then the reply or the `{error, code}` refusal): only
  * the HTTP framework differs. What uWS's edge does around the pipeline for each request (copy the route's headers,
@@ -20,7 +20,7 @@ import { allRoutes } from '../../http/routes.js';
 import type { Reply } from '../../http/types.js';
 import { EdgeTrace, withTrace } from '../../ops/kernel/trace-context.js';
 
-const HEARTBEAT = '/v1/daemon/heartbeat';
+const HEARTBEAT = '/api/daemon/heartbeat';
 const route = allRoutes().find((r) => r.method === 'post' && r.path === HEARTBEAT) ?? fail(`the node has no POST ${HEARTBEAT}`);
 const hooks = edgeHooksFor(node.deps);
 const compiled = compileRoute(route, hooks);

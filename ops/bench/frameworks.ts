@@ -2,7 +2,7 @@
  * G7 (PERFORMANCE.md "The framework earns its keep"): the same heartbeat logic on uWS, node:http and Fastify, goal
  * uWS ≥ 1.5× node:http and ≥ 2× Fastify.
  *
- * One node (framework-node.ts) serves its own compiled `POST /v1/daemon/heartbeat` on its uWS edge, through
+ * One node (framework-node.ts) serves its own compiled `POST /api/daemon/heartbeat` on its uWS edge, through
  * node:http and through Fastify: same process, deps, daemons and pipeline, so only the framework differs. Before
  * measuring, each front must give the same answers to a good heartbeat, a bad token and a body its schema refuses.
  * Then wrk drives each in turn with the daemons' real runtime JWTs, interleaved round by round (node on core 0, wrk
@@ -28,7 +28,7 @@ const { engine, daemonCount, rounds, duration, warmup, connections } = readHeart
 const postgresUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 requireWrk();
 
-const HEARTBEAT = '/v1/daemon/heartbeat';
+const HEARTBEAT = '/api/daemon/heartbeat';
 const here = path.dirname(new URL(import.meta.url).pathname);
 const workDir = mkdtempSync(path.join(os.tmpdir(), 'troupe-bench-frameworks-'));
 const adminToken = `trpadm_bench_${Date.now()}_0123456789abcdef`;

@@ -1,5 +1,5 @@
 // Benchmark (PERFORMANCE.md G1, G1-floor, G2, G3; issue 3 "Speed"): registers N daemons on a node and drives
-// POST /v1/daemon/heartbeat with their real runtime JWTs (rotating through all of them; some daemons have pending
+// POST /api/daemon/heartbeat with their real runtime JWTs (rotating through all of them; some daemons have pending
 // mutations each round) and POST /api/sessions/{id}/step-heartbeat, interleaved round by round with the ceiling
 // servers of ceilings/uws-post-heartbeat.ts and with a second node whose batched storage writer is a no-op (G3).
 // Load comes from wrk (`apt-get install -y wrk`): servers on core 0, `taskset -c 1 wrk -t1 -c100`.
@@ -74,7 +74,7 @@ async function startNode(label: string, extraEnv: NodeJS.ProcessEnv, nodeArgs: r
   return { base, pid: node.child.pid, org, daemons, held };
 }
 
-const heartbeats = (p: Provisioned): PostRequest[] => p.daemons.map((d, i) => ({ path: '/v1/daemon/heartbeat', token: d.runtimeJwt, body: heartbeatBody(d, i) }));
+const heartbeats = (p: Provisioned): PostRequest[] => p.daemons.map((d, i) => ({ path: '/api/daemon/heartbeat', token: d.runtimeJwt, body: heartbeatBody(d, i) }));
 
 interface Target { readonly name: string; readonly url: string; readonly file: string; readonly route?: string; readonly troupe: boolean; readonly pid?: number }
 /** A window with the 5xx answers the node counted in it. */
@@ -103,7 +103,7 @@ try {
   const stepFile = writeRequestFile(path.join(workDir, 'steps.txt'), real.held.map((h) => ({
     path: `/api/sessions/${h.sessionId}/step-heartbeat`, token: h.d.runtimeJwt, body: JSON.stringify({ workerId: h.d.workerId }),
   })));
-  const HB = '/v1/daemon/heartbeat';
+  const HB = '/api/daemon/heartbeat';
   const targets: Target[] = [
     { name: 'ceiling uWS POST parse', url: `http://127.0.0.1:${parse.port}`, file: hbFile, troupe: false, pid: parse.child.pid },
     { name: 'ceiling parse+cached-verify', url: `http://127.0.0.1:${cached.port}`, file: hbFile, troupe: false, pid: cached.child.pid },

@@ -165,7 +165,7 @@ async function startNode(set: string, tree: string, root: string): Promise<Node>
 /** Runtime JWTs live 15 minutes; a heartbeat hands out a fresh one when little is left. */
 async function refreshTokens(node: Node): Promise<void> {
   for (const d of node.daemons) {
-    const r = await ok(node.base, '/v1/daemon/heartbeat', d.runtimeJwt, { workerId: d.workerId });
+    const r = await ok(node.base, '/api/daemon/heartbeat', d.runtimeJwt, { workerId: d.workerId });
     if (typeof r.runtimeJwt === 'string') d.runtimeJwt = r.runtimeJwt;
   }
 }

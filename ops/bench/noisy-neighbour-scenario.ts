@@ -82,7 +82,7 @@ async function probe(base: string, b: Org, until: () => boolean, into: { heartbe
   let n = 0;
   const beats = (async () => {
     while (!until()) {
-      await timed(into.heartbeats, () => request(base, 'POST', '/v1/daemon/heartbeat', b.worker.runtimeJwt, { workerId: b.worker.workerId }), (s) => s === 200);
+      await timed(into.heartbeats, () => request(base, 'POST', '/api/daemon/heartbeat', b.worker.runtimeJwt, { workerId: b.worker.workerId }), (s) => s === 200);
       await new Promise((r) => setTimeout(r, 20));
     }
   })();

@@ -294,7 +294,7 @@ async function loadedRealEngines(): Promise<boolean> {
         while (heartbeats.sent < due) {
           const w = workers[heartbeats.sent % workerCount]!;
           heartbeats.sent += 1;
-          const p = post(port, '/v1/daemon/heartbeat', w.runtimeJwt, { workerId: w.workerId }).then(
+          const p = post(port, '/api/daemon/heartbeat', w.runtimeJwt, { workerId: w.workerId }).then(
             (reply: { runtimeJwt?: string }) => { if (reply.runtimeJwt) w.runtimeJwt = reply.runtimeJwt; },
             () => { heartbeats.failed += 1; },
           );

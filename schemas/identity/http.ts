@@ -136,12 +136,23 @@ export const orgListReply = {
 export const whoamiReply = {
   type: 'object',
   additionalProperties: false,
-  required: ['user', 'org', 'projects', 'scopes'],
+  required: ['user', 'apiKey', 'org', 'projects', 'scopes'],
   properties: {
     user: {
-      description: 'The human behind the credential: the user for a user token or session; for an API key, the user who '
-        + 'created it (null when a machine credential created it); null for a machine token.',
+      description: 'The person the credential acts as: the user of a user token or browser session; null for every other '
+        + 'credential (API keys, machine and agent tokens), which the operations for people (approval decide, web push) refuse.',
       oneOf: [userSchema, { type: 'null' }],
+    },
+    apiKey: {
+      description: 'The API key the caller authenticated with, and the id of the user who created it (null when a machine '
+        + 'credential did); null for any other credential.',
+      oneOf: [
+        {
+          type: 'object', additionalProperties: false, required: ['id', 'name', 'createdBy'],
+          properties: { id: uuid, name: { type: 'string' }, createdBy: { type: ['string', 'null'] } },
+        },
+        { type: 'null' },
+      ],
     },
     org: {
       type: 'object', additionalProperties: false, required: ['id', 'name', 'slug', 'plan'],

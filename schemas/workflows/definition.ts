@@ -83,7 +83,12 @@ const nodeKinds = {
     },
     {
       type: 'object', required: ['id', 'kind', 'title'],
-      properties: { id: nodeId, kind: { const: 'approval' }, title: text(500), name: text(200), requiredRole: { enum: ['owner', 'admin', 'member'] }, escalation: { enum: ['live-session'] } },
+      // `onEscalate: live-session`: an escalate decision opens a session driven by the approver (decision 0069);
+      // `prompt` is what that session is asked (the title when absent). `escalation` is the older spelling of `onEscalate`.
+      properties: {
+        id: nodeId, kind: { const: 'approval' }, title: text(500), name: text(200), requiredRole: { enum: ['owner', 'admin', 'member'] },
+        onEscalate: { enum: ['live-session'] }, prompt: text(20_000), escalation: { enum: ['live-session'] },
+      },
       additionalProperties: false,
     },
     {

@@ -317,14 +317,27 @@ export const openGateReply = { type: 'object', required: ['gate'], properties: {
 
 export const decideGateReply = {
   type: 'object', required: ['resolved', 'decision', 'gate'],
-  properties: { resolved: { type: 'boolean' }, decision: { type: 'string' }, gate: gateView },
+  properties: {
+    resolved: { type: 'boolean' },
+    decision: { enum: ['approved', 'rejected', 'escalated'], description: 'The decision taken, in the past tense whichever form was sent' },
+    gate: gateView,
+  },
+} as const;
+
+/** The decisions a gate takes, as sent (either tense) and as answered and stored (the past tense). */
+export const gateDecisionWords = {
+  approve: 'approved', approved: 'approved', reject: 'rejected', rejected: 'rejected', escalate: 'escalated', escalated: 'escalated',
 } as const;
 
 export const decideGateBody = {
   type: 'object',
   required: ['decision'],
   properties: {
-    decision: { enum: ['approved', 'rejected', 'escalated'] },
+    decision: {
+      enum: ['approve', 'approved', 'reject', 'rejected', 'escalate', 'escalated'],
+      description: 'approve|approved, reject|rejected or escalate|escalated. Escalating a run\'s gate whose node says '
+        + '`onEscalate: live-session` opens a session driven by the decider; the run resumes when it ends (decision 0069)',
+    },
     actorRole: { enum: ['owner', 'admin', 'member', 'viewer'] },
     comment: { type: 'string', maxLength: 2000 },
   },

@@ -41,6 +41,7 @@ export const runMessageSchema = {
       properties: { kind: { enum: ['manual', 'schedule', 'webhook'] }, fireTime: { type: 'string', format: 'date-time' }, eventId: id },
     },
     status: { type: 'string', maxLength: 32 },
+    requestedBy: { type: 'string', maxLength: 200 },
     decision: { enum: ['approved', 'rejected', 'escalated'] },
     comment: { type: 'string', maxLength: 2000 },
   },

@@ -68,15 +68,17 @@ export function decodeCursor(cursor: string): { createdAt: Date; id: string } {
 export async function observationsPage(
   db: Knex, orgId: string, limit: number, cursor: string | undefined,
 ): Promise<{ observations: Observation[]; nextCursor: string | null }> {
-  const q = db('session_outcomes').where({ org_id: orgId });
+  // Outcomes are kept by session key; they are shown by public id (decision 0068).
+  const q = db('session_outcomes as o').leftJoin('sessions as s', 's.id', 'o.session_id').where({ 'o.org_id': orgId })
+    .select('o.*', 's.public_id');
   if (cursor !== undefined) {
     const after = decodeCursor(cursor);
-    q.whereRaw('(created_at, id) < (?::timestamptz, ?)', [after.createdAt.toISOString(), after.id]);
+    q.whereRaw('(o.created_at, o.id) < (?::timestamptz, ?)', [after.createdAt.toISOString(), after.id]);
   }
-  const rows = await q.orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(limit + 1);
+  const rows = await q.orderBy([{ column: 'o.created_at', order: 'desc' }, { column: 'o.id', order: 'desc' }]).limit(limit + 1);
   const page = rows.slice(0, limit).map((r: Record<string, unknown>): Observation => ({
     id: r.id as string,
-    sessionId: r.session_id as string,
+    sessionId: (r.public_id ?? r.session_id) as string,
     provider: (r.provider as string | null) ?? null,
     workType: r.work_type as string,
     status: r.status as string,

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { appendAudit, type AuditInput } from '../audit-log.js';
+import { replaceAccountIds } from './provider-accounts.js';
 
 /** One org's connection to a webhook provider. The secret stays sealed here; only the webhook path opens it. */
 export interface ProviderIntegration {
@@ -34,12 +35,25 @@ export async function findProviderIntegration(db: Knex, orgId: string, provider:
   return row ? toIntegration(row) : undefined;
 }
 
-/** Stores an org's provider integration and appends `audit` to its chain, in one transaction. */
+/**
+ * Stores an org's provider integration and appends `audit` to its chain, in one transaction; `accountIds`, when
+ * given, replace the ids it is routed by (absent, they stay as they were).
+ */
 export async function connectProviderIntegration(
-  db: Knex, input: { orgId: string; provider: string; sealedSecret: string; projectId: string | null; updatedBy: string; at: Date }, audit: AuditInput,
+  db: Knex,
+  input: { orgId: string; provider: string; sealedSecret: string; projectId: string | null; accountIds?: readonly string[]; updatedBy: string; at: Date },
+  audit: AuditInput,
 ): Promise<void> {
   await db.transaction(async (trx) => {
     await upsertProviderIntegration(trx, input);
+    if (input.accountIds !== undefined) await replaceAccountIds(trx, input.orgId, input.provider, input.accountIds, input.at);
     await appendAudit(trx, audit);
   });
+}
+
+/** When the org's connection was last changed, with what `findProviderIntegration` gives. */
+export async function readProviderIntegration(db: Knex, orgId: string, provider: string): Promise<(ProviderIntegration & { updatedAt: Date }) | undefined> {
+  const row = await db('provider_integrations').where({ org_id: orgId, provider })
+    .first<(Row & { updated_at: Date }) | undefined>('org_id', 'provider', 'sealed_secret', 'project_id', 'updated_at');
+  return row ? { ...toIntegration(row), updatedAt: new Date(row.updated_at) } : undefined;
 }

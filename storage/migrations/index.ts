@@ -27,6 +27,8 @@ import { trackerCommentsMigration } from './0041_tracker_comments.js';
 import { agentCardProposalsMigration } from './0042_agent_card_proposals.js';
 import { auditOutboxMigration } from './0044_audit_outbox.js';
 import { rotationReplayMigration } from './0045_rotation_replay.js';
+import { providerAccountIdsMigration } from './0046_provider_account_ids.js';
+import { sessionPublicIdsMigration } from './0047_session_public_ids.js';
 
 /**
  * Every migration, in order. A static list rather than a directory scan, so the same source runs under tsx,
@@ -68,4 +70,6 @@ export const migrations: readonly Migration[] = [
   agentCardProposalsMigration, // 0042
   auditOutboxMigration, // 0044
   rotationReplayMigration, // 0045
+  providerAccountIdsMigration, // 0046
+  sessionPublicIdsMigration, // 0047
 ];

@@ -41,7 +41,7 @@ export async function listSessions(db: Knex, orgId: string, filter: SessionFilte
   const q = db('sessions').where({ org_id: orgId })
     .orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }])
     .limit(filter.limit + 1)
-    .select('id', 'project_id', 'status', 'prompt', 'tracker_issue', 'worker_id', 'cost_usd', 'created_at', 'updated_at');
+    .select('id', 'public_id', 'project_id', 'status', 'prompt', 'tracker_issue', 'worker_id', 'cost_usd', 'created_at', 'updated_at');
   if (filter.statuses !== undefined && filter.statuses.length > 0) q.whereIn('status', [...filter.statuses]);
   if (filter.projectIds !== undefined) q.whereIn('project_id', [...filter.projectIds]);
   if (filter.cursor !== undefined) {
@@ -49,8 +49,9 @@ export async function listSessions(db: Knex, orgId: string, filter: SessionFilte
     q.andWhere((w) => w.where('created_at', '<', createdAt).orWhere((same) => same.where('created_at', '=', createdAt).andWhere('id', '<', id)));
   }
   const rows = (await q) as Record<string, unknown>[];
-  const page = rows.slice(0, filter.limit).map((r): SessionListItem => ({
-    id: r.id as string,
+  const kept = rows.slice(0, filter.limit);
+  const page = kept.map((r): SessionListItem => ({
+    id: r.public_id as string,
     projectId: r.project_id as string,
     status: r.status as string,
     title: titleOf(r.prompt as string),
@@ -60,8 +61,9 @@ export async function listSessions(db: Knex, orgId: string, filter: SessionFilte
     createdAt: iso(r.created_at),
     updatedAt: iso(r.updated_at),
   }));
-  const last = page[page.length - 1];
-  return { sessions: page, nextCursor: rows.length > filter.limit && last ? encodeCursor(last.createdAt, last.id) : null };
+  // The cursor orders by key: public ids are shown, but two orgs' and an older session's may repeat.
+  const last = kept[kept.length - 1];
+  return { sessions: page, nextCursor: rows.length > filter.limit && last ? encodeCursor(iso(last.created_at), last.id as string) : null };
 }
 
 export async function sessionTimeline(db: Knex, orgId: string, sessionId: string): Promise<TimelineEntry[]> {

@@ -79,9 +79,16 @@ export async function sessionOutput(db: Knex, orgId: string, sessionId: string, 
   return { tail, totalBytes, truncated: totalBytes > Buffer.byteLength(tail, 'utf8'), updatedAt: new Date(row.updated_at as string).toISOString() };
 }
 
-/** Sessions a worker holds (claimed, running, paused or finalizing), for the worker's reconciliation. */
+/**
+ * Sessions a worker holds (claimed, running, paused or finalizing), for the worker's reconciliation: each under its
+ * public id and under its key, so a worker that took a session before public ids were shown (and knows it by its key)
+ * does not end it as unlisted after the upgrade (decision 0068).
+ */
 export async function sessionsHeldBy(db: Knex, orgId: string, workerId: string): Promise<{ id: string; status: string; run: number }[]> {
   const rows = await db('sessions').where({ org_id: orgId, worker_id: workerId })
-    .whereIn('status', ['claimed', 'running', 'paused', 'finalizing']).orderBy('id').limit(10_000).select('id', 'status', 'epoch');
-  return rows.map((r: Record<string, unknown>) => ({ id: r.id as string, status: r.status as string, run: Number(r.epoch) }));
+    .whereIn('status', ['claimed', 'running', 'paused', 'finalizing']).orderBy('id').limit(10_000).select('id', 'public_id', 'status', 'epoch');
+  return rows.flatMap((r: Record<string, unknown>) => {
+    const held = { status: r.status as string, run: Number(r.epoch) };
+    return [{ id: r.public_id as string, ...held }, ...(r.id === r.public_id ? [] : [{ id: r.id as string, ...held }])];
+  });
 }

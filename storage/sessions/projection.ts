@@ -1,6 +1,7 @@
 import type { SqlTx } from '../sql-tx.js';
 import { APPLIED, TransitionStatement, type FollowUp } from '../transition-statement.js';
 import type { SessionEffect, SessionState } from '../../schemas/sessions/session-state.js';
+import { publicSessionId } from '../../schemas/sessions/session-ids.js';
 import { oweTrackerComment, trackerTargetOf } from './tracker-comments.js';
 
 const isTerminal = (status: string): boolean => status === 'completed' || status === 'failed' || status === 'stopped';
@@ -89,7 +90,7 @@ function rowValues(s: SessionState): unknown[] {
   ];
 }
 
-const SPEC_COLUMNS = ['id', 'org_id', 'project_id', 'tracker_session_id', 'tracker_issue', 'agent_card_id', 'work_type', 'provider', 'requested_by', 'created_at', 'lock_state'] as const;
+const SPEC_COLUMNS = ['id', 'public_id', 'org_id', 'project_id', 'tracker_session_id', 'tracker_issue', 'agent_card_id', 'work_type', 'provider', 'requested_by', 'created_at', 'lock_state'] as const;
 const ON_CONFLICT_SET = ROW_COLUMNS.map((c) => (c === 'last_worker_id' ? `${c} = coalesce(excluded.${c}, sessions.${c})` : `${c} = excluded.${c}`)).join(', ');
 
 /** The row's write and, when the status changed, its transition (the `from` and `to` of the session's history). */
@@ -97,7 +98,7 @@ function writeSessionRow(st: TransitionStatement, id: string, s: SessionState, p
   const spec = s.spec!;
   if (previous.status === 'absent') {
     const values = [
-      ...rowValues(s), id, spec.orgId, spec.projectId, spec.trackerSessionId, spec.trackerIssue, spec.agentCardId, spec.workType,
+      ...rowValues(s), id, publicSessionId(spec.trackerSessionId), spec.orgId, spec.projectId, spec.trackerSessionId, spec.trackerIssue, spec.agentCardId, spec.workType,
       spec.provider, spec.requestedBy, new Date(s.createdAt), 'none',
     ];
     st.part('s_row', `insert into sessions (${[...ROW_COLUMNS, ...SPEC_COLUMNS].join(', ')}) select ${st.list(values)} where ${APPLIED}

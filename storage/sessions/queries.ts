@@ -25,7 +25,7 @@ type Row = Record<string, unknown>;
 
 function toSummary(r: Row): SessionSummary {
   return {
-    id: r.id as string,
+    id: r.public_id as string,
     orgId: r.org_id as string,
     projectId: r.project_id as string,
     status: r.status as string,
@@ -37,19 +37,45 @@ function toSummary(r: Row): SessionSummary {
   };
 }
 
-/** The session's org and project, or undefined when it is absent or another org's. */
-export async function sessionScope(db: Knex, orgId: string, sessionId: string): Promise<{ projectId: string; status: string } | undefined> {
-  const row = await db('sessions').where({ id: sessionId, org_id: orgId }).first('project_id', 'status');
-  return row ? { projectId: row.project_id as string, status: row.status as string } : undefined;
+/** A session found by one of its names in an org: its key for everything inside, its public id for every answer. */
+export interface FoundSession {
+  readonly key: string;
+  readonly publicId: string;
+  readonly projectId: string;
+  readonly status: string;
 }
 
-/** The id of the org's session with this tracker session id, if it has one (index of migration 0037). */
-export async function sessionIdByTracker(db: Knex, orgId: string, trackerSessionId: string): Promise<string | undefined> {
+/**
+ * The org's session named `name`: its public id, or the key an older session was shown under (decision 0068).
+ * Undefined when absent or another org's. When two sessions of the org answer to the name, the one whose key it is
+ * wins: that is the session a client holding an older id was given.
+ */
+export async function findSession(db: Knex, orgId: string, name: string): Promise<FoundSession | undefined> {
+  const row = await db('sessions').where({ org_id: orgId }).andWhere((q) => q.where('public_id', name).orWhere('id', name))
+    .orderByRaw('(id = ?) desc, created_at', [name]).first('id', 'public_id', 'project_id', 'status');
+  return row ? { key: String(row.id), publicId: String(row.public_id), projectId: String(row.project_id), status: String(row.status) } : undefined;
+}
+
+/** The public id of the session with this key, for what is written about it outside the node (a tracker comment). */
+export async function publicIdOfKey(db: Knex, orgId: string, key: string): Promise<string | undefined> {
+  const row = await db('sessions').where({ id: key, org_id: orgId }).first('public_id');
+  return row ? String(row.public_id) : undefined;
+}
+
+/** The public ids of the org's sessions with these keys (a run's steps, an outcome list), key → public id. */
+export async function publicIdsOfKeys(db: Knex, orgId: string, keys: readonly string[]): Promise<Map<string, string>> {
+  if (keys.length === 0) return new Map();
+  const rows = await db('sessions').where({ org_id: orgId }).whereIn('id', [...new Set(keys)]).select('id', 'public_id');
+  return new Map(rows.map((r: Row) => [String(r.id), String(r.public_id)]));
+}
+
+/** The key of the org's session with this tracker session id, if it has one (index of migration 0037). */
+export async function sessionKeyByTracker(db: Knex, orgId: string, trackerSessionId: string): Promise<string | undefined> {
   const row = await db('sessions').where({ org_id: orgId, tracker_session_id: trackerSessionId }).orderBy('created_at').first('id');
   return row ? String(row.id) : undefined;
 }
 
-/** Enriched detail for `GET /api/public/sessions/{id}`. */
+/** Enriched detail for `GET /api/public/sessions/{id}`, of the session with this key. */
 export async function sessionDetail(db: Knex, orgId: string, sessionId: string): Promise<Record<string, unknown> | undefined> {
   const row = await db('sessions as s')
     .leftJoin('projects as p', 'p.id', 's.project_id')
@@ -66,7 +92,7 @@ export async function sessionDetail(db: Knex, orgId: string, sessionId: string):
   const workerId = (row.worker_id ?? row.last_worker_id) as string | null;
   const workflowRun = await workflowRunOf(db, orgId, row.requested_by as string | null);
   return {
-    id: row.id,
+    id: row.public_id,
     status: row.status,
     orgId: row.org_id,
     project: { id: row.project_id, name: row.project_name ?? null, slug: row.project_slug ?? null },
@@ -127,6 +153,7 @@ export async function sessionsByTrackerIssue(db: Knex, orgId: string, trackerIss
 }
 
 export interface OfferedSession {
+  /** The public id: what the worker reports under and shows its agent. */
   readonly id: string;
   readonly projectId: string;
   readonly prompt: string;
@@ -153,10 +180,10 @@ export async function pollForWorker(
       .whereNot('lock_state', 'waiting')
       .orderBy([{ column: 'created_at' }, { column: 'id' }])
       .limit(capacity)
-      .select('id', 'project_id', 'prompt', 'agent_card_id', 'work_type', 'provider');
+      .select('public_id', 'project_id', 'prompt', 'agent_card_id', 'work_type', 'provider');
     for (const r of rows) {
       offered.push({
-        id: r.id, projectId: r.project_id, prompt: r.prompt,
+        id: r.public_id, projectId: r.project_id, prompt: r.prompt,
         ...(r.agent_card_id ? { agentCardId: r.agent_card_id } : {}),
         ...(r.work_type ? { workType: r.work_type } : {}),
         ...(r.provider ? { provider: r.provider } : {}),
@@ -177,8 +204,8 @@ export async function pollForWorker(
     bySession.set(p.session_id as string, list);
   }
   if (bySession.size > 0) {
-    const held = await db('sessions').whereIn('id', [...bySession.keys()]).select('id', 'project_id', 'prompt');
-    for (const r of held) offered.push({ id: r.id, projectId: r.project_id, prompt: r.prompt, queuedPrompts: bySession.get(r.id) ?? [] });
+    const held = await db('sessions').whereIn('id', [...bySession.keys()]).select('id', 'public_id', 'project_id', 'prompt');
+    for (const r of held) offered.push({ id: r.public_id, projectId: r.project_id, prompt: r.prompt, queuedPrompts: bySession.get(r.id) ?? [] });
   }
   return offered;
 }
@@ -199,7 +226,10 @@ export async function sessionsWithExpiredLease(db: Knex, staleBefore: number, li
   return rows.map((r: Row) => ({ id: r.id as string, workerId: r.worker_id as string }));
 }
 
-/** Step heartbeats, coalesced: one UPDATE per batch, scoped so a worker only touches sessions it holds. */
+/**
+ * Step heartbeats, coalesced: one UPDATE per batch, scoped so a worker only touches sessions it holds. A beat names
+ * its session as the worker does, by public id (or an older session's key); the worker's own claims narrow it first.
+ */
 export async function writeStepHeartbeats(
   db: Knex, batch: readonly { sessionId: string; orgId: string; workerId: string; at: number }[],
 ): Promise<void> {
@@ -208,7 +238,7 @@ export async function writeStepHeartbeats(
   await db.raw(
     `update sessions s set last_tool_called_at = v.at
        from (select * from unnest(?::text[], ?::uuid[], ?::text[], ?::timestamptz[]) as t(id, org_id, worker_id, at)) v
-      where s.id = v.id and s.org_id = v.org_id and s.worker_id = v.worker_id
+      where s.worker_id = v.worker_id and s.org_id = v.org_id and (s.public_id = v.id or s.id = v.id)
         and (s.last_tool_called_at is null or s.last_tool_called_at < v.at)`,
     [sorted.map((b) => b.sessionId), sorted.map((b) => b.orgId), sorted.map((b) => b.workerId), sorted.map((b) => new Date(b.at).toISOString())],
   );

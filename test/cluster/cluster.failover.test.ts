@@ -9,7 +9,7 @@
  * the order the session changed.
  */
 import { expect } from 'chai';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import amqp from 'amqplib';
 import pg from 'pg';
 import { generateAdminToken, generateMasterKey } from '../../ops/secrets.js';
@@ -20,6 +20,7 @@ import { engines, skipEngine } from '../support/engines.js';
 import { openSse, type SseClient } from '../integration/streams/sse-client.js';
 import { killNode, startNodeProcess, stopAll, type NodeProcess } from './processes.js';
 import { joiningNodeId, primaryShardsOf } from './joining-node.js';
+import { sessionKey } from '../../actors/session/index.js';
 
 const SHARDS = 16;
 const label = randomBytes(4).toString('hex');
@@ -167,11 +168,15 @@ async function issueKey(node: NodeProcess, org: Org, name: string): Promise<Answ
       expect(stream.status).to.equal(200);
       const status = await statusOf(a);
       const ids: string[] = [];
+      const keys = new Map<string, string>();
+      const ownedElsewhere = (id: string) => !status.nodes.find((n) => n.nodeId === b.nodeId)!.owned.includes(shardOf(`session/${keys.get(id)}`, SHARDS));
       // Sessions until at least two are owned by a node other than the subscriber's, so their events cross the broker.
-      for (let i = 0; i < 12 && ids.filter((id) => !status.nodes.find((n) => n.nodeId === b.nodeId)!.owned.includes(shardOf(`session/${id}`, SHARDS))).length < 2; i += 1) {
-        const dispatched = await call(a, 'POST', '/api/agent-dispatch', { token: org.apiKey, body: { projectId: org.projectId, prompt: `cluster ${i}` } });
+      for (let i = 0; i < 12 && ids.filter(ownedElsewhere).length < 2; i += 1) {
+        const trackerSessionId = `troupe:${randomUUID()}`;
+        const dispatched = await call(a, 'POST', '/api/agent-dispatch', { token: org.apiKey, body: { projectId: org.projectId, prompt: `cluster ${i}`, trackerSessionId } });
         expect(dispatched.status, JSON.stringify(dispatched.json)).to.equal(201);
         ids.push(dispatched.json.sessionId as string);
+        keys.set(dispatched.json.sessionId as string, sessionKey(org.id, trackerSessionId));
       }
       for (const id of ids) {
         for (const next of ['claimed', 'running']) {

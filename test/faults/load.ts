@@ -163,7 +163,7 @@ export class MixedLoad {
 
   private async heartbeat(): Promise<void> {
     const w = this.target.workers[this.next % this.target.workers.length]!;
-    const reply = await this.call('heartbeat', 'POST', '/v1/daemon/heartbeat', w.runtimeJwt, { workerId: w.workerId });
+    const reply = await this.call('heartbeat', 'POST', '/api/daemon/heartbeat', w.runtimeJwt, { workerId: w.workerId });
     if (reply.outcome !== 'ok') return;
     if (typeof reply.json?.runtimeJwt === 'string') w.runtimeJwt = reply.json.runtimeJwt;
     for (const m of reply.json?.mutations ?? []) this.ledger.delivered.set(m.id, (this.ledger.delivered.get(m.id) ?? 0) + 1);

@@ -8,10 +8,12 @@
  *   reaches a live subscriber after the thaw, as the change or as a reset after which a reload reads it.
  * One node on private engines; the cut made by the Postgres proxy, the freeze by SIGSTOP.
  */
+import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import { saveNodeLogsIfFailed, startFaultWorld, type FaultWorld } from './world.js';
 import { callNode, msUntil, provisionTenant, readyz, sleep, type Tenant } from './scenario.js';
 import { openSse, type SseClient } from '../integration/streams/sse-client.js';
+import { sessionKey } from '../../actors/session/index.js';
 
 const skip = process.env.TEST_SKIP_FAULTS === '1';
 
@@ -40,13 +42,14 @@ const skip = process.env.TEST_SKIP_FAULTS === '1';
     const watcher = await openSse(`${node.url}/api/sessions/events`, { token: tenant.apiKey });
     watchers.push(watcher);
     expect(watcher.status).to.equal(200);
-    const dispatched = await call('POST', '/api/agent-dispatch', tenant.apiKey, { projectId: tenant.projectId, prompt: 'lost commit' });
+    const trackerSessionId = `troupe:${randomUUID()}`;
+    const dispatched = await call('POST', '/api/agent-dispatch', tenant.apiKey, { projectId: tenant.projectId, prompt: 'lost commit', trackerSessionId });
     expect(dispatched.status, JSON.stringify(dispatched.json)).to.equal(201);
     const id = dispatched.json.sessionId as string;
     const report = (status: string) => call('POST', `/api/sessions/${id}/status`, worker.runtimeJwt, { status, workerId: worker.workerId });
     for (const status of ['claimed', 'running', 'finalizing']) expect((await report(status)).status, status).to.equal(200);
 
-    const cut = world.proxies.postgres.loseCommitAnswer(`session/${id}`);
+    const cut = world.proxies.postgres.loseCommitAnswer(`session/${sessionKey(tenant.orgId, trackerSessionId)}`);
     const first = await report('completed');
     await cut;
     expect(first.status, `the try whose commit answer was lost: ${JSON.stringify(first.json)}`).to.equal(503);

@@ -527,7 +527,7 @@ describe(`hostile walk over every documented route (${set} engines)`, function (
         ['wrong secret', () => deliver(raw, signatureHeaderFor(provider, 'not-the-secret', raw)), 401],
         ['tampered body', () => deliver(raw.replace('"x"', '"y"'), valid), 401],
         ["another org's URL", () => deliver(raw, valid, world.b.orgId), 401],
-        ['no org in the URL', () => deliver(raw, valid, ''), 400],
+        ['no org in the URL, no registered account in the delivery', () => deliver(raw, valid, ''), 401],
         ['valid', () => deliver(raw, valid), 200],
       ];
       if (provider === 'linear') {

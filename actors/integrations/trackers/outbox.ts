@@ -3,6 +3,7 @@ import type { Deps } from '../../deps.js';
 import type { NodeService } from '../../node-services.js';
 import { registeredMetric } from '../../../ops/kernel/registered-metric.js';
 import { sessionOutput } from '../../../storage/sessions/output.js';
+import { publicIdOfKey } from '../../../storage/sessions/queries.js';
 import {
   claimDueComments, commentFailed, commentRetryLater, commentSent, type OwedComment,
 } from '../../../storage/sessions/tracker-comments.js';
@@ -72,9 +73,11 @@ export async function sendDueComments(deps: Deps, counter = outcomesCounter(deps
 
 async function sendOne(deps: Deps, c: OwedComment): Promise<Outcome> {
   const output = await sessionOutput(deps.db, c.orgId, c.sessionId, c.epoch);
+  // The comment names the session as people and the console know it: its public id.
+  const shown = (await publicIdOfKey(deps.db, c.orgId, c.sessionId)) ?? c.sessionId;
   const body = commentBody({
-    kind: c.kind, sessionId: c.sessionId, sessionStatus: c.sessionStatus, durationMs: c.durationMs, costUsd: c.costUsd,
-    output: output?.tail ?? null, link: deps.config.publicUrl ? `${deps.config.publicUrl}/sessions/${c.sessionId}` : null,
+    kind: c.kind, sessionId: shown, sessionStatus: c.sessionStatus, durationMs: c.durationMs, costUsd: c.costUsd,
+    output: output?.tail ?? null, link: deps.config.publicUrl ? `${deps.config.publicUrl}/sessions/${shown}` : null,
   });
   const apiUrl = (c.tracker === 'linear' ? deps.config.linearApiUrl : deps.config.githubApiUrl) ?? DEFAULT_TRACKER_API_URLS[c.tracker];
   let answer: TrackerAnswer;

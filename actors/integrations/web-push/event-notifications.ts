@@ -4,7 +4,7 @@ import type { Principal } from '../../identity/principal.js';
 import { withAnnouncement } from '../../runtime/announce.js';
 import type { ActorBehavior } from '../../runtime/machine.js';
 import type { GateEffect, GateMsg, GateState, GateView } from '../../approval-gate/machine.js';
-import { isTerminal, type SessionEffect, type SessionMsg, type SessionReply, type SessionState } from '../../session/machine.js';
+import { isTerminal, shownId, type SessionEffect, type SessionMsg, type SessionReply, type SessionState } from '../../session/machine.js';
 import { subscribedMembers } from '../../../storage/integrations/web-push.js';
 import { notifyUser, type PushNotification } from './send.js';
 import { vapidKeys } from './vapid.js';
@@ -108,10 +108,10 @@ const USER_REQUESTER = /^user:([0-9a-f-]{36})$/;
 export function withSessionPush(behavior: SessionBehavior, push: PushOnEvents | undefined): ActorBehavior<SessionState, SessionMsg, SessionReply, any> {
   if (!push) return behavior;
   return withPushAnnouncement(behavior, push,
-    (state, next, id) => {
+    (state, next) => {
       const userId = next.spec ? USER_REQUESTER.exec(next.spec.requestedBy)?.[1] : undefined;
       if (!next.spec || userId === undefined || next.status === state.status || !isTerminal(next.status)) return undefined;
-      return { id, orgId: next.spec.orgId, userId, status: next.status, prompt: next.spec.prompt };
+      return { id: shownId(next), orgId: next.spec.orgId, userId, status: next.status, prompt: next.spec.prompt };
     },
     (event) => ['an ended session', async (deps) => {
       await notifyUser(deps, event.orgId, event.userId, {

@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import type { ActorBehavior } from '../../runtime/machine.js';
 import { providerEventMessageSchema } from '../../../schemas/integrations/provider-event.js';
 import { writeWebhookOutcome } from '../../../storage/integrations/webhook-events.js';
-import { publicSessionId, sessionAddress, type SessionReply } from '../../session/index.js';
+import { publicSessionId, sessionAddress, sessionKey, type SessionReply } from '../../session/index.js';
 import type { AskFn } from '../../workflow-run/ports.js';
 import type { PinnedRunOutcome, PinnedRunStart } from '../../workflow-run/start-pinned.js';
 import {
@@ -64,9 +64,9 @@ export function createProviderEventBehavior(ports: ProviderEventPorts): ActorBeh
           continue;
         }
         if (effect.type !== 'dispatchSession') continue;
-        const sessionId = publicSessionId(effect.orgId, effect.trackerSessionId);
+        const sessionId = publicSessionId(effect.trackerSessionId);
         try {
-          await ports.ask<SessionReply>(sessionAddress(sessionId), sessionDispatchFor(effect));
+          await ports.ask<SessionReply>(sessionAddress(sessionKey(effect.orgId, effect.trackerSessionId)), sessionDispatchFor(effect));
           ctx.tellSelf({ type: 'providerEvent.dispatched', sessionId });
         } catch (err) {
           ctx.log.warn({ err, sessionId }, 'a provider event could not dispatch its session');
@@ -115,8 +115,9 @@ async function noteOnSession(
 ): Promise<void> {
   await trx.raw(
     `insert into session_activities (id, session_id, org_id, kind, body, created_at)
-     select ?, s.id, s.org_id, ?, ?, ? from sessions s where s.id = ? and s.org_id = ?
+     select ?, s.id, s.org_id, ?, ?, ? from sessions s where s.org_id = ? and (s.public_id = ? or s.id = ?)
+     order by (s.id = ?) desc limit 1
      on conflict (id) do nothing`,
-    [`webhook:${eventId}`, effect.kind, effect.body, at, effect.sessionId, effect.orgId],
+    [`webhook:${eventId}`, effect.kind, effect.body, at, effect.orgId, effect.sessionId, effect.sessionId, effect.sessionId],
   );
 }

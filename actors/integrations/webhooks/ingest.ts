@@ -3,37 +3,42 @@ import type { Deps } from '../../deps.js';
 import { TroupeError } from '../../../ops/kernel/errors.js';
 import { parseJsonBody } from '../../../ops/kernel/json-text.js';
 import { listProjects } from '../../../storage/identity/orgs.js';
-import { findProviderIntegration, type ProviderIntegration } from '../../../storage/integrations/provider-integrations.js';
+import type { ProviderIntegration } from '../../../storage/integrations/provider-integrations.js';
 import { forgetWebhookEvent, recordWebhookEvent } from '../../../storage/integrations/webhook-events.js';
 import { storeRouteMessage } from '../../../storage/integrations/webhook-resend.js';
 import { providerEventAddress } from './actor.js';
 import type { ProviderEventMsg } from './machine.js';
-import { isWebhookProvider, ProviderWebhookRefusal, schemes, signedWith, type WebhookProvider } from './providers.js';
+import { isWebhookProvider, ProviderWebhookRefusal, schemes } from './providers.js';
+import { accountIdsOf } from './account-ids.js';
+import { claimingSigner, namedSigner } from './signing-org.js';
 import { planRoute, type RouteAction } from './routing.js';
 import { workflowRunsFor } from './workflow-triggers.js';
 import { triggerBudgetRefusal } from '../../identity/request-limits.js';
-import { sessionScope } from '../../../storage/sessions/queries.js';
+import { findSession } from '../../../storage/sessions/queries.js';
 
 /**
  * The unified provider webhook (spec 4.7, 6.3; decisions 0014, 0025). Order of checks, each on the exact bytes
  * received:
- * 1. the provider is one of the four (404 otherwise); the edge has already capped the body (413) and required the
- *    delivery URL's `?org=` (400);
+ * 1. the provider is one of the four (404 otherwise); the edge has already capped the body (413) and checked that a
+ *    `?org=` is a uuid (400);
  * 2. the source address has not had too many deliveries refused this minute (429, before any signature work);
  * 3. its signature header is present and well-formed (401);
- * 4. the named org's secret, and only that one, is opened and checked (401 when the org is not connected or the
- *    signature does not match): one AES-GCM open and one HMAC per delivery, whatever the number of orgs;
- * 5. the signed body is UTF-8 JSON (400: validly signed garbage is the sender's bug) and carries the provider's
+ * 4. the orgs that may have signed it are found: the one `?org=` names, or else those that registered the provider
+ *    account the delivery comes from (account-ids.ts; none is 401 at once, before any secret is opened);
+ * 5. their secrets, and only theirs, are opened and checked in turn until one made the signature (401 when none
+ *    did): one AES-GCM open and one HMAC per candidate — one with `?org=`, at most five without — whatever the
+ *    number of orgs (decisions 0025, 0070);
+ * 6. the signed body is UTF-8 JSON (400: validly signed garbage is the sender's bug) and carries the provider's
  *    delivery id (400); Linear's signed `webhookTimestamp` is within a minute (401);
- * 6. the delivery is recorded under (org, provider, delivery id) and (org, provider, SHA-256 of the body): a repeat
+ * 7. the delivery is recorded under (org, provider, delivery id) and (org, provider, SHA-256 of the body): a repeat
  *    of either answers `duplicate: true` with the first answer's ids and is not routed again (an unsigned delivery-id
  *    header does not make a replayed body new);
- * 7. what it asks for is planned: the runs of the org's published workflows whose webhook trigger matches it, or else
+ * 8. what it asks for is planned: the runs of the org's published workflows whose webhook trigger matches it, or else
  *    the built-in routing (routing.ts);
- * 8. a fresh delivery is told to its `provider-event/<eventId>` actor; the 200 goes out only once the transport
+ * 9. a fresh delivery is told to its `provider-event/<eventId>` actor; the 200 goes out only once the transport
  *    has accepted it (a broker confirm on RabbitMQ). If that fails the record is dropped, so the provider's retry
  *    is accepted, and the caller gets 503.
- * Refusals of 3–5 carry one generic message and count against the source (2); the reason goes to the log.
+ * Refusals of 3–6 carry one generic message and count against the source (2); the reason goes to the log.
  */
 export const PROVIDER_WEBHOOK_MAX_BYTES = 1024 * 1024;
 
@@ -48,8 +53,8 @@ export interface ProviderWebhookInput {
   readonly provider: string;
   readonly headers: Readonly<Record<string, string | undefined>>;
   readonly rawBody: Buffer;
-  /** The delivery URL's `?org=`: the one org whose secret is tried. */
-  readonly orgId: string;
+  /** The delivery URL's `?org=`: the one org whose secret is tried. Absent, the delivery's provider account decides. */
+  readonly orgId: string | undefined;
   /** The sender's address: refused deliveries are counted per source. */
   readonly source: string;
   /** Becomes the correlation id, so the answer, the log line and the stored event share one id. */
@@ -58,7 +63,7 @@ export interface ProviderWebhookInput {
 
 type IngestDeps = Pick<Deps, 'db' | 'secrets' | 'clock' | 'log' | 'transport'> & { readonly services: Pick<Deps['services'], 'rateLimits'> };
 
-export const webhookSealContext = (orgId: string, provider: WebhookProvider): string => `${orgId}:webhook:${provider}`;
+export { webhookSealContext } from './signing-org.js';
 
 export async function receiveProviderWebhook(deps: IngestDeps, input: ProviderWebhookInput): Promise<ProviderWebhookResult> {
   if (!isWebhookProvider(input.provider)) throw new TroupeError('NOT_FOUND', 'unknown webhook provider');
@@ -70,12 +75,15 @@ export async function receiveProviderWebhook(deps: IngestDeps, input: ProviderWe
   await failures.assertOpen(input.source);
   let integration: ProviderIntegration;
   let body: Record<string, unknown>;
+  const parsed = parsedOnce(input.rawBody);
   try {
     const signatures = scheme.signatures(input.headers);
-    integration = await signingIntegration(deps, provider, input.orgId, signatures, input.rawBody);
-    // Only a verified delivery counts against its org, before its body is parsed: nobody can spend another's budget.
+    integration = input.orgId !== undefined
+      ? await namedSigner(deps, provider, input.orgId, signatures, input.rawBody)
+      : await claimingSigner(deps, provider, accountIdsOf(provider, input.headers, parsed.peek), signatures, input.rawBody);
+    // Only a verified delivery counts against its org, before its body is used: nobody can spend another's budget.
     await deps.services.rateLimits.webhookDeliveries.consume(`org:${integration.orgId}`);
-    body = parseSignedBody(input.rawBody);
+    body = parsed.take();
     scheme.assertFresh?.(body, deps.clock.now());
   } catch (err) {
     if (err instanceof ProviderWebhookRefusal) {
@@ -112,7 +120,7 @@ export async function receiveProviderWebhook(deps: IngestDeps, input: ProviderWe
     : triggered.cutOff !== undefined ? { kind: 'ignore', reason: triggered.cutOff } : planRoute(orgId, provider, eventType, body);
   // A note for a session (a failed CI job) goes only to a session of the signing org; otherwise it is recorded as
   // ignored, so the outcome says why nothing was attached. (The actor's insert checks the org again.)
-  if (action.kind === 'recordSessionActivity' && !(await sessionScope(deps.db, orgId, action.sessionId))) {
+  if (action.kind === 'recordSessionActivity' && !(await findSession(deps.db, orgId, action.sessionId))) {
     action = { kind: 'ignore', reason: `no session ${action.sessionId} in this org` };
   }
   const message: ProviderEventMsg = {
@@ -132,21 +140,22 @@ export async function receiveProviderWebhook(deps: IngestDeps, input: ProviderWe
   return { ...answer, duplicate: false };
 }
 
-/** The named org's connection when its secret made one of `signatures`; throws ProviderWebhookRefusal otherwise. */
-async function signingIntegration(
-  deps: IngestDeps, provider: WebhookProvider, orgId: string, signatures: Buffer[], body: Buffer,
-): Promise<ProviderIntegration> {
-  const integration = await findProviderIntegration(deps.db, orgId, provider);
-  if (!integration) throw new ProviderWebhookRefusal('not-connected');
-  let secret: string;
-  try {
-    secret = deps.secrets.open(integration.sealedSecret, webhookSealContext(orgId, provider));
-  } catch {
-    deps.log.error({ orgId, provider }, 'a webhook secret could not be opened (master key changed?)');
-    throw new ProviderWebhookRefusal('no-matching-secret');
-  }
-  if (!signedWith(provider, secret, signatures, body)) throw new ProviderWebhookRefusal('no-matching-secret');
-  return integration;
+/**
+ * The body parsed at most once: peeked at before verification to find the account it comes from (undefined when it
+ * is not a JSON object), taken once verified (then a body that is not one is the sender's 400).
+ */
+function parsedOnce(raw: Buffer): { peek(): Record<string, unknown> | undefined; take(): Record<string, unknown> } {
+  let outcome: { value: Record<string, unknown> } | { error: unknown } | undefined;
+  const settle = () => {
+    if (outcome === undefined) {
+      try { outcome = { value: parseSignedBody(raw) }; } catch (error) { outcome = { error }; }
+    }
+    return outcome;
+  };
+  return {
+    peek: () => { const o = settle(); return 'value' in o ? o.value : undefined; },
+    take: () => { const o = settle(); if ('error' in o) throw o.error; return o.value; },
+  };
 }
 
 function parseSignedBody(raw: Buffer): Record<string, unknown> {

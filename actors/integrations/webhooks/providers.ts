@@ -26,7 +26,7 @@ const MAX_SIGNATURES = 8;
 
 type Headers = Readonly<Record<string, string | undefined>>;
 
-export type ProviderRefusalReason = 'missing-signature' | 'malformed-signature' | 'not-connected' | 'no-matching-secret' | 'stale-timestamp';
+export type ProviderRefusalReason = 'missing-signature' | 'malformed-signature' | 'not-connected' | 'unknown-account' | 'no-matching-secret' | 'stale-timestamp';
 
 export class ProviderWebhookRefusal extends Error {
   constructor(readonly reason: ProviderRefusalReason) {

@@ -1,7 +1,7 @@
 import type { Deps } from '../../deps.js';
 import type { NodeService } from '../../node-services.js';
 import { claimResend, giveUpDelivery, stuckDeliveries, type StuckDelivery } from '../../../storage/integrations/webhook-resend.js';
-import { publicSessionId, sessionAddress } from '../../session/index.js';
+import { publicSessionId, sessionAddress, sessionKey } from '../../session/index.js';
 import { providerEventAddress, sessionDispatchFor, startTriggeredRuns } from './actor.js';
 import { startPinnedRun } from '../../workflow-run/start-pinned.js';
 import { webhookRunId } from './workflow-triggers.js';
@@ -75,8 +75,8 @@ async function resend(deps: Pick<Deps, 'ask' | 'log' | 'db'>, delivery: StuckDel
     return;
   }
   if (message.action.kind !== 'dispatchSession' || message.projectId === null) return;
-  const sessionId = publicSessionId(message.orgId, message.action.trackerSessionId);
-  await deps.ask(sessionAddress(sessionId), sessionDispatchFor({
+  const sessionId = publicSessionId(message.action.trackerSessionId);
+  await deps.ask(sessionAddress(sessionKey(message.orgId, message.action.trackerSessionId)), sessionDispatchFor({
     orgId: message.orgId, projectId: message.projectId, trackerSessionId: message.action.trackerSessionId,
     trackerIssue: message.action.trackerIssue, prompt: message.action.prompt, provider: message.provider,
   }));

@@ -28,7 +28,7 @@ async function check(token: string): Promise<boolean> {
 }
 
 uws.App()
-  .post('/v1/daemon/heartbeat', (res, req) => {
+  .post('/api/daemon/heartbeat', (res, req) => {
     const auth = req.getHeader('authorization');
     let aborted = false;
     res.onAborted(() => { aborted = true; });

@@ -9,7 +9,7 @@ import { sameOriginFetch } from './redirects.js';
  * `ApiError` (the server answered with an error status: `status`, `code`, the error body) and `Unreachable` (no
  * answer: the server is down, the network broke, or it answered too late).
  */
-type PollReply = paths['/v1/daemon/poll']['post']['responses']['200']['content']['application/json'];
+type PollReply = paths['/api/daemon/poll']['post']['responses']['200']['content']['application/json'];
 export type OfferedSession = PollReply['sessions'][number];
 
 /** The `data` of the daemon event stream's events, as the OpenAPI document declares them. */
@@ -90,10 +90,10 @@ export function createWorkerApi(baseUrl: string, timeoutMs = 15_000, onRedirectR
   return {
     register: (body) => call(unwrap(api.POST('/v1/daemon/register', { body }))),
     heartbeat: async (token, body) => {
-      const reply = await call(unwrap(api.POST('/v1/daemon/heartbeat', { body, headers: auth(token) })));
+      const reply = await call(unwrap(api.POST('/api/daemon/heartbeat', { body, headers: auth(token) })));
       return { mutations: reply.mutations as unknown as Mutation[], ...(reply.runtimeJwt ? { runtimeJwt: reply.runtimeJwt } : {}) };
     },
-    poll: (token, body) => call(inTurn(() => unwrap(api.POST('/v1/daemon/poll', { body, headers: auth(token) })))),
+    poll: (token, body) => call(inTurn(() => unwrap(api.POST('/api/daemon/poll', { body, headers: auth(token) })))),
     status: (token, id, body) => call(inTurn(() => unwrap(api.POST('/api/sessions/{id}/status', { params: { path: { id } }, body, headers: auth(token) })))),
     output: (token, id, body) => call(inTurn(() => unwrap(api.POST('/api/sessions/{id}/output', { params: { path: { id } }, body, headers: auth(token) })))),
     stepHeartbeat: (token, id, body) => call(inTurn(() => unwrap(api.POST('/api/sessions/{id}/step-heartbeat', { params: { path: { id } }, body, headers: auth(token) })))),

@@ -16,6 +16,7 @@ import { upsertOptionSnapshots } from '../../../storage/plugins/option-snapshots
 import { upsertProviderIntegration } from '../../../storage/integrations/provider-integrations.js';
 import { upsertOAuthConnection } from '../../../storage/integrations/oauth.js';
 import { connectionSealContext } from '../../../actors/integrations/oauth/index.js';
+import { sessionKeyOf } from '../../support/session-keys.js';
 
 const DAY = 86_400_000;
 const FLOOR = 3;
@@ -47,7 +48,8 @@ for (const { set, skip } of engineSets) describe(`analytics routes (${set} engin
       // A report after the end is refused and records nothing more.
       expect((await report(t, daemon, id, 'completed', { costUsd: 0.9 })).status).to.equal(409);
 
-      const records = await db()('phase_records').where({ session_id: id }).orderBy('started_at');
+      const key = await sessionKeyOf(db(), acme.orgId, id);
+      const records = await db()('phase_records').where({ session_id: key }).orderBy('started_at');
       expect(records.map((r) => [r.phase, r.attempt, r.outcome])).to.deep.equal([
         ['plan', 1, 'advanced'], ['implement', 1, 'advanced'], ['plan', 2, 'completed'],
       ]);
@@ -68,7 +70,7 @@ for (const { set, skip } of engineSets) describe(`analytics routes (${set} engin
       expect(res.json.issueCount).to.equal(1);
       expect(res.json.timeRange).to.equal('7d');
 
-      const outcomes = await db()('session_outcomes').where({ session_id: id });
+      const outcomes = await db()('session_outcomes').where({ session_id: key });
       expect(outcomes).to.have.length(1);
       const arm = await db()('router_arms').where({ org_id: acme.orgId, provider: 'alpha', work_type: 'general' }).first();
       expect([Number(arm.alpha), Number(arm.beta), arm.samples]).to.deep.equal([2, 1, 1]);
@@ -151,8 +153,9 @@ for (const { set, skip } of engineSets) describe(`analytics routes (${set} engin
           token: acme.apiKey, headers: { 'x-request-id': 'route-seed-0001' }, body: { projectId: acme.projectId, prompt: 'route me' },
         });
         expect(res.status, res.text).to.equal(201);
-        const row = await db()('sessions').where({ id: res.json.sessionId }).first('provider');
-        const decision = await db()('router_decisions').where({ session_id: res.json.sessionId }).first();
+        const key = await sessionKeyOf(db(), acme.orgId, res.json.sessionId);
+        const row = await db()('sessions').where({ id: key }).first('provider');
+        const decision = await db()('router_decisions').where({ session_id: key }).first();
         expect(decision.provider).to.equal(row.provider);
         expect(decision.request_id).to.equal('route-seed-0001');
         chosen.push(row.provider);

@@ -45,7 +45,7 @@ export class SimulatedWorker {
   }
 
   async heartbeat(): Promise<void> {
-    const r = await this.t.call('POST', '/v1/daemon/heartbeat', { token: this.jwt, body: { workerId: this.workerId } });
+    const r = await this.t.call('POST', '/api/daemon/heartbeat', { token: this.jwt, body: { workerId: this.workerId } });
     expect(r.status, r.text).to.equal(200);
   }
 
@@ -53,7 +53,7 @@ export class SimulatedWorker {
   async claim(sessionId: string, timeoutMs = 10_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      const r = await this.t.call('POST', '/v1/daemon/poll', { token: this.jwt, body: { workerId: this.workerId, capacity: 100 } });
+      const r = await this.t.call('POST', '/api/daemon/poll', { token: this.jwt, body: { workerId: this.workerId, capacity: 100 } });
       expect(r.status, r.text).to.equal(200);
       if ((r.json.sessions as { id: string }[]).some((s) => s.id === sessionId)) break;
       if (Date.now() > deadline) throw new Error(`session ${sessionId} was never offered`);

@@ -23,7 +23,7 @@ for (const { set, skip } of engineSets) describe(`daemon routes (${set} engines)
   after(() => t?.close());
 
   const heartbeat = (d: Daemon, token = d.runtimeJwt) =>
-    t.inject('POST', '/v1/daemon/heartbeat', { token, body: { workerId: d.workerId, activeSessionIds: [], load: 0.5 } });
+    t.inject('POST', '/api/daemon/heartbeat', { token, body: { workerId: d.workerId, activeSessionIds: [], load: 0.5 } });
   const enqueue = (token: string, workerHostId: string, op = 'pool.deleted', params: Record<string, unknown> = { poolId: 'gpu-a' }) =>
     t.inject('POST', '/api/daemon/mutations', { token, body: { workerHostId, op, params } });
 
@@ -70,7 +70,7 @@ for (const { set, skip } of engineSets) describe(`daemon routes (${set} engines)
     const hb = await heartbeat(d);
     expect(hb.json.runtimeJwt).to.be.a('string');
     expect((await heartbeat(d, hb.json.runtimeJwt)).status).to.equal(200);
-    const poll = await t.inject('POST', '/v1/daemon/poll', { token: hb.json.runtimeJwt, body: { workerId: d.workerId, capacity: 100 } });
+    const poll = await t.inject('POST', '/api/daemon/poll', { token: hb.json.runtimeJwt, body: { workerId: d.workerId, capacity: 100 } });
     expect(poll.json.sessions.map((s: { id: string }) => s.id), 'no longer offered its old project').to.not.include(id);
     expect((await enqueue(acme.ownerToken, d.workerId, 'project.add', { projectId: acme.projectId })).status).to.equal(201);
     expect((await heartbeat(d, hb.json.runtimeJwt)).json.runtimeJwt).to.be.a('string');
@@ -137,12 +137,12 @@ for (const { set, skip } of engineSets) describe(`daemon routes (${set} engines)
 
   it('heartbeat refuses other credentials, a mismatched workerId and hostile bodies without a 5xx', async () => {
     const d = await registerDaemon(t, acme);
-    expect((await t.inject('POST', '/v1/daemon/heartbeat', { body: { workerId: d.workerId } })).status).to.equal(401);
-    expect((await t.inject('POST', '/v1/daemon/heartbeat', { token: acme.apiKey, body: { workerId: d.workerId } })).status).to.equal(403);
-    expect((await t.inject('POST', '/v1/daemon/heartbeat', { token: 'a.b.c', body: { workerId: d.workerId } })).status).to.equal(401);
-    expect((await t.inject('POST', '/v1/daemon/heartbeat', { token: d.runtimeJwt, body: { workerId: 'other' } })).status).to.equal(403);
+    expect((await t.inject('POST', '/api/daemon/heartbeat', { body: { workerId: d.workerId } })).status).to.equal(401);
+    expect((await t.inject('POST', '/api/daemon/heartbeat', { token: acme.apiKey, body: { workerId: d.workerId } })).status).to.equal(403);
+    expect((await t.inject('POST', '/api/daemon/heartbeat', { token: 'a.b.c', body: { workerId: d.workerId } })).status).to.equal(401);
+    expect((await t.inject('POST', '/api/daemon/heartbeat', { token: d.runtimeJwt, body: { workerId: 'other' } })).status).to.equal(403);
     for (const rawBody of ['', '{', '[]', '{"workerId":5}', '\u0000']) {
-      const res = await t.inject('POST', '/v1/daemon/heartbeat', { token: d.runtimeJwt, rawBody, headers: { 'content-type': 'application/json' } });
+      const res = await t.inject('POST', '/api/daemon/heartbeat', { token: d.runtimeJwt, rawBody, headers: { 'content-type': 'application/json' } });
       expect(res.status, rawBody).to.be.within(400, 499);
     }
   });

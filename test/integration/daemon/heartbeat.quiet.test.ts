@@ -26,7 +26,7 @@ for (const { set, skip } of engineSets) describe(`quiet heartbeats (${set} engin
   afterEach(() => askSpy.restore());
   after(() => t?.close());
 
-  const heartbeat = () => t.call('POST', '/v1/daemon/heartbeat', { token: d.runtimeJwt, body: { workerId: d.workerId } });
+  const heartbeat = () => t.call('POST', '/api/daemon/heartbeat', { token: d.runtimeJwt, body: { workerId: d.workerId } });
   const asksOfHost = () => askSpy.getCalls().filter((c) => c.args[0] === daemonHostAddress(d.workerId)).length;
 
   it('sends no actor message for a worker with nothing pending, also after a long quiet spell', async () => {

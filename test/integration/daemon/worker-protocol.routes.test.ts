@@ -65,7 +65,7 @@ for (const { set, skip } of engineSets) describe(`worker protocol routes (${set}
     await report(t, d, id, 'running');
     expect((await t.inject('POST', `/api/public/sessions/${id}/prompt`, { token: acme.apiKey, body: { prompt: 'and the tests' } })).status).to.equal(200);
     await s.next((e) => e.event === 'poll' && e.data.sessionId === id, 2000);
-    const poll = await t.inject('POST', '/v1/daemon/poll', { token: d.runtimeJwt, body: { workerId: d.workerId, capacity: 0 } });
+    const poll = await t.inject('POST', '/api/daemon/poll', { token: d.runtimeJwt, body: { workerId: d.workerId, capacity: 0 } });
     expect(poll.json.sessions[0].queuedPrompts.map((p: { text: string }) => p.text)).to.deep.equal(['and the tests']);
     const queued = await t.inject('POST', '/api/daemon/mutations', { token: acme.ownerToken, body: { workerHostId: d.workerId, op: 'pool.deleted', params: { poolId: 'gpu' } } });
     expect(queued.status, queued.text).to.equal(201);

@@ -33,7 +33,7 @@ describe('glue: node services start at boot and flush on close', function () {
     await node.close();
     node = undefined;
 
-    const session = await db.knex('sessions').where({ id }).first('last_tool_called_at');
+    const session = await db.knex('sessions').where({ org_id: org.orgId, public_id: id }).first('last_tool_called_at');
     expect(session.last_tool_called_at, 'the step heartbeat reached the database').to.not.equal(null);
     expect(new Date(session.last_tool_called_at).getTime()).to.be.within(answeredAt - 5_000, answeredAt);
     const worker = await db.knex('daemon_workers').where({ id: d.workerId }).first('last_seen_at');

@@ -36,7 +36,7 @@ for (const { set, skip } of engineSets) describe(`glue: a session reports its te
     let sessionId: string | undefined;
     await eventually(async () => {
       const waiting = (await runOf(runId)).steps.at(-1)?.sessionId as string | undefined;
-      const poll = await t.inject('POST', '/v1/daemon/poll', { token: daemon.runtimeJwt, body: { workerId: daemon.workerId, capacity: 10 } });
+      const poll = await t.inject('POST', '/api/daemon/poll', { token: daemon.runtimeJwt, body: { workerId: daemon.workerId, capacity: 10 } });
       sessionId = poll.json.sessions.map((s: { id: string }) => s.id).find((id: string) => id === waiting);
       return sessionId !== undefined;
     }, `the daemon is offered the session of run ${runId}`);

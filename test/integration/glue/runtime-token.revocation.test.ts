@@ -21,7 +21,7 @@ describe('glue: runtime tokens of a revoked registration', function () {
     const t = asTestNode(first, nodes.adminToken);
     const acme = await provisionOrg(t, 'Acme');
     const heartbeat = (node: TroupeNode, d: Daemon) =>
-      asTestNode(node, nodes.adminToken).inject('POST', '/v1/daemon/heartbeat', { token: d.runtimeJwt, body: { workerId: d.workerId } });
+      asTestNode(node, nodes.adminToken).inject('POST', '/api/daemon/heartbeat', { token: d.runtimeJwt, body: { workerId: d.workerId } });
 
     const doomed = await registerDaemon(t, acme);
     expect((await heartbeat(first, doomed)).status, 'memoised before the revocation').to.equal(200);
@@ -32,7 +32,7 @@ describe('glue: runtime tokens of a revoked registration', function () {
     const revoked = await t.inject('DELETE', `/api/org/${acme.orgId}/registration-tokens/${acme.registrationTokenId}`, { token: acme.ownerToken });
     expect(revoked.status, revoked.text).to.equal(200);
     expect((await heartbeat(first, doomed)).status, 'refused at once').to.equal(401);
-    const poll = await t.inject('POST', '/v1/daemon/poll', { token: doomed.runtimeJwt, body: { workerId: doomed.workerId, capacity: 1 } });
+    const poll = await t.inject('POST', '/api/daemon/poll', { token: doomed.runtimeJwt, body: { workerId: doomed.workerId, capacity: 1 } });
     expect(poll.status).to.equal(401);
     expect((await heartbeat(first, kept)).status, 'another registration is untouched').to.equal(200);
 

@@ -79,15 +79,15 @@ describe('the OpenAPI document a node serves', function () {
       }
     }
     // The daemon protocol's bodies are among them: a client that omits one is a compile error, not a 400.
-    expect(doc.paths['/v1/daemon/poll'].post.requestBody.required).to.equal(true);
-    expect(doc.paths['/v1/daemon/heartbeat'].post.requestBody.required).to.equal(true);
+    expect(doc.paths['/api/daemon/poll'].post.requestBody.required).to.equal(true);
+    expect(doc.paths['/api/daemon/heartbeat'].post.requestBody.required).to.equal(true);
     expect(required).to.be.greaterThan(40);
   });
 
   it('types the daemon protocol replies a worker reads', () => {
     const reply = (path: string) => doc.paths[path].post.responses['200'].content['application/json'].schema;
-    expect(reply('/v1/daemon/poll').properties.sessions.items.required).to.include.members(['id', 'projectId', 'prompt']);
-    expect(reply('/v1/daemon/heartbeat').properties.mutations.items.properties.op.enum).to.include.members(['project.add', 'pool.deleted']);
+    expect(reply('/api/daemon/poll').properties.sessions.items.required).to.include.members(['id', 'projectId', 'prompt']);
+    expect(reply('/api/daemon/heartbeat').properties.mutations.items.properties.op.enum).to.include.members(['project.add', 'pool.deleted']);
   });
 
   it('types the events of the session and interview streams', () => {

@@ -59,7 +59,7 @@ describe('replies match the OpenAPI document', function () {
       body: { workerHostId: workerId, op: 'modelAccess.set', params: { allow: ['model-a'] } },
     })));
     expect(enqueued.mutation.status).to.equal('pending');
-    const beat = conforms('post', '/v1/daemon/heartbeat', 200, await unwrap(worker.POST('/v1/daemon/heartbeat', { body: { workerId, activeSessionIds: [], load: 0 } })));
+    const beat = conforms('post', '/api/daemon/heartbeat', 200, await unwrap(worker.POST('/api/daemon/heartbeat', { body: { workerId, activeSessionIds: [], load: 0 } })));
     expect(beat.mutations.map((m) => m.op)).to.deep.equal(['modelAccess.set']);
     const history = conforms('get', '/api/daemon/mutations', 200, await unwrap(api.GET('/api/daemon/mutations', { params: { query: { workerHostId: workerId } } })));
     expect(history.mutations[0]?.status).to.equal('delivered');
@@ -67,7 +67,7 @@ describe('replies match the OpenAPI document', function () {
     const dispatched = conforms('post', '/api/agent-dispatch', 201, await unwrap(api.POST('/api/agent-dispatch', {
       body: { projectId: org.project.id, prompt: 'Conform', trackerIssue: 'ENG-7' },
     })));
-    const polled = conforms('post', '/v1/daemon/poll', 200, await unwrap(worker.POST('/v1/daemon/poll', { body: { workerId, capacity: 2 } })));
+    const polled = conforms('post', '/api/daemon/poll', 200, await unwrap(worker.POST('/api/daemon/poll', { body: { workerId, capacity: 2 } })));
     expect(polled.sessions.map((s) => s.id)).to.include(dispatched.sessionId);
     const id = dispatched.sessionId;
     for (const status of ['claimed', 'running'] as const) {
@@ -75,7 +75,7 @@ describe('replies match the OpenAPI document', function () {
     }
     conforms('get', '/api/public/sessions/{id}', 200, await unwrap(api.GET('/api/public/sessions/{id}', { params: { path: { id } } })));
     conforms('post', '/api/public/sessions/{id}/prompt', 200, await unwrap(api.POST('/api/public/sessions/{id}/prompt', { params: { path: { id } }, body: { prompt: 'and more' } })));
-    const again = conforms('post', '/v1/daemon/poll', 200, await unwrap(worker.POST('/v1/daemon/poll', { body: { workerId, capacity: 0 } })));
+    const again = conforms('post', '/api/daemon/poll', 200, await unwrap(worker.POST('/api/daemon/poll', { body: { workerId, capacity: 0 } })));
     expect(again.sessions[0]?.queuedPrompts?.[0]?.text).to.equal('and more');
     conforms('post', '/api/public/sessions/{id}/stop', 200, await unwrap(api.POST('/api/public/sessions/{id}/stop', { params: { path: { id } } })));
     const detail = conforms('get', '/api/public/sessions/{id}', 200, await unwrap(api.GET('/api/public/sessions/{id}', { params: { path: { id } } })));

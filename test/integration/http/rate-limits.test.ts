@@ -60,7 +60,7 @@ for (const { set, skip } of engineSets) describe(`rate limits (${set} engines)`,
     expectLimited(await write(), 'the ninth write');
     // A worker's heartbeats are its org's business, never limited here.
     for (let i = 0; i < 12; i += 1) {
-      expect((await t.call('POST', '/v1/daemon/heartbeat', { token: runtimeJwt, body: { workerId } })).status).to.equal(200);
+      expect((await t.call('POST', '/api/daemon/heartbeat', { token: runtimeJwt, body: { workerId } })).status).to.equal(200);
     }
   });
 

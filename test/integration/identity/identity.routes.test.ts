@@ -59,7 +59,9 @@ for (const { set, skip } of engineSets) describe(`identity routes (${set} engine
       expect(me.json.projects.map((p: { slug: string }) => p.slug)).to.deep.equal(['default']);
       const viaKey = await node.inject('GET', '/api/cli/whoami', json(acme.apiKey.fullKey));
       expect(viaKey.status).to.equal(200);
-      expect(viaKey.json.user.id).to.equal(acme.owner.id);
+      // A key acts as no user (decision 0069): whoami names it, and the owner who created it, apart.
+      expect(viaKey.json.user).to.equal(null);
+      expect(viaKey.json.apiKey).to.include({ id: acme.apiKey.id, createdBy: acme.owner.id });
       expect(viaKey.json.scopes).to.deep.equal(['admin']);
     });
     it('reuses an existing user as owner of a second org', async () => {

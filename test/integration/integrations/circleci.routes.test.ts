@@ -10,6 +10,7 @@ import { deliverySettled, dispatchSession, sessionActivities } from './delivery-
 import { provision, type Org } from '../agents/fixtures.js';
 import { providerEventAddress } from '../../../actors/integrations/webhooks/actor.js';
 import { findWebhookEvent } from '../../../storage/integrations/webhook-events.js';
+import { sessionKeyOf } from '../../support/session-keys.js';
 
 /** CircleCI's scheme, computed here from its documentation: `circleci-signature: v1=<hex HMAC-SHA256(secret, body)>`. */
 const circleciSignature = (secret: string, body: string) => `v1=${createHmac('sha256', secret).update(body).digest('hex')}`;
@@ -102,7 +103,7 @@ for (const { set, skip } of engineSets) describe(`integrations: CircleCI job fai
     expect(row?.status).to.equal('ignored');
     expect(row?.sessionId ?? null).to.equal(null);
     expect(await sessionActivities(t, other, theirs)).to.deep.equal(before);
-    expect(await t.node.deps.db('session_activities').where({ session_id: theirs, kind: 'ci.job_failed' }).count({ n: '*' })).to.deep.equal([{ n: 0 }]);
+    expect(await t.node.deps.db('session_activities').where({ session_id: await sessionKeyOf(t.node.deps.db, other.orgId, theirs), kind: 'ci.job_failed' }).count({ n: '*' })).to.deep.equal([{ n: 0 }]);
   });
 
   it('successful jobs, branches naming no session and bad signatures attach nothing', async () => {

@@ -12,6 +12,7 @@ import { eventually } from '../../support/transport.js';
 import { deliverySettled, dispatchSession, sessionActivities } from './delivery-fixtures.js';
 import { provision, type Org } from '../agents/fixtures.js';
 import { findWebhookEvent } from '../../../storage/integrations/webhook-events.js';
+import { sessionKeyOf } from '../../support/session-keys.js';
 import {
   githubCheckRunCompleted, githubIssueOpened, githubPullRequestOpened, githubWorkflowRunCompleted, vercelDeployment,
 } from '../../support/provider-payloads.js';
@@ -174,7 +175,7 @@ for (const { set, skip } of engineSets) describe(`integrations: GitHub and Verce
         expect(row?.sessionId ?? null).to.equal(null);
       }
       expect(await sessionActivities(t, other, theirs)).to.deep.equal(before);
-      expect(await t.node.deps.db('session_activities').where({ session_id: theirs }).whereIn('kind', ['ci.job_failed', 'deploy.failed']).count({ n: '*' }))
+      expect(await t.node.deps.db('session_activities').where({ session_id: await sessionKeyOf(t.node.deps.db, other.orgId, theirs) }).whereIn('kind', ['ci.job_failed', 'deploy.failed']).count({ n: '*' }))
         .to.deep.equal([{ n: 0 }]);
     });
 

@@ -10,7 +10,7 @@ import { provisionOrg, type ProvisionedOrg } from '../governance/governance-fixt
 import { planRoute } from '../../../actors/integrations/webhooks/routing.js';
 import { providerEventAddress } from '../../../actors/integrations/webhooks/actor.js';
 import { initialProviderEventState, type ProviderEventMsg } from '../../../actors/integrations/webhooks/machine.js';
-import { publicSessionId } from '../../../actors/session/index.js';
+import { publicSessionId, sessionKey } from '../../../actors/session/index.js';
 
 for (const { set, skip } of engineSets) describe(`integrations: the webhook sweeper re-sends stuck deliveries (${set} engines)`, function () {
   if (skip) return;
@@ -36,7 +36,9 @@ for (const { set, skip } of engineSets) describe(`integrations: the webhook swee
       id, org_id: org.orgId, provider: 'linear', delivery_id: randomUUID(), event_type: 'Issue.create', correlation_id: randomUUID(),
       status, received_at: new Date(Date.now() - ageMs), route_message: JSON.stringify(message),
     });
-    return { id, message, sessionId: publicSessionId(org.orgId, `linear:${org.orgId}:${issueId}`) };
+    const trackerSessionId = `linear:${org.orgId}:${issueId}`;
+    // The delivery records the public id; the session's rows are under its key (decision 0068).
+    return { id, message, sessionId: publicSessionId(trackerSessionId), key: sessionKey(org.orgId, trackerSessionId) };
   }
   const row = (id: string) => t.node.deps.db('provider_webhook_events').where({ id }).first();
   const sessionsOf = (sessionId: string) => t.node.deps.db('sessions').where({ id: sessionId }).select('id', 'status', 'requested_by');
@@ -47,7 +49,7 @@ for (const { set, skip } of engineSets) describe(`integrations: the webhook swee
     const routed = await row(d.id);
     expect(routed.session_id).to.equal(d.sessionId);
     expect(routed.resend_count).to.equal(1);
-    expect(await sessionsOf(d.sessionId)).to.deep.equal([{ id: d.sessionId, status: 'pending', requested_by: 'webhook:linear' }]);
+    expect(await sessionsOf(d.key)).to.deep.equal([{ id: d.key, status: 'pending', requested_by: 'webhook:linear' }]);
   });
 
   it('a delivery stuck in routing (dispatch lost after the snapshot) is dispatched and recorded routed', async () => {
@@ -56,10 +58,10 @@ for (const { set, skip } of engineSets) describe(`integrations: the webhook swee
     await t.node.deps.snapshots.save(providerEventAddress(d.id), 0, {
       ...initialProviderEventState(), status: 'routing', orgId: org.orgId, provider: 'linear', eventType: 'Issue.create', updatedAt: Date.now() - 10_000,
     });
-    expect(await sessionsOf(d.sessionId)).to.deep.equal([]);
+    expect(await sessionsOf(d.key)).to.deep.equal([]);
     await eventually(async () => (await row(d.id))?.status === 'routed', 'routing delivery finished');
     expect((await row(d.id)).session_id).to.equal(d.sessionId);
-    expect(await sessionsOf(d.sessionId)).to.have.length(1);
+    expect(await sessionsOf(d.key)).to.have.length(1);
   });
 
   it('leaves fresh deliveries and finished ones alone', async () => {
@@ -70,6 +72,6 @@ for (const { set, skip } of engineSets) describe(`integrations: the webhook swee
     await eventually(async () => (await row(probe.id))?.status === 'routed', 'probe delivery routed');
     expect(await row(finished.id)).to.include({ status: 'ignored', resend_count: 0 });
     expect(await row(fresh.id)).to.include({ status: 'received', resend_count: 0 });
-    expect(await sessionsOf(fresh.sessionId)).to.deep.equal([]);
+    expect(await sessionsOf(fresh.key)).to.deep.equal([]);
   });
 });

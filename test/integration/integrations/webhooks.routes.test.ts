@@ -87,9 +87,10 @@ for (const { set, skip } of engineSets) describe(`integrations: provider webhook
       // Another org's valid signature sent to this org's URL is refused: only the named org's secret is tried.
       const elsewhere = await deliver('github', body, { ...headers, 'x-github-delivery': randomUUID() }, org.orgId);
       expect(elsewhere.status).to.equal(401);
-      // No org in the URL: refused before any secret is opened; an org not connected to the provider: 401.
+      // No org in the URL and no registered account in the delivery (decision 0070): refused before any secret is
+      // opened; an org not connected to the provider: 401.
       const unnamed = await deliver('github', body, { ...headers, 'x-github-delivery': randomUUID() }, '');
-      expect([unnamed.status, unnamed.json.code]).to.deep.equal([400, 'HTTP_BAD_QUERY']);
+      expect([unnamed.status, unnamed.json.code]).to.deep.equal([401, 'AUTH_INVALID']);
       const notConnected = await deliver('vercel', body, signatureHeaderFor('vercel', secrets.vercel, body), other.orgId);
       expect(notConnected.status).to.equal(401);
     });

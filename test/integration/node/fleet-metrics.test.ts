@@ -23,7 +23,7 @@ for (const { set, skip } of engineSets) {
       const daemon = await registerDaemon(t, org);
       const ids = [await dispatch(t, org), await dispatch(t, org), await dispatch(t, org)];
       await new Promise((resolve) => setTimeout(resolve, 300));
-      const poll = await t.call('POST', '/v1/daemon/poll', { token: daemon.runtimeJwt, body: { workerId: daemon.workerId, capacity: 1 } });
+      const poll = await t.call('POST', '/api/daemon/poll', { token: daemon.runtimeJwt, body: { workerId: daemon.workerId, capacity: 1 } });
       expect(poll.status).to.equal(200);
       const claimed = (await report(t, daemon, ids[0]!, 'claimed'));
       expect(claimed.status, claimed.text).to.equal(200);

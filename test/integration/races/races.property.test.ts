@@ -6,6 +6,7 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import { startTestNode, type TestNode } from '../../support/node.js';
 import { dispatch, provisionOrg, registerDaemon, type Daemon, type Org } from '../sessions/support.js';
+import { sessionKeyOf } from '../../support/session-keys.js';
 
 /** Runs per property; RACE_RUNS raises it for a longer search. */
 const runs = Number(process.env.RACE_RUNS ?? 25);
@@ -45,8 +46,9 @@ describe('races as properties against the real actors (embedded engines)', funct
         : t.call('POST', `/api/sessions/${id}/status`, { token: daemons[c.worker]!.runtimeJwt, body: { status: c.status, workerId: daemons[c.worker]!.workerId } })));
       for (const r of replies) expect(r.status, r.text).to.be.oneOf([200, 409]);
       const endedBy = replies.filter((r) => r.status === 200 && terminal.has(r.json.newStatus) && r.json.previousStatus !== r.json.newStatus && r.json.stopped !== false);
-      const moves = await t.node.deps.db('session_transitions').where({ session_id: id }).whereIn('to_status', [...terminal]);
-      const row = await t.node.deps.db('sessions').where({ id }).first('status');
+      const key = await sessionKeyOf(t.node.deps.db, org.orgId, id);
+      const moves = await t.node.deps.db('session_transitions').where({ session_id: key }).whereIn('to_status', [...terminal]);
+      const row = await t.node.deps.db('sessions').where({ id: key }).first('status');
       expect(moves.length, 'at most one terminal transition').to.be.at.most(1);
       expect(endedBy.length, 'at most one caller heard that it ended the session').to.be.at.most(1);
       if (moves.length === 1) {
@@ -77,13 +79,13 @@ describe('races as properties against the real actors (embedded engines)', funct
             expect(res.status, res.text).to.be.oneOf([200, 409]);
             if (res.status === 200) cancelled.add(id);
           } else {
-            const res = await t.call('POST', '/v1/daemon/heartbeat', { token: host.runtimeJwt, body: { workerId: host.workerId } });
+            const res = await t.call('POST', '/api/daemon/heartbeat', { token: host.runtimeJwt, body: { workerId: host.workerId } });
             expect(res.status, res.text).to.equal(200);
             for (const m of res.json.mutations) delivered.set(m.id, (delivered.get(m.id) ?? 0) + 1);
           }
         }));
         // Whatever is still pending goes out now, so every mutation ends delivered or cancelled.
-        const last = await t.call('POST', '/v1/daemon/heartbeat', { token: host.runtimeJwt, body: { workerId: host.workerId } });
+        const last = await t.call('POST', '/api/daemon/heartbeat', { token: host.runtimeJwt, body: { workerId: host.workerId } });
         for (const m of last.json.mutations) delivered.set(m.id, (delivered.get(m.id) ?? 0) + 1);
         const rows = await t.node.deps.db('daemon_mutations').whereIn('id', ids).select('id', 'status');
         for (const { id, status } of rows as { id: string; status: string }[]) {

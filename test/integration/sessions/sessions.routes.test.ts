@@ -45,33 +45,65 @@ for (const { set, skip } of engineSets) describe(`session routes (${set} engines
     expect(badJson.status).to.equal(400);
   });
 
-  it('a session is public-id addressed by the SHA-256 of its org-scoped tracker session id', async () => {
-    const id = await dispatch(t, acme, { trackerSessionId: 'abc' });
-    expect(id).to.equal(createHash('sha256').update(`${acme.orgId}:abc`).digest('hex').slice(0, 16));
-    expect(await dispatch(t, acme, { trackerSessionId: 'abc' }), 'the same tracker id again is the same session').to.equal(id);
+  it('a session is public-id addressed by the SHA-256 of its tracker session id, as a client computes it (spec 2.7)', async () => {
+    const tracker = `ENG-${randomUUID()}`;
+    const id = await dispatch(t, acme, { trackerSessionId: tracker });
+    expect(id).to.equal(createHash('sha256').update(tracker).digest('hex').slice(0, 16));
+    expect(await dispatch(t, acme, { trackerSessionId: tracker }), 'the same tracker id again is the same session').to.equal(id);
+    const detail = await t.inject('GET', `/api/public/sessions/${id}`, { token: acme.apiKey });
+    expect(detail.json).to.include({ id, trackerSessionId: tracker });
   });
 
-  it('another org\'s use of a tracker id is invisible and harmless: no squatting, no probing (issue 16)', async () => {
+  it('two orgs holding the same public id each see, stop and report only their own: no squatting, no probing (issue 16)', async () => {
     // Globex dispatches first with the tracker id Acme's Linear webhook will use for its issue.
     const acmeTracker = `linear:${acme.orgId}:${randomUUID()}`;
-    const squatted = await t.inject('POST', '/api/agent-dispatch', { token: globex.apiKey, body: { projectId: globex.projectId, prompt: 'x', trackerSessionId: acmeTracker } });
+    const squatted = await t.inject('POST', '/api/agent-dispatch', { token: globex.apiKey, body: { projectId: globex.projectId, prompt: 'theirs', trackerSessionId: acmeTracker } });
     expect(squatted.status, 'a tracker id of its own, as far as Globex can tell').to.equal(201);
     const again = await t.inject('POST', '/api/agent-dispatch', { token: globex.apiKey, body: { projectId: globex.projectId, prompt: 'x', trackerSessionId: acmeTracker } });
     expect([again.status, again.json.sessionId]).to.deep.equal([201, squatted.json.sessionId]);
-    // Acme's own dispatch of it is Acme's new session, not a conflict and not Globex's.
+    // Acme's own dispatch of it is Acme's new session under the same public id, not a conflict and not Globex's.
     const mine = await t.inject('POST', '/api/agent-dispatch', { token: acme.apiKey, body: { projectId: acme.projectId, prompt: 'mine', trackerSessionId: acmeTracker } });
     expect(mine.status, mine.text).to.equal(201);
-    expect(mine.json.sessionId).to.not.equal(squatted.json.sessionId);
-    const detail = await t.inject('GET', `/api/public/sessions/${mine.json.sessionId}`, { token: acme.apiKey });
-    expect(detail.json).to.include({ prompt: 'mine' });
-    expect((await t.inject('GET', `/api/public/sessions/${squatted.json.sessionId}`, { token: acme.apiKey })).status).to.equal(404);
-    expect((await t.inject('GET', `/api/public/sessions/${mine.json.sessionId}`, { token: globex.apiKey })).status).to.equal(404);
+    const id = mine.json.sessionId as string;
+    expect(id).to.equal(squatted.json.sessionId);
+    expect((await t.inject('GET', `/api/public/sessions/${id}`, { token: acme.apiKey })).json).to.include({ id, prompt: 'mine', orgId: acme.orgId });
+    expect((await t.inject('GET', `/api/public/sessions/${id}`, { token: globex.apiKey })).json).to.include({ id, prompt: 'theirs', orgId: globex.orgId });
+
+    // Globex's worker claims and runs its own; Acme's stays pending and is offered only to Acme's worker.
+    const globexWorker = await registerDaemon(t, globex, 'globex-host');
+    const acmeWorker = await registerDaemon(t, acme, 'acme-host');
+    expect((await report(t, globexWorker, id, 'claimed')).json).to.deep.equal({ sessionId: id, previousStatus: 'pending', newStatus: 'claimed' });
+    expect((await report(t, globexWorker, id, 'running')).status).to.equal(200);
+    expect((await t.inject('GET', `/api/public/sessions/${id}`, { token: acme.apiKey })).json.status).to.equal('pending');
+    const acmePoll = await t.inject('POST', '/api/daemon/poll', { token: acmeWorker.runtimeJwt, body: { workerId: acmeWorker.workerId, capacity: 50 } });
+    expect(acmePoll.json.sessions.filter((s: { id: string }) => s.id === id).map((s: { prompt: string }) => s.prompt)).to.deep.equal(['mine']);
+
+    // Globex stops its own; Acme's is untouched, and Acme's stop reaches only Acme's.
+    expect((await t.inject('POST', `/api/public/sessions/${id}/stop`, { token: globex.apiKey })).json).to.include({ stopped: true, previousStatus: 'running' });
+    expect((await t.inject('GET', `/api/public/sessions/${id}`, { token: acme.apiKey })).json.status).to.equal('pending');
+    expect((await t.inject('POST', `/api/public/sessions/${id}/stop`, { token: acme.apiKey })).json).to.include({ stopped: true, previousStatus: 'pending' });
+    expect((await t.inject('GET', `/api/public/sessions/${id}`, { token: globex.apiKey })).json.status).to.equal('stopped');
+    // A made-up id is 404 for both, as is a worker's report on a session of another org.
+    expect((await t.inject('GET', `/api/public/sessions/${'0'.repeat(16)}`, { token: acme.apiKey })).status).to.equal(404);
+    const other = await t.inject('POST', '/api/agent-dispatch', { token: globex.apiKey, body: { projectId: globex.projectId, prompt: 'only globex' } });
+    expect((await report(t, acmeWorker, other.json.sessionId, 'claimed')).status).to.equal(404);
+  });
+
+  it('also answers to its key, the id sessions were given before public ids followed the spec (decision 0068)', async () => {
+    const tracker = `legacy-${randomUUID()}`;
+    const id = await dispatch(t, acme, { trackerSessionId: tracker });
+    const key = createHash('sha256').update(`${acme.orgId}:${tracker}`).digest('hex').slice(0, 16);
+    expect(key).to.not.equal(id);
+    const byKey = await t.inject('GET', `/api/public/sessions/${key}`, { token: acme.apiKey });
+    expect(byKey.json, 'shown under its public id whichever name was asked').to.include({ id, prompt: 'Fix ENG-1' });
+    expect((await t.inject('GET', `/api/public/sessions/${key}`, { token: globex.apiKey })).status).to.equal(404);
+    expect((await t.inject('POST', `/api/public/sessions/${key}/stop`, { token: acme.apiKey })).json).to.include({ stopped: true, sessionId: id });
   });
 
   it('walks the machine through worker reports, with 409 for an illegal move, and shows it on the detail', async () => {
     const daemon = await registerDaemon(t, acme);
     const id = await dispatch(t, acme, { trackerIssue: 'ENG-42' });
-    const poll = await t.inject('POST', '/v1/daemon/poll', { token: daemon.runtimeJwt, body: { workerId: daemon.workerId, capacity: 50 } });
+    const poll = await t.inject('POST', '/api/daemon/poll', { token: daemon.runtimeJwt, body: { workerId: daemon.workerId, capacity: 50 } });
     expect(poll.status).to.equal(200);
     expect(poll.json.sessions.map((s: { id: string }) => s.id)).to.include(id);
 
@@ -126,10 +158,10 @@ for (const { set, skip } of engineSets) describe(`session routes (${set} engines
     await report(t, daemon, id, 'running');
     const queued = await t.inject('POST', `/api/public/sessions/${id}/prompt`, { token: acme.apiKey, body: { prompt: 'Also this' } });
     expect(queued.json.status).to.equal('running');
-    const poll = await t.inject('POST', '/v1/daemon/poll', { token: daemon.runtimeJwt, body: { workerId: daemon.workerId, capacity: 0 } });
+    const poll = await t.inject('POST', '/api/daemon/poll', { token: daemon.runtimeJwt, body: { workerId: daemon.workerId, capacity: 0 } });
     const mine = poll.json.sessions.find((s: { id: string }) => s.id === id);
     expect(mine.queuedPrompts.map((p: { text: string }) => p.text)).to.deep.equal(['Also this']);
-    const again = await t.inject('POST', '/v1/daemon/poll', { token: daemon.runtimeJwt, body: { workerId: daemon.workerId, capacity: 0 } });
+    const again = await t.inject('POST', '/api/daemon/poll', { token: daemon.runtimeJwt, body: { workerId: daemon.workerId, capacity: 0 } });
     expect(again.json.sessions.find((s: { id: string }) => s.id === id), 'a prompt is delivered once').to.equal(undefined);
   });
 
@@ -155,7 +187,7 @@ for (const { set, skip } of engineSets) describe(`session routes (${set} engines
       token: acme.ownerToken, body: { workerHostId: d.workerId, op: 'project.remove', params: { projectId: acme.projectId } },
     });
     expect(removal.status, removal.text).to.equal(201);
-    const beat = await t.inject('POST', '/v1/daemon/heartbeat', { token: d.runtimeJwt, body: { workerId: d.workerId } });
+    const beat = await t.inject('POST', '/api/daemon/heartbeat', { token: d.runtimeJwt, body: { workerId: d.workerId } });
     expect(beat.json.runtimeJwt, 'a narrowed token comes with the delivered removal').to.be.a('string');
     const narrowed = { workerId: d.workerId, runtimeJwt: beat.json.runtimeJwt as string };
     const globexDaemon = await registerDaemon(t, globex);

@@ -6,6 +6,7 @@ import { expect } from 'chai';
 import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
 import { watchStatements } from '../../support/statement-watch.js';
 import { dispatch, provisionOrg, registerDaemon, report, type Daemon, type Org } from './support.js';
+import { sessionKeyOf } from '../../support/session-keys.js';
 
 for (const { set, skip } of engineSets) describe(`session statements (${set} engines)`, function () {
   if (skip) return;
@@ -53,7 +54,9 @@ for (const { set, skip } of engineSets) describe(`session statements (${set} eng
       expect(mine[at - 1] ?? '', `${status}:\n${listed(statements)}`).to.not.match(/^begin/i);
       expect(mine[at + 1] ?? '', `${status}:\n${listed(statements)}`).to.not.match(/^commit/i);
     }
-    const effects = await t.node.deps.db('session_effect_ledger').where({ key: `${sessionId}:1:terminal` });
+    // Effects are keyed by the session's key inside the node, not by the public id two orgs may share.
+    const key = await sessionKeyOf(t.node.deps.db, org.orgId, sessionId);
+    const effects = await t.node.deps.db('session_effect_ledger').where({ key: `${key}:1:terminal` });
     expect(effects).to.have.length(1);
   });
 });

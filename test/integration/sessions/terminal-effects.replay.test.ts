@@ -7,7 +7,7 @@ import { expect } from 'chai';
 import { dbEngines } from '../../support/db.js';
 import type { TestDb } from '../../support/db.js';
 import { runCommand } from '../../support/harness.js';
-import { createSessionBehavior, initialSessionState, publicSessionId, type SessionMsg, type SessionState } from '../../../actors/session/index.js';
+import { createSessionBehavior, initialSessionState, sessionKey, type SessionMsg, type SessionState } from '../../../actors/session/index.js';
 import { projectSession } from '../../../storage/sessions/projection.js';
 import { inSqlTransaction } from '../../../storage/sql-tx.js';
 
@@ -40,8 +40,8 @@ for (const engine of dbEngines) {
     }
 
     it('runs each terminal effect once across a replayed projection, and promotes the waiting session', async () => {
-      const a = publicSessionId(randomUUID(), `a-${randomUUID()}`);
-      const b = publicSessionId(randomUUID(), `b-${randomUUID()}`);
+      const a = sessionKey(randomUUID(), `a-${randomUUID()}`);
+      const b = sessionKey(randomUUID(), `b-${randomUUID()}`);
       const t0 = Date.UTC(2025, 4, 1);
       let sa = await apply(a, initialSessionState(), { ...dispatchOf(`ta-${a}`) }, t0);
       const sb = await apply(b, initialSessionState(), { ...dispatchOf(`tb-${b}`) }, t0 + 1);

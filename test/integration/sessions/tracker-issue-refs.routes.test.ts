@@ -14,6 +14,7 @@ import { upsertOAuthConnection } from '../../../storage/integrations/oauth.js';
 import { connectionSealContext } from '../../../actors/integrations/oauth/index.js';
 import { OutboundGuard } from '../../../actors/integrations/outbound/index.js';
 import { postTrackerComment } from '../../../actors/integrations/trackers/post-comment.js';
+import { sessionKeyOf } from '../../support/session-keys.js';
 
 const BAD_REFS = ['../..#2', 'acme/..#2', './x#1', 'a%2F..#1', 'acme/%2e%2e#3', '..%2F..#2', 'acme/api/../..#4', 'ac me/api#1'];
 const COMMENTS_PATH = /^\/repos\/[A-Za-z0-9-]+\/[A-Za-z0-9_.-]+\/issues\/[1-9][0-9]*\/comments$/;
@@ -94,9 +95,11 @@ for (const { set, skip } of engineSets) describe(`sessions: GitHub issue referen
 
   it('gives up a stored malformed reference with the reason recorded, sending nothing', async () => {
     const sessionId = await dispatch(t, org);
+    // Rows inside the node name the session by its key (decision 0068).
+    const key = await sessionKeyOf(t.node.deps.db, org.orgId, sessionId);
     const at = new Date();
     const rows = BAD_REFS.map((issue, i) => ({
-      id: `bad-ref-${randomBytes(6).toString('hex')}`, org_id: org.orgId, session_id: sessionId, epoch: i + 1, tracker: 'github', issue,
+      id: `bad-ref-${randomBytes(6).toString('hex')}`, org_id: org.orgId, session_id: key, epoch: i + 1, tracker: 'github', issue,
       kind: 'terminal', session_status: 'completed', cost_usd: 0, duration_ms: 1000, status: 'pending', attempts: 0,
       next_attempt_at: at, created_at: at, updated_at: at,
     }));

@@ -71,7 +71,7 @@ export async function startHostileServer(victimDir: string): Promise<HostileServ
     if (route === 'POST /v1/daemon/register') {
       return json(res, 200, { workerId, runtimeJwt, heartbeatIntervalSeconds: 1, pollIntervalSeconds: 1 });
     }
-    if (route === 'POST /v1/daemon/heartbeat') {
+    if (route === 'POST /api/daemon/heartbeat') {
       served.heartbeats++;
       return json(res, 200, {
         mutations: [
@@ -81,7 +81,7 @@ export async function startHostileServer(victimDir: string): Promise<HostileServ
         ],
       });
     }
-    if (route === 'POST /v1/daemon/poll') {
+    if (route === 'POST /api/daemon/poll') {
       served.polls++;
       return json(res, 200, { sessions: [...offers(), ...(goodClaimed ? [] : [{ id: GOOD_SESSION, projectId: PROJECT, prompt: 'the good work' }])] });
     }

@@ -3,6 +3,7 @@
 // on the stored snapshots; another org, a wrong credential kind and a viewer are refused on every route.
 import { expect } from 'chai';
 import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
+import { publicSessionId, sessionKey } from '../../../actors/session/index.js';
 
 const v2 = `schemaVersion: v2
 name: triage
@@ -175,8 +176,10 @@ for (const { set, skip } of engineSets) describe(`workflows: versions, publish, 
     expect(run).to.include({ status: 'running', workflowId: w.id, version: 2, error: null });
     expect(run.steps[0]).to.include({ nodeId: 'plan', kind: 'agent', status: 'running' });
     expect(run.steps[0].sessionId).to.match(/^[0-9a-f]{16}$/);
-    const session = await t.node.deps.ask<any>(`session/${run.steps[0].sessionId}`, { type: 'session.dispatch', orgId, projectId,
-      trackerSessionId: `workflow-run:${started.json.runId}:plan:1`, prompt: 'Plan the fix', agentCardId: null, trackerIssue: null,
+    const trackerSessionId = `workflow-run:${started.json.runId}:plan:1`;
+    expect(run.steps[0].sessionId, 'shown by public id').to.equal(publicSessionId(trackerSessionId));
+    const session = await t.node.deps.ask<any>(`session/${sessionKey(orgId, trackerSessionId)}`, { type: 'session.dispatch', orgId, projectId,
+      trackerSessionId, prompt: 'Plan the fix', agentCardId: null, trackerIssue: null,
       workType: null, provider: null, requestedBy: `workflow-run:${started.json.runId}` }).catch((err: Error) => err);
     expect(session).not.to.be.instanceOf(Error);
   });

@@ -5,8 +5,8 @@ import { expect } from 'chai';
 import { allRoutes } from '../../../http/routes.js';
 
 describe('admission: which writes are exempt', () => {
-  it('exempts exactly the daemon heartbeat and the step heartbeat', () => {
+  it('exempts exactly the daemon heartbeat (and its deprecated /v1 alias) and the step heartbeat', () => {
     const exempt = allRoutes().filter((r) => r.admission === 'exempt').map((r) => `${r.method.toUpperCase()} ${r.path}`).sort();
-    expect(exempt).to.deep.equal(['POST /api/sessions/:id/step-heartbeat', 'POST /v1/daemon/heartbeat']);
+    expect(exempt).to.deep.equal(['POST /api/daemon/heartbeat', 'POST /api/sessions/:id/step-heartbeat', 'POST /v1/daemon/heartbeat']);
   });
 });

@@ -46,16 +46,16 @@ describe('the typed client under tsc --strict', function () {
       import { createTroupeClient, unwrap, TroupeApiError } from '${entry}';
       const api = createTroupeClient({ baseUrl: 'http://127.0.0.1:8080', token: () => 'token' });
       export async function poll(): Promise<string[]> {
-        const { sessions } = await unwrap(api.POST('/v1/daemon/poll', { body: { workerId: 'w', capacity: 1 } }));
+        const { sessions } = await unwrap(api.POST('/api/daemon/poll', { body: { workerId: 'w', capacity: 1 } }));
         return sessions.map((s) => s.prompt);
       }
       export async function refused(): Promise<void> {
         // @ts-expect-error the poll body is required
-        await api.POST('/v1/daemon/poll', {});
+        await api.POST('/api/daemon/poll', {});
         // @ts-expect-error no such path
         await api.GET('/api/no-such-route');
         // @ts-expect-error capacity is an integer, not a string
-        await api.POST('/v1/daemon/poll', { body: { workerId: 'w', capacity: '1' } });
+        await api.POST('/api/daemon/poll', { body: { workerId: 'w', capacity: '1' } });
       }
       export const isCode = (e: unknown): boolean => e instanceof TroupeApiError && e.code === 'NOT_FOUND';
     `);

@@ -7,14 +7,14 @@ import { expect } from 'chai';
 import { runCommand, harnessNow } from '../../support/harness.js';
 import { walkTable } from '../../support/table-walk.js';
 import {
-  createSessionBehavior, initialSessionState, publicSessionId, reportableStatuses, isHeld, isTerminal, MAX_LEASE_RECLAIMS,
+  createSessionBehavior, initialSessionState, publicSessionId, sessionKey, reportableStatuses, isHeld, isTerminal, MAX_LEASE_RECLAIMS,
   type SessionEffect, type SessionMsg, type SessionReply, type SessionState, type SessionStatus,
 } from '../../../actors/session/index.js';
 
 const behavior = createSessionBehavior();
 const ORG = '11111111-1111-4111-8111-111111111111';
 const PROJECT = '22222222-2222-4222-8222-222222222222';
-const id = publicSessionId(ORG, 'tracker-session-1');
+const id = sessionKey(ORG, 'tracker-session-1');
 /** The reporting worker's org and projects, as the status route passes them from its runtime token. */
 const scope = { orgId: ORG, projectIds: [PROJECT] };
 
@@ -76,11 +76,12 @@ walkTable(behavior, {
 });
 
 describe('session machine', () => {
-  it('public id is the first 16 hex characters of SHA-256 of the org-scoped tracker session id', () => {
-    const expected = createHash('sha256').update(`${ORG}:abc`).digest('hex').slice(0, 16);
-    expect(publicSessionId(ORG, 'abc')).to.equal(expected);
-    // The same tracker id in another org is another session (issue 16: no org can take or probe another's ids).
-    expect(publicSessionId(PROJECT, 'abc')).to.not.equal(expected);
+  it('public id is the first 16 hex characters of SHA-256 of the tracker session id, and the key is org-scoped', () => {
+    expect(publicSessionId('abc')).to.equal(createHash('sha256').update('abc').digest('hex').slice(0, 16));
+    // The same tracker id in another org has the same public id but lives under another key (issue 16, decision 0068).
+    const key = createHash('sha256').update(`${ORG}:abc`).digest('hex').slice(0, 16);
+    expect(sessionKey(ORG, 'abc')).to.equal(key);
+    expect(sessionKey(PROJECT, 'abc')).to.not.equal(key);
   });
 
   it('stop on a terminal session answers stopped:false with both statuses the terminal one and changes nothing', () => {

@@ -3,13 +3,15 @@
 // holder's own report sends that worker a stop; a queued prompt asks the holder to poll; nothing else is sent.
 import { expect } from 'chai';
 import { runCommand } from '../../support/harness.js';
-import { createSessionBehavior, initialSessionState, publicSessionId, type SessionMsg, type SessionState } from '../../../actors/session/index.js';
+import { createSessionBehavior, initialSessionState, publicSessionId, sessionKey, type SessionMsg, type SessionState } from '../../../actors/session/index.js';
 import { workerSignalsOf } from '../../../actors/fleet/worker-signals.js';
 
 const behavior = createSessionBehavior();
 const ORG = '11111111-1111-4111-8111-111111111111';
 const PROJECT = '22222222-2222-4222-8222-222222222222';
-const id = publicSessionId(ORG, 't-1');
+const key = sessionKey(ORG, 't-1');
+/** Workers are told sessions' public ids, never the key the actor lives under. */
+const id = publicSessionId('t-1');
 const dispatch = (trackerIssue: string | null): SessionMsg => ({
   type: 'session.dispatch', orgId: ORG, projectId: PROJECT, trackerSessionId: 't-1', prompt: 'Fix it',
   agentCardId: null, trackerIssue, workType: 'fix', provider: null, requestedBy: 'apiKey:k',
@@ -20,9 +22,9 @@ function signalsAfter(messages: SessionMsg[]) {
   let state: SessionState = initialSessionState();
   let signals: ReturnType<typeof workerSignalsOf>;
   for (const m of messages) {
-    const r = runCommand(behavior, state, m, { id });
+    const r = runCommand(behavior, state, m, { id: key });
     if (!r.ok) throw new Error(`${m.type} refused: ${JSON.stringify(r)}`);
-    signals = workerSignalsOf(state, r.state, id, m);
+    signals = workerSignalsOf(state, r.state, key, m);
     state = r.state;
   }
   return signals!;
