@@ -74,6 +74,10 @@ async function sourcesOf(deps: Deps, card: AgentCardView) {
 }
 
 export function agentCardRoutes(): Route<Deps>[] {
+  return [...agentCardOwnRoutes(), ...marketplaceRoutes()];
+}
+
+function agentCardOwnRoutes(): Route<Deps>[] {
   return [
     route({
       method: 'post', path: '/api/agent-cards', auth: 'org', tags: ['agents'], successStatus: 201,
@@ -103,6 +107,11 @@ export function agentCardRoutes(): Route<Deps>[] {
         return { body: { agentCard: view(await deps.ask<AgentCardReply>(agentCardAddress(card.id), msg)) } };
       },
     }),
+  ];
+}
+
+function marketplaceRoutes(): Route<Deps>[] {
+  return [
     route({
       method: 'post', path: '/api/marketplace/listings', auth: 'org', tags: ['agents'], successStatus: 201,
       summary: 'Publish an authored agent card to the marketplace; the listing follows the card\'s newest version. 409 when the org has its quota of listings (TROUPE_MARKETPLACE_LISTINGS_PER_ORG)',

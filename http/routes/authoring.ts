@@ -53,6 +53,10 @@ const stale = (which: string): TroupeError =>
   new TroupeError('CONFLICT', `stale ${which}: it no longer matches the current state; synthesize again`, { stale: which });
 
 export function authoringRoutes(): Route<Deps>[] {
+  return [...conversationRoutes(), ...proposalRoutes()];
+}
+
+function conversationRoutes(): Route<Deps>[] {
   return [
     route({
       method: 'post', path: '/api/projects/:projectId/authoring/conversation', auth: 'org', tags: TAGS,
@@ -127,6 +131,11 @@ export function authoringRoutes(): Route<Deps>[] {
         };
       },
     }),
+  ];
+}
+
+function proposalRoutes(): Route<Deps>[] {
+  return [
     route({
       method: 'post', path: '/api/projects/:projectId/authoring/apply', auth: 'org', tags: TAGS, successStatus: 200,
       summary: 'Store a reviewed candidate (a plan, or for target agentCard a card) as an isolated proposal: revalidates it and the candidate, base, '

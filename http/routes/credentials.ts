@@ -44,6 +44,10 @@ async function mayRotate(deps: Deps, p: OrgPrincipal, kind: string): Promise<voi
 }
 
 export function credentialRoutes(): Route<Deps>[] {
+  return [...orgCredentialRoutes(), ...daemonCredentialRoutes()];
+}
+
+function orgCredentialRoutes(): Route<Deps>[] {
   return [
     route({
       method: 'put',
@@ -82,6 +86,11 @@ export function credentialRoutes(): Route<Deps>[] {
         return { body: { orgId: p.orgId, kind, provider: body.provider, updatedAt: new Date(at).toISOString() } };
       },
     }),
+  ];
+}
+
+function daemonCredentialRoutes(): Route<Deps>[] {
+  return [
     route({
       method: 'post',
       path: '/api/daemon/credentials/rotate',

@@ -81,6 +81,14 @@ function assignEnvironmentSecret(deps: Deps, orgId: string | null): Promise<{ pr
 }
 
 export function governanceRoutes(): Route<Deps>[] {
+  return [...policyRoutes(), ...incidentRoutes(), ...securityMetricRoutes()];
+}
+
+function policyRoutes(): Route<Deps>[] {
+  return [...policyWriteRoutes(), ...policyReadRoutes()];
+}
+
+function policyWriteRoutes(): Route<Deps>[] {
   return [
     route({
       method: 'post', path: '/api/policies', auth: 'human', tags: ['governance'], successStatus: 201,
@@ -153,6 +161,11 @@ export function governanceRoutes(): Route<Deps>[] {
         return { body: { policy: policyViewOf(reply.policy) } };
       },
     }),
+  ];
+}
+
+function policyReadRoutes(): Route<Deps>[] {
+  return [
     route({
       method: 'get', path: '/api/policies/:id', auth: 'human', tags: ['governance'],
       summary: 'A policy with its versions, newest first; another org\'s policy is 404',
@@ -192,6 +205,11 @@ export function governanceRoutes(): Route<Deps>[] {
         return { body: { policies } };
       },
     }),
+  ];
+}
+
+function incidentRoutes(): Route<Deps>[] {
+  return [
     route({
       method: 'get', path: '/api/incidents', auth: 'human', tags: ['governance'],
       summary: 'The org\'s incidents, newest first; status is a comma-separated list',
@@ -286,6 +304,11 @@ export function governanceRoutes(): Route<Deps>[] {
         return { body: { orgId: null, previousOrgId, webhookUrl: null } };
       },
     },
+  ];
+}
+
+function securityMetricRoutes(): Route<Deps>[] {
+  return [
     route({
       method: 'get', path: '/api/security/metrics', auth: 'human', tags: ['governance'],
       summary: 'Security metrics from the audit chain, incidents and policies; metricType overview|health|timeline|posture, timeRange 24h|7d|30d|90d, limit ≤ 100 timeline rows',

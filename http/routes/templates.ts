@@ -48,6 +48,10 @@ const onTemplate = (action: 'read' | 'publish'): RouteAuthorization<Deps, any, {
 });
 
 export function templateRoutes(): Route<Deps>[] {
+  return [...templateReadWriteRoutes(), ...templatePublishingRoutes()];
+}
+
+function templateReadWriteRoutes(): Route<Deps>[] {
   return [
     route({
       method: 'get',
@@ -107,6 +111,11 @@ export function templateRoutes(): Route<Deps>[] {
         return { status: created ? 201 : 200, body: rest };
       },
     }),
+  ];
+}
+
+function templatePublishingRoutes(): Route<Deps>[] {
+  return [
     route({
       method: 'get',
       path: '/api/templates/:slug/diff',

@@ -85,6 +85,10 @@ function versionParam(req: HttpRequest): number {
 }
 
 export function workflowRoutes(): Route<Deps>[] {
+  return [...workflowEditRoutes(), ...versionRoutes()];
+}
+
+function workflowEditRoutes(): Route<Deps>[] {
   return [
     route({
       method: 'post', path: '/api/projects/:projectId/workflows', auth: 'org', tags: ['workflows'],
@@ -162,6 +166,11 @@ export function workflowRoutes(): Route<Deps>[] {
         return { body: fromView(view) };
       },
     }),
+  ];
+}
+
+function versionRoutes(): Route<Deps>[] {
+  return [
     route({
       method: 'get', path: '/api/workflows/:id/versions', auth: 'org', tags: ['workflows'],
       summary: 'Version summaries, newest first', responseSchema: schemas.versionSummaries,
