@@ -232,6 +232,8 @@ describe(`troupe worker, as real processes (node on ${onPostgres ? 'Postgres' : 
     const again = startWorker({ url: node.url, registrationToken: org.registrationToken, stateDir, env: { ECHO_AGENT_LINES: '1' } });
     await again.waitFor((l) => l.event === 'worker.resumed');
     await eventually('the restarted worker has the rotation it missed', 10_000, async () => kept(stateDir) === 'while it was down');
+    // The file is written before the line is logged: wait for the line too.
+    await again.waitFor((l) => l.event === 'credential.rotated');
     expect(again.lines.filter((l) => l.event === 'credential.rotated'), 'only the missed rotation is replayed').to.have.length(1);
   });
 

@@ -1,0 +1,22 @@
+/**
+ * `troupe worker` (issue 15, decision 0023): registers with a registration token, heartbeats, takes sessions of its
+ * projects as they are offered on the daemon event stream (or found by the poll, the fallback), runs the agent
+ * command for each, relays its output, reports its outcome exactly once, and follows stops, mutations and
+ * credential rotations. The server being gone is survived: agents keep running, reports wait in the state dir.
+ */
+export interface WorkerOptions {
+  readonly url: string;
+  readonly registrationToken: string;
+  readonly agentCommand: string;
+  readonly capacity: number;
+  readonly name: string;
+  readonly stateDir: string;
+  readonly workDir: string;
+  readonly drainTimeoutSeconds: number;
+  /** The resource pool this worker's sessions run in; `pool.deleted` naming it stops them. */
+  readonly pool?: string;
+  /** SIGTERM → SIGKILL of an agent's process group. @default 10000 */
+  readonly killGraceMs?: number;
+  readonly backoffBaseMs?: number;
+  readonly backoffCapMs?: number;
+}
