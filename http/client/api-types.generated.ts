@@ -817,7 +817,7 @@ export interface paths {
          *
          *     - `ready` `{workerId}`: subscribed; from here on nothing for this worker is missed while the stream stays open. A worker (re)connecting polls once and reconciles what it holds (`GET /api/daemon/sessions`), since events sent while it was away are not replayed.
          *     - `offer` `{session: {id, projectId, prompt, agentCardId?, workType?, provider?}}`: a session of one of the worker's projects entered the queue. A worker with free capacity claims it (`POST /api/sessions/{id}/status` `claimed`); the first claim wins, the others get 409 and drop it. Sent to every connected worker of the project.
-         *     - `poll` `{projectId?, sessionId?}`: work may be waiting that only `POST /v1/daemon/poll` hands out (a session behind an issue lock, a waiter promoted, a prompt queued for a session the worker holds): poll now.
+         *     - `poll` `{projectId?, sessionId?}`: work may be waiting that only `POST /api/daemon/poll` hands out (a session behind an issue lock, a waiter promoted, a prompt queued for a session the worker holds): poll now.
          *     - `stop` `{sessionId, status, reason}`: the worker held this session and no longer does (stopped by a user: `status: stopped`; reclaimed after a lost lease: `pending`; failed by the lease: `failed`). End the agent; report nothing more for it. Sent within milliseconds of the change being durable.
          *     - `mutation` `{pending}`: mutations wait for this worker: heartbeat now to receive them.
          *
