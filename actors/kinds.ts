@@ -25,9 +25,6 @@ import { createAgentCardBehavior } from './agent-card/index.js';
 import { createExternalAgentBehavior } from './integrations/a2a/index.js';
 import { withGatePush, withSessionPush, type PushOnEvents } from './integrations/web-push/event-notifications.js';
 
-/** Deadline of asks between actors (run → gate, gate → run, run → session) when the node gives none. */
-const ACTOR_ASK_TIMEOUT_MS = 10_000;
-
 /**
  * Every actor kind this node hosts. The composition root registers each with the actor system; a message for a kind
  * not listed here is refused. Each room appends its behaviour (one line per kind). Kinds whose effects publish
@@ -45,6 +42,8 @@ export interface ActorKindPorts {
   readonly db?: Knex;
   /** The operator's bounds on published triggers; unbounded without them. */
   readonly triggerLimits?: TriggerLimits;
+  /** Deadline of asks between actors (run → gate, gate → run, run → session) that name none: the node's `askTimeoutMs`. */
+  readonly askTimeoutMs: number;
 }
 
 const tellVia = (transport: Transport | undefined) =>
@@ -57,11 +56,11 @@ const noSchedules: SchedulePorts = {
 };
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export function actorKinds(ports: ActorKindPorts = {}): ActorBehavior<any, any, any, any>[] {
+export function actorKinds(ports: ActorKindPorts): ActorBehavior<any, any, any, any>[] {
   const { transport, pushOnEvents, metrics, schedules, db, triggerLimits } = ports;
   const ask: AskFn = <R>(address: string, message: unknown, timeoutMs?: number) => {
     if (!transport) return Promise.reject(new Error(`no transport to reach ${address}`));
-    return transport.ask<R>(address, message, { timeoutMs: timeoutMs ?? ACTOR_ASK_TIMEOUT_MS });
+    return transport.ask<R>(address, message, { timeoutMs: timeoutMs ?? ports.askTimeoutMs });
   };
   return [
     createOrgBehavior(transport ? { publishRevocation: (tags) => publishRevocation(transport, tags) } : {}),

@@ -1,12 +1,12 @@
 import type { Deps } from '../deps.js';
 import { TroupeError } from '../../ops/kernel/errors.js';
-import {
-  countPresence, findCredential, recordRotation, refreshPresence, rotationsAfter, writePresence, type RecordedRotation, type RotationCursor,
-} from '../../storage/credentials/credentials.js';
+import type { Logger } from '../../ops/kernel/logger.js';
+import { findCredential, recordRotation, rotationsAfter, type RecordedRotation, type RotationCursor } from '../../storage/credentials/credentials.js';
 import { rotationSealContext, streamTopics, type NodeStreams, type SealedRotation } from '../fleet/node-streams.js';
 import type { NodeService } from '../node-services.js';
 import { defaultCredentialProviders, type CredentialProviderRegistry } from './providers.js';
 import { credentialKind } from '../../schemas/daemon-extras/bodies.js';
+import { createRotatePresence, type RotatePresence } from './rotation-presence.js';
 
 /**
  * Credential rotation fan-out (spec 4.2, decision 0012). A rotation re-resolves the (org, kind) credential through
@@ -14,11 +14,6 @@ import { credentialKind } from '../../schemas/daemon-extras/bodies.js';
  * its own rotate-stream subscribers of that org. `sessionCount` is the org's live subscribers across the cluster,
  * read from the presence rows each node keeps current for the orgs it serves.
  */
-
-/** Presence rows are refreshed this often, and counted while younger than PRESENCE_TTL_MS. */
-const PRESENCE_REFRESH_MS = 15_000;
-/** Three refresh periods: one missed refresh (a slow database) does not hide a node's subscribers. */
-const PRESENCE_TTL_MS = 45_000;
 
 export interface RotationResult {
   readonly ok: true;
@@ -71,138 +66,130 @@ type CredentialDeps = Pick<Deps, 'config' | 'log' | 'clock' | 'db' | 'secrets' |
 export function createCredentialServices(deps: CredentialDeps, streams: NodeStreams): CredentialServices & NodeService {
   const log = deps.log.child({ component: 'credential-rotation' });
   const providers = defaultCredentialProviders();
-  const nodeId = deps.config.nodeId;
-  const localCounts = new Map<string, number>();
-  // Presence writes per org run one after another, so the row always ends at the latest count.
-  const writes = new Map<string, Promise<void>>();
-
-  const recordPresence = (orgId: string): Promise<void> => {
-    const previous = writes.get(orgId) ?? Promise.resolve();
-    const next = previous
-      .then(() => writePresence(deps.db, orgId, nodeId, localCounts.get(orgId) ?? 0, deps.clock.now()))
-      .catch((err: unknown) => log.warn({ err, orgId }, 'could not record rotate-stream presence; the refresher retries'));
-    writes.set(orgId, next);
-    void next.finally(() => { if (writes.get(orgId) === next) writes.delete(orgId); });
-    return next;
-  };
-
-  // A rotation is opened once per node, not once per subscriber: the fan-out hands the same event object to every
-  // subscriber of the org, and they all get the same opened object (so its SSE frame is formatted once too).
-  const opened = new WeakMap<SealedRotation, OpenedRotation | null>();
-  const openOnce = (data: SealedRotation): OpenedRotation | null => {
-    let r = opened.get(data);
-    if (r !== undefined) return r;
-    try {
-      r = { kind: data.kind, value: deps.secrets.open(data.sealedValue, rotationSealContext(data.orgId, data.kind, data.rotatedAt)), rotatedAt: data.rotatedAt };
-    } catch (err) {
-      log.warn({ err, orgId: data.orgId, kind: data.kind }, 'a rotation did not open with this node\'s master key; not forwarded');
-      r = null;
-    }
-    opened.set(data, r);
-    return r;
-  };
-
-  const openRecorded = (orgId: string, r: RecordedRotation): OpenedRotation | null => {
-    try {
-      return { kind: r.kind, value: deps.secrets.open(r.sealedValue, rotationSealContext(orgId, r.kind, r.rotatedAt)), rotatedAt: r.rotatedAt };
-    } catch (err) {
-      log.warn({ err, orgId, kind: r.kind }, 'a recorded rotation did not open with this node\'s master key; not replayed');
-      return null;
-    }
-  };
+  const presence = createRotatePresence(deps, deps.config.nodeId, log);
+  const opener = rotationOpener(deps, log);
 
   /** A live subscriber of the org's rotations on this node, counted in its presence; resolves to its leave. */
   const attach = async (orgId: string, listener: (r: OpenedRotation) => void): Promise<() => void> => {
     const { unsubscribe } = streams.credentials.subscribe(orgId, ({ data }) => {
-      const opened = openOnce(data);
+      const opened = opener.openOnce(data);
       if (opened) listener(opened);
     });
-    localCounts.set(orgId, (localCounts.get(orgId) ?? 0) + 1);
-    await recordPresence(orgId);
+    await presence.join(orgId);
     let done = false;
     return () => {
       if (done) return;
       done = true;
       unsubscribe();
-      const left = (localCounts.get(orgId) ?? 1) - 1;
-      if (left > 0) localCounts.set(orgId, left);
-      else localCounts.delete(orgId);
-      // The last one leaves a row of 0 rather than none, so the count stays an absolute, ordered write.
-      void recordPresence(orgId);
+      presence.leave(orgId);
     };
   };
-
-  let refresher: NodeJS.Timeout | undefined;
 
   return {
     name: 'credential-rotation',
     providers,
-    start() {
-      refresher = setInterval(() => {
-        const now = deps.clock.now();
-        // Rewrites absolute counts too, so a write lost earlier is repaired within one period.
-        Promise.all([...localCounts.keys()].map((orgId) => recordPresence(orgId)))
-          .then(() => refreshPresence(deps.db, nodeId, now))
-          .catch((err: unknown) => log.warn({ err }, 'could not refresh rotate-stream presence'));
-      }, PRESENCE_REFRESH_MS);
-      refresher.unref();
-    },
-    async stop() {
-      clearInterval(refresher);
-      refresher = undefined;
-      await Promise.all([...writes.values()]);
-    },
+    start: () => presence.start(),
+    stop: () => presence.stop(),
     async subscribe(orgId, listener, resume) {
       await streams.ready();
       if (resume === undefined) return attach(orgId, listener);
-      // While the missed rotations are read, live ones wait: none falls between the two.
-      let waiting: OpenedRotation[] | undefined = [];
-      const leave = await attach(orgId, (r) => {
-        if (waiting === undefined) listener(r);
-        else waiting.push(r);
-      });
-      let missed;
-      try {
-        missed = await rotationsAfter(deps.db, orgId, resume);
-      } catch (err) {
-        leave();
-        throw err;
-      }
-      // Per kind, the rotation the replay sent. A held live rotation not newer than it is that rotation again, or
-      // an older one whose publish came late; sending it would leave the subscriber on an older value.
-      const replayed = new Map<string, string>();
-      for (const r of missed) {
-        const opened = openRecorded(orgId, r);
-        if (opened === null) continue;
-        replayed.set(opened.kind, opened.rotatedAt);
-        listener(opened);
-      }
-      const live = waiting;
-      waiting = undefined;
-      for (const r of live) {
-        const sent = replayed.get(r.kind);
-        // Same-format ISO times order as strings.
-        if (sent === undefined || r.rotatedAt > sent) listener(r);
-      }
-      return leave;
+      return attachResuming(orgId, listener, resume, { attach, deps, opener });
     },
+    rotate: (orgId, kind) => rotate(orgId, kind, { deps, providers, presence }),
+  };
+}
 
-    async rotate(orgId, kind) {
-      const stored = await findCredential(deps.db, orgId, kind);
-      if (!stored) throw new TroupeError('NOT_FOUND', 'no credential of this kind is stored for the org');
-      const value = await providers.get(stored.provider).resolve(stored, deps.secrets);
-      const now = deps.clock.now();
-      const rotatedAt = new Date(now).toISOString();
-      const event: SealedRotation = {
-        orgId, kind, rotatedAt, sealedValue: deps.secrets.seal(value, rotationSealContext(orgId, kind, rotatedAt)),
-      };
-      // Recorded before it is published: a stream resuming meanwhile finds it in one or the other, never neither.
-      if (!(await recordRotation(deps.db, orgId, kind, now, event.sealedValue))) {
-        throw new TroupeError('NOT_FOUND', 'no credential of this kind is stored for the org');
+/**
+ * Opens sealed rotations with this node's master key. A published rotation is opened once per node, not once per
+ * subscriber: the fan-out hands the same event object to every subscriber of the org, and they all get the same
+ * opened object (so its SSE frame is formatted once too). One that does not open is logged and not forwarded.
+ */
+function rotationOpener(deps: Pick<CredentialDeps, 'secrets'>, log: Logger) {
+  const opened = new WeakMap<SealedRotation, OpenedRotation | null>();
+  return {
+    openOnce(data: SealedRotation): OpenedRotation | null {
+      let r = opened.get(data);
+      if (r !== undefined) return r;
+      try {
+        r = { kind: data.kind, value: deps.secrets.open(data.sealedValue, rotationSealContext(data.orgId, data.kind, data.rotatedAt)), rotatedAt: data.rotatedAt };
+      } catch (err) {
+        log.warn({ err, orgId: data.orgId, kind: data.kind }, 'a rotation did not open with this node\'s master key; not forwarded');
+        r = null;
       }
-      await deps.transport.publish(streamTopics.credentialRotated(orgId), event);
-      const sessionCount = await countPresence(deps.db, orgId, now - PRESENCE_TTL_MS);
-      return { ok: true, kind, sessionCount, rotatedAt };
+      opened.set(data, r);
+      return r;
+    },
+    openRecorded(orgId: string, r: RecordedRotation): OpenedRotation | null {
+      try {
+        return { kind: r.kind, value: deps.secrets.open(r.sealedValue, rotationSealContext(orgId, r.kind, r.rotatedAt)), rotatedAt: r.rotatedAt };
+      } catch (err) {
+        log.warn({ err, orgId, kind: r.kind }, 'a recorded rotation did not open with this node\'s master key; not replayed');
+        return null;
+      }
     },
   };
+}
+
+/**
+ * A subscriber resuming after `resume` (decision 0064): the rotations it missed, oldest first, then the live ones.
+ * While the missed rotations are read, live ones wait: none falls between the two.
+ */
+async function attachResuming(
+  orgId: string, listener: (r: OpenedRotation) => void, resume: RotationCursor,
+  { attach, deps, opener }: {
+    attach: (orgId: string, listener: (r: OpenedRotation) => void) => Promise<() => void>;
+    deps: Pick<CredentialDeps, 'db'>;
+    opener: ReturnType<typeof rotationOpener>;
+  },
+): Promise<() => void> {
+  let waiting: OpenedRotation[] | undefined = [];
+  const leave = await attach(orgId, (r) => {
+    if (waiting === undefined) listener(r);
+    else waiting.push(r);
+  });
+  let missed;
+  try {
+    missed = await rotationsAfter(deps.db, orgId, resume);
+  } catch (err) {
+    leave();
+    throw err;
+  }
+  // Per kind, the rotation the replay sent. A held live rotation not newer than it is that rotation again, or
+  // an older one whose publish came late; sending it would leave the subscriber on an older value.
+  const replayed = new Map<string, string>();
+  for (const r of missed) {
+    const opened = opener.openRecorded(orgId, r);
+    if (opened === null) continue;
+    replayed.set(opened.kind, opened.rotatedAt);
+    listener(opened);
+  }
+  const live = waiting;
+  waiting = undefined;
+  for (const r of live) {
+    const sent = replayed.get(r.kind);
+    // Same-format ISO times order as strings.
+    if (sent === undefined || r.rotatedAt > sent) listener(r);
+  }
+  return leave;
+}
+
+/** Re-resolves the org's credential of `kind`, records the rotation sealed, and publishes it to every node. */
+async function rotate(
+  orgId: string, kind: string, { deps, providers, presence }: { deps: CredentialDeps; providers: CredentialProviderRegistry; presence: RotatePresence },
+): Promise<RotationResult> {
+  const stored = await findCredential(deps.db, orgId, kind);
+  if (!stored) throw new TroupeError('NOT_FOUND', 'no credential of this kind is stored for the org');
+  const value = await providers.get(stored.provider).resolve(stored, deps.secrets);
+  const now = deps.clock.now();
+  const rotatedAt = new Date(now).toISOString();
+  const event: SealedRotation = {
+    orgId, kind, rotatedAt, sealedValue: deps.secrets.seal(value, rotationSealContext(orgId, kind, rotatedAt)),
+  };
+  // Recorded before it is published: a stream resuming meanwhile finds it in one or the other, never neither.
+  if (!(await recordRotation(deps.db, orgId, kind, now, event.sealedValue))) {
+    throw new TroupeError('NOT_FOUND', 'no credential of this kind is stored for the org');
+  }
+  await deps.transport.publish(streamTopics.credentialRotated(orgId), event);
+  const sessionCount = await presence.countAt(orgId, now);
+  return { ok: true, kind, sessionCount, rotatedAt };
 }

@@ -5,9 +5,11 @@ import type { Logger } from '../../ops/kernel/logger.js';
 import type { SigningKeys } from '../identity/tokens.js';
 import type { NodeService } from '../node-services.js';
 import { dbKind } from '../../storage/db.js';
-import { pendingMutationCounts, writeLiveness } from '../../storage/sessions/daemon.js';
-import { parsePendingEvent, PendingIndex, PENDING_TOPIC } from './pending-index.js';
-import { sessionsWithExpiredLease, writeStepHeartbeats } from '../../storage/sessions/queries.js';
+import { writeLiveness } from '../../storage/sessions/daemon.js';
+import { PendingIndex } from './pending-index.js';
+import { writeStepHeartbeats } from '../../storage/sessions/queries.js';
+import { createLeaseSweeper } from './lease-sweeper.js';
+import { createPendingSync } from './pending-sync.js';
 
 /**
  * The per-node, in-memory side of the daemon protocol (decision 0007): what keeps the heartbeat off the actors
@@ -17,8 +19,10 @@ import { sessionsWithExpiredLease, writeStepHeartbeats } from '../../storage/ses
  *   map entry; a flusher writes the latest value per key in one sorted batch statement every `flushMs`.
  * - The pending-mutation index (./pending-index.ts) says, per worker, whether a heartbeat must ask its daemon-host
  *   actor. It is kept exact by the actor's `daemon.pending` announcements and reconciled from the read model every
- *   `recheckMs` (jittered, one query per node), which bounds how late a mutation can be if a node missed an event.
- * - The lease sweeper returns sessions of silent workers to the queue (or fails them) through their actors.
+ *   `recheckMs` (jittered, one query per node), which bounds how late a mutation can be if a node missed an event
+ *   (./pending-sync.ts).
+ * - The lease sweeper (./lease-sweeper.ts) returns sessions of silent workers to the queue (or fails them) through
+ *   their actors.
  */
 export { PENDING_TOPIC, PendingIndex } from './pending-index.js';
 
@@ -145,21 +149,68 @@ type DaemonDeps = Pick<Deps, 'config' | 'log' | 'clock' | 'db' | 'transport' | '
  */
 export function createDaemonServices(deps: DaemonDeps, keys: SigningKeys, options: DaemonServicesOptions = {}): DaemonServices & NodeService {
   const log = deps.log.child({ component: 'daemon-services' });
-  const flushMs = options.flushMs ?? 1000;
   const leaseMs = options.leaseMs ?? deps.config.sessionLeaseMs;
-  const registry = deps.metrics;
-  const batchSize = registeredMetric(registry, 'troupe_liveness_flush_batch_size', () => new Histogram({
-    name: 'troupe_liveness_flush_batch_size', help: 'Keys written per batched liveness flush',
-    labelNames: ['what'], buckets: [1, 10, 100, 1000, 10_000, 100_000], registers: [registry],
-  }));
-  const failures = registeredMetric(registry, 'troupe_liveness_flush_failures_total', () => new Counter({
-    name: 'troupe_liveness_flush_failures_total', help: 'Batched liveness flushes that failed (retried with the next batch)',
-    labelNames: ['what'], registers: [registry],
-  }));
-  const stepHeartbeatsSwallowed = registeredMetric(registry, 'troupe_step_heartbeats_swallowed_total', () => new Counter({
-    name: 'troupe_step_heartbeats_swallowed_total', help: 'Step heartbeats answered ok without being recorded, by reason',
-    labelNames: ['reason'], registers: [registry],
-  }));
+  const metrics = daemonMetrics(deps.metrics);
+  const { liveness, steps } = heartbeatWriters(deps, log, options, leaseMs, metrics);
+  const pending = new PendingIndex();
+  const pendingSync = createPendingSync(deps, log, pending, options.recheckMs ?? 30_000);
+  const sweeper = createLeaseSweeper(deps, log, leaseMs, () => liveness.flush());
+
+  return {
+    name: 'daemon',
+    keys, liveness, steps, pending, stepHeartbeatsSwallowed: metrics.stepHeartbeatsSwallowed, leaseMs,
+    notePending(workerId, count) {
+      pending.set(workerId, count);
+    },
+    sweepLeases: sweeper.sweep,
+    // Started once the transport runs, so the first heartbeat finds the writers, the pending index and the lease
+    // sweeper ready.
+    start() {
+      liveness.start();
+      steps.start();
+      pendingSync.start();
+      sweeper.start();
+    },
+    // Stopped before the actor system, so liveness recorded by the last requests reaches the database.
+    async stop() {
+      pendingSync.stop();
+      liveness.stop();
+      steps.stop();
+      sweeper.stop();
+      // A sweep or flush under way finishes first; then the last buffered values are written. A failed final
+      // write is logged (the writer counts it) and lost, as liveness is loss-tolerant by design.
+      await liveness.flush();
+      await steps.flush();
+      if (liveness.size() > 0) await liveness.flush();
+      if (steps.size() > 0) await steps.flush();
+      await pendingSync.unsubscribe();
+    },
+  };
+}
+
+/** The writers' and step heartbeats' metrics, registered once per registry. */
+function daemonMetrics(registry: DaemonDeps['metrics']) {
+  return {
+    batchSize: registeredMetric(registry, 'troupe_liveness_flush_batch_size', () => new Histogram({
+      name: 'troupe_liveness_flush_batch_size', help: 'Keys written per batched liveness flush',
+      labelNames: ['what'], buckets: [1, 10, 100, 1000, 10_000, 100_000], registers: [registry],
+    })),
+    failures: registeredMetric(registry, 'troupe_liveness_flush_failures_total', () => new Counter({
+      name: 'troupe_liveness_flush_failures_total', help: 'Batched liveness flushes that failed (retried with the next batch)',
+      labelNames: ['what'], registers: [registry],
+    })),
+    stepHeartbeatsSwallowed: registeredMetric(registry, 'troupe_step_heartbeats_swallowed_total', () => new Counter({
+      name: 'troupe_step_heartbeats_swallowed_total', help: 'Step heartbeats answered ok without being recorded, by reason',
+      labelNames: ['reason'], registers: [registry],
+    })),
+  };
+}
+
+/** The coalescing writers of worker liveness and step heartbeats (decision 0007). */
+function heartbeatWriters(
+  deps: DaemonDeps, log: Logger, options: DaemonServicesOptions, leaseMs: number, { batchSize, failures }: ReturnType<typeof daemonMetrics>,
+) {
+  const flushMs = options.flushMs ?? 1000;
   const maxBuffered = options.maxBuffered ?? 50_000;
   // Benchmark G3 only (ops/bench/heartbeat.ts): measures the heartbeat with storage writes taken away, to show
   // they are off the request path. Loud, because a node running with it loses every liveness write.
@@ -178,83 +229,5 @@ export function createDaemonServices(deps: DaemonDeps, keys: SigningKeys, option
     noopWriter ? async () => {} : (batch) => writeStepHeartbeats(deps.db, [...batch.values()]),
     { flushMs, maxBuffered, log, what: 'step', batchSize, failures },
   );
-  const pending = new PendingIndex();
-  const recheckMs = options.recheckMs ?? 30_000;
-  let stopped = false;
-  let reconcileTimer: NodeJS.Timeout | undefined;
-  const reconcile = (): void => {
-    if (stopped) return;
-    pending.reconcile(() => pendingMutationCounts(deps.db))
-      .catch((err: unknown) => log.warn({ err }, 'could not reconcile the pending-mutation index; retrying'))
-      .finally(() => {
-        if (stopped) return;
-        // Until the first success every heartbeat asks its actor, so the seed is retried soon.
-        const delay = pending.isSeeded ? recheckMs * (0.5 + Math.random()) : Math.min(recheckMs, 1000);
-        reconcileTimer = setTimeout(reconcile, delay);
-        reconcileTimer.unref();
-      });
-  };
-  let unsubscribe: (() => Promise<void>) | undefined;
-
-  let sweeping = false;
-  const sweepLeases = async (): Promise<number> => {
-    if (sweeping) return 0;
-    sweeping = true;
-    try {
-      await liveness.flush();
-      const expired = await sessionsWithExpiredLease(deps.db, deps.clock.now() - leaseMs, 500);
-      for (const s of expired) {
-        try {
-          await deps.ask(`session/${s.id}`, { type: 'session.leaseExpired', workerId: s.workerId });
-        } catch (err) {
-          log.warn({ err, sessionId: s.id }, 'lease reclaim failed; the next sweep retries');
-        }
-      }
-      return expired.length;
-    } finally {
-      sweeping = false;
-    }
-  };
-  let sweeper: NodeJS.Timeout | undefined;
-
-  return {
-    name: 'daemon',
-    keys, liveness, steps, pending, stepHeartbeatsSwallowed, leaseMs,
-    notePending(workerId, count) {
-      pending.set(workerId, count);
-    },
-    sweepLeases,
-    // Started once the transport runs, so the first heartbeat finds the writers, the pending index and the lease
-    // sweeper ready.
-    start() {
-      liveness.start();
-      steps.start();
-      // Subscribed before the seed query starts, so no announcement falls between the two.
-      deps.transport.subscribe(PENDING_TOPIC, (_topic, event) => {
-        const e = parsePendingEvent(event);
-        if (e) pending.set(e.workerId, e.pending);
-        else log.warn({ event }, 'ignored a malformed daemon.pending event');
-      }).then((u) => { unsubscribe = u; }, (err: unknown) => log.warn({ err }, 'could not subscribe to daemon.pending'))
-        .finally(reconcile);
-      sweeper = setInterval(() => {
-        sweepLeases().catch((err: unknown) => log.warn({ err }, 'lease sweep failed'));
-      }, Math.max(1000, Math.floor(leaseMs / 3)));
-      sweeper.unref();
-    },
-    // Stopped before the actor system, so liveness recorded by the last requests reaches the database.
-    async stop() {
-      stopped = true;
-      clearTimeout(reconcileTimer);
-      liveness.stop();
-      steps.stop();
-      clearInterval(sweeper);
-      // A sweep or flush under way finishes first; then the last buffered values are written. A failed final
-      // write is logged (the writer counts it) and lost, as liveness is loss-tolerant by design.
-      await liveness.flush();
-      await steps.flush();
-      if (liveness.size() > 0) await liveness.flush();
-      if (steps.size() > 0) await steps.flush();
-      await unsubscribe?.().catch((err: unknown) => log.warn({ err }, 'could not unsubscribe from daemon.pending'));
-    },
-  };
+  return { liveness, steps };
 }

@@ -43,9 +43,6 @@ export function withAnnouncement<S, M extends { type: string }, R, E extends { t
     project: behavior.project === undefined
       ? undefined
       : (trx, id, next, previous, effects) => behavior.project!(trx, id, next, previous, theirs(effects)),
-    projectSql: behavior.projectSql === undefined
-      ? undefined
-      : (tx, id, next, previous, effects) => behavior.projectSql!(tx, id, next, previous, theirs(effects)),
     projectStatement: behavior.projectStatement === undefined
       ? undefined
       : (statement, id, next, previous, effects) => behavior.projectStatement!(statement, id, next, previous, theirs(effects)),

@@ -1,5 +1,4 @@
 import type { Knex } from 'knex';
-import type { SqlTx } from '../../storage/sql-tx.js';
 import type { FollowUp, TransitionStatement } from '../../storage/transition-statement.js';
 import type { ErrorCode } from '../../ops/kernel/errors.js';
 import type { Logger } from '../../ops/kernel/logger.js';
@@ -74,13 +73,9 @@ export interface ActorBehavior<S, M extends { type: string }, R = unknown, E = n
   /** Read-model writes that must commit with the snapshot. */
   project?(trx: Knex.Transaction, id: string, next: S, previous: S, effects: readonly E[]): Promise<void>;
   /**
-   * The same in plain SQL, for the hot kinds (decision 0045): the snapshot and these writes then commit in one
-   * transaction without knex. A kind has `project` or `projectSql`, not both.
-   */
-  projectSql?(tx: SqlTx, id: string, next: S, previous: S, effects: readonly E[]): Promise<void>;
-  /**
    * The same as parts of the snapshot's own statement, for the hottest kind (decision 0055): it adds its writes to
-   * `statement` and returns the statements that must follow it in the transaction, if any. One projection form a kind.
+   * `statement` and returns the statements that must follow it in the transaction, if any. A kind has `project` or
+   * `projectStatement`, not both.
    */
   projectStatement?(statement: TransitionStatement, id: string, next: S, previous: S, effects: readonly E[]): FollowUp | undefined;
   /**

@@ -27,7 +27,6 @@
  *     [--concurrency 256] [--window 1000] [--shards 16] [--baseline <dir>] [--cpu-prof <dir>]
  *     (--cpu-prof profiles nodes A and B)
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
@@ -42,6 +41,7 @@ import { createEnvelope, encodeEnvelope } from '../../transport/envelope.js';
 import type { Transport } from '../../transport/port.js';
 import { silentLogger } from '../kernel/logger.js';
 import { median, printTable } from './harness.js';
+import { startWorker, type Worker } from './cluster-worker.js';
 
 const { values } = parseArgs({
   options: {
@@ -161,214 +161,222 @@ async function runNode(role: 'holder' | 'asker', prefix: string): Promise<void> 
   process.send!({ ready: true });
 }
 
-interface Worker {
-  request<T>(message: unknown, timeoutMs: number): Promise<T>;
-  /** CPU seconds (user + system) the process has used so far, from /proc: works for a checkout that cannot say. */
-  cpuSeconds(): number;
-  stop(): Promise<void>;
-}
-
-/** Linux reports a process's CPU time in clock ticks of 1/100 s (USER_HZ, fixed at 100 on every architecture). */
-const TICKS_PER_SECOND = 100;
-
-function cpuSecondsOf(pid: number): number {
-  // Fields after the command name (which may hold spaces, so split after its closing parenthesis): utime is the
-  // 14th field of the line and stime the 15th.
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
-}
-
-/** Starts `script` pinned to `core` with an IPC channel and waits for its `{ready}`. */
-async function startWorker(script: string, args: readonly string[], core: string, nodeArgs: readonly string[] = []): Promise<Worker> {
-  const child: ChildProcess = spawn('taskset', ['-c', core, process.execPath, ...nodeArgs, '--import', 'tsx', script, ...args], {
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const request = <T>(message: unknown, timeoutMs: number) =>
-    new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => { cleanup(); reject(new Error(`${path.basename(script)} ${args.join(' ')} did not answer within ${timeoutMs} ms`)); }, timeoutMs);
-      const onMessage = (reply: unknown) => { cleanup(); resolve(reply as T); };
-      const onExit = (code: number | null) => { cleanup(); reject(new Error(`${path.basename(script)} exited with ${code}`)); };
-      const cleanup = () => { clearTimeout(timer); child.off('message', onMessage); child.off('exit', onExit); };
-      child.on('message', onMessage);
-      child.once('exit', onExit);
-      if (message !== undefined) child.send(message as object);
-    });
-  await request(undefined, 60_000);
-  return {
-    request,
-    cpuSeconds: () => cpuSecondsOf(child.pid!),
-    async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      const kill = setTimeout(() => child.kill('SIGKILL'), 15_000);
-      child.send({ stop: true });
-      await exited;
-      clearTimeout(kill);
-    },
-  };
-}
-
-async function bench(): Promise<void> {
-  const rounds = clamp(values.rounds, 1, 20);
-  const seconds = clamp(values.seconds, 1, 60);
-  const warmup = clamp(values.warmup, 0, 30);
-  const concurrency = clamp(values.concurrency, 1, 5_000);
-  const window = clamp(values.window, 1, 10_000);
+/** What one run of the bench measures and where: read from the flags once. */
+function benchPlan() {
   const prefix = `troupe-bench-${randomBytes(4).toString('hex')}`;
-  const baselinePrefix = `${prefix}-base`;
-  const baselineScript = values.baseline === undefined ? undefined : path.join(path.resolve(values.baseline), 'ops', 'bench', 'cluster.ts');
-  const ceilingQueue = `${prefix}.ceiling`;
   const self = fileURLToPath(import.meta.url);
-  const ceilingScript = path.join(path.dirname(self), 'ceilings', 'amqp-confirmed-publish.ts');
-  const floorScript = path.join(path.dirname(self), 'ceilings', 'amqp-inbox-round-trip.ts');
-  const floorArgs = ['--url', values.url, '--queue', `${prefix}.floor`];
+  const ceilingQueue = `${prefix}.ceiling`;
+  const window = clamp(values.window, 1, 10_000);
   const askBytes = encodeEnvelope(createEnvelope({
     type: 'ask', to: `daemon-host/${ADDRESSES - 1}`, from: 'bench-asker', deadline: Date.now() + 10_000, payload: { ...heartbeat, seq: 99_999 },
   })).byteLength;
-  const profile = values['cpu-prof'] ? ['--cpu-prof', '--cpu-prof-dir', values['cpu-prof']] : [];
-  const common = ['--url', values.url, '--prefix', prefix, '--shards', String(SHARDS)];
-  const ceilingArgs = ['--url', values.url, '--queue', ceilingQueue, '--bytes', String(askBytes), '--window', String(window), '--spread', String(SHARDS)];
+  return {
+    rounds: clamp(values.rounds, 1, 20),
+    seconds: clamp(values.seconds, 1, 60),
+    warmup: clamp(values.warmup, 0, 30),
+    concurrency: clamp(values.concurrency, 1, 5_000),
+    window,
+    prefix,
+    baselinePrefix: `${prefix}-base`,
+    baselineScript: values.baseline === undefined ? undefined : path.join(path.resolve(values.baseline), 'ops', 'bench', 'cluster.ts'),
+    ceilingQueue,
+    self,
+    ceilingScript: path.join(path.dirname(self), 'ceilings', 'amqp-confirmed-publish.ts'),
+    floorScript: path.join(path.dirname(self), 'ceilings', 'amqp-inbox-round-trip.ts'),
+    floorArgs: ['--url', values.url, '--queue', `${prefix}.floor`],
+    askBytes,
+    profile: values['cpu-prof'] ? ['--cpu-prof', '--cpu-prof-dir', values['cpu-prof']] : [],
+    common: ['--url', values.url, '--prefix', prefix, '--shards', String(SHARDS)],
+    ceilingArgs: ['--url', values.url, '--queue', ceilingQueue, '--bytes', String(askBytes), '--window', String(window), '--spread', String(SHARDS)],
+  };
+}
 
+type BenchPlan = ReturnType<typeof benchPlan>;
+
+/** The processes of one run, and the loads each is sent. */
+interface BenchWorkers {
+  readonly drain: Worker;
+  readonly holder: Worker;
+  readonly asker: Worker;
+  readonly floorAsker: Worker;
+  readonly baseline: { holder: Worker; asker: Worker } | undefined;
+  ceilingRun(run: RunRequest): Promise<LoadResult>;
+  askRun(run: RunRequest): Promise<LoadResult>;
+  baselineRun(run: RunRequest): Promise<LoadResult>;
+}
+
+/** Bounded time for a load of `s` seconds to answer. */
+const bound = (s: number) => (s + 60) * 1000;
+
+/** Starts every process the plan needs, adding each to `workers` as it starts so the caller stops them whatever happens. */
+async function startWorkers(plan: BenchPlan, workers: Worker[]): Promise<BenchWorkers> {
+  const started = async (...args: Parameters<typeof startWorker>) => {
+    const worker = await startWorker(...args);
+    workers.push(worker);
+    return worker;
+  };
+  const drain = await started(plan.ceilingScript, ['--role', 'drain', ...plan.ceilingArgs], '0');
+  const publisher = await started(plan.ceilingScript, ['--role', 'publisher', ...plan.ceilingArgs], '1');
+  const holder = await started(plan.self, ['--role', 'holder', ...plan.common], '0', plan.profile);
+  const asker = await started(plan.self, ['--role', 'asker', ...plan.common], '1', plan.profile);
+  await started(plan.floorScript, ['--role', 'answerer', ...plan.floorArgs], '0');
+  const floorAsker = await started(plan.floorScript, ['--role', 'asker', ...plan.floorArgs], '1');
+  let baseline: { holder: Worker; asker: Worker } | undefined;
+  if (plan.baselineScript !== undefined) {
+    const baseCommon = ['--url', values.url, '--prefix', plan.baselinePrefix, '--shards', String(SHARDS)];
+    const baseHolder = await started(plan.baselineScript, ['--role', 'holder', ...baseCommon], '0');
+    const baseAsker = await started(plan.baselineScript, ['--role', 'asker', ...baseCommon], '1');
+    baseline = { holder: baseHolder, asker: baseAsker };
+  }
+  return {
+    drain, holder, asker, floorAsker, baseline,
+    ceilingRun: (run) => publisher.request<LoadResult>({ run }, bound(run.seconds)),
+    askRun: (run) => asker.request<LoadResult>({ run }, bound(run.seconds)),
+    baselineRun: (run) => baseline!.asker.request<LoadResult>({ run }, bound(run.seconds)),
+  };
+}
+
+/** Runs a closed-loop load and answers it with the CPU nodes A and B spent per answered ask (seconds). */
+async function withCpu(nodes: readonly Worker[], load: () => Promise<LoadResult>) {
+  const cpuBefore = nodes.reduce((sum, node) => sum + node.cpuSeconds(), 0);
+  const began = performance.now();
+  const result = await load();
+  const answered = result.rate * ((performance.now() - began) / 1000);
+  const cpu = nodes.reduce((sum, node) => sum + node.cpuSeconds(), 0) - cpuBefore;
+  return { result, cpuPerAsk: cpu / Math.max(1, answered) };
+}
+
+/** The figures of every round: this tree's against the ceiling, and (with --baseline) against the baseline's. */
+function newTally() {
+  return {
+    rows: [] as Array<Record<string, string | number>>,
+    ratios: [] as number[],
+    pacedP99s: [] as number[],
+    ceilings: [] as number[],
+    ceilingPacedP99s: [] as number[],
+    ceilingDeliverP99s: [] as number[],
+    spreadDeliverP99s: [] as number[],
+    floorP99s: [] as number[],
+    paths: [] as number[],
+    abRows: [] as Array<Record<string, string | number>>,
+    abRates: [] as number[],
+    abPacedP99s: [] as number[],
+    abCpu: [] as number[],
+  };
+}
+
+type Tally = ReturnType<typeof newTally>;
+
+/** Steps 1 to 4 of one round (see the header), added to `tally`. */
+async function runRound(round: number, plan: BenchPlan, w: BenchWorkers, tally: Tally): Promise<void> {
+  const { seconds, concurrency } = plan;
+  const ceiling = (await w.ceilingRun({ seconds })).rate;
+  const pacedRate = Math.max(1, Math.floor(ceiling * GOAL_RATIO / 2));
+  // The baseline goes second in odd rounds and first in even ones, so neither tree always follows the other.
+  const baselinePair = async () => {
+    const { result: rate, cpuPerAsk } = await withCpu([w.baseline!.asker, w.baseline!.holder], () => w.baselineRun({ seconds, concurrency }));
+    return { rate, cpuPerAsk, paced: await w.baselineRun({ seconds, perSecond: pacedRate }) };
+  };
+  const before = w.baseline && round % 2 === 0 ? await baselinePair() : undefined;
+  const { result: brokerPath, cpuPerAsk } = await withCpu([w.asker, w.holder], () => w.askRun({ seconds, concurrency }));
+  const paced = await w.askRun({ seconds, perSecond: pacedRate });
+  const after = w.baseline && round % 2 === 1 ? await baselinePair() : undefined;
+  const pair = before ?? after;
+  if (pair) {
+    const { rate: theirs, paced: theirsPaced } = pair;
+    tally.abRates.push(brokerPath.rate / theirs.rate);
+    tally.abCpu.push(cpuPerAsk / pair.cpuPerAsk);
+    tally.abPacedP99s.push(paced.p99 / theirsPaced.p99);
+    tally.abRows.push({
+      round, 'this asks/s': Math.round(brokerPath.rate), 'baseline asks/s': Math.round(theirs.rate), 'rate ratio': Number((brokerPath.rate / theirs.rate).toFixed(3)),
+      'this CPU µs/ask': Math.round(cpuPerAsk * 1e6), 'baseline CPU µs/ask': Math.round(pair.cpuPerAsk * 1e6),
+      'CPU ratio': Number((cpuPerAsk / pair.cpuPerAsk).toFixed(3)), 'this paced p99 ms': paced.p99, 'baseline paced p99 ms': theirsPaced.p99, 'p99 ratio': Number((paced.p99 / theirsPaced.p99).toFixed(3)),
+      failures: theirs.failures + theirsPaced.failures,
+    });
+  }
+  // The same round trip in plain amqplib at the same rate: the floor the broker and these cores set (decision 0019).
+  const floor = await w.floorAsker.request<LoadResult>({ run: { seconds, perSecond: pacedRate } }, bound(seconds));
+  tally.floorP99s.push(floor.p99);
+  await w.drain.request({ collect: true }, 10_000);
+  const ceilingPaced = await w.ceilingRun({ seconds, perSecond: pacedRate });
+  const ceilingDelivery = await w.drain.request<{ p99: number }>({ collect: true }, 10_000);
+  tally.ceilingDeliverP99s.push(ceilingDelivery.p99);
+  // The same paced publishes spread over as many quorum queues as the broker path has shards.
+  await w.ceilingRun({ seconds, perSecond: pacedRate, spread: true });
+  const spreadDelivery = await w.drain.request<{ p99: number }>({ collect: true }, 10_000);
+  tally.spreadDeliverP99s.push(spreadDelivery.p99);
+  tally.ceilingPacedP99s.push(ceilingPaced.p99);
+  tally.ratios.push(brokerPath.rate / ceiling);
+  tally.pacedP99s.push(paced.p99);
+  tally.ceilings.push(ceiling);
+  tally.paths.push(brokerPath.rate);
+  tally.rows.push({
+    round, 'ceiling msg/s': Math.round(ceiling), 'A→B asks/s': Math.round(brokerPath.rate), ratio: Number((brokerPath.rate / ceiling).toFixed(2)),
+    'p50 ms': brokerPath.p50, 'p99 ms': brokerPath.p99, 'asks/msg': Number((brokerPath.asksPerMessage ?? 1).toFixed(2)), 'paced asks/s': Math.round(paced.rate), 'paced p50 ms': paced.p50,
+    'paced p99 ms': paced.p99, 'amqplib inbox p99 ms': Number(floor.p99.toFixed(2)), 'ceiling paced p99 ms': ceilingPaced.p99,
+    'ceiling deliver p99 ms': Number(ceilingDelivery.p99.toFixed(2)),
+    [`deliver p99 ms, ${SHARDS} queues`]: Number(spreadDelivery.p99.toFixed(2)), failures: brokerPath.failures + paced.failures,
+  });
+}
+
+/** Prints the rounds, their medians, the in-process rate and G4 (and the baseline comparison); answers whether G4 is met. */
+function report(plan: BenchPlan, tally: Tally, local: LoadResult, withBaseline: boolean): boolean {
+  const { rows } = tally;
+  const ratio = median(tally.ratios);
+  const p99 = median(tally.pacedP99s);
+  rows.push({
+    round: 'median', 'ceiling msg/s': Math.round(median(tally.ceilings)), 'A→B asks/s': Math.round(median(tally.paths)), ratio: Number(ratio.toFixed(2)),
+    'p50 ms': '', 'p99 ms': '', 'asks/msg': '', 'paced asks/s': '', 'paced p50 ms': '', 'paced p99 ms': p99,
+    'amqplib inbox p99 ms': Number(median(tally.floorP99s).toFixed(2)), 'ceiling paced p99 ms': median(tally.ceilingPacedP99s),
+    'ceiling deliver p99 ms': Number(median(tally.ceilingDeliverP99s).toFixed(2)),
+    [`deliver p99 ms, ${SHARDS} queues`]: Number(median(tally.spreadDeliverP99s).toFixed(2)), failures: '',
+  });
+  rows.push({
+    round: 'one node in-process', 'ceiling msg/s': '', 'A→B asks/s': Math.round(local.rate), ratio: '', 'p50 ms': local.p50, 'p99 ms': local.p99, 'asks/msg': '',
+    'paced asks/s': '', 'paced p50 ms': '', 'paced p99 ms': '', 'amqplib inbox p99 ms': '', 'ceiling paced p99 ms': '', 'ceiling deliver p99 ms': '',
+    [`deliver p99 ms, ${SHARDS} queues`]: '', failures: local.failures,
+  });
+  console.log(`broker scheduler busy-wait: ${brokerBusyWait()}`);
+  console.log(`G4 broker path: ${plan.askBytes}-byte asks over ${SHARDS} shards, ${plan.concurrency} in flight vs confirmed publish (quorum, window ${plan.window}); ${plan.rounds} rounds of ${plan.seconds} s; paced at a quarter of each round's ceiling`);
+  printTable(rows);
+  const met = ratio >= GOAL_RATIO && p99 <= GOAL_P99_MS;
+  console.log(`G4: median ratio ${ratio.toFixed(2)} (goal ≥ ${GOAL_RATIO}); median p99 at half the goal rate ${p99.toFixed(2)} ms (goal ≤ ${GOAL_P99_MS} ms) → ${met ? 'met' : 'MISSED'}`);
+  if (withBaseline) {
+    console.log(`\nthis tree against the baseline ${values.baseline}, steps 2 and 3 interleaved in each round:`);
+    printTable(tally.abRows);
+    console.log(`this ÷ baseline, median of ${plan.rounds} rounds: A→B asks/s ${median(tally.abRates).toFixed(3)}, CPU of A and B per ask ${median(tally.abCpu).toFixed(3)} (lower is better), paced p99 ${median(tally.abPacedP99s).toFixed(3)} (lower is better)`);
+  }
+  return met;
+}
+
+/** Deletes every queue and exchange the run declared, the baseline's included. */
+async function deleteBenchTopology(plan: BenchPlan): Promise<void> {
+  const cleanup = await amqp.connect(values.url);
+  const channel = await cleanup.createChannel();
+  await deleteTopology(channel, shardTopology({ prefix: plan.prefix, shardCount: SHARDS, nodeId: 'bench-holder', deliveryLimit: 5 }));
+  if (plan.baselineScript !== undefined) await deleteTopology(channel, shardTopology({ prefix: plan.baselinePrefix, shardCount: SHARDS, nodeId: 'bench-holder', deliveryLimit: 5 }));
+  await channel.deleteQueue(plan.ceilingQueue);
+  for (let i = 0; i < SHARDS; i += 1) await channel.deleteQueue(`${plan.ceilingQueue}.q${i}`);
+  await cleanup.close();
+}
+
+async function bench(): Promise<void> {
+  const plan = benchPlan();
   const workers: Worker[] = [];
   try {
-    const drain = await startWorker(ceilingScript, ['--role', 'drain', ...ceilingArgs], '0');
-    workers.push(drain);
-    const publisher = await startWorker(ceilingScript, ['--role', 'publisher', ...ceilingArgs], '1');
-    workers.push(publisher);
-    const holder = await startWorker(self, ['--role', 'holder', ...common], '0', profile);
-    workers.push(holder);
-    const asker = await startWorker(self, ['--role', 'asker', ...common], '1', profile);
-    workers.push(asker);
-    const floorAnswerer = await startWorker(floorScript, ['--role', 'answerer', ...floorArgs], '0');
-    workers.push(floorAnswerer);
-    const floorAsker = await startWorker(floorScript, ['--role', 'asker', ...floorArgs], '1');
-    workers.push(floorAsker);
-    let baseline: { holder: Worker; asker: Worker } | undefined;
-    if (baselineScript !== undefined) {
-      const baseCommon = ['--url', values.url, '--prefix', baselinePrefix, '--shards', String(SHARDS)];
-      const holder = await startWorker(baselineScript, ['--role', 'holder', ...baseCommon], '0');
-      workers.push(holder);
-      const asker = await startWorker(baselineScript, ['--role', 'asker', ...baseCommon], '1');
-      workers.push(asker);
-      baseline = { holder, asker };
+    const w = await startWorkers(plan, workers);
+    if (plan.warmup > 0) {
+      await w.ceilingRun({ seconds: plan.warmup });
+      await w.askRun({ seconds: plan.warmup, concurrency: plan.concurrency });
+      if (w.baseline) await w.baselineRun({ seconds: plan.warmup, concurrency: plan.concurrency });
     }
-    const bound = (s: number) => (s + 60) * 1000;
-    const ceilingRun = (run: RunRequest) => publisher.request<LoadResult>({ run }, bound(run.seconds));
-    const askRun = (run: RunRequest) => asker.request<LoadResult>({ run }, bound(run.seconds));
-
-    const baselineRun = (run: RunRequest) => baseline!.asker.request<LoadResult>({ run }, bound(run.seconds));
-    if (warmup > 0) {
-      await ceilingRun({ seconds: warmup });
-      await askRun({ seconds: warmup, concurrency });
-      if (baseline) await baselineRun({ seconds: warmup, concurrency });
-    }
-    const abRows: Array<Record<string, string | number>> = [];
-    const abRates: number[] = [];
-    const abPacedP99s: number[] = [];
-    const abCpu: number[] = [];
-    /** Runs a closed-loop load and answers it with the CPU nodes A and B spent per answered ask (seconds). */
-    const withCpu = async (nodes: readonly Worker[], load: () => Promise<LoadResult>) => {
-      const cpuBefore = nodes.reduce((sum, node) => sum + node.cpuSeconds(), 0);
-      const began = performance.now();
-      const result = await load();
-      const answered = result.rate * ((performance.now() - began) / 1000);
-      const cpu = nodes.reduce((sum, node) => sum + node.cpuSeconds(), 0) - cpuBefore;
-      return { result, cpuPerAsk: cpu / Math.max(1, answered) };
-    };
-    const rows: Array<Record<string, string | number>> = [];
-    const ratios: number[] = [];
-    const pacedP99s: number[] = [];
-    const ceilings: number[] = [];
-    const ceilingPacedP99s: number[] = [];
-    const ceilingDeliverP99s: number[] = [];
-    const spreadDeliverP99s: number[] = [];
-    const floorP99s: number[] = [];
-    const paths: number[] = [];
-    for (let round = 1; round <= rounds; round += 1) {
-      const ceiling = (await ceilingRun({ seconds })).rate;
-      const pacedRate = Math.max(1, Math.floor(ceiling * GOAL_RATIO / 2));
-      // The baseline goes second in odd rounds and first in even ones, so neither tree always follows the other.
-      const baselinePair = async () => {
-        const { result: rate, cpuPerAsk } = await withCpu([baseline!.asker, baseline!.holder], () => baselineRun({ seconds, concurrency }));
-        return { rate, cpuPerAsk, paced: await baselineRun({ seconds, perSecond: pacedRate }) };
-      };
-      const before = baseline && round % 2 === 0 ? await baselinePair() : undefined;
-      const { result: brokerPath, cpuPerAsk } = await withCpu([asker, holder], () => askRun({ seconds, concurrency }));
-      const paced = await askRun({ seconds, perSecond: pacedRate });
-      const after = baseline && round % 2 === 1 ? await baselinePair() : undefined;
-      const pair = before ?? after;
-      if (pair) {
-        const { rate: theirs, paced: theirsPaced } = pair;
-        abRates.push(brokerPath.rate / theirs.rate);
-        abCpu.push(cpuPerAsk / pair.cpuPerAsk);
-        abPacedP99s.push(paced.p99 / theirsPaced.p99);
-        abRows.push({
-          round, 'this asks/s': Math.round(brokerPath.rate), 'baseline asks/s': Math.round(theirs.rate), 'rate ratio': Number((brokerPath.rate / theirs.rate).toFixed(3)),
-          'this CPU µs/ask': Math.round(cpuPerAsk * 1e6), 'baseline CPU µs/ask': Math.round(pair.cpuPerAsk * 1e6),
-          'CPU ratio': Number((cpuPerAsk / pair.cpuPerAsk).toFixed(3)), 'this paced p99 ms': paced.p99, 'baseline paced p99 ms': theirsPaced.p99, 'p99 ratio': Number((paced.p99 / theirsPaced.p99).toFixed(3)),
-          failures: theirs.failures + theirsPaced.failures,
-        });
-      }
-      // The same round trip in plain amqplib at the same rate: the floor the broker and these cores set (decision 0019).
-      const floor = await floorAsker.request<LoadResult>({ run: { seconds, perSecond: pacedRate } }, bound(seconds));
-      floorP99s.push(floor.p99);
-      await drain.request({ collect: true }, 10_000);
-      const ceilingPaced = await ceilingRun({ seconds, perSecond: pacedRate });
-      const ceilingDelivery = await drain.request<{ p99: number }>({ collect: true }, 10_000);
-      ceilingDeliverP99s.push(ceilingDelivery.p99);
-      // The same paced publishes spread over as many quorum queues as the broker path has shards.
-      await ceilingRun({ seconds, perSecond: pacedRate, spread: true });
-      const spreadDelivery = await drain.request<{ p99: number }>({ collect: true }, 10_000);
-      spreadDeliverP99s.push(spreadDelivery.p99);
-      ceilingPacedP99s.push(ceilingPaced.p99);
-      ratios.push(brokerPath.rate / ceiling);
-      pacedP99s.push(paced.p99);
-      ceilings.push(ceiling);
-      paths.push(brokerPath.rate);
-      rows.push({
-        round, 'ceiling msg/s': Math.round(ceiling), 'A→B asks/s': Math.round(brokerPath.rate), ratio: Number((brokerPath.rate / ceiling).toFixed(2)),
-        'p50 ms': brokerPath.p50, 'p99 ms': brokerPath.p99, 'asks/msg': Number((brokerPath.asksPerMessage ?? 1).toFixed(2)), 'paced asks/s': Math.round(paced.rate), 'paced p50 ms': paced.p50,
-        'paced p99 ms': paced.p99, 'amqplib inbox p99 ms': Number(floor.p99.toFixed(2)), 'ceiling paced p99 ms': ceilingPaced.p99,
-        'ceiling deliver p99 ms': Number(ceilingDelivery.p99.toFixed(2)),
-        [`deliver p99 ms, ${SHARDS} queues`]: Number(spreadDelivery.p99.toFixed(2)), failures: brokerPath.failures + paced.failures,
-      });
-    }
-    const local = await askRun({ seconds, concurrency, local: true });
-    const ratio = median(ratios);
-    const p99 = median(pacedP99s);
-    rows.push({
-      round: 'median', 'ceiling msg/s': Math.round(median(ceilings)), 'A→B asks/s': Math.round(median(paths)), ratio: Number(ratio.toFixed(2)),
-      'p50 ms': '', 'p99 ms': '', 'asks/msg': '', 'paced asks/s': '', 'paced p50 ms': '', 'paced p99 ms': p99,
-      'amqplib inbox p99 ms': Number(median(floorP99s).toFixed(2)), 'ceiling paced p99 ms': median(ceilingPacedP99s),
-      'ceiling deliver p99 ms': Number(median(ceilingDeliverP99s).toFixed(2)),
-      [`deliver p99 ms, ${SHARDS} queues`]: Number(median(spreadDeliverP99s).toFixed(2)), failures: '',
-    });
-    rows.push({
-      round: 'one node in-process', 'ceiling msg/s': '', 'A→B asks/s': Math.round(local.rate), ratio: '', 'p50 ms': local.p50, 'p99 ms': local.p99, 'asks/msg': '',
-      'paced asks/s': '', 'paced p50 ms': '', 'paced p99 ms': '', 'amqplib inbox p99 ms': '', 'ceiling paced p99 ms': '', 'ceiling deliver p99 ms': '',
-      [`deliver p99 ms, ${SHARDS} queues`]: '', failures: local.failures,
-    });
-    console.log(`broker scheduler busy-wait: ${brokerBusyWait()}`);
-    console.log(`G4 broker path: ${askBytes}-byte asks over ${SHARDS} shards, ${concurrency} in flight vs confirmed publish (quorum, window ${window}); ${rounds} rounds of ${seconds} s; paced at a quarter of each round's ceiling`);
-    printTable(rows);
-    const met = ratio >= GOAL_RATIO && p99 <= GOAL_P99_MS;
-    console.log(`G4: median ratio ${ratio.toFixed(2)} (goal ≥ ${GOAL_RATIO}); median p99 at half the goal rate ${p99.toFixed(2)} ms (goal ≤ ${GOAL_P99_MS} ms) → ${met ? 'met' : 'MISSED'}`);
-    if (baseline) {
-      console.log(`\nthis tree against the baseline ${values.baseline}, steps 2 and 3 interleaved in each round:`);
-      printTable(abRows);
-      console.log(`this ÷ baseline, median of ${rounds} rounds: A→B asks/s ${median(abRates).toFixed(3)}, CPU of A and B per ask ${median(abCpu).toFixed(3)} (lower is better), paced p99 ${median(abPacedP99s).toFixed(3)} (lower is better)`);
-    }
-    process.exitCode = met ? 0 : 1;
+    const tally = newTally();
+    for (let round = 1; round <= plan.rounds; round += 1) await runRound(round, plan, w, tally);
+    const local = await w.askRun({ seconds: plan.seconds, concurrency: plan.concurrency, local: true });
+    process.exitCode = report(plan, tally, local, w.baseline !== undefined) ? 0 : 1;
   } finally {
     for (const worker of workers.reverse()) await worker.stop();
-    const cleanup = await amqp.connect(values.url);
-    const channel = await cleanup.createChannel();
-    await deleteTopology(channel, shardTopology({ prefix, shardCount: SHARDS, nodeId: 'bench-holder', deliveryLimit: 5 }));
-    if (baselineScript !== undefined) await deleteTopology(channel, shardTopology({ prefix: baselinePrefix, shardCount: SHARDS, nodeId: 'bench-holder', deliveryLimit: 5 }));
-    await channel.deleteQueue(ceilingQueue);
-    for (let i = 0; i < SHARDS; i += 1) await channel.deleteQueue(`${ceilingQueue}.q${i}`);
-    await cleanup.close();
+    await deleteBenchTopology(plan);
   }
 }
 

@@ -25,7 +25,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -36,6 +35,9 @@ import pg from 'pg';
 import { printTable, startFlags } from './harness.js';
 import { generateMasterKey } from '../secrets.js';
 import { deleteTopology, shardTopology } from '../../transport/amqp/topology.js';
+import {
+  aliveSessions, dispatchSessions, heartbeatContinuously, holdStreams, loadAgent, post, registerWorkers, type Heartbeats,
+} from './resident-load.js';
 
 const { values } = parseArgs({
   options: {
@@ -172,180 +174,45 @@ async function idleEmbedded(): Promise<boolean> {
   return met;
 }
 
-const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
-
-function post(port: number, pathname: string, token: string | undefined, body: unknown): Promise<any> {
-  const payload = JSON.stringify(body);
-  return new Promise((resolve, reject) => {
-    const req = http.request({
-      host: '127.0.0.1', port, path: pathname, method: 'POST', agent,
-      headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), ...(token ? { authorization: `Bearer ${token}` } : {}) },
-    }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => { text += c; });
-      res.on('end', () => {
-        if ((res.statusCode ?? 0) >= 300) return reject(new Error(`POST ${pathname} answered ${res.statusCode}: ${text.slice(0, 200)}`));
-        resolve(text ? JSON.parse(text) : undefined);
-      });
-    });
-    req.setTimeout(60_000, () => req.destroy(new Error(`POST ${pathname} timed out`)));
-    req.on('error', reject);
-    req.end(payload);
-  });
-}
-
-/** Set-up calls retry what a busy node refuses for now (503: an ask that missed its deadline), as a worker would. */
-async function patiently<T>(call: () => Promise<T>): Promise<T> {
-  for (let attempt = 1; ; attempt += 1) {
-    try {
-      return await call();
-    } catch (err) {
-      if (attempt >= 6 || !/answered 503|timed out|ECONNRESET/.test((err as Error).message)) throw err;
-      await sleep(250 * 2 ** attempt);
-    }
-  }
-}
-
-async function pooled(count: number, width: number, work: (i: number) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(Array.from({ length: Math.min(width, count) }, async () => {
-    while (next < count) await work(next++);
-  }));
-}
-
-/** A raw-socket SSE client that only needs to see the stream open (`event: ready`), then keeps it open. */
-function openStream(port: number, token: string): Promise<net.Socket> {
-  return new Promise((resolve, reject) => {
-    const socket = net.connect(port, '127.0.0.1');
-    let head = '';
-    const timer = setTimeout(() => { socket.destroy(); reject(new Error('stream did not open in 60 s')); }, 60_000);
-    socket.on('connect', () => socket.write(`GET /api/daemon/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\nAuthorization: Bearer ${token}\r\n\r\n`));
-    const onData = (chunk: Buffer) => {
-      head += chunk.toString('latin1');
-      if (head.includes('event: ready')) {
-        clearTimeout(timer);
-        socket.off('data', onData);
-        socket.on('data', () => {});
-        resolve(socket);
-      } else if (head.includes('\r\n\r\n') && !head.startsWith('HTTP/1.1 200')) {
-        clearTimeout(timer);
-        socket.destroy();
-        reject(new Error(`stream refused: ${head.slice(0, 120)}`));
-      }
-    };
-    socket.on('data', onData);
-    socket.on('error', () => {});
-  });
-}
-
-async function aliveSessions(port: number): Promise<number> {
-  const text = await new Promise<string>((resolve, reject) => {
-    http.get({ host: '127.0.0.1', port, path: '/metrics', agent }, (res) => {
-      let body = '';
-      res.on('data', (c: Buffer) => { body += c.toString(); });
-      res.on('end', () => resolve(body));
-    }).on('error', reject);
-  });
-  const line = text.split('\n').find((l) => l.startsWith('troupe_actors_alive{') && l.includes('kind="session"'));
-  return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
-}
-
+/**
+ * The real-engine node under load (see the header, 2): workers registered and heartbeating, sessions dispatched and
+ * passivated, event streams held; then its CPU share and memory over the steady window.
+ */
 async function loadedRealEngines(): Promise<boolean> {
   buildTree(here);
   const admin = new pg.Client({ connectionString: postgresUrl });
   await admin.connect();
-  const database = `troupe_bench_resident_${tag}`;
-  const cachePrefix = `troupe-bench-resident-${tag}:`;
-  const amqpPrefix = `bench-resident-${tag}`;
-  const nodeId = `bench-resident-${tag}`;
-  await admin.query(`create database ${database}`);
+  const names = { database: `troupe_bench_resident_${tag}`, cachePrefix: `troupe-bench-resident-${tag}:`, amqpPrefix: `bench-resident-${tag}`, nodeId: `bench-resident-${tag}` };
+  await admin.query(`create database ${names.database}`);
   const streams: net.Socket[] = [];
   let node: Node | undefined;
-  let heartbeating = false;
+  let heartbeats: Heartbeats | undefined;
   try {
     node = await startNode(here, {
-      DATABASE_URL: postgresUrl.replace(/\/[^/]*$/, `/${database}`), REDIS_URL: redisUrl, AMQP_URL: amqpUrl,
-      TROUPE_CACHE_PREFIX: cachePrefix, TROUPE_AMQP_PREFIX: amqpPrefix, TROUPE_NODE_ID: nodeId, TROUPE_DATA_DIR: path.join(workDir, 'real'),
+      DATABASE_URL: postgresUrl.replace(/\/[^/]*$/, `/${names.database}`), REDIS_URL: redisUrl, AMQP_URL: amqpUrl,
+      TROUPE_CACHE_PREFIX: names.cachePrefix, TROUPE_AMQP_PREFIX: names.amqpPrefix, TROUPE_NODE_ID: names.nodeId, TROUPE_DATA_DIR: path.join(workDir, 'real'),
       TROUPE_MASTER_KEY: masterKey, TROUPE_ADMIN_TOKEN: adminToken, TROUPE_PASSIVATE_AFTER_MS: '1000',
       // One API key dispatches every session: its per-credential limits (decision 0026) are lifted for the set-up.
       TROUPE_RATE_LIMIT_DISPATCHES_PER_MINUTE: '100000000', TROUPE_RATE_LIMIT_WRITES_PER_MINUTE: '100000000',
     }, false);
     const { port } = node;
     const org = await post(port, '/api/admin/orgs', adminToken, { name: 'Bench', owner: { email: 'bench@bench.test' } });
-    const workers: Array<{ workerId: string; runtimeJwt: string }> = new Array(workerCount);
-    let began = performance.now();
-    await pooled(workerCount, 32, async (i) => {
-      const d = await patiently(() => post(port, '/v1/daemon/register', undefined, { registrationToken: org.registrationToken, hostname: `bench-${i}`, maxAgents: 4 }));
-      workers[i] = { workerId: d.workerId, runtimeJwt: d.runtimeJwt };
-    });
-    process.stderr.write(`registered ${workerCount} workers in ${((performance.now() - began) / 1000).toFixed(0)} s\n`);
-
-    // Every worker heartbeats once per 15 s, at its own phase of the cycle, as independent timers do; from here on,
-    // so that a long set-up keeps their runtime tokens fresh (a heartbeat hands out a new one when little is left).
-    heartbeating = true;
-    const heartbeats = { sent: 0, failed: 0 };
-    const heartbeatLoop = (async () => {
-      const cycleStart = performance.now();
-      const perMs = workerCount / (HEARTBEAT_SECONDS * 1000);
-      const inFlight = new Set<Promise<void>>();
-      while (heartbeating) {
-        const due = Math.floor((performance.now() - cycleStart) * perMs);
-        while (heartbeats.sent < due) {
-          const w = workers[heartbeats.sent % workerCount]!;
-          heartbeats.sent += 1;
-          const p = post(port, '/api/daemon/heartbeat', w.runtimeJwt, { workerId: w.workerId }).then(
-            (reply: { runtimeJwt?: string }) => { if (reply.runtimeJwt) w.runtimeJwt = reply.runtimeJwt; },
-            () => { heartbeats.failed += 1; },
-          );
-          inFlight.add(p);
-          void p.finally(() => inFlight.delete(p));
-        }
-        await sleep(5);
-      }
-      await Promise.all(inFlight);
-    })();
-
-    began = performance.now();
-    await pooled(sessionCount, 64, async () => {
-      // A retried dispatch names its tracker session, so a first attempt that did land is answered, not doubled.
-      const trackerSessionId = `bench-${tag}-${randomBytes(8).toString('hex')}`;
-      await patiently(() => post(port, '/api/agent-dispatch', org.apiKey.fullKey, { projectId: org.project.id, prompt: 'Fix the flaky test in the billing module', trackerSessionId }));
-    });
-    process.stderr.write(`dispatched ${sessionCount} sessions in ${((performance.now() - began) / 1000).toFixed(0)} s\n`);
+    const workers = await registerWorkers(port, org.registrationToken, workerCount);
+    const beating = heartbeatContinuously(port, workers, HEARTBEAT_SECONDS);
+    heartbeats = beating;
+    await dispatchSessions(port, org, sessionCount, tag);
     for (let waited = 0; (await aliveSessions(port)) > 0 && waited < 60; waited += 1) await sleep(1000);
     const stillAlive = await aliveSessions(port);
-
-    // Each of the first `streamCount` workers holds its event stream, and opens it again with its current token
-    // should the node close it (a stream ends with the token it was opened with), as the worker does.
-    let reopened = 0;
-    const hold = async (w: { runtimeJwt: string }): Promise<void> => {
-      const socket = await patiently(() => openStream(port, w.runtimeJwt));
-      streams.push(socket);
-      socket.once('close', () => {
-        if (!heartbeating) return;
-        reopened += 1;
-        void hold(w).catch(() => undefined);
-      });
-    };
-    began = performance.now();
-    for (let i = 0; i < streamCount; i += 200) await Promise.all(workers.slice(i, Math.min(streamCount, i + 200)).map(hold));
-    process.stderr.write(`opened ${streamCount} event streams in ${((performance.now() - began) / 1000).toFixed(0)} s\n`);
+    const reopened = await holdStreams(port, workers.slice(0, streamCount), streams, () => beating.running);
     pinToCore0(node);
-    const failedBeforeWindow = heartbeats.failed;
-    const reopenedBeforeWindow = reopened;
+    const failedBeforeWindow = beating.counts.failed;
+    const reopenedBeforeWindow = reopened();
     await sleep(HEARTBEAT_SECONDS * 1000);
-    const pid = node.child.pid!;
-    const cpuBefore = cpuSeconds(pid);
-    const wallBefore = performance.now();
-    await sleep(windowSeconds * 1000);
-    const share = (cpuSeconds(pid) - cpuBefore) / ((performance.now() - wallBefore) / 1000);
-    const memory = await memoryOf(node);
-    const heartbeatErrors = heartbeats.failed - failedBeforeWindow;
+    const { share, memory } = await steadyWindow(node);
+    const heartbeatErrors = beating.counts.failed - failedBeforeWindow;
     const openStreams = streams.filter((socket) => !socket.destroyed).length;
-    const streamsReopened = reopened - reopenedBeforeWindow;
-    heartbeating = false;
-    await heartbeatLoop;
+    const streamsReopened = reopened() - reopenedBeforeWindow;
+    await beating.stop();
     console.log(`\nG10 real-engine node (Postgres, Redis, RabbitMQ; compiled), steady ${windowSeconds} s window; goal: ≤ ${GOAL_LOADED_MB} MB RSS and ≤ ${GOAL_CORE_SHARE * 100} % of a core`);
     printTable([{
       workers: workerCount, 'heartbeats/s': Math.round(workerCount / HEARTBEAT_SECONDS), 'open streams': openStreams, 'streams reopened': streamsReopened,
@@ -354,33 +221,48 @@ async function loadedRealEngines(): Promise<boolean> {
     }]);
     return memory.rss <= GOAL_LOADED_MB && share <= GOAL_CORE_SHARE && heartbeatErrors === 0 && openStreams >= streamCount;
   } finally {
-    heartbeating = false;
+    void heartbeats?.stop();
     for (const s of streams) s.destroy();
     if (node) await stopNode(node);
-    const connection = await amqp.connect(amqpUrl).catch(() => undefined);
-    if (connection) {
-      try {
-        await deleteTopology(await connection.createChannel(), shardTopology({ prefix: amqpPrefix, shardCount: 64, nodeId, deliveryLimit: 5 }));
-      } catch (err) {
-        process.stderr.write(`could not delete the bench's RabbitMQ topology: ${(err as Error).message}\n`);
-      } finally {
-        await connection.close().catch(() => undefined);
-      }
-    }
-    const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
-    try {
-      let cursor = '0';
-      do {
-        const [next, keys] = await redis.scan(cursor, 'MATCH', `${cachePrefix}*`, 'COUNT', 500);
-        if (keys.length > 0) await redis.del(...keys);
-        cursor = next;
-      } while (cursor !== '0');
-    } finally {
-      redis.disconnect();
-    }
-    await admin.query(`drop database if exists ${database} with (force)`).catch(() => undefined);
-    await admin.end();
+    await removeRealEngineState(admin, names);
   }
+}
+
+/** The node's CPU over the `--window` seconds as a share of one core, and its memory at the end. */
+async function steadyWindow(node: Node): Promise<{ share: number; memory: Memory }> {
+  const pid = node.child.pid!;
+  const cpuBefore = cpuSeconds(pid);
+  const wallBefore = performance.now();
+  await sleep(windowSeconds * 1000);
+  const share = (cpuSeconds(pid) - cpuBefore) / ((performance.now() - wallBefore) / 1000);
+  return { share, memory: await memoryOf(node) };
+}
+
+/** Deletes what the real-engine node left: its RabbitMQ topology, its Redis keys and its database. */
+async function removeRealEngineState(admin: pg.Client, names: { database: string; cachePrefix: string; amqpPrefix: string; nodeId: string }): Promise<void> {
+  const connection = await amqp.connect(amqpUrl).catch(() => undefined);
+  if (connection) {
+    try {
+      await deleteTopology(await connection.createChannel(), shardTopology({ prefix: names.amqpPrefix, shardCount: 64, nodeId: names.nodeId, deliveryLimit: 5 }));
+    } catch (err) {
+      process.stderr.write(`could not delete the bench's RabbitMQ topology: ${(err as Error).message}\n`);
+    } finally {
+      await connection.close().catch(() => undefined);
+    }
+  }
+  const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${names.cachePrefix}*`, 'COUNT', 500);
+      if (keys.length > 0) await redis.del(...keys);
+      cursor = next;
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
+  }
+  await admin.query(`drop database if exists ${names.database} with (force)`).catch(() => undefined);
+  await admin.end();
 }
 
 let met = true;
@@ -389,7 +271,7 @@ try {
   if (!values['skip-real']) met = (await loadedRealEngines()) && met;
   console.log(`\nload average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')} on ${os.cpus().length} cores`);
 } finally {
-  agent.destroy();
+  loadAgent.destroy();
   rmSync(workDir, { recursive: true, force: true });
 }
 process.exit(met ? 0 : 1);

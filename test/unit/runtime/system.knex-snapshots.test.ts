@@ -1,7 +1,6 @@
 // Invariant: on the real knex snapshot store (PGlite and Postgres), the runtime's guarantees hold end to end, with a
-// projection through knex, one in plain SQL (decision 0045) and one riding in the snapshot's own statement (decision
-// 0055) alike: a reply means the snapshot and the behavior's
-// projection committed together; a projection that fails rolls the snapshot back and leaves the actor's state
+// projection through knex and one riding in the snapshot's own statement (decision 0055) alike: a reply means the
+// snapshot and the behavior's projection committed together; a projection that fails rolls the snapshot back and leaves the actor's state
 // unchanged; and when two nodes' systems both host one address, the version fence makes the stale one stop and
 // rehydrate the other's state instead of overwriting it.
 import { expect } from 'chai';
@@ -15,7 +14,7 @@ import { MemorySnapshotStore } from '../../support/memory-snapshot-store.js';
 import { dbEngines, type TestDb } from '../../support/db.js';
 import { counterBehavior, rejectionOf, type CounterMsg, type CounterReply } from './counter-machine.js';
 
-for (const engine of dbEngines) for (const form of ['knex', 'sql', 'statement'] as const) describe(`actor runtime on the knex snapshot store (${engine.name}, ${form} projection)`, () => {
+for (const engine of dbEngines) for (const form of ['knex', 'statement'] as const) describe(`actor runtime on the knex snapshot store (${engine.name}, ${form} projection)`, () => {
   let db: TestDb;
   const systems: ActorSystem[] = [];
 
@@ -47,14 +46,6 @@ for (const engine of dbEngines) for (const form of ['knex', 'sql', 'statement'] 
           async project(trx, id, next) {
             refuse13(next.count);
             await trx('test_counter_view').insert({ id, count: next.count }).onConflict('id').merge();
-          },
-        }
-      : form === 'sql'
-      ? {
-          ...counterBehavior,
-          async projectSql(tx, id, next) {
-            refuse13(next.count);
-            await tx.query('insert into test_counter_view (id, count) values ($1, $2) on conflict (id) do update set count = excluded.count', [id, next.count]);
           },
         }
       : {
@@ -107,13 +98,13 @@ for (const engine of dbEngines) for (const form of ['knex', 'sql', 'statement'] 
 });
 
 describe('actor runtime: one projection per kind', () => {
-  it('refuses to register a kind with both a knex and a plain SQL projection', async () => {
+  it('refuses to register a kind with both a knex and a statement projection', async () => {
     const system = createActorSystem({
       snapshots: new MemorySnapshotStore(), clock: systemClock, log: pino({ level: 'silent' }),
       passivateAfterMs: 60_000, defaultAskTimeoutMs: 5_000,
     });
     try {
-      expect(() => system.register({ ...counterBehavior, project: async () => undefined, projectSql: async () => undefined }))
+      expect(() => system.register({ ...counterBehavior, project: async () => undefined, projectStatement: () => undefined }))
         .to.throw(/two projections/);
     } finally {
       await system.stop();

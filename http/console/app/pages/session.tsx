@@ -2,7 +2,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { post, type ApiError } from '../api.js';
 import { asApiError, useApi, useEventStream } from '../data.js';
 import { Empty, ErrorNote, Live, Loading, money, PageHeader, Status, Time } from '../ui/bits.js';
-import { actorName, useMe } from '../me.js';
+import { actorName, useMe, type Me } from '../me.js';
 
 interface Detail {
   id: string;
@@ -35,18 +35,76 @@ const TERMINAL = ['completed', 'failed', 'stopped'];
 export function SessionPage({ id }: { id: string }) {
   const me = useMe();
   const detail = useApi<Detail>(`/api/public/sessions/${encodeURIComponent(id)}`);
-  // Everything streamed while the page is open, and what streamed since the detail (with its kept tail) last loaded.
-  const [output, setOutput] = useState({ all: '', sinceLoad: '' });
-  const [actionError, setActionError] = useState<ApiError | undefined>(undefined);
-  const [notice, setNotice] = useState('');
+  const actions = useSessionActions(detail.reload);
   const projectId = detail.data?.project.id;
   const events = useEventStream(projectId ? `/api/sessions/events?projectId=${projectId}` : undefined, {
     'session.status': (data) => { if ((data as { sessionId: string }).sessionId === id) detail.reload(); },
     reset: () => detail.reload(),
   });
+  const output = useStreamedOutput(id, detail.data);
+
+  if (detail.error) return <><PageHeader title={`Session ${id}`} /><ErrorNote error={detail.error} /></>;
+  const s = detail.data;
+  if (!s) return <Loading what="the session" />;
+  const live = !TERMINAL.includes(s.status);
+  const shown = output.shown(s);
+
+  return (
+    <article aria-labelledby="page-title">
+      <PageHeader title={`Session ${s.id}`}>
+        <Status value={s.status} />
+        <Live connected={events.connected && output.connected} />
+      </PageHeader>
+      <SessionFacts s={s} me={me} />
+      {s.error ? <p class="note note-error">The agent reported: {s.error}</p> : null}
+
+      <section aria-labelledby="prompt-title">
+        <h2 id="prompt-title">Prompt</h2>
+        <blockquote class="prompt">{s.prompt}</blockquote>
+      </section>
+
+      {(s.can.stop && live) || s.can.prompt ? <SessionControl s={s} live={live} actions={actions} /> : null}
+
+      <section aria-labelledby="output-title">
+        <h2 id="output-title">Agent output</h2>
+        {s.output?.truncated ? <p class="muted">Showing the last 64 KiB of {s.output.totalBytes} bytes.</p> : null}
+        {shown === '' ? (
+          <p class="muted">{live ? 'Waiting for the agent to stream its output… (shown as it arrives)' : 'The agent printed nothing.'}</p>
+        ) : <pre class="output" aria-live="polite" data-tokens={output.tokens}>{shown}</pre>}
+      </section>
+
+      <SessionTimeline timeline={s.timeline} />
+      <SessionPromptsAndActivity s={s} />
+    </article>
+  );
+}
+
+/** Stop and Prompt: each re-reads the detail afterwards, and says what was done or shows the server's refusal. */
+function useSessionActions(reload: () => void) {
+  const [actionError, setActionError] = useState<ApiError | undefined>(undefined);
+  const [notice, setNotice] = useState('');
+  const act = async (what: string, call: () => Promise<unknown>) => {
+    setActionError(undefined);
+    setNotice('');
+    try {
+      await call();
+      setNotice(what);
+      reload();
+    } catch (err) {
+      setActionError(asApiError(err));
+      reload();
+    }
+  };
+  return { act, actionError, notice };
+}
+
+/** The agent's output as the worker streams it: the interview stream named by the session id. */
+function useStreamedOutput(id: string, loaded: Detail | undefined) {
+  // Everything streamed while the page is open, and what streamed since the detail (with its kept tail) last loaded.
+  const [output, setOutput] = useState({ all: '', sinceLoad: '' });
   const tokens = useRef(0);
   // The detail carries the kept tail of the output; what streams in after each load of it is appended.
-  useEffect(() => { setOutput((o) => ({ ...o, sinceLoad: '' })); }, [detail.data]);
+  useEffect(() => { setOutput((o) => ({ ...o, sinceLoad: '' })); }, [loaded]);
   const stream = useEventStream(`/api/interview/${encodeURIComponent(id)}/stream`, {
     'interview.delta': (data) => {
       const frame = data as { tokens: string[] };
@@ -55,87 +113,68 @@ export function SessionPage({ id }: { id: string }) {
       setOutput((o) => ({ all: o.all + text, sinceLoad: o.sinceLoad + text }));
     },
   });
-
-  if (detail.error) return <><PageHeader title={`Session ${id}`} /><ErrorNote error={detail.error} /></>;
-  const s = detail.data;
-  if (!s) return <Loading what="the session" />;
-  const live = !TERMINAL.includes(s.status);
-  // The kept tail covers what streamed before the last load; without one (output relayed only as interview deltas)
-  // the page shows what it saw stream.
-  const shown = s.output ? s.output.tail + output.sinceLoad : output.all;
-
-  const act = async (what: string, call: () => Promise<unknown>) => {
-    setActionError(undefined);
-    setNotice('');
-    try {
-      await call();
-      setNotice(what);
-      detail.reload();
-    } catch (err) {
-      setActionError(asApiError(err));
-      detail.reload();
-    }
+  return {
+    connected: stream.connected,
+    tokens: tokens.current,
+    // The kept tail covers what streamed before the last load; without one (output relayed only as interview deltas)
+    // the page shows what it saw stream.
+    shown: (s: Detail) => (s.output ? s.output.tail + output.sinceLoad : output.all),
   };
+}
 
+function SessionFacts({ s, me }: { s: Detail; me: Me }) {
   return (
-    <article aria-labelledby="page-title">
-      <PageHeader title={`Session ${s.id}`}>
-        <Status value={s.status} />
-        <Live connected={events.connected && stream.connected} />
-      </PageHeader>
-      <dl class="facts">
-        <dt>Project</dt><dd>{s.project.name ?? s.project.id}</dd>
-        <dt>Cost</dt><dd data-cost>{money(s.costUsd)}</dd>
-        <dt>Worker</dt><dd>{s.worker ? `${s.worker.hostname ?? s.worker.id}${s.worker.holdsClaim ? '' : ' (released)'}` : 'none yet'}</dd>
-        <dt>Workflow</dt>
-        <dd>{s.workflowRun
-          ? <a href={`/workflows/${s.workflowRun.workflowId}`}>pinned to version {s.workflowRun.version}</a>
-          : 'dispatched directly (no workflow)'}</dd>
-        <dt>Requested by</dt><dd>{actorName(me, s.requestedBy)}</dd>
-        <dt>Created</dt><dd><Time at={s.createdAt} /></dd>
-        {s.phase ? <><dt>Phase</dt><dd>{s.phase}</dd></> : null}
-      </dl>
-      {s.error ? <p class="note note-error">The agent reported: {s.error}</p> : null}
+    <dl class="facts">
+      <dt>Project</dt><dd>{s.project.name ?? s.project.id}</dd>
+      <dt>Cost</dt><dd data-cost>{money(s.costUsd)}</dd>
+      <dt>Worker</dt><dd>{s.worker ? `${s.worker.hostname ?? s.worker.id}${s.worker.holdsClaim ? '' : ' (released)'}` : 'none yet'}</dd>
+      <dt>Workflow</dt>
+      <dd>{s.workflowRun
+        ? <a href={`/workflows/${s.workflowRun.workflowId}`}>pinned to version {s.workflowRun.version}</a>
+        : 'dispatched directly (no workflow)'}</dd>
+      <dt>Requested by</dt><dd>{actorName(me, s.requestedBy)}</dd>
+      <dt>Created</dt><dd><Time at={s.createdAt} /></dd>
+      {s.phase ? <><dt>Phase</dt><dd>{s.phase}</dd></> : null}
+    </dl>
+  );
+}
 
-      <section aria-labelledby="prompt-title">
-        <h2 id="prompt-title">Prompt</h2>
-        <blockquote class="prompt">{s.prompt}</blockquote>
-      </section>
-
-      {(s.can.stop && live) || s.can.prompt ? (
-        <section class="card stack" aria-labelledby="control-title">
-          <h2 id="control-title">Control</h2>
-          {s.can.stop && live ? (
-            <button type="button" class="button-danger" onClick={() => act('Stop signal sent.', () => post(`/api/public/sessions/${s.id}/stop`))}>Stop session</button>
-          ) : null}
-          {s.can.prompt ? <PromptForm onSend={(text) => act('Prompt sent.', () => post(`/api/public/sessions/${s.id}/prompt`, { prompt: text }))} /> : null}
-          <ErrorNote error={actionError} title="Refused" />
-          {notice ? <p class="note" role="status">{notice}</p> : null}
-        </section>
+function SessionControl({ s, live, actions }: { s: Detail; live: boolean; actions: ReturnType<typeof useSessionActions> }) {
+  const { act, actionError, notice } = actions;
+  return (
+    <section class="card stack" aria-labelledby="control-title">
+      <h2 id="control-title">Control</h2>
+      {s.can.stop && live ? (
+        <button type="button" class="button-danger" onClick={() => act('Stop signal sent.', () => post(`/api/public/sessions/${s.id}/stop`))}>Stop session</button>
       ) : null}
+      {s.can.prompt ? <PromptForm onSend={(text) => act('Prompt sent.', () => post(`/api/public/sessions/${s.id}/prompt`, { prompt: text }))} /> : null}
+      <ErrorNote error={actionError} title="Refused" />
+      {notice ? <p class="note" role="status">{notice}</p> : null}
+    </section>
+  );
+}
 
-      <section aria-labelledby="output-title">
-        <h2 id="output-title">Agent output</h2>
-        {s.output?.truncated ? <p class="muted">Showing the last 64 KiB of {s.output.totalBytes} bytes.</p> : null}
-        {shown === '' ? (
-          <p class="muted">{live ? 'Waiting for the agent to stream its output… (shown as it arrives)' : 'The agent printed nothing.'}</p>
-        ) : <pre class="output" aria-live="polite" data-tokens={tokens.current}>{shown}</pre>}
-      </section>
+function SessionTimeline({ timeline }: { timeline: Detail['timeline'] }) {
+  return (
+    <section aria-labelledby="timeline-title">
+      <h2 id="timeline-title">Timeline</h2>
+      {timeline.length === 0 ? <Empty title="No status changes recorded yet." /> : (
+        <ol class="timeline">
+          {timeline.map((t) => (
+            <li key={`${t.at}-${t.status}`} data-status={t.status}>
+              <Status value={t.status} /> <span class="muted">{t.from === 'absent' ? 'dispatched' : `from ${t.from}`}</span> <Time at={t.at} />
+              {t.run > 1 ? <span class="muted"> · run {t.run}</span> : null}
+            </li>
+          ))}
+        </ol>
+      )}
+    </section>
+  );
+}
 
-      <section aria-labelledby="timeline-title">
-        <h2 id="timeline-title">Timeline</h2>
-        {s.timeline.length === 0 ? <Empty title="No status changes recorded yet." /> : (
-          <ol class="timeline">
-            {s.timeline.map((t) => (
-              <li key={`${t.at}-${t.status}`} data-status={t.status}>
-                <Status value={t.status} /> <span class="muted">{t.from === 'absent' ? 'dispatched' : `from ${t.from}`}</span> <Time at={t.at} />
-                {t.run > 1 ? <span class="muted"> · run {t.run}</span> : null}
-              </li>
-            ))}
-          </ol>
-        )}
-      </section>
-
+function SessionPromptsAndActivity({ s }: { s: Detail }) {
+  return (
+    <>
       {s.prompts.some((p) => p.queued) ? (
         <section aria-labelledby="prompts-title">
           <h2 id="prompts-title">Prompts sent</h2>
@@ -148,7 +187,7 @@ export function SessionPage({ id }: { id: string }) {
           <ul class="plain">{s.activities.map((a) => <li key={a.id}><Time at={a.createdAt} />: {a.body}</li>)}</ul>
         </section>
       ) : null}
-    </article>
+    </>
   );
 }
 

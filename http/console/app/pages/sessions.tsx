@@ -20,10 +20,6 @@ const statusesOf = (filter: string): string[] | undefined => (filter === '' ? un
 
 interface Page { sessions: SessionRow[]; nextCursor: string | null }
 
-/**
- * The org's sessions, live: the first page is read once, then every status change arrives over the event stream
- * and is applied in batches (one render per batch window). A stream that cannot resume (`reset`) reloads.
- */
 /** A row renders again only when its session changed: a burst of events redraws the rows it touched, not all 500. */
 const Row = memo(({ row: r, project }: { row: SessionRow; project: string }) => (
   <tr data-session={r.id}>
@@ -35,11 +31,66 @@ const Row = memo(({ row: r, project }: { row: SessionRow; project: string }) => 
   </tr>
 ));
 
+/**
+ * The org's sessions, live: the first page is read once, then every status change arrives over the event stream
+ * and is applied in batches (one render per batch window). A stream that cannot resume (`reset`) reloads.
+ */
 export function Sessions() {
   const me = useMe();
   const { query } = useLocation();
   const status = query.get('status') ?? '';
   const projectId = query.get('project') ?? '';
+  const { rows, cursor, error, loaded, applied, connected, more } = useLiveSessions(status, projectId);
+  const setFilter = (key: 'status' | 'project', value: string) => {
+    const next = new URLSearchParams(location.search);
+    if (value === '') next.delete(key);
+    else next.set(key, value);
+    navigate(`/sessions${next.toString() ? `?${next}` : ''}`);
+  };
+
+  return (
+    <section aria-labelledby="page-title">
+      <PageHeader title="Sessions"><Live connected={connected} /></PageHeader>
+      <div class="toolbar" role="group" aria-label="Filters">
+        <label>Status
+          <select value={status} onChange={(e) => setFilter('status', (e.target as HTMLSelectElement).value)}>
+            <option value="">All</option>
+            <option value="live">Live (not finished)</option>
+            {STATUSES.map((s) => <option key={s} value={s}>{s}</option>)}
+          </select>
+        </label>
+        <label>Project
+          <select value={projectId} onChange={(e) => setFilter('project', (e.target as HTMLSelectElement).value)}>
+            <option value="">All projects</option>
+            {me.projects.map((p) => <option key={p.id} value={p.id}>{p.name}</option>)}
+          </select>
+        </label>
+      </div>
+      <ErrorNote error={error} title="Sessions could not be loaded" />
+      {!loaded ? <Loading what="sessions" /> : rows.length === 0 && !error ? (
+        <Empty title={status || projectId ? 'No sessions match these filters.' : 'No sessions yet.'}>
+          <p>Dispatch one below (or with <code>POST /api/agent-dispatch</code>). A worker of the project picks it up; start one on your machine with</p>
+          <pre><code>npx troupe worker --url {location.origin} --registration-token TOKEN --agent-command 'CMD'</code></pre>
+        </Empty>
+      ) : (
+        <div class="table-wrap" tabIndex={0}>
+          <table class="list sessions-list" data-events-applied={applied} data-rows={rows.length}>
+            <caption class="sr-only">Sessions, newest first</caption>
+            <thead><tr><th scope="col">Session</th><th scope="col">Status</th><th scope="col">Project</th><th scope="col">Cost</th><th scope="col">Updated</th></tr></thead>
+            <tbody>
+              {rows.map((r) => <Row key={r.id} row={r} project={projectName(me, r.projectId)} />)}
+            </tbody>
+          </table>
+        </div>
+      )}
+      {cursor !== null ? <button type="button" class="button-quiet" onClick={more}>Show older sessions</button> : null}
+      <DispatchForm onDispatched={(id) => navigate(`/sessions/${id}`)} />
+    </section>
+  );
+}
+
+/** The sessions matching the filters, kept live as `Sessions` describes; `more` reads the next older page. */
+function useLiveSessions(status: string, projectId: string) {
   const [feed, setFeed] = useState<Feed>(emptyFeed);
   const [cursor, setCursor] = useState<string | null>(null);
   const [error, setError] = useState<ApiError | undefined>(undefined);
@@ -90,52 +141,6 @@ export function Sessions() {
     if (cursor === null) return;
     get<Page>(listPath(cursor)).then((page) => { setFeed((f) => appendPage(f, page.sessions)); setCursor(page.nextCursor); }, (err: unknown) => setError(asApiError(err)));
   };
-  const setFilter = (key: 'status' | 'project', value: string) => {
-    const next = new URLSearchParams(location.search);
-    if (value === '') next.delete(key);
-    else next.set(key, value);
-    navigate(`/sessions${next.toString() ? `?${next}` : ''}`);
-  };
   const rows = useMemo(() => feed.order.map((id) => feed.rows.get(id)!), [feed]);
-
-  return (
-    <section aria-labelledby="page-title">
-      <PageHeader title="Sessions"><Live connected={connected} /></PageHeader>
-      <div class="toolbar" role="group" aria-label="Filters">
-        <label>Status
-          <select value={status} onChange={(e) => setFilter('status', (e.target as HTMLSelectElement).value)}>
-            <option value="">All</option>
-            <option value="live">Live (not finished)</option>
-            {STATUSES.map((s) => <option key={s} value={s}>{s}</option>)}
-          </select>
-        </label>
-        <label>Project
-          <select value={projectId} onChange={(e) => setFilter('project', (e.target as HTMLSelectElement).value)}>
-            <option value="">All projects</option>
-            {me.projects.map((p) => <option key={p.id} value={p.id}>{p.name}</option>)}
-          </select>
-        </label>
-      </div>
-      <ErrorNote error={error} title="Sessions could not be loaded" />
-      {!loaded ? <Loading what="sessions" /> : rows.length === 0 && !error ? (
-        <Empty title={status || projectId ? 'No sessions match these filters.' : 'No sessions yet.'}>
-          <p>Dispatch one below (or with <code>POST /api/agent-dispatch</code>). A worker of the project picks it up; start one on your machine with</p>
-          <pre><code>npx troupe worker --url {location.origin} --registration-token TOKEN --agent-command 'CMD'</code></pre>
-        </Empty>
-      ) : (
-        <div class="table-wrap" tabIndex={0}>
-          <table class="list sessions-list" data-events-applied={applied.current} data-rows={rows.length}>
-            <caption class="sr-only">Sessions, newest first</caption>
-            <thead><tr><th scope="col">Session</th><th scope="col">Status</th><th scope="col">Project</th><th scope="col">Cost</th><th scope="col">Updated</th></tr></thead>
-            <tbody>
-              {rows.map((r) => <Row key={r.id} row={r} project={projectName(me, r.projectId)} />)}
-            </tbody>
-          </table>
-        </div>
-      )}
-      {cursor !== null ? <button type="button" class="button-quiet" onClick={more}>Show older sessions</button> : null}
-      <DispatchForm onDispatched={(id) => navigate(`/sessions/${id}`)} />
-    </section>
-  );
+  return { rows, cursor, error, loaded, applied: applied.current, connected, more };
 }
-

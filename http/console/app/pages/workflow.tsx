@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { patch, post, type ApiError } from '../api.js';
-import { asApiError, useApi } from '../data.js';
-import { actorName, projectName, useMe } from '../me.js';
+import { asApiError, useApi, type Loaded } from '../data.js';
+import { actorName, projectName, useMe, type Me } from '../me.js';
 import { Empty, ErrorNote, Loading, PageHeader, Status, Time } from '../ui/bits.js';
 import { VersionDiff } from './version-diff.js';
 
@@ -63,65 +63,85 @@ export function WorkflowPage({ id }: { id: string }) {
       <ErrorNote error={error} title="Refused" />
       {notice ? <p class="note" role="status">{notice}</p> : null}
 
-      <section aria-labelledby="versions-title">
-        <h2 id="versions-title">Versions</h2>
-        <ErrorNote error={versions.error} />
-        {list.length === 0 ? (versions.error ? null : <Loading what="versions" />) : (
-          <div class="table-wrap" tabIndex={0}>
-            <table class="list versions">
-              <caption class="sr-only">Versions, newest first</caption>
-              <thead><tr><th scope="col">Version</th><th scope="col">Compare</th><th scope="col">Changed by</th><th scope="col">Reason</th><th scope="col">When</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
-              <tbody>
-                {list.map((v) => (
-                  <tr key={v.version} data-version={v.version}>
-                    <td>v{v.version}{v.version === w.publishedVersion ? <span class="muted"> (live)</span> : null}</td>
-                    <td class="compare">
-                      <label><input type="radio" name="from" checked={from === v.version} onChange={() => setCompare({ from: v.version, to })} /> <span class="sr-only">Compare from v{v.version}</span>from</label>
-                      <label><input type="radio" name="to" checked={to === v.version} onChange={() => setCompare({ from, to: v.version })} /> <span class="sr-only">Compare to v{v.version}</span>to</label>
-                    </td>
-                    <td>{actorName(me, v.changedBy)}</td>
-                    <td>{v.changeReason ?? <span class="muted">—</span>}</td>
-                    <td><Time at={v.createdAt} /></td>
-                    <td>{w.can.edit && v.version !== w.version ? (
-                      <button type="button" class="button-quiet" aria-label={`Roll back to version ${v.version}`}
-                        onClick={() => act(`Rolled back: version ${v.version}'s content is now the newest version.`, () => post(`/api/workflows/${w.id}/versions/${v.version}/rollback`))}>
-                        Roll back
-                      </button>
-                    ) : null}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-        )}
-      </section>
+      <VersionsTable w={w} me={me} versions={versions} from={from} to={to} onCompare={setCompare} act={act} />
 
       {from !== undefined && to !== undefined && from !== to ? <VersionDiff workflowId={w.id} from={from} to={to} /> : null}
 
-      <section aria-labelledby="runs-title">
-        <h2 id="runs-title">Runs</h2>
-        <ErrorNote error={runs.error} />
-        {!runs.data ? (runs.error ? null : <Loading what="runs" />) : runs.data.runs.length === 0 ? (
-          <Empty title="No runs yet.">{w.publishedVersion === null ? <p>Publish a version first; runs start on the live version.</p> : <p>Start one above or with <code>POST /api/workflows/{w.id}/runs</code>.</p>}</Empty>
-        ) : (
-          <div class="table-wrap" tabIndex={0}>
-            <table class="list">
-              <caption class="sr-only">Runs, newest first</caption>
-              <thead><tr><th scope="col">Run</th><th scope="col">Pinned version</th><th scope="col">Status</th><th scope="col">Started</th></tr></thead>
-              <tbody>
-                {runs.data.runs.map((r) => (
-                  <tr key={r.runId} data-run={r.runId}>
-                    <td><code>{r.runId.slice(0, 8)}</code> <span class="row-title">by {actorName(me, r.startedBy)}</span></td>
-                    <td>v{r.version}</td>
-                    <td><Status value={r.status} /></td>
-                    <td><Time at={r.createdAt} /></td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-        )}
-      </section>
+      <RunsSection w={w} me={me} runs={runs} />
     </article>
+  );
+}
+
+type Act = (done: string, call: () => Promise<unknown>) => Promise<void>;
+
+/** The versions, newest first: two picked to compare, and a rollback to any but the current one for editors. */
+function VersionsTable({ w, me, versions, from, to, onCompare, act }: {
+  w: Workflow; me: Me; versions: Loaded<Version[]>; from: number | undefined; to: number | undefined;
+  onCompare: (pick: { from?: number; to?: number }) => void; act: Act;
+}) {
+  const list = versions.data ?? [];
+  return (
+  <section aria-labelledby="versions-title">
+    <h2 id="versions-title">Versions</h2>
+    <ErrorNote error={versions.error} />
+    {list.length === 0 ? (versions.error ? null : <Loading what="versions" />) : (
+      <div class="table-wrap" tabIndex={0}>
+        <table class="list versions">
+          <caption class="sr-only">Versions, newest first</caption>
+          <thead><tr><th scope="col">Version</th><th scope="col">Compare</th><th scope="col">Changed by</th><th scope="col">Reason</th><th scope="col">When</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
+          <tbody>
+            {list.map((v) => (
+              <tr key={v.version} data-version={v.version}>
+                <td>v{v.version}{v.version === w.publishedVersion ? <span class="muted"> (live)</span> : null}</td>
+                <td class="compare">
+                  <label><input type="radio" name="from" checked={from === v.version} onChange={() => onCompare({ from: v.version, to })} /> <span class="sr-only">Compare from v{v.version}</span>from</label>
+                  <label><input type="radio" name="to" checked={to === v.version} onChange={() => onCompare({ from, to: v.version })} /> <span class="sr-only">Compare to v{v.version}</span>to</label>
+                </td>
+                <td>{actorName(me, v.changedBy)}</td>
+                <td>{v.changeReason ?? <span class="muted">—</span>}</td>
+                <td><Time at={v.createdAt} /></td>
+                <td>{w.can.edit && v.version !== w.version ? (
+                  <button type="button" class="button-quiet" aria-label={`Roll back to version ${v.version}`}
+                    onClick={() => act(`Rolled back: version ${v.version}'s content is now the newest version.`, () => post(`/api/workflows/${w.id}/versions/${v.version}/rollback`))}>
+                    Roll back
+                  </button>
+                ) : null}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+    )}
+  </section>
+  );
+}
+
+/** The workflow's runs, newest first, with the version each is pinned to. */
+function RunsSection({ w, me, runs }: { w: Workflow; me: Me; runs: Loaded<{ runs: Run[] }> }) {
+  return (
+  <section aria-labelledby="runs-title">
+    <h2 id="runs-title">Runs</h2>
+    <ErrorNote error={runs.error} />
+    {!runs.data ? (runs.error ? null : <Loading what="runs" />) : runs.data.runs.length === 0 ? (
+      <Empty title="No runs yet.">{w.publishedVersion === null ? <p>Publish a version first; runs start on the live version.</p> : <p>Start one above or with <code>POST /api/workflows/{w.id}/runs</code>.</p>}</Empty>
+    ) : (
+      <div class="table-wrap" tabIndex={0}>
+        <table class="list">
+          <caption class="sr-only">Runs, newest first</caption>
+          <thead><tr><th scope="col">Run</th><th scope="col">Pinned version</th><th scope="col">Status</th><th scope="col">Started</th></tr></thead>
+          <tbody>
+            {runs.data.runs.map((r) => (
+              <tr key={r.runId} data-run={r.runId}>
+                <td><code>{r.runId.slice(0, 8)}</code> <span class="row-title">by {actorName(me, r.startedBy)}</span></td>
+                <td>v{r.version}</td>
+                <td><Status value={r.status} /></td>
+                <td><Time at={r.createdAt} /></td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+    )}
+  </section>
   );
 }
