@@ -15,7 +15,7 @@ import { createWorkflowRunBehavior } from './workflow-run/actor.js';
 import { withLiveSessionReports } from './workflow-run/live-session-reports.js';
 import { createScheduleBehavior, type SchedulePorts } from './workflow-schedule/actor.js';
 import { createApprovalGateBehavior } from './approval-gate/actor.js';
-import type { AskFn } from './workflow-run/ports.js';
+import { repositoryLookup, type AskFn } from './workflow-run/ports.js';
 import { createPolicyBehavior } from './policy/index.js';
 import { createIncidentBehavior } from './incident/index.js';
 import { createTemplateBehavior } from './template/index.js';
@@ -78,7 +78,8 @@ export function actorKinds(ports: ActorKindPorts): ActorBehavior<any, any, any, 
     createDaemonHostBehavior(transport ? { transport } : {}),
     // Each version's deployment reaches the workflow's schedule from the change's asker (decisions 0027, 0071).
     createWorkflowBehavior(triggerLimits ? { triggerLimits } : {}),
-    createWorkflowRunBehavior({ ask }),
+    // An agent node may name a repository of the run's project, found when the node runs (decision 0075).
+    createWorkflowRunBehavior({ ask, ...(db ? { repositories: repositoryLookup(db) } : {}) }),
     createScheduleBehavior(schedules ?? noSchedules),
     // An opened gate is pushed to the subscribed users who may decide it (issue 8 §5).
     withGatePush(createApprovalGateBehavior({ ask }), pushOnEvents),

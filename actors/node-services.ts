@@ -15,6 +15,7 @@ import type { StoredPolicySource } from './policy/enforcement.js';
 import type { NodeDrain } from './node-drain.js';
 import type { WorkflowSchedules } from './workflow-schedule/service.js';
 import type { TrackerOutbox } from './integrations/trackers/outbox.js';
+import type { PullRequestOutbox } from './integrations/pull-requests/outbox.js';
 import type { AuditOutbox } from './audit/outbox-drain.js';
 import type { RateLimits } from '../storage/rate-limits.js';
 
@@ -60,6 +61,8 @@ export interface NodeServices {
   readonly schedules: WorkflowSchedules;
   /** Posts the comments session ends owe their tracker issues (Linear, GitHub). */
   readonly trackerOutbox: TrackerOutbox;
+  /** Opens the pull requests completed runs owe their GitHub repositories. */
+  readonly pullRequestOutbox: PullRequestOutbox;
   /** Per-credential, per-login and per-source rate limits (decision 0026). */
   readonly rateLimits: RateLimits;
   /** Cluster membership and shard placement; absent on a node without a broker. */
@@ -80,5 +83,6 @@ export function lifecycleOf(services: NodeServices): NodeService[] {
   return [
     services.audit, services.policies, services.streams, services.workers, services.daemon, services.credentials, services.interviews,
     services.pushOnEvents, services.webhookSweeper, services.schedules, services.trackerOutbox,
+    services.pullRequestOutbox,
   ];
 }

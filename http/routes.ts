@@ -13,6 +13,7 @@ import { analyticsRoutes } from './routes/analytics.js';
 import { authoringRoutes } from './routes/authoring.js';
 import { providerWebhookRoutes } from './routes/provider-webhooks.js';
 import { requesterRoutes } from './routes/requesters.js';
+import { repositoryRoutes } from './routes/repositories.js';
 import { oauthRoutes } from './routes/oauth.js';
 import { m2mClientRoutes } from './routes/m2m-clients.js';
 import { credentialRoutes } from './routes/credentials.js';
@@ -45,6 +46,7 @@ export function allRoutes(): Route<Deps>[] {
     ...m2mClientRoutes(),
     ...identityRoutes(),
     ...sessionRoutes(),
+    ...repositoryRoutes(),
     ...daemonRoutes(),
     ...workerProtocolRoutes(),
     ...workflowRoutes(),

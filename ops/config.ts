@@ -67,6 +67,8 @@ const bindings: EnvBinding[] = [
   { env: 'TROUPE_WRITES_QUEUED', key: 'writesQueued', schema: { type: 'integer', minimum: 0, maximum: 1000000 }, parse: integer },
   { env: 'TROUPE_WRITE_QUEUE_WAIT_MS', key: 'writeQueueWaitMs', schema: { type: 'integer', minimum: 1, maximum: 600000 }, parse: integer },
   { env: 'TROUPE_MARKETPLACE_LISTINGS_PER_ORG', key: 'marketplaceListingsPerOrg', schema: { type: 'integer', minimum: 1 }, parse: integer },
+  { env: 'TROUPE_ALLOW_FILE_REPOSITORIES', key: 'allowFileRepositories', schema: { type: 'boolean' }, parse: boolean },
+  { env: 'TROUPE_FOLLOW_UP_GRACE_MS', key: 'followUpGraceMs', schema: { type: 'integer', minimum: 0, maximum: 86400000 }, parse: integer },
 ];
 
 /** TROUPE_<PROVIDER>_OAUTH_{BASE_URL,CLIENT_ID,CLIENT_SECRET} for one integration OAuth provider. */
@@ -143,6 +145,10 @@ const defaults = (): Config => ({
   writesQueued: 256,
   writeQueueWaitMs: 500,
   marketplaceListingsPerOrg: 50,
+  allowFileRepositories: false,
+  // Decision 0075: long enough for a busy worker to finish a session and poll, short enough that a follow-up never
+  // waits long for a worker that will not come back.
+  followUpGraceMs: 60_000,
 });
 
 export class ConfigError extends Error {

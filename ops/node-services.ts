@@ -15,6 +15,7 @@ import type { StoredPolicySource } from '../actors/policy/enforcement.js';
 import { NodeDrain } from '../actors/node-drain.js';
 import type { WorkflowSchedules } from '../actors/workflow-schedule/service.js';
 import { TrackerOutbox } from '../actors/integrations/trackers/outbox.js';
+import { PullRequestOutbox } from '../actors/integrations/pull-requests/outbox.js';
 import { AuditOutbox } from '../actors/audit/outbox-drain.js';
 import { createRateLimits } from '../storage/rate-limits.js';
 import type { RedisCache } from '../storage/redis-cache.js';
@@ -53,6 +54,7 @@ export function buildNodeServices(base: Omit<Deps, 'services'>, parts: ServicePa
     drain: new NodeDrain(),
     schedules: parts.schedules,
     trackerOutbox: new TrackerOutbox(),
+    pullRequestOutbox: new PullRequestOutbox(),
     rateLimits: createRateLimits(
       {
         writesPerMinute: base.config.rateLimitWritesPerMinute, dispatchesPerMinute: base.config.rateLimitDispatchesPerMinute,

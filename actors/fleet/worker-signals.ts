@@ -2,7 +2,7 @@ import type { ActorBehavior } from '../runtime/machine.js';
 import { withAnnouncement } from '../runtime/announce.js';
 import type { Transport } from '../../transport/port.js';
 import { isHeld, isTerminal, shownId, type SessionEffect, type SessionMsg, type SessionReply, type SessionState } from '../session/machine.js';
-import type { OfferedSession } from '../../storage/sessions/queries.js';
+import { offerOf as offerShape, type OfferedSession } from '../../storage/sessions/offers.js';
 
 /**
  * What the session actor tells workers, pushed on their daemon event stream (`GET /api/daemon/events`,
@@ -11,6 +11,9 @@ import type { OfferedSession } from '../../storage/sessions/queries.js';
  *             for its next poll (the poll stays, as the fallback for anything a stream missed).
  * - `poll`:   work of the project may be waiting that only a poll may hand out (a session behind an issue lock, or a
  *             waiter promoted when the lock's holder ended): the worker polls now.
+ * - `followUp`: a prompt re-dispatched a finished session: only the worker that ran it, which holds its workspace, is
+ *             told to poll, where the offer carries the agent's conversation to resume (decision 0075). Other workers
+ *             find it on their own polls once that worker is not live or the grace ran out.
  * - `stop`:   the worker held this session and no longer does (stopped by a user, reclaimed or failed after a lost
  *             lease): it ends the agent and reports nothing.
  * - `prompt`: a prompt was queued for a session the worker holds: it polls now to receive it.
@@ -20,7 +23,8 @@ export type WorkerSignal =
   | { readonly kind: 'offer'; readonly projectId: string; readonly session: OfferedSession }
   | { readonly kind: 'poll'; readonly projectId: string }
   | { readonly kind: 'stop'; readonly workerId: string; readonly sessionId: string; readonly status: string; readonly reason: string }
-  | { readonly kind: 'prompt'; readonly workerId: string; readonly sessionId: string };
+  | { readonly kind: 'prompt'; readonly workerId: string; readonly sessionId: string }
+  | { readonly kind: 'followUp'; readonly workerId: string; readonly sessionId: string };
 
 export interface WorkerSignalBatch {
   readonly orgId: string;
@@ -30,14 +34,30 @@ export interface WorkerSignalBatch {
 export const workerSignalTopic = (orgId: string): string => `org.${orgId}.daemon.signal`;
 export const WORKER_SIGNAL_PATTERN = 'org.*.daemon.signal';
 
+/** A first run's offer, from the state alone (a follow-up's needs a read: see `queued` below). */
 function offerOf(s: SessionState): OfferedSession {
   const spec = s.spec!;
-  return {
-    id: shownId(s), projectId: spec.projectId, prompt: s.prompt,
-    ...(spec.agentCardId ? { agentCardId: spec.agentCardId } : {}),
-    ...(spec.workType ? { workType: spec.workType } : {}),
-    ...(spec.provider ? { provider: spec.provider } : {}),
-  };
+  return offerShape({
+    id: shownId(s), projectId: spec.projectId, prompt: s.prompt, agentCardId: spec.agentCardId, workType: spec.workType, provider: spec.provider,
+    repository: spec.repository ?? null, ref: spec.ref ?? null, agent: spec.agent ?? null, run: s.epoch,
+  });
+}
+
+/**
+ * What a session entering the queue is announced as. A first run without an issue is offered as it is. One with an
+ * issue may be waiting for the issue's lock, which only the poll's query knows, so workers are asked to poll. A
+ * follow-up is never pushed as an offer: the conversation its agent resumes is read by the poll, so the worker that
+ * ran it (when a prompt re-dispatched it) or else the project's workers are asked to poll.
+ */
+function queued(previous: SessionState, next: SessionState, message: { type: string }): WorkerSignal {
+  const spec = next.spec!;
+  if (next.epoch > 1) {
+    const ranIt = previous.workerId;
+    return message.type === 'session.prompt' && ranIt !== null
+      ? { kind: 'followUp', workerId: ranIt, sessionId: shownId(next) }
+      : { kind: 'poll', projectId: spec.projectId };
+  }
+  return spec.trackerIssue === null ? { kind: 'offer', projectId: spec.projectId, session: offerOf(next) } : { kind: 'poll', projectId: spec.projectId };
 }
 
 const stopReason = (next: SessionState): string => {
@@ -53,13 +73,7 @@ export function workerSignalsOf(previous: SessionState, next: SessionState, _key
   // Workers know sessions by their public ids (decision 0068).
   const sessionId = shownId(next);
   const signals: WorkerSignal[] = [];
-  // Queued: a session without an issue is offered as it is; one with an issue may be waiting for the issue's lock,
-  // which only the poll's query knows, so workers are asked to poll.
-  if (next.status === 'pending' && previous.status !== 'pending') {
-    signals.push(spec.trackerIssue === null
-      ? { kind: 'offer', projectId: spec.projectId, session: offerOf(next) }
-      : { kind: 'poll', projectId: spec.projectId });
-  }
+  if (next.status === 'pending' && previous.status !== 'pending') signals.push(queued(previous, next, message));
   // The holder lost it other than by its own report: from finalizing the agent has already exited.
   const holder = previous.workerId;
   if (holder !== null && isHeld(previous.status) && previous.status !== 'finalizing'

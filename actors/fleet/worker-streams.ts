@@ -8,7 +8,7 @@ import { WORKER_SIGNAL_PATTERN, type WorkerSignal, type WorkerSignalBatch } from
  * This node's connected workers (`GET /api/daemon/events`, decision 0021) and the two topics that feed them: the
  * session actors' worker signals (`org.<orgId>.daemon.signal`) and the daemon-host actors' pending-mutation counts
  * (`daemon.pending`). Each node subscribes to both once and hands an event only to its own streams it concerns:
- * offers and poll nudges to the org's workers that serve the project, stops and prompts to the one worker named,
+ * offers and poll nudges to the org's workers that serve the project, stops, prompts and follow-ups to the one worker named,
  * a mutation nudge to the worker whose queue grew. Nothing is remembered: a worker that reconnects polls and
  * reconciles what it holds (`GET /api/daemon/sessions`), so a missed event costs latency, never correctness.
  */
@@ -92,6 +92,7 @@ export class WorkerStreams implements NodeService {
       case 'stop':
         return this.toWorker(orgId, signal.workerId, 'stop', { sessionId: signal.sessionId, status: signal.status, reason: signal.reason });
       case 'prompt':
+      case 'followUp':
         return this.toWorker(orgId, signal.workerId, 'poll', { sessionId: signal.sessionId });
     }
   }

@@ -31,7 +31,7 @@ export type Action = (typeof actions)[number];
 
 export const resourceTypes = [
   'Org', 'Project', 'Workflow', 'WorkflowRun', 'Session', 'Policy', 'ApprovalGate', 'Team', 'Credential', 'Integration',
-  'DaemonHost', 'Mutation', 'Incident', 'Template', 'AgentCard', 'Proposal', 'Requester', 'Audit', 'Registration',
+  'DaemonHost', 'Mutation', 'Incident', 'Template', 'AgentCard', 'Proposal', 'Requester', 'Audit', 'Registration', 'Repository',
 ] as const;
 export type ResourceType = (typeof resourceTypes)[number];
 

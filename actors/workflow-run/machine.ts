@@ -105,6 +105,8 @@ export type RunEffect =
   | {
       readonly type: 'dispatchAgent'; readonly runId: string; readonly orgId: string; readonly projectId: string; readonly nodeId: string;
       readonly sessionId: string; readonly trackerSessionId: string; readonly prompt: string; readonly provider?: string; readonly workType?: string; readonly agentCardId?: string;
+      /** The repository of the run's project the node names (id, name or URL), and the ref to start from. */
+      readonly repository?: string; readonly ref?: string;
       /** Who the session is dispatched for when not the run itself: a live session's driver. */
       readonly requestedBy?: string;
     }
@@ -333,6 +335,7 @@ function effectFor(run: LiveRun, pending: Pending, ctx: DecideContext): RunEffec
         sessionId: pending.sessionId, trackerSessionId: trackerSessionIdFor(ctx.id, pending.nodeId, run.visits), prompt: agent.prompt,
         ...(agent.provider ? { provider: agent.provider } : {}), ...(agent.workType ? { workType: agent.workType } : {}),
         ...(agent.agentCardId ? { agentCardId: agent.agentCardId } : {}),
+        ...(agent.repository ? { repository: agent.repository } : {}), ...(agent.ref ? { ref: agent.ref } : {}),
       };
     }
     case 'gate': {

@@ -1,3 +1,8 @@
+import type { Knex } from 'knex';
+import { TroupeError } from '../../ops/kernel/errors.js';
+import type { SessionRepository } from '../../schemas/sessions/session-state.js';
+import { resolveRepository } from '../../storage/repositories/repositories.js';
+import { publicIdOfKey } from '../../storage/sessions/queries.js';
 import type { RunEffect } from './machine.js';
 
 /**
@@ -15,6 +20,38 @@ export interface RunPorts {
    * find the session already terminal, whose report to the run was lost; the run then takes that status itself.
    */
   readonly dispatchAgent?: (effect: Extract<RunEffect, { type: 'dispatchAgent' }>) => Promise<{ readonly status: string } | void>;
+  /** Finds the repository an agent node names; without it (unit tests) a node naming one fails its step. */
+  readonly repositories?: RepositoryLookup;
+}
+
+/** What an agent node's `repository` needs from storage (decision 0075). */
+export interface RepositoryLookup {
+  /** The project's repository by id, name or URL, as the session keeps it. */
+  find(orgId: string, projectId: string, reference: string): Promise<SessionRepository | undefined>;
+  /** Whether the session under this key exists: a step replayed after its repository was removed still reaches it. */
+  dispatched(orgId: string, sessionKey: string): Promise<boolean>;
+}
+
+export function repositoryLookup(db: Knex): RepositoryLookup {
+  return {
+    async find(orgId, projectId, reference) {
+      const r = await resolveRepository(db, orgId, projectId, reference);
+      return r && { id: r.id, url: r.url, name: r.name, defaultBranch: r.defaultBranch };
+    },
+    dispatched: async (orgId, sessionKey) => (await publicIdOfKey(db, orgId, sessionKey)) !== undefined,
+  };
+}
+
+/** The repository and ref a step's session runs on; empty when the node names none. */
+async function workspaceOf(
+  effect: Extract<RunEffect, { type: 'dispatchAgent' }>, repositories: RepositoryLookup | undefined,
+): Promise<{ repository?: SessionRepository; ref?: string }> {
+  if (effect.repository === undefined) return {};
+  const repository = await repositories?.find(effect.orgId, effect.projectId, effect.repository);
+  if (repository) return { repository, ref: effect.ref ?? repository.defaultBranch };
+  // A replay of a step whose session exists answers that session, whatever became of the repository since.
+  if (repositories && await repositories.dispatched(effect.orgId, effect.sessionId)) return {};
+  throw new TroupeError('VALIDATION_FAILED', `the project has no repository "${effect.repository.slice(0, 200)}"`, { field: 'repository' });
 }
 
 /** The tracker-side identity of the session an agent step starts; its public id is the run's `sessionId`. */
@@ -32,8 +69,9 @@ export function runIdOfTrackerSessionId(trackerSessionId: string): string | null
  * `run.agentFinished`. A live session names its driver instead, and reports back through live-session-reports.ts.
  * A failed ask fails the step with its reason, so a run never hangs on an agent nobody started.
  */
-export function sessionDispatch(ask: AskFn): NonNullable<RunPorts['dispatchAgent']> {
+export function sessionDispatch(ask: AskFn, repositories?: RepositoryLookup): NonNullable<RunPorts['dispatchAgent']> {
   return async (effect) => {
+    const workspace = await workspaceOf(effect, repositories);
     return ask<{ status: string }>(`session/${effect.sessionId}`, {
       type: 'session.dispatch',
       orgId: effect.orgId,
@@ -45,6 +83,7 @@ export function sessionDispatch(ask: AskFn): NonNullable<RunPorts['dispatchAgent
       workType: effect.workType ?? null,
       provider: effect.provider ?? null,
       requestedBy: effect.requestedBy ?? `workflow-run:${effect.runId}`,
+      ...workspace,
     });
   };
 }

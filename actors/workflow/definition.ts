@@ -16,7 +16,11 @@ import {
  */
 
 export type PlanNode =
-  | { readonly id: string; readonly kind: 'agent'; readonly prompt: string; readonly provider?: string; readonly workType?: string; readonly agentCardId?: string }
+  | {
+      readonly id: string; readonly kind: 'agent'; readonly prompt: string; readonly provider?: string; readonly workType?: string; readonly agentCardId?: string;
+      /** A repository of the run's project (id, name or URL) and the ref to start from (decision 0075). */
+      readonly repository?: string; readonly ref?: string;
+    }
   | {
       readonly id: string; readonly kind: 'approval'; readonly title: string; readonly requiredRole?: 'owner' | 'admin' | 'member';
       /** What an escalate decision does besides resuming the run: `live-session` opens a session the approver drives (decision 0069). */

@@ -568,7 +568,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** A worker moves a session through its status machine (409 on an illegal move) */
+        /**
+         * A worker moves a session through its status machine (409 on an illegal move)
+         * @description The report may carry what the worker knows of the run: `agent`, `usage`, `workspace` (issue 34). They are kept, the latest of each per run, once the move is accepted, and shown in `GET /api/public/sessions/{id}`; a refused move keeps nothing. A run that ends `completed` with a pushed workspace of new commits opens a pull request when its repository is on GitHub and the org has a GitHub connection.
+         */
         post: operations["postApiSessionsIdStatus"];
         delete?: never;
         options?: never;
@@ -661,6 +664,41 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/projects/{projectId}/repositories": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The project's repositories, oldest first (project readers) */
+        get: operations["getApiProjectsProjectIdRepositories"];
+        put?: never;
+        /** Register a repository the project's sessions may run on (project editors and admins); name and URL unique in the project (409), at most 200 per project (409) */
+        post: operations["postApiProjectsProjectIdRepositories"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/projects/{projectId}/repositories/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Remove a repository from the project (project editors and admins); sessions already dispatched on it keep running on it; 404 for one the project does not have */
+        delete: operations["deleteApiProjectsProjectIdRepositoriesId"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/daemon/register": {
         parameters: {
             query?: never;
@@ -724,7 +762,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Pending sessions of the worker's projects (and prompts queued for sessions it holds) */
+        /**
+         * Pending sessions of the worker's projects (and prompts queued for sessions it holds)
+         * @description Each offer names the repository and ref the session runs on, the agent preset asked for, and its `run` (1, or 2 and on for a follow-up: a prompt to a finished session). A follow-up carries `followUp {agentSessionId?, branch}` and is offered only to the worker that ran it while that worker is live (seen within the session lease), for at most TROUPE_FOLLOW_UP_GRACE_MS; then to any worker of the project, which rebuilds the workspace from the pushed branch.
+         */
         post: operations["postApiDaemonPoll"];
         delete?: never;
         options?: never;
@@ -744,6 +785,7 @@ export interface paths {
         /**
          * Deprecated alias of /api/daemon/poll. Pending sessions of the worker's projects (and prompts queued for sessions it holds)
          * @deprecated
+         * @description Each offer names the repository and ref the session runs on, the agent preset asked for, and its `run` (1, or 2 and on for a follow-up: a prompt to a finished session). A follow-up carries `followUp {agentSessionId?, branch}` and is offered only to the worker that ran it while that worker is live (seen within the session lease), for at most TROUPE_FOLLOW_UP_GRACE_MS; then to any worker of the project, which rebuilds the workspace from the pushed branch.
          */
         post: operations["postV1DaemonPoll"];
         delete?: never;
@@ -816,8 +858,8 @@ export interface paths {
          * @description The server's push channel to a connected worker (decision 0021). Server-sent events, each `data` a JSON object:
          *
          *     - `ready` `{workerId}`: subscribed; from here on nothing for this worker is missed while the stream stays open. A worker (re)connecting polls once and reconciles what it holds (`GET /api/daemon/sessions`), since events sent while it was away are not replayed.
-         *     - `offer` `{session: {id, projectId, prompt, agentCardId?, workType?, provider?}}`: a session of one of the worker's projects entered the queue. A worker with free capacity claims it (`POST /api/sessions/{id}/status` `claimed`); the first claim wins, the others get 409 and drop it. Sent to every connected worker of the project.
-         *     - `poll` `{projectId?, sessionId?}`: work may be waiting that only `POST /api/daemon/poll` hands out (a session behind an issue lock, a waiter promoted, a prompt queued for a session the worker holds): poll now.
+         *     - `offer` `{session: {id, projectId, prompt, agentCardId?, workType?, provider?, repository?, ref?, agent?, run}}`: a session of one of the worker's projects entered the queue. A worker with free capacity claims it (`POST /api/sessions/{id}/status` `claimed`); the first claim wins, the others get 409 and drop it. Sent to every connected worker of the project.
+         *     - `poll` `{projectId?, sessionId?}`: work may be waiting that only `POST /api/daemon/poll` hands out (a session behind an issue lock, a waiter promoted, a prompt queued for a session the worker holds, a follow-up of a session this worker ran, whose offer carries the agent conversation to resume): poll now.
          *     - `stop` `{sessionId, status, reason}`: the worker held this session and no longer does (stopped by a user: `status: stopped`; reclaimed after a lost lease: `pending`; failed by the lease: `failed`). End the agent; report nothing more for it. Sent within milliseconds of the change being durable.
          *     - `mutation` `{pending}`: mutations wait for this worker: heartbeat now to receive them.
          *
@@ -866,6 +908,26 @@ export interface paths {
          * @description Each chunk (an agent's stdout line with its newline) is appended to the session's kept output, of which the last 65536 bytes of the current run are shown in `GET /api/public/sessions/{id}` as `output`, and relayed as token deltas on `GET /api/interview/{id}/stream` (the interview named by the session id; frames of at most 20 tokens, at most 100 ms late). 409 when the worker no longer holds the session (stopped, reclaimed, ended): the worker stops relaying it.
          */
         post: operations["postApiSessionsIdOutput"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/sessions/{id}/steps": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The agent's tool steps in a session the worker holds: listed in the session's activities (kind `tool`)
+         * @description Each step becomes an activity of `GET /api/public/sessions/{id}` with kind `tool` and body `<tool>: <summary>`. A retried request adds nothing twice: a step is known by its `id` when it has one, else by its `at`, tool and summary. The call is also a step heartbeat (`lastToolCalledAt`, as `POST /api/sessions/{id}/step-heartbeat`). 409 when the worker no longer holds the session (stopped, reclaimed, ended); 404 for a session outside its org and projects.
+         */
+        post: operations["postApiSessionsIdSteps"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1892,6 +1954,22 @@ export interface components {
                 agentCardId?: string;
                 workType?: string;
                 provider?: string;
+                /** @description The repository the session runs on, as it was dispatched */
+                repository?: {
+                    id: string;
+                    url: string;
+                    name: string;
+                    defaultBranch: string;
+                };
+                /** @description The branch, tag or commit the session starts from */
+                ref?: string;
+                /**
+                 * @description The agent preset the dispatch asked for; the worker uses its own --agent otherwise
+                 * @enum {unknown}
+                 */
+                agent?: "command" | "claude-code" | "codex" | "gemini";
+                /** @description The session's run: 1 for the first, 2 and on for a follow-up */
+                run?: number;
             };
         };
         DaemonPollEvent: {
@@ -5397,6 +5475,15 @@ export interface operations {
                     workType?: string;
                     provider?: string;
                     trackerSessionId?: string;
+                    /** @description The id, name or URL of one of the project's repositories (400 on `repository` when none matches) */
+                    repository?: string;
+                    /** @description The branch, tag or 7-40 hex commit to start from (git ref-name rules, no leading '-'); default the repository's default branch */
+                    ref?: string;
+                    /**
+                     * @description The agent preset to run; default the worker's own --agent
+                     * @enum {unknown}
+                     */
+                    agent?: "command" | "claude-code" | "codex" | "gemini";
                 };
             };
         };
@@ -5508,6 +5595,36 @@ export interface operations {
                     costUsd?: number;
                     error?: string;
                     phase?: string;
+                    /** @description The agent that ran this run: its preset, and the id of its own conversation (to resume it in a follow-up) */
+                    agent?: {
+                        preset: string;
+                        agentSessionId?: string;
+                    };
+                    /** @description Tokens and cost of the run so far; `costUsd` is also the cost of the report when it has no `costUsd` of its own */
+                    usage?: {
+                        inputTokens: number;
+                        outputTokens: number;
+                        costUsd?: number;
+                    };
+                    /** @description The run's git workspace when the agent exited: its branch, the commits it made (`base..head`, newest first), the diffstat, whether uncommitted changes were left, and whether the branch was pushed to the origin */
+                    workspace?: {
+                        /** @description The project repository's id */
+                        repository: string;
+                        branch: string;
+                        baseCommit: string;
+                        headCommit: string;
+                        commits: {
+                            sha: string;
+                            subject: string;
+                        }[];
+                        filesChanged: number;
+                        insertions: number;
+                        deletions: number;
+                        dirty: boolean;
+                        pushed: boolean;
+                        /** @description git's message when the push failed */
+                        pushError?: string;
+                    };
                 };
             };
         };
@@ -5812,6 +5929,15 @@ export interface operations {
                         agentCardId?: string | null;
                         workType: string | null;
                         provider: string | null;
+                        /** @description The project repository the session runs on, as it was when dispatched; null when it names none */
+                        repository?: null | {
+                            id: string;
+                            url: string;
+                            name: string;
+                            defaultBranch: string;
+                        };
+                        /** @description The branch, tag or commit the session starts from */
+                        ref?: string | null;
                         phase: string | null;
                         error: string | null;
                         costUsd: number;
@@ -5836,6 +5962,7 @@ export interface operations {
                             /** Format: date-time */
                             archivedAt?: string | null;
                         }[];
+                        /** @description The session's newest 200 activities, oldest first: status notes, provider notes, the agent's tool steps (kind `tool`) */
                         activities: {
                             id: string;
                             kind: string;
@@ -5889,6 +6016,52 @@ export interface operations {
                             /** Format: date-time */
                             createdAt: string;
                         }[];
+                        /** @description The agent that ran the current run, as its worker reported it (null until reported) */
+                        agent: {
+                            preset: string;
+                            agentSessionId: string | null;
+                        } | null;
+                        /** @description The current run's tokens and cost, as its worker last reported them (null until reported) */
+                        usage: {
+                            inputTokens: number;
+                            outputTokens: number;
+                            costUsd: number | null;
+                        } | null;
+                        /** @description The current run's git workspace, as its worker reported it (null until reported) */
+                        workspace: {
+                            /** @description The project repository's id */
+                            repository: string;
+                            branch: string;
+                            baseCommit: string;
+                            headCommit: string;
+                            commits: {
+                                sha: string;
+                                subject: string;
+                            }[];
+                            filesChanged: number;
+                            insertions: number;
+                            deletions: number;
+                            dirty: boolean;
+                            pushed: boolean;
+                            /** @description git's message when the push failed */
+                            pushError?: string;
+                        } | null;
+                        /** @description The pull request the current run opened on GitHub (null when none was opened) */
+                        pullRequest: {
+                            number: number;
+                            url: string;
+                        } | null;
+                        /** @description Whether a pull request is owed for the current run and what became of it: `pending` (being opened), `opened`, `failed` (given up, with the reason) or `skipped` (none applies: no GitHub connection, not a GitHub repository, with the reason). Null when the run completed no pushed commits, or has not completed. */
+                        pullRequestDelivery?: {
+                            /** @enum {unknown} */
+                            status: "pending" | "opened" | "failed" | "skipped";
+                            /** @description `owner/repo` on GitHub */
+                            repository: string | null;
+                            head: string | null;
+                            base: string | null;
+                            attempts: number;
+                            lastError: string | null;
+                        } | null;
                         /** @description Whether the caller may stop or prompt it (the routes still decide) */
                         can: {
                             stop: boolean;
@@ -6072,6 +6245,265 @@ export interface operations {
             /** @description Authenticated but not allowed */
             403: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server or dependency error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getApiProjectsProjectIdRepositories: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                projectId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The project's repositories, oldest first (project readers) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Oldest first */
+                        repositories: {
+                            /** Format: uuid */
+                            id: string;
+                            url: string;
+                            name: string;
+                            defaultBranch: string;
+                            /** Format: date-time */
+                            createdAt: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated but not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server or dependency error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postApiProjectsProjectIdRepositories: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                projectId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description https://host/path, ssh://[user@]host/path or user@host:path; file:///path only on a node started with TROUPE_ALLOW_FILE_REPOSITORIES=1. No credentials, whitespace, transport helpers (ext::, fd::) or git options. */
+                    url: string;
+                    /** @description Unique within the project (409 otherwise); default: the URL's last path segment without .git */
+                    name?: string;
+                    /** @description The branch a session starts from when its dispatch names no ref; default main */
+                    defaultBranch?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Register a repository the project's sessions may run on (project editors and admins); name and URL unique in the project (409), at most 200 per project (409) */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        id: string;
+                        url: string;
+                        name: string;
+                        defaultBranch: string;
+                        /** Format: date-time */
+                        createdAt: string;
+                    };
+                };
+            };
+            /** @description Malformed or invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated but not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body larger than the route accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server or dependency error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteApiProjectsProjectIdRepositoriesId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                projectId: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Remove a repository from the project (project editors and admins); sessions already dispatched on it keep running on it; 404 for one the project does not have */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        id: string;
+                        /** @constant */
+                        deleted: true;
+                    };
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated but not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6436,6 +6868,27 @@ export interface operations {
                             agentCardId?: string;
                             workType?: string;
                             provider?: string;
+                            /** @description The repository the session runs on, as it was dispatched */
+                            repository?: {
+                                id: string;
+                                url: string;
+                                name: string;
+                                defaultBranch: string;
+                            };
+                            /** @description The branch, tag or commit the session starts from */
+                            ref?: string;
+                            /**
+                             * @description The agent preset the dispatch asked for; the worker uses its own --agent otherwise
+                             * @enum {unknown}
+                             */
+                            agent?: "command" | "claude-code" | "codex" | "gemini";
+                            /** @description The session's run: 1 for the first, 2 and on for a follow-up */
+                            run?: number;
+                            /** @description A follow-up's continuation: the agent conversation to resume, when a run reported one, and the branch the runs work on */
+                            followUp?: {
+                                agentSessionId?: string;
+                                branch: string;
+                            };
                             queuedPrompts?: {
                                 id: string;
                                 text: string;
@@ -6539,6 +6992,27 @@ export interface operations {
                             agentCardId?: string;
                             workType?: string;
                             provider?: string;
+                            /** @description The repository the session runs on, as it was dispatched */
+                            repository?: {
+                                id: string;
+                                url: string;
+                                name: string;
+                                defaultBranch: string;
+                            };
+                            /** @description The branch, tag or commit the session starts from */
+                            ref?: string;
+                            /**
+                             * @description The agent preset the dispatch asked for; the worker uses its own --agent otherwise
+                             * @enum {unknown}
+                             */
+                            agent?: "command" | "claude-code" | "codex" | "gemini";
+                            /** @description The session's run: 1 for the first, 2 and on for a follow-up */
+                            run?: number;
+                            /** @description A follow-up's continuation: the agent conversation to resume, when a run reported one, and the branch the runs work on */
+                            followUp?: {
+                                agentSessionId?: string;
+                                branch: string;
+                            };
                             queuedPrompts?: {
                                 id: string;
                                 text: string;
@@ -7141,6 +7615,126 @@ export interface operations {
                         accepted: number;
                         keptBytes: number;
                         totalBytes: number;
+                    };
+                };
+            };
+            /** @description Malformed or invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated but not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body larger than the route accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many bytes of agent output from this worker this minute */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server or dependency error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postApiSessionsIdSteps: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    workerId: string;
+                    steps: {
+                        tool: string;
+                        summary: string;
+                        /**
+                         * Format: date-time
+                         * @description When the agent took the step (the worker's clock)
+                         */
+                        at: string;
+                        /** @description The step's own id, unique within the run, if the worker has one; otherwise a step is known by its `at`, tool and summary */
+                        id?: string;
+                    }[];
+                };
+            };
+        };
+        responses: {
+            /** @description The agent's tool steps in a session the worker holds: listed in the session's activities (kind `tool`) */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        ok: true;
+                        /** @description Steps of the request, all taken (repeats included) */
+                        accepted: number;
+                        /** @description Steps new to the session: a retried request records none */
+                        recorded: number;
                     };
                 };
             };

@@ -11,7 +11,7 @@ import { publicIdPattern } from '../../actors/session/index.js';
 import { registrationTokensByPrefix } from '../../storage/identity/credentials.js';
 import { listProjects, projectsInOrg } from '../../storage/identity/orgs.js';
 import { findMutation, mutationHistory, workerInOrg } from '../../storage/sessions/daemon.js';
-import { pollForWorker } from '../../storage/sessions/queries.js';
+import { pollForWorker } from '../../storage/sessions/offers.js';
 import { enqueueMutationBody, heartbeatBody, mutationViewSchema, offeredSessionSchema, pollBody, registerBody } from '../../schemas/sessions/daemon.js';
 import { orgPrincipal, requesterOf } from '../principal.js';
 import type { HttpRequest, Reply, Route } from '../types.js';
@@ -189,6 +189,11 @@ export function daemonRoutes(): Route<Deps>[] {
       path: '/api/daemon/poll',
       auth: 'runtime',
       summary: "Pending sessions of the worker's projects (and prompts queued for sessions it holds)",
+      description: 'Each offer names the repository and ref the session runs on, the agent preset asked for, and its `run` '
+        + '(1, or 2 and on for a follow-up: a prompt to a finished session). A follow-up carries `followUp {agentSessionId?, '
+        + 'branch}` and is offered only to the worker that ran it while that worker is live (seen within the session lease), '
+        + 'for at most TROUPE_FOLLOW_UP_GRACE_MS; then to any worker of the project, which rebuilds the workspace from the '
+        + 'pushed branch.',
       tags: ['daemon'],
       bodySchema: pollBody,
       responseSchema: { type: 'object', required: ['sessions'], properties: { sessions: { type: 'array', items: offeredSessionSchema } } },
@@ -196,8 +201,11 @@ export function daemonRoutes(): Route<Deps>[] {
         const body = req.body;
         const p = runtimePrincipal(req, body.workerId);
         const now = deps.clock.now();
-        daemonServices(deps).liveness.record(p.workerId, now);
-        return { body: { sessions: await pollForWorker(deps.db, p.orgId, p.projectIds, p.workerId, body.capacity, now) } };
+        const svc = daemonServices(deps);
+        svc.liveness.record(p.workerId, now);
+        // A follow-up waits for the worker that ran it while it is live, up to the grace (decision 0075).
+        const routing = { liveSince: now - svc.leaseMs, graceSince: now - deps.config.followUpGraceMs };
+        return { body: { sessions: await pollForWorker(deps.db, p.orgId, p.projectIds, p.workerId, body.capacity, now, routing) } };
       },
     })),
     route({

@@ -3,7 +3,7 @@ import { TroupeError } from '../../ops/kernel/errors.js';
 import type { Deps } from '../../actors/deps.js';
 import { newTrackerSessionId, publicIdPattern, publicSessionId, sessionAddress, sessionKey, type SessionReply } from '../../actors/session/index.js';
 import { daemonServices } from '../../actors/daemon-host/services.js';
-import { findSession, sessionDetail, sessionKeyByTracker, type FoundSession } from '../../storage/sessions/queries.js';
+import { findSession, rememberSession, sessionDetail, sessionKeyByTracker, type FoundSession } from '../../storage/sessions/queries.js';
 import { sessionTimeline } from '../../storage/sessions/listing.js';
 import { trackerIssueProblem } from '../../storage/sessions/github-issue-ref.js';
 import { sessionListRoute } from './session-list.js';
@@ -16,6 +16,11 @@ import { orgPrincipal, requesterOf } from '../principal.js';
 import { auditTrail } from './audit-trail.js';
 import { assertSignedDispatch, releaseNonceAfter } from '../../actors/integrations/requesters/signed-dispatch.js';
 import { errorIssuesForSession } from '../../actors/integrations/error-tracker/index.js';
+import { dispatchWorkspaceMembers, refOfDispatch, repositoryOfDispatch, workspaceInputProblem } from './dispatch-workspace.js';
+import { sessionRepositorySchema } from '../../schemas/repositories/http.js';
+import { owePullRequestForRun } from '../../actors/integrations/pull-requests/owe.js';
+import { recordRunReport } from '../../storage/sessions/run-reports.js';
+import { runReportDetail, runReportMembers } from './run-report-schemas.js';
 
 /**
  * Sessions: dispatch, the worker's status transitions, and the public surface (stop, prompt, detail). Handlers
@@ -56,6 +61,7 @@ const dispatchBody = {
     provider: short,
     /** The tracker's own session identifier; the public id is derived from it. Generated when absent. */
     trackerSessionId: { type: 'string', minLength: 1, maxLength: 500 },
+    ...dispatchWorkspaceMembers,
   },
 } as const;
 
@@ -69,6 +75,7 @@ const statusBody = {
     costUsd: { type: 'number', minimum: 0, maximum: 1e9 },
     error: { type: 'string', maxLength: 4000 },
     phase: { type: 'string', maxLength: 200 },
+    ...runReportMembers,
   },
 } as const;
 
@@ -84,7 +91,7 @@ const sessionDetailReply = {
   type: 'object',
   required: [
     'id', 'status', 'orgId', 'project', 'worker', 'prompt', 'provider', 'workType', 'phase', 'error', 'costUsd', 'run', 'prompts',
-    'activities', 'createdAt', 'updatedAt', 'timeline', 'can',
+    'activities', 'createdAt', 'updatedAt', 'timeline', 'can', 'agent', 'usage', 'workspace', 'pullRequest',
   ],
   properties: {
     id: sessionIdParam, status: { type: 'string' }, orgId: { type: 'string' },
@@ -99,6 +106,11 @@ const sessionDetailReply = {
     },
     trackerSessionId: nullableString, trackerIssue: nullableString, waitingForIssueLock: { type: 'boolean' },
     prompt: { type: 'string' }, agentCardId: nullableString, workType: nullableString, provider: nullableString,
+    repository: {
+      oneOf: [{ type: 'null' }, sessionRepositorySchema],
+      description: 'The project repository the session runs on, as it was when dispatched; null when it names none',
+    },
+    ref: { ...nullableString, description: 'The branch, tag or commit the session starts from' },
     phase: nullableString, error: nullableString, costUsd: { type: 'number' },
     run: { type: 'integer', description: 'How many times the session was dispatched (a prompt after it ended dispatches it again)' },
     requestedBy: nullableString,
@@ -118,7 +130,7 @@ const sessionDetailReply = {
       },
     },
     activities: {
-      type: 'array',
+      type: 'array', description: "The session's newest 200 activities, oldest first: status notes, provider notes, the agent's tool steps (kind `tool`)",
       items: {
         type: 'object', required: ['id', 'kind', 'body', 'createdAt'],
         properties: { id: { type: 'string' }, kind: { type: 'string' }, body: { type: 'string' }, createdAt: nullableTime },
@@ -150,6 +162,7 @@ const sessionDetailReply = {
         },
       },
     },
+    ...runReportDetail,
     can: {
       type: 'object', required: ['stop', 'prompt'], description: 'Whether the caller may stop or prompt it (the routes still decide)',
       properties: { stop: { type: 'boolean' }, prompt: { type: 'boolean' } },
@@ -178,6 +191,7 @@ export function sessionRoutes(): Route<Deps>[] {
           // Checked like the schema, before the signature's nonce is spent: a refused reference dispatched nothing.
           const issueProblem = req.body.trackerIssue === undefined ? null : trackerIssueProblem(req.body.trackerIssue);
           if (issueProblem !== null) throw new TroupeError('VALIDATION_FAILED', issueProblem, { field: 'trackerIssue' });
+          workspaceInputProblem(req.body);
           // Signed-requester checks (spec 5.5, decision 0014) run before anything is read or created: a bound credential
           // whose requester holds a key must sign this exact request.
           const signed = await assertSignedDispatch(deps, p, req);
@@ -204,6 +218,7 @@ export function sessionRoutes(): Route<Deps>[] {
         const key = (body.trackerSessionId !== undefined ? await sessionKeyByTracker(deps.db, p.orgId, trackerSessionId) : undefined)
           ?? sessionKey(p.orgId, trackerSessionId);
         const sessionId = publicSessionId(trackerSessionId);
+        const repository = await repositoryOfDispatch(deps.db, p.orgId, body.projectId, body.repository);
         // No provider named: Thompson sampling over the org's router posteriors, seeded by the request id so the
         // choice is reproducible (decision 0013). Null while the org has no arms yet; the worker then decides.
         const routed = body.provider === undefined
@@ -213,8 +228,11 @@ export function sessionRoutes(): Route<Deps>[] {
           type: 'session.dispatch', orgId: p.orgId, projectId: body.projectId, trackerSessionId, prompt: body.prompt,
           agentCardId: body.agentCardId ?? null, trackerIssue: body.trackerIssue ?? null, workType: body.workType ?? null,
           provider: body.provider ?? routed?.provider ?? null, requestedBy: requesterOf(p),
+          repository, ref: refOfDispatch(repository, body.ref), agent: body.agent ?? null,
         });
         if (reply.kind !== 'dispatched') throw new TroupeError('INTERNAL', 'unexpected reply to dispatch');
+        // A fresh tracker id made a new session in this project; a named one may have found an older session elsewhere.
+        if (body.trackerSessionId === undefined) rememberSession(deps.db, p.orgId, { key, publicId: sessionId, projectId: body.projectId });
         if (routed !== undefined) {
           await recordRoutingDecision(deps.db, { orgId: p.orgId, sessionId: key, requestId: req.requestId, choice: routed, at: deps.clock.now() });
         }
@@ -226,6 +244,10 @@ export function sessionRoutes(): Route<Deps>[] {
       path: '/api/sessions/:id/status',
       auth: 'runtime',
       summary: 'A worker moves a session through its status machine (409 on an illegal move)',
+      description: 'The report may carry what the worker knows of the run: `agent`, `usage`, `workspace` (issue 34). '
+        + 'They are kept, the latest of each per run, once the move is accepted, and shown in `GET /api/public/sessions/{id}`; '
+        + 'a refused move keeps nothing. A run that ends `completed` with a pushed workspace of new commits opens a pull '
+        + "request when its repository is on GitHub and the org has a GitHub connection.",
       tags: ['sessions', 'daemon'],
       bodySchema: statusBody,
       responseSchema: transitionReply,
@@ -240,9 +262,18 @@ export function sessionRoutes(): Route<Deps>[] {
         // answers NOT_FOUND for one outside the worker's (its machine's screen).
         const found = await findSession(deps.db, p.orgId, id);
         if (!found) throw new TroupeError('NOT_FOUND', 'session not found');
+        const { agent, usage, workspace, ...transition } = body;
+        // The usage's cost is the report's when it names none of its own (the protocol of issue 34).
+        const costUsd = transition.costUsd ?? usage?.costUsd;
         const reply = await deps.ask<SessionReply>(sessionAddress(found.key), {
-          type: 'session.transition', ...body, orgId: p.orgId, projectIds: p.projectIds,
+          type: 'session.transition', ...transition, ...(costUsd === undefined ? {} : { costUsd }), orgId: p.orgId, projectIds: p.projectIds,
         });
+        // Facts about the run, kept beside the actor's state, and only once the actor took the report from this worker.
+        if (agent !== undefined || usage !== undefined || workspace !== undefined) {
+          await recordRunReport(deps.db, p.orgId, found.key, p.workerId, { agent, usage, workspace }, new Date(deps.clock.now()));
+        }
+        // Owed after the end is durable: a worker retrying a `completed` whose reply it lost owes it again, once.
+        if (reply.kind === 'transitioned' && reply.newStatus === 'completed') await owePullRequestForRun(deps, p.orgId, found.key);
         daemonServices(deps).liveness.record(p.workerId, deps.clock.now());
         return { body: withoutKind(reply) };
       },

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { TroupeError } from '../../ops/kernel/errors.js';
 import type { Deps } from '../../actors/deps.js';
 import { publicIdPattern } from '../../actors/session/index.js';
@@ -6,6 +7,8 @@ import { interviewBatcher } from '../../actors/interview/batcher.js';
 import { daemonServices } from '../../actors/daemon-host/services.js';
 import { findSession } from '../../storage/sessions/queries.js';
 import { appendSessionOutput, MAX_OUTPUT_TAIL_BYTES, sessionsHeldBy } from '../../storage/sessions/output.js';
+import { offeredSessionSchema } from '../../schemas/sessions/daemon.js';
+import { appendToolSteps, type ToolStepRow } from '../../storage/sessions/tool-steps.js';
 import { orgPrincipal } from '../principal.js';
 import type { HttpRequest, Route } from '../types.js';
 import { route } from '../route.js';
@@ -31,6 +34,9 @@ const offeredSession = {
   properties: {
     id: sessionId, projectId: { type: 'string', format: 'uuid' }, prompt: { type: 'string' },
     agentCardId: { type: 'string' }, workType: { type: 'string' }, provider: { type: 'string' },
+    // A pushed offer is always a first run (decision 0075): a follow-up is announced as a `poll`.
+    repository: offeredSessionSchema.properties.repository, ref: offeredSessionSchema.properties.ref,
+    agent: offeredSessionSchema.properties.agent, run: offeredSessionSchema.properties.run,
   },
 } as const;
 
@@ -41,11 +47,12 @@ export const DAEMON_EVENTS_DESCRIPTION = [
   '- `ready` `{workerId}`: subscribed; from here on nothing for this worker is missed while the stream stays open. '
   + 'A worker (re)connecting polls once and reconciles what it holds (`GET /api/daemon/sessions`), since events sent '
   + 'while it was away are not replayed.',
-  `- \`offer\` \`{session: ${'{id, projectId, prompt, agentCardId?, workType?, provider?}'}}\`: a session of one of the `
+  `- \`offer\` \`{session: ${'{id, projectId, prompt, agentCardId?, workType?, provider?, repository?, ref?, agent?, run}'}}\`: a session of one of the `
   + 'worker\'s projects entered the queue. A worker with free capacity claims it (`POST /api/sessions/{id}/status` '
   + '`claimed`); the first claim wins, the others get 409 and drop it. Sent to every connected worker of the project.',
   '- `poll` `{projectId?, sessionId?}`: work may be waiting that only `POST /api/daemon/poll` hands out (a session '
-  + 'behind an issue lock, a waiter promoted, a prompt queued for a session the worker holds): poll now.',
+  + 'behind an issue lock, a waiter promoted, a prompt queued for a session the worker holds, a follow-up of a session '
+  + 'this worker ran, whose offer carries the agent conversation to resume): poll now.',
   '- `stop` `{sessionId, status, reason}`: the worker held this session and no longer does (stopped by a user: '
   + '`status: stopped`; reclaimed after a lost lease: `pending`; failed by the lease: `failed`). End the agent; report '
   + 'nothing more for it. Sent within milliseconds of the change being durable.',
@@ -73,6 +80,45 @@ const daemonEvents = {
   },
   mutation: { schemaName: 'DaemonMutationEvent', schema: { type: 'object', required: ['pending'], properties: { pending: { type: 'integer', minimum: 1 } } } },
 } as const;
+
+const toolStepsBody = {
+  type: 'object', additionalProperties: false, required: ['workerId', 'steps'],
+  properties: {
+    workerId: { type: 'string', minLength: 1, maxLength: 64 },
+    steps: {
+      type: 'array', minItems: 1, maxItems: 100,
+      items: {
+        type: 'object', additionalProperties: false, required: ['tool', 'summary', 'at'],
+        properties: {
+          tool: { type: 'string', minLength: 1, maxLength: 100 },
+          summary: { type: 'string', maxLength: 200 },
+          at: { type: 'string', format: 'date-time', description: 'When the agent took the step (the worker\'s clock)' },
+          id: {
+            type: 'string', pattern: '^[A-Za-z0-9._:-]{1,100}$',
+            description: 'The step\'s own id, unique within the run, if the worker has one; otherwise a step is known by its `at`, tool and summary',
+          },
+        },
+      },
+    },
+  },
+} as const;
+
+/**
+ * The key each step is recorded under, repeatable by a worker that retries the same request: its own id when it sent
+ * one, else a digest of when and what it was (the n-th identical step of one request is told apart by n).
+ */
+function toolStepRows(steps: readonly { tool: string; summary: string; at: string; id?: string }[]): ToolStepRow[] {
+  const seen = new Map<string, number>();
+  return steps.map((step) => {
+    const at = new Date(step.at);
+    const body = `${step.tool}: ${step.summary}`;
+    if (step.id !== undefined) return { key: `id:${step.id}`, body, at };
+    const digest = createHash('sha256').update(JSON.stringify([at.toISOString(), step.tool, step.summary])).digest('hex').slice(0, 24);
+    const n = (seen.get(digest) ?? 0) + 1;
+    seen.set(digest, n);
+    return { key: `${digest}.${n}`, body, at };
+  });
+}
 
 export function workerProtocolRoutes(): Route<Deps>[] {
   return [
@@ -165,6 +211,43 @@ export function workerProtocolRoutes(): Route<Deps>[] {
         interviewBatcher(deps).add(p.orgId, session.publicId, body.chunks);
         daemonServices(deps).liveness.record(p.workerId, now);
         return { status: 202, body: { ok: true, accepted: body.chunks.length, ...appended } };
+      },
+    }),
+    route({
+      method: 'post',
+      path: '/api/sessions/:id/steps',
+      auth: 'runtime',
+      summary: "The agent's tool steps in a session the worker holds: listed in the session's activities (kind `tool`)",
+      description: 'Each step becomes an activity of `GET /api/public/sessions/{id}` with kind `tool` and body `<tool>: <summary>`. '
+        + 'A retried request adds nothing twice: a step is known by its `id` when it has one, else by its `at`, tool and summary. '
+        + 'The call is also a step heartbeat (`lastToolCalledAt`, as `POST /api/sessions/{id}/step-heartbeat`). 409 when the '
+        + 'worker no longer holds the session (stopped, reclaimed, ended); 404 for a session outside its org and projects.',
+      tags: ['sessions', 'daemon'],
+      bodySchema: toolStepsBody,
+      successStatus: 202,
+      rateLimit: 'workerOutput',
+      responseSchema: {
+        type: 'object', required: ['ok', 'accepted', 'recorded'],
+        properties: {
+          ok: { const: true }, accepted: { type: 'integer', description: 'Steps of the request, all taken (repeats included)' },
+          recorded: { type: 'integer', description: 'Steps new to the session: a retried request records none' },
+        },
+      },
+      async handler(req, deps) {
+        const p = runtimeCaller(req);
+        const body = req.body;
+        if (body.workerId !== p.workerId) throw new TroupeError('AUTH_FORBIDDEN', 'workerId does not match the runtime token');
+        const id = req.params.id ?? '';
+        const session = publicIdPattern.test(id) ? await findSession(deps.db, p.orgId, id) : undefined;
+        if (!session || !p.projectIds.includes(session.projectId)) throw new TroupeError('NOT_FOUND', 'session not found');
+        const now = deps.clock.now();
+        const written = await appendToolSteps(deps.db, p.orgId, session.key, p.workerId, toolStepRows(body.steps), new Date(now));
+        if (!written.held) throw new TroupeError('CONFLICT', 'this worker does not hold the session (stopped, reclaimed or ended)');
+        // The same coalesced write as a step heartbeat, under the same key, so the two never race each other.
+        const services = daemonServices(deps);
+        services.steps.record(`${p.orgId}/${id}`, { orgId: p.orgId, sessionId: id, workerId: p.workerId, at: now });
+        services.liveness.record(p.workerId, now);
+        return { status: 202, body: { ok: true, accepted: body.steps.length, recorded: written.inserted } };
       },
     }),
   ];

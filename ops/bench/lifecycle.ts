@@ -165,7 +165,8 @@ async function startNode(set: string, tree: string, root: string): Promise<Node>
 /** Runtime JWTs live 15 minutes; a heartbeat hands out a fresh one when little is left. */
 async function refreshTokens(node: Node): Promise<void> {
   for (const d of node.daemons) {
-    const r = await ok(node.base, '/api/daemon/heartbeat', d.runtimeJwt, { workerId: d.workerId });
+    // The deprecated /v1 alias: a --baseline tree from before the /api daemon paths serves only that one.
+    const r = await ok(node.base, '/v1/daemon/heartbeat', d.runtimeJwt, { workerId: d.workerId });
     if (typeof r.runtimeJwt === 'string') d.runtimeJwt = r.runtimeJwt;
   }
 }
@@ -261,7 +262,13 @@ async function countEffects(node: Node): Promise<{ completed: number; lost: numb
   const db = new pg.Client({ connectionString: node.databaseUrl! });
   await db.connect();
   try {
-    const keys = node.completed.map((id) => `${id}:1:terminal`);
+    // Clients see public ids; the ledger is keyed by each session's key (decision 0068). A --baseline tree from
+    // before public ids has no such column: there the ids seen are the keys.
+    const named = (await db.query(`select 1 from information_schema.columns where table_name = 'sessions' and column_name = 'public_id'`)).rowCount! > 0;
+    const sessionKeys = named
+      ? (await db.query('select id from sessions where public_id = any($1)', [node.completed])).rows.map((r: { id: string }) => r.id)
+      : node.completed;
+    const keys = sessionKeys.map((key) => `${key}:1:terminal`);
     const found = Number((await db.query('select count(*) as n from session_effect_ledger where key = any($1)', [keys])).rows[0].n);
     const ledger = Number((await db.query(`select count(*) as n from session_effect_ledger where key like '%:terminal'`)).rows[0].n);
     const quota = Number((await db.query('select coalesce(sum(sessions), 0) as n from fleet_quota_usage')).rows[0].n);

@@ -137,4 +137,14 @@ export interface Config {
   readonly webhookWorkflowsPerOrg: number;
   /** Marketplace listings one org may publish. @default 50 */
   readonly marketplaceListingsPerOrg: number;
+  /**
+   * Whether projects may register `file://` repositories: paths on the worker's own disk, for tests and single-machine
+   * set-ups (`TROUPE_ALLOW_FILE_REPOSITORIES=1`). @default false
+   */
+  readonly allowFileRepositories: boolean;
+  /**
+   * A follow-up (a prompt to a finished session) is offered only to the worker that ran it while that worker is live,
+   * for at most this long; then to any worker of the project, which rebuilds the workspace (decision 0075). @default 60000
+   */
+  readonly followUpGraceMs: number;
 }

@@ -1,3 +1,6 @@
+import { sessionRepositorySchema } from '../repositories/http.js';
+import { AGENT_PRESETS } from '../repositories/repository.js';
+
 /**
  * Daemon protocol shapes: the params schema of each mutation op (spec 3.2 leaves them open; these are ours, see
  * decision 0007), the daemon-host actor's messages, and the request bodies of the daemon routes.
@@ -113,7 +116,8 @@ export const mutationViewSchema = {
 
 /**
  * What a poll offers: a pending session of one of the worker's projects to claim, or, with `queuedPrompts`, a
- * session the worker already holds and the prompts queued for it since its last poll.
+ * session the worker already holds and the prompts queued for it since its last poll (issue 34's protocol for the
+ * repository, ref, agent, run and follow-up members; decision 0075).
  */
 export const offeredSessionSchema = {
   type: 'object',
@@ -121,6 +125,15 @@ export const offeredSessionSchema = {
   properties: {
     id: { type: 'string' }, projectId: { type: 'string' }, prompt: { type: 'string' },
     agentCardId: { type: 'string' }, workType: { type: 'string' }, provider: { type: 'string' },
+    repository: { ...sessionRepositorySchema, description: 'The repository the session runs on, as it was dispatched' },
+    ref: { type: 'string', description: 'The branch, tag or commit the session starts from' },
+    agent: { enum: AGENT_PRESETS, description: 'The agent preset the dispatch asked for; the worker uses its own --agent otherwise' },
+    run: { type: 'integer', minimum: 1, description: "The session's run: 1 for the first, 2 and on for a follow-up" },
+    followUp: {
+      type: 'object', required: ['branch'],
+      description: "A follow-up's continuation: the agent conversation to resume, when a run reported one, and the branch the runs work on",
+      properties: { agentSessionId: { type: 'string' }, branch: { type: 'string' } },
+    },
     queuedPrompts: {
       type: 'array',
       items: { type: 'object', required: ['id', 'text'], properties: { id: { type: 'string' }, text: { type: 'string' } } },

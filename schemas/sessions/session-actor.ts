@@ -1,3 +1,5 @@
+import { AGENT_PRESETS, MAX_REF_LENGTH, MAX_REPOSITORY_NAME_LENGTH, MAX_REPOSITORY_URL_LENGTH, REF_PATTERN } from '../repositories/repository.js';
+
 /**
  * Wire shapes of the session actor's messages. The actor validates every message against `sessionMessageSchema`
  * before `decide` sees it (the HTTP bodies are checked by the route schemas in ./http.ts first).
@@ -27,6 +29,21 @@ export const sessionMessageSchema = {
         workType: nullableShort,
         provider: nullableShort,
         requestedBy: shortText,
+        // Optional: dispatches sent before repositories existed (a rolling upgrade) carry none.
+        repository: {
+          oneOf: [
+            { type: 'null' },
+            {
+              type: 'object', additionalProperties: false, required: ['id', 'url', 'name', 'defaultBranch'],
+              properties: {
+                id: uuid, url: { type: 'string', minLength: 1, maxLength: MAX_REPOSITORY_URL_LENGTH },
+                name: { type: 'string', minLength: 1, maxLength: MAX_REPOSITORY_NAME_LENGTH }, defaultBranch: { type: 'string', minLength: 1, maxLength: MAX_REF_LENGTH, pattern: REF_PATTERN },
+              },
+            },
+          ],
+        },
+        ref: { oneOf: [{ type: 'null' }, { type: 'string', minLength: 1, maxLength: MAX_REF_LENGTH, pattern: REF_PATTERN }] },
+        agent: { oneOf: [{ type: 'null' }, { enum: AGENT_PRESETS }] },
       },
     },
     {

@@ -21,6 +21,21 @@ export interface SessionSpec {
   readonly workType: string | null;
   readonly provider: string | null;
   readonly requestedBy: string;
+  /**
+   * The project repository the session runs on, as it was at dispatch (decision 0075), and the branch, tag or commit it
+   * starts from. Absent from sessions dispatched before repositories existed; null when none was named.
+   */
+  readonly repository?: SessionRepository | null;
+  readonly ref?: string | null;
+  /** The agent preset the dispatch asked for (`claude-code`, …); the worker's own `--agent` otherwise. */
+  readonly agent?: string | null;
+}
+
+export interface SessionRepository {
+  readonly id: string;
+  readonly url: string;
+  readonly name: string;
+  readonly defaultBranch: string;
 }
 
 export interface SessionState {

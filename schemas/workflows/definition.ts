@@ -1,3 +1,5 @@
+import { MAX_REF_LENGTH, MAX_REPOSITORY_URL_LENGTH, REF_PATTERN } from '../repositories/repository.js';
+
 /**
  * Workflow definition schemas, one per `schemaVersion` (CONTRACT.md "Workflow definitions"). `v2` is the canvas
  * form (nodes and edges); `v1.1` is the older sequential form (steps run in order). Both share the node kinds.
@@ -78,7 +80,12 @@ const nodeKinds = {
   oneOf: [
     {
       type: 'object', required: ['id', 'kind', 'prompt'],
-      properties: { id: nodeId, kind: { const: 'agent' }, prompt: text(20_000), name: text(200), provider: text(64), workType: text(64), agentCardId: text(128) },
+      // `repository`: the id, name or URL of a repository of the run's project, found when the node runs (decision 0075).
+      properties: {
+        id: nodeId, kind: { const: 'agent' }, prompt: text(20_000), name: text(200), provider: text(64), workType: text(64), agentCardId: text(128),
+        repository: text(MAX_REPOSITORY_URL_LENGTH), ref: { ...text(MAX_REF_LENGTH), pattern: REF_PATTERN },
+      },
+      dependencies: { ref: ['repository'] },
       additionalProperties: false,
     },
     {

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { pluginVerbs } from '../plugins/option-snapshots.js';
 import { findOAuthConnection } from '../integrations/oauth.js';
+import { listRepositories } from '../repositories/repositories.js';
 
 /**
  * The resource palette of a project: what a canvas can use, grouped by kind (decision 0013). Sources:
@@ -10,6 +11,8 @@ import { findOAuthConnection } from '../integrations/oauth.js';
  *   sentry → errors; `connection: 'oauth'`, id `oauth:<provider>`, next to any webhook entry of the same provider
  *   (they are different capabilities: events in, API reads out). Only when and with what scope it was connected,
  *   and whether it must be authorized again (`status`), is shown; the sealed tokens never leave storage;
+ * - the project's repositories (`project_repositories`, decision 0075) → repo, `provider: 'git'`, with their URL and
+ *   default branch: what a dispatch or a workflow agent node may name;
  * - the incident.io connection (`incident_io_connections`) → incident;
  * - plugin verbs daemons snapshotted for the project (`pluginVerbs`) → plugin;
  * - daemon workers registered for the project (`daemon_workers`) → worker, with whether they are live.
@@ -61,6 +64,14 @@ export async function projectPalette(
       grantedScope: c.scope, expiresAt: c.expiresAt, connectedAt: c.updatedAt,
       status: c.status, statusChangedAt: c.statusChangedAt,
     });
+  }
+  if (wanted('repo')) {
+    for (const r of await listRepositories(db, orgId, projectId)) {
+      groups.repo!.push({
+        id: r.id, kind: 'repo', provider: 'git', name: r.name, scope: 'project', connection: 'repository',
+        url: r.url, defaultBranch: r.defaultBranch, createdAt: r.createdAt,
+      });
+    }
   }
   if (wanted('incident')) {
     const row = await db('incident_io_connections').where({ org_id: orgId, connected: true }).first('updated_at');

@@ -29,6 +29,8 @@ import { auditOutboxMigration } from './0044_audit_outbox.js';
 import { rotationReplayMigration } from './0045_rotation_replay.js';
 import { providerAccountIdsMigration } from './0046_provider_account_ids.js';
 import { sessionPublicIdsMigration } from './0047_session_public_ids.js';
+import { projectRepositoriesMigration } from './0048_project_repositories.js';
+import { sessionRunReportsMigration } from './0049_session_run_reports.js';
 
 /**
  * Every migration, in order. A static list rather than a directory scan, so the same source runs under tsx,
@@ -72,4 +74,6 @@ export const migrations: readonly Migration[] = [
   rotationReplayMigration, // 0045
   providerAccountIdsMigration, // 0046
   sessionPublicIdsMigration, // 0047
+  projectRepositoriesMigration, // 0048
+  sessionRunReportsMigration, // 0049
 ];

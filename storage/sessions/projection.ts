@@ -90,7 +90,10 @@ function rowValues(s: SessionState): unknown[] {
   ];
 }
 
-const SPEC_COLUMNS = ['id', 'public_id', 'org_id', 'project_id', 'tracker_session_id', 'tracker_issue', 'agent_card_id', 'work_type', 'provider', 'requested_by', 'created_at', 'lock_state'] as const;
+const SPEC_COLUMNS = [
+  'id', 'public_id', 'org_id', 'project_id', 'tracker_session_id', 'tracker_issue', 'agent_card_id', 'work_type', 'provider', 'requested_by', 'created_at', 'lock_state',
+  'repository_id', 'repository_url', 'repository_name', 'repository_default_branch', 'ref', 'agent_preset',
+] as const;
 const ON_CONFLICT_SET = ROW_COLUMNS.map((c) => (c === 'last_worker_id' ? `${c} = coalesce(excluded.${c}, sessions.${c})` : `${c} = excluded.${c}`)).join(', ');
 
 /** The row's write and, when the status changed, its transition (the `from` and `to` of the session's history). */
@@ -100,6 +103,9 @@ function writeSessionRow(st: TransitionStatement, id: string, s: SessionState, p
     const values = [
       ...rowValues(s), id, publicSessionId(spec.trackerSessionId), spec.orgId, spec.projectId, spec.trackerSessionId, spec.trackerIssue, spec.agentCardId, spec.workType,
       spec.provider, spec.requestedBy, new Date(s.createdAt), 'none',
+      // What the session runs on never changes after dispatch, so only the insert writes it (decision 0075).
+      spec.repository?.id ?? null, spec.repository?.url ?? null, spec.repository?.name ?? null, spec.repository?.defaultBranch ?? null,
+      spec.ref ?? null, spec.agent ?? null,
     ];
     st.part('s_row', `insert into sessions (${[...ROW_COLUMNS, ...SPEC_COLUMNS].join(', ')}) select ${st.list(values)} where ${APPLIED}
       on conflict (id) do update set ${ON_CONFLICT_SET}`);

@@ -1,6 +1,8 @@
 import type { Knex } from 'knex';
 import { trackerCommentsOf } from './tracker-comments.js';
 import { sessionOutput } from './output.js';
+import { runReportOf } from './run-reports.js';
+import { pullRequestOfRun } from './pull-requests.js';
 
 /**
  * Reads of the session read models. Every query is scoped by org (another org's session is simply not found),
@@ -37,24 +39,7 @@ function toSummary(r: Row): SessionSummary {
   };
 }
 
-/** A session found by one of its names in an org: its key for everything inside, its public id for every answer. */
-export interface FoundSession {
-  readonly key: string;
-  readonly publicId: string;
-  readonly projectId: string;
-  readonly status: string;
-}
-
-/**
- * The org's session named `name`: its public id, or the key an older session was shown under (decision 0068).
- * Undefined when absent or another org's. When two sessions of the org answer to the name, the one whose key it is
- * wins: that is the session a client holding an older id was given.
- */
-export async function findSession(db: Knex, orgId: string, name: string): Promise<FoundSession | undefined> {
-  const row = await db('sessions').where({ org_id: orgId }).andWhere((q) => q.where('public_id', name).orWhere('id', name))
-    .orderByRaw('(id = ?) desc, created_at', [name]).first('id', 'public_id', 'project_id', 'status');
-  return row ? { key: String(row.id), publicId: String(row.public_id), projectId: String(row.project_id), status: String(row.status) } : undefined;
-}
+export { findSession, rememberSession, type FoundSession } from './session-names.js';
 
 /** The public id of the session with this key, for what is written about it outside the node (a tracker comment). */
 export async function publicIdOfKey(db: Knex, orgId: string, key: string): Promise<string | undefined> {
@@ -83,12 +68,17 @@ export async function sessionDetail(db: Knex, orgId: string, sessionId: string):
     .where({ 's.id': sessionId, 's.org_id': orgId })
     .first('s.*', 'p.name as project_name', 'p.slug as project_slug', 'w.hostname as worker_hostname', 'w.last_seen_at as worker_last_seen_at');
   if (!row) return undefined;
-  const [prompts, activities, output, trackerComments] = await Promise.all([
+  const [prompts, newestActivities, output, trackerComments, report, pullRequest] = await Promise.all([
     db('session_prompts').where({ session_id: sessionId, org_id: orgId }).orderBy([{ column: 'created_at' }, { column: 'id' }]).limit(200),
-    db('session_activities').where({ session_id: sessionId, org_id: orgId }).orderBy([{ column: 'created_at' }, { column: 'id' }]).limit(200),
+    // The newest ones: an agent's tool steps may be many, and must not hide how the session ended.
+    db('session_activities').where({ session_id: sessionId, org_id: orgId })
+      .orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(200),
     sessionOutput(db, orgId, sessionId, Number(row.epoch)),
     trackerCommentsOf(db, orgId, sessionId),
+    runReportOf(db, orgId, sessionId, Number(row.epoch)),
+    pullRequestOfRun(db, orgId, sessionId, Number(row.epoch)),
   ]);
+  const activities = newestActivities.reverse();
   const workerId = (row.worker_id ?? row.last_worker_id) as string | null;
   const workflowRun = await workflowRunOf(db, orgId, row.requested_by as string | null);
   return {
@@ -106,6 +96,11 @@ export async function sessionDetail(db: Knex, orgId: string, sessionId: string):
     agentCardId: row.agent_card_id,
     workType: row.work_type,
     provider: row.provider,
+    /** The repository the session runs on, as dispatched, and the ref it starts from (decision 0075). */
+    repository: row.repository_id === null ? null : {
+      id: row.repository_id, url: row.repository_url, name: row.repository_name, defaultBranch: row.repository_default_branch,
+    },
+    ref: row.ref ?? null,
     phase: row.phase,
     error: row.error,
     costUsd: Number(row.cost_usd),
@@ -128,6 +123,13 @@ export async function sessionDetail(db: Knex, orgId: string, sessionId: string):
     output,
     /** What each end of the session owed its tracker issue, and whether it was posted (decision 0028). */
     trackerComments,
+    /** The current run's agent, usage and workspace as its worker reported them, and its pull request (decision 0076). */
+    ...report,
+    pullRequest: pullRequest?.status === 'opened' ? { number: pullRequest.number, url: pullRequest.url } : null,
+    pullRequestDelivery: pullRequest === null ? null : {
+      status: pullRequest.status, repository: pullRequest.repository, head: pullRequest.head, base: pullRequest.base,
+      attempts: pullRequest.attempts, lastError: pullRequest.lastError,
+    },
   };
 }
 
@@ -152,63 +154,7 @@ export async function sessionsByTrackerIssue(db: Knex, orgId: string, trackerIss
   return rows.map(toSummary);
 }
 
-export interface OfferedSession {
-  /** The public id: what the worker reports under and shows its agent. */
-  readonly id: string;
-  readonly projectId: string;
-  readonly prompt: string;
-  readonly agentCardId?: string;
-  readonly workType?: string;
-  readonly provider?: string;
-  /** Prompts queued since the worker last polled, for sessions it already holds. */
-  readonly queuedPrompts?: readonly { id: string; text: string }[];
-}
-
-/**
- * What a poll offers a worker: pending sessions of its projects that are not waiting for an issue lock, oldest
- * first, up to its capacity; plus, for sessions it holds, prompts queued for it, claimed with one UPDATE so two
- * polls never deliver the same prompt.
- */
-export async function pollForWorker(
-  db: Knex, orgId: string, projectIds: readonly string[], workerId: string, capacity: number, now: number,
-): Promise<OfferedSession[]> {
-  const offered: OfferedSession[] = [];
-  if (capacity > 0 && projectIds.length > 0) {
-    const rows = await db('sessions')
-      .where({ org_id: orgId, status: 'pending' })
-      .whereIn('project_id', [...projectIds])
-      .whereNot('lock_state', 'waiting')
-      .orderBy([{ column: 'created_at' }, { column: 'id' }])
-      .limit(capacity)
-      .select('public_id', 'project_id', 'prompt', 'agent_card_id', 'work_type', 'provider');
-    for (const r of rows) {
-      offered.push({
-        id: r.public_id, projectId: r.project_id, prompt: r.prompt,
-        ...(r.agent_card_id ? { agentCardId: r.agent_card_id } : {}),
-        ...(r.work_type ? { workType: r.work_type } : {}),
-        ...(r.provider ? { provider: r.provider } : {}),
-      });
-    }
-  }
-  const delivered = await db('session_prompts as sp')
-    .update({ delivered_at: new Date(now) })
-    .whereIn('sp.id', db('session_prompts as q').join('sessions as s', 's.id', 'q.session_id')
-      .where({ 's.worker_id': workerId, 's.org_id': orgId, 'q.queued': true })
-      .whereNull('q.delivered_at').whereNull('q.archived_at')
-      .select('q.id').limit(100))
-    .returning(['sp.id', 'sp.session_id', 'sp.text']);
-  const bySession = new Map<string, { id: string; text: string }[]>();
-  for (const p of delivered as Row[]) {
-    const list = bySession.get(p.session_id as string) ?? [];
-    list.push({ id: p.id as string, text: p.text as string });
-    bySession.set(p.session_id as string, list);
-  }
-  if (bySession.size > 0) {
-    const held = await db('sessions').whereIn('id', [...bySession.keys()]).select('id', 'public_id', 'project_id', 'prompt');
-    for (const r of held) offered.push({ id: r.public_id, projectId: r.project_id, prompt: r.prompt, queuedPrompts: bySession.get(r.id) ?? [] });
-  }
-  return offered;
-}
+// What a poll offers a worker: ./offers.ts.
 
 /**
  * Sessions held by a worker that has not been seen since `staleBefore` (or is not registered at all), for the

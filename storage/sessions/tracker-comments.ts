@@ -73,12 +73,14 @@ export interface OwedComment {
   readonly costUsd: number;
   readonly durationMs: number | null;
   readonly attempts: number;
+  /** When the transition owed it. */
+  readonly createdAt: Date;
 }
 
 const toOwed = (r: Record<string, any>): OwedComment => ({
   id: r.id, orgId: r.org_id, sessionId: r.session_id, epoch: Number(r.epoch), tracker: r.tracker, issue: r.issue, kind: r.kind,
   sessionStatus: r.session_status, costUsd: Number(r.cost_usd), durationMs: r.duration_ms === null ? null : Number(r.duration_ms),
-  attempts: Number(r.attempts),
+  attempts: Number(r.attempts), createdAt: new Date(r.created_at),
 });
 
 /**
@@ -106,6 +108,12 @@ export async function commentSent(db: Knex, id: string, url: string | null, at: 
 export async function commentRetryLater(db: Knex, id: string, error: string, next: Date, at: Date): Promise<void> {
   await db('tracker_comments').where({ id, status: 'pending' })
     .update({ next_attempt_at: next, claimed_until: null, last_error: error.slice(0, 1000), updated_at: at });
+}
+
+/** Not sent yet, for a reason that is no failure (it waits for the run's pull request): the claim's attempt is given back. */
+export async function commentPostponed(db: Knex, id: string, next: Date, at: Date): Promise<void> {
+  await db('tracker_comments').where({ id, status: 'pending' })
+    .update({ next_attempt_at: next, claimed_until: null, attempts: db.raw('greatest(attempts - 1, 0)'), updated_at: at });
 }
 
 export async function commentFailed(db: Knex, id: string, error: string, at: Date): Promise<void> {

@@ -79,6 +79,7 @@ const parameterTable: { match: RegExp; param: string; kind: string; owned: boole
   { match: /^\/api\/agent-cards\/\{id\}/, param: 'id', kind: 'agentCard', owned: true },
   { match: /^\/api\/a2a\/agents\/\{id\}/, param: 'id', kind: 'a2aAgent', owned: true },
   { match: /\/authoring\/proposals\/\{id\}/, param: 'id', kind: 'proposal', owned: true },
+  { match: /\/repositories\/\{id\}/, param: 'id', kind: 'repository', owned: true },
   { match: /\/integrations\/\{provider\}/, param: 'provider', kind: 'fixed:linear', owned: false },
   { match: /^\/api\/webhooks\/ingest\/\{provider\}/, param: 'provider', kind: 'fixed:linear', owned: false },
   { match: /\/credentials\/\{kind\}/, param: 'kind', kind: 'fixed:github-token', owned: false },
@@ -172,8 +173,9 @@ async function buildOrg(t: TestNode, name: string, loopback: string): Promise<Or
     own('/api/a2a/agents', { url: `${loopback}/${secret}` }),
     own(`/api/org/${orgId}/requesters`, { name: `requester-${secret}`, mode: 'light' }),
     own(`/api/org/${orgId}/credentials/github-token`, { provider: 'static', value: `value-${secret}` }, 'PUT'),
+    own(`/api/projects/${projectId}/repositories`, { url: `https://git.example.test/${secret}/app.git` }),
   ]);
-  const [policy, team, session, gate, mutation, key, template, card, agent, requester, credential] = results.map((r, i) => {
+  const [policy, team, session, gate, mutation, key, template, card, agent, requester, credential, repository] = results.map((r, i) => {
     expect(r.status, `set-up resource #${i}: ${r.text}`).to.be.oneOf([200, 201]);
     return r.json;
   });
@@ -187,6 +189,7 @@ async function buildOrg(t: TestNode, name: string, loopback: string): Promise<Or
   ids.agentCard = card.id ?? card.card?.id ?? card.agentCard?.id;
   ids.a2aAgent = agent.agent.id;
   ids.requester = requester.requester.id;
+  ids.repository = repository.id;
   void template; void credential;
   await created(t, 'team member', 'POST', `/api/org/teams/${ids.team}/members`, ownerToken, { userId: provisioned.owner.id });
   for (const [kind, id] of Object.entries(ids)) expect(id, `set-up: id of ${kind}`).to.be.a('string');
@@ -238,6 +241,7 @@ export async function readBack(t: TestNode, org: OrgWorld): Promise<Record<strin
     a2aAgent: `/api/a2a/agents/${org.ids.a2aAgent}`,
     a2aAgents: '/api/a2a/agents',
     requesters: `/api/org/${org.orgId}/requesters`,
+    repositories: `/api/projects/${org.projectId}/repositories`,
     audit: '/api/audit?limit=100',
     whoami: '/api/cli/whoami',
   };

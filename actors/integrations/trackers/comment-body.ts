@@ -1,6 +1,7 @@
 /**
  * The comment a session's end leaves on its tracker issue (spec 3.1, 6.5; decision 0028): what happened, how long it
- * took, what it cost, the last lines the agent printed, and where to read the rest. Markdown, as both trackers render.
+ * took, what it cost, the pull request it opened (decision 0076), the last lines the agent printed, and where to read
+ * the rest. Markdown, as both trackers render.
  */
 export const OUTPUT_LINES = 15;
 const OUTPUT_CHARS = 3_000;
@@ -15,6 +16,8 @@ export interface CommentFacts {
   readonly output: string | null;
   /** The session's page in the console, when the deployment knows its public URL. */
   readonly link: string | null;
+  /** The pull request the run opened (decision 0076), if it did. */
+  readonly pullRequest?: { readonly number: number; readonly url: string } | null;
 }
 
 export function commentBody(f: CommentFacts): string {
@@ -22,6 +25,7 @@ export function commentBody(f: CommentFacts): string {
     ? `**Stop signal received**: Troupe session \`${f.sessionId}\` was stopped.`
     : `Troupe session \`${f.sessionId}\` **${f.sessionStatus}**.`;
   const lines = [heading, '', `- Status: ${f.sessionStatus}`, `- Duration: ${duration(f.durationMs)}`, `- Cost: $${f.costUsd.toFixed(2)}`];
+  if (f.pullRequest) lines.push(`- Pull request: [#${f.pullRequest.number}](${f.pullRequest.url})`);
   const tail = lastLines(f.output);
   if (tail !== null) lines.push('', 'Last output:', '```', tail.replaceAll('```', "'''"), '```');
   if (f.link !== null) lines.push('', `[Open the session](${f.link})`);

@@ -5,8 +5,9 @@ import { registeredMetric } from '../../../ops/kernel/registered-metric.js';
 import { sessionOutput } from '../../../storage/sessions/output.js';
 import { publicIdOfKey } from '../../../storage/sessions/queries.js';
 import {
-  claimDueComments, commentFailed, commentRetryLater, commentSent, type OwedComment,
+  claimDueComments, commentFailed, commentPostponed, commentRetryLater, commentSent, type OwedComment,
 } from '../../../storage/sessions/tracker-comments.js';
+import { pullRequestLinkFor } from '../pull-requests/comment-link.js';
 import { ConnectionUnusable, withConnectionToken } from '../oauth/connection-token.js';
 import { commentBody } from './comment-body.js';
 import { DEFAULT_TRACKER_API_URLS, postTrackerComment, type TrackerAnswer } from './post-comment.js';
@@ -24,7 +25,9 @@ const MAX_BACKOFF_MS = 10 * 60_000;
 const CLAIM_MS = 60_000;
 const BATCH = 20;
 
-type Outcome = 'sent' | 'failed' | 'retry';
+type Outcome = 'sent' | 'failed' | 'retry' | 'postponed';
+/** How soon a comment waiting for its run's pull request looks again. */
+const POSTPONE_MAX_MS = 5_000;
 
 export class TrackerOutbox implements NodeService {
   readonly name = 'tracker-outbox';
@@ -51,7 +54,7 @@ export class TrackerOutbox implements NodeService {
 function outcomesCounter(registry: Registry): Counter<'tracker' | 'outcome'> {
   return registeredMetric(registry, 'troupe_tracker_comments_total', () => new Counter({
     name: 'troupe_tracker_comments_total',
-    help: 'Tracker comment attempts by outcome: sent, failed (given up), retry (tried again later)',
+    help: 'Tracker comment attempts by outcome: sent, failed (given up), retry (tried again later), postponed (waits for its pull request)',
     labelNames: ['tracker', 'outcome'] as const,
     registers: [registry],
   }));
@@ -72,12 +75,22 @@ export async function sendDueComments(deps: Deps, counter = outcomesCounter(deps
 }
 
 async function sendOne(deps: Deps, c: OwedComment): Promise<Outcome> {
+  // A completed run's comment links the pull request it opened (decision 0076), so it waits while one is on its way.
+  const link = c.kind === 'terminal' && c.sessionStatus === 'completed'
+    ? await pullRequestLinkFor(deps.db, c, deps.clock.now())
+    : { wait: false as const, pullRequest: null };
+  if (link.wait) {
+    const now = deps.clock.now();
+    await commentPostponed(deps.db, c.id, new Date(now + Math.min(deps.config.trackerRetryBaseMs, POSTPONE_MAX_MS)), new Date(now));
+    return 'postponed';
+  }
   const output = await sessionOutput(deps.db, c.orgId, c.sessionId, c.epoch);
   // The comment names the session as people and the console know it: its public id.
   const shown = (await publicIdOfKey(deps.db, c.orgId, c.sessionId)) ?? c.sessionId;
   const body = commentBody({
     kind: c.kind, sessionId: shown, sessionStatus: c.sessionStatus, durationMs: c.durationMs, costUsd: c.costUsd,
     output: output?.tail ?? null, link: deps.config.publicUrl ? `${deps.config.publicUrl}/sessions/${shown}` : null,
+    pullRequest: link.pullRequest,
   });
   const apiUrl = (c.tracker === 'linear' ? deps.config.linearApiUrl : deps.config.githubApiUrl) ?? DEFAULT_TRACKER_API_URLS[c.tracker];
   let answer: TrackerAnswer;

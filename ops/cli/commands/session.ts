@@ -4,6 +4,7 @@ import { unwrap } from '../../../http/client/index.js';
 import { CliError, CliFinding, orgApi, type ClientOptions } from '../client.js';
 import { printJson } from '../main.js';
 import { readDetail, watchSession, type SessionDetail, type WatchPrinter } from '../session-watch.js';
+import { AGENT_PRESETS, type AgentPreset } from '../../../schemas/repositories/repository.js';
 
 /**
  * `troupe session dispatch|show|stop|watch`: one agent session, with an org credential (a user token or API key).
@@ -20,7 +21,7 @@ stopped, 130 interrupted (Ctrl-C stops watching; the session goes on).`;
 
 interface DispatchOptions {
   project?: string; prompt?: string; promptFile?: string; provider?: string; workType?: string; agentCard?: string;
-  trackerIssue?: string; watch?: boolean; json?: boolean; token?: string;
+  trackerIssue?: string; repository?: string; ref?: string; agent?: string; watch?: boolean; json?: boolean; token?: string;
 }
 
 export function sessionCommands(): Command {
@@ -36,6 +37,9 @@ export function sessionCommands(): Command {
     .option('--work-type <type>', 'the kind of work, for routing and analytics')
     .option('--agent-card <id>', 'the agent card to run')
     .option('--tracker-issue <key>', "the tracker issue it works on (e.g. ENG-1); one session per issue runs at a time")
+    .option('--repository <id|name|url>', "the project repository the agent works in (see GET /api/projects/{projectId}/repositories)")
+    .option('--ref <ref>', "the branch, tag or commit to start from (default: the repository's default branch)")
+    .option('--agent <preset>', "the agent to run: command, claude-code, codex or gemini (default: the worker's --agent)")
     .option('--watch', 'follow the session until it ends, as `troupe session watch` does')
     .option('--json', 'print JSON')
     .option('--token <token>', tokenHelp)
@@ -44,6 +48,9 @@ export function sessionCommands(): Command {
       const projectId = opts.project ?? process.env.TROUPE_PROJECT;
       if (!projectId) throw new CliError('no project: pass --project <projectId> or set TROUPE_PROJECT');
       const prompt = readPrompt(opts);
+      if (opts.agent !== undefined && !(AGENT_PRESETS as readonly string[]).includes(opts.agent)) {
+        throw new CliError(`--agent must be one of ${AGENT_PRESETS.join(', ')}`);
+      }
       const api = orgApi(cmd.optsWithGlobals() as ClientOptions);
       const body = {
         projectId, prompt,
@@ -51,6 +58,9 @@ export function sessionCommands(): Command {
         ...(opts.workType ? { workType: opts.workType } : {}),
         ...(opts.agentCard ? { agentCardId: opts.agentCard } : {}),
         ...(opts.trackerIssue ? { trackerIssue: opts.trackerIssue } : {}),
+        ...(opts.repository ? { repository: opts.repository } : {}),
+        ...(opts.ref ? { ref: opts.ref } : {}),
+        ...(opts.agent ? { agent: opts.agent as AgentPreset } : {}),
       };
       const reply = await unwrap(api.POST('/api/agent-dispatch', { body }));
       if (opts.json && !opts.watch) return printJson(reply);
@@ -177,6 +187,7 @@ export function renderDetail(d: SessionDetail): string {
     ['provider', d.provider ?? '-'],
     ['work type', d.workType ?? '-'],
     ['issue', d.trackerIssue ?? '-'],
+    ['repository', d.repository ? `${d.repository.name} (${d.repository.url}) at ${d.ref ?? d.repository.defaultBranch}` : '-'],
     ['cost', money(d.costUsd)],
     ['created', d.createdAt ?? '-'],
     ['finished', d.finishedAt ?? '-'],

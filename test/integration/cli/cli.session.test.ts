@@ -200,12 +200,26 @@ describe('troupe session dispatch|show|stop|watch, as real processes against a n
     expect(JSON.parse(twice.out)).to.include({ stopped: false, sessionId: id });
   });
 
+  it('dispatches on a project repository at a ref with --repository, --ref and --agent, and show names them', async () => {
+    const repo = await t.call('POST', `/api/projects/${acme.projectId}/repositories`, { token: acme.ownerToken, body: { url: 'git@github.com:acme/cli-app.git' } });
+    expect(repo.status, repo.text).to.equal(201);
+    const r = await run([...session(), 'dispatch', '--project', acme.projectId, '--prompt', 'On a branch', '--repository', 'cli-app', '--ref', 'feature/cli', '--agent', 'codex'], withKey(acme));
+    expect(r.code, r.err).to.equal(0);
+    const id = r.out.trim();
+    const detail = (await t.call('GET', `/api/public/sessions/${id}`, { token: acme.apiKey })).json;
+    expect(detail).to.deep.include({ ref: 'feature/cli', repository: { id: repo.json.id, url: 'git@github.com:acme/cli-app.git', name: 'cli-app', defaultBranch: 'main' } });
+    const shown = await run([...session(), 'show', id], withKey(acme));
+    expect(shown.out).to.match(/^repository +cli-app \(git@github\.com:acme\/cli-app\.git\) at feature\/cli$/m);
+  });
+
   it('fails with one line and exit 1 without a credential, a project or a prompt, on a bad session id and when the node is down', async () => {
     const cases: [string[], Record<string, string>, string][] = [
       [[...session(), 'show', 'abcdef0123456789'], {}, 'no credential: pass --token or set TROUPE_TOKEN'],
       [[...session(), 'dispatch', '--prompt', 'x'], withKey(acme), 'no project: pass --project'],
       [[...session(), 'dispatch', '--project', acme.projectId], withKey(acme), 'no prompt'],
       [[...session(), 'dispatch', '--project', 'not-a-uuid', '--prompt', 'x'], withKey(acme), '400 VALIDATION_FAILED'],
+      [[...session(), 'dispatch', '--project', acme.projectId, '--prompt', 'x', '--repository', 'no-such-repo'], withKey(acme), '400 VALIDATION_FAILED'],
+      [[...session(), 'dispatch', '--project', acme.projectId, '--prompt', 'x', '--agent', 'bash'], withKey(acme), '--agent must be one of command, claude-code, codex, gemini'],
       [[...session(), 'watch', 'not-a-session'], withKey(acme), '404 NOT_FOUND'],
       [['--url', 'http://127.0.0.1:1', 'session', 'show', 'abcdef0123456789'], withKey(acme), 'cannot reach Troupe at http://127.0.0.1:1'],
     ];

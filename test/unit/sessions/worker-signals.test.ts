@@ -1,6 +1,7 @@
 // Invariant: a session's durable changes tell workers exactly what they must act on: entering the queue offers the
 // session (or, behind a tracker issue, asks the project's workers to poll); losing its holder other than by the
-// holder's own report sends that worker a stop; a queued prompt asks the holder to poll; nothing else is sent.
+// holder's own report sends that worker a stop; a queued prompt asks the holder to poll; a follow-up (a prompt to an
+// ended session) asks only the worker that ran it to poll; nothing else is sent.
 import { expect } from 'chai';
 import { runCommand } from '../../support/harness.js';
 import { createSessionBehavior, initialSessionState, publicSessionId, sessionKey, type SessionMsg, type SessionState } from '../../../actors/session/index.js';
@@ -37,8 +38,14 @@ const stop: SessionMsg = { type: 'session.stop', requestedBy: 'user:u' };
 describe('worker signals of session changes', () => {
   it('offers a new session, and asks for a poll when a tracker issue may hold it back', () => {
     expect(signalsAfter([dispatch(null)])).to.deep.equal({
-      orgId: ORG, signals: [{ kind: 'offer', projectId: PROJECT, session: { id, projectId: PROJECT, prompt: 'Fix it', workType: 'fix' } }],
+      orgId: ORG, signals: [{ kind: 'offer', projectId: PROJECT, session: { id, projectId: PROJECT, prompt: 'Fix it', workType: 'fix', run: 1 } }],
     });
+    const repository = { id: '33333333-3333-4333-8333-333333333333', url: 'git@github.com:acme/app.git', name: 'app', defaultBranch: 'main' };
+    const onRepository = { ...dispatch(null), repository, ref: 'feature/x', agent: 'codex' } as SessionMsg;
+    expect(signalsAfter([onRepository])!.signals).to.deep.equal([{
+      kind: 'offer', projectId: PROJECT,
+      session: { id, projectId: PROJECT, prompt: 'Fix it', workType: 'fix', repository, ref: 'feature/x', agent: 'codex', run: 1 },
+    }]);
     expect(signalsAfter([dispatch('ENG-1')])!.signals).to.deep.equal([{ kind: 'poll', projectId: PROJECT }]);
   });
 
@@ -60,5 +67,17 @@ describe('worker signals of session changes', () => {
     expect(signalsAfter([dispatch(null), claim, run, prompt])!.signals).to.deep.equal([{ kind: 'prompt', workerId: 'w1', sessionId: id }]);
     expect(signalsAfter([dispatch(null), prompt]), 'nobody holds a pending session').to.equal(undefined);
     expect(signalsAfter([dispatch('ENG-1'), claim, run, stop])!.signals.map((s) => s.kind)).to.deep.equal(['stop', 'poll']);
+  });
+
+  it('sends a follow-up only to the worker that ran it, as a nudge to poll (the poll reads the conversation to resume)', () => {
+    const prompt: SessionMsg = { type: 'session.prompt', promptId: 'p2', prompt: 'and the docs', requestedBy: 'user:u' };
+    const finalize: SessionMsg = { type: 'session.transition', orgId: ORG, projectIds: [PROJECT], status: 'finalizing', workerId: 'w1' };
+    const complete: SessionMsg = { type: 'session.transition', orgId: ORG, projectIds: [PROJECT], status: 'completed', workerId: 'w1' };
+    expect(signalsAfter([dispatch(null), claim, run, finalize, complete, prompt])!.signals).to.deep.equal([{ kind: 'followUp', workerId: 'w1', sessionId: id }]);
+    // Never claimed: no worker holds a workspace, so the project's workers poll for it.
+    expect(signalsAfter([dispatch(null), stop, prompt])!.signals).to.deep.equal([{ kind: 'poll', projectId: PROJECT }]);
+    // A follow-up whose worker lost the lease goes back to the project's workers the same way.
+    const lost = signalsAfter([dispatch(null), claim, run, finalize, complete, prompt, claim, run, { type: 'session.leaseExpired', workerId: 'w1' }])!.signals;
+    expect(lost.map((s) => s.kind)).to.deep.equal(['poll', 'stop']);
   });
 });

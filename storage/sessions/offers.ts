@@ -1,0 +1,138 @@
+import type { Knex } from 'knex';
+import type { SessionRepository } from '../../schemas/sessions/session-state.js';
+import { agentSessionIdOf } from './run-reports.js';
+
+/**
+ * What a worker is offered (`POST /api/daemon/poll`, the `offer` event of `GET /api/daemon/events`): the protocol of
+ * issue 34 and decision 0075. A follow-up (run 2 or later: a prompt re-dispatched a finished session) goes first to the
+ * worker that ran it, which holds its workspace: see `pollForWorker`.
+ */
+export interface OfferedSession {
+  /** The public id: what the worker reports under and shows its agent. */
+  readonly id: string;
+  readonly projectId: string;
+  readonly prompt: string;
+  readonly agentCardId?: string;
+  readonly workType?: string;
+  readonly provider?: string;
+  /** The repository the session runs on and the ref it starts from. */
+  readonly repository?: SessionRepository;
+  readonly ref?: string;
+  /** The agent preset the dispatch asked for. */
+  readonly agent?: string;
+  /** The session's epoch: 1 for its first run, 2 and on for follow-ups. Absent on queued-prompt deliveries. */
+  readonly run?: number;
+  /** For a follow-up: the agent's conversation to resume, if a run reported one, and the branch the runs work on. */
+  readonly followUp?: { readonly agentSessionId?: string; readonly branch: string };
+  /** Prompts queued since the worker last polled, for sessions it already holds. */
+  readonly queuedPrompts?: readonly { id: string; text: string }[];
+}
+
+/** The branch every run of a session works on, on the worker and pushed to the origin. */
+export const sessionBranch = (publicId: string): string => `troupe/${publicId}`;
+
+export interface OfferParts {
+  readonly id: string;
+  readonly projectId: string;
+  readonly prompt: string;
+  readonly agentCardId: string | null;
+  readonly workType: string | null;
+  readonly provider: string | null;
+  readonly repository: SessionRepository | null;
+  readonly ref: string | null;
+  readonly agent: string | null;
+  readonly run: number;
+  readonly agentSessionId?: string | undefined;
+}
+
+/** One offer's shape, whether a poll reads it from the row or a push takes it from the actor's state. */
+export function offerOf(o: OfferParts): OfferedSession {
+  return {
+    id: o.id, projectId: o.projectId, prompt: o.prompt,
+    ...(o.agentCardId ? { agentCardId: o.agentCardId } : {}),
+    ...(o.workType ? { workType: o.workType } : {}),
+    ...(o.provider ? { provider: o.provider } : {}),
+    ...(o.repository ? { repository: o.repository } : {}),
+    ...(o.ref ? { ref: o.ref } : {}),
+    ...(o.agent ? { agent: o.agent } : {}),
+    run: o.run,
+    ...(o.run > 1 ? { followUp: { ...(o.agentSessionId ? { agentSessionId: o.agentSessionId } : {}), branch: sessionBranch(o.id) } } : {}),
+  };
+}
+
+/** Who may be offered a follow-up besides the worker that ran it (decision 0075). */
+export interface FollowUpRouting {
+  /** A worker seen since this time (ms) is live: the session lease. */
+  readonly liveSince: number;
+  /** A follow-up pending since before this time (ms) goes to any worker, live previous worker or not. */
+  readonly graceSince: number;
+}
+
+type Row = Record<string, unknown>;
+
+const OFFER_COLUMNS = [
+  's.id', 's.public_id', 's.project_id', 's.prompt', 's.agent_card_id', 's.work_type', 's.provider', 's.epoch', 's.last_worker_id', 's.created_at',
+  's.repository_id', 's.repository_url', 's.repository_name', 's.repository_default_branch', 's.ref', 's.agent_preset',
+];
+
+const timeOf = (r: Row): number => new Date(r.created_at as string).getTime();
+
+const repositoryOf = (r: Row): SessionRepository | null => (r.repository_id === null || r.repository_id === undefined ? null : {
+  id: String(r.repository_id), url: String(r.repository_url), name: String(r.repository_name), defaultBranch: String(r.repository_default_branch),
+});
+
+/**
+ * What a poll offers a worker: pending sessions of its projects that are not waiting for an issue lock, oldest first,
+ * up to its capacity; plus, for sessions it holds, prompts queued for it, claimed with one UPDATE so two polls never
+ * deliver the same prompt. A follow-up is offered to the worker that ran the session while that worker is live and the
+ * grace has not run out; to any worker after. This worker's own follow-ups come first: it holds their workspaces.
+ */
+export async function pollForWorker(
+  db: Knex, orgId: string, projectIds: readonly string[], workerId: string, capacity: number, now: number, routing: FollowUpRouting,
+): Promise<OfferedSession[]> {
+  const offered: OfferedSession[] = [];
+  if (capacity > 0 && projectIds.length > 0) {
+    const pending = () => db('sessions as s').select(OFFER_COLUMNS)
+      .where({ 's.org_id': orgId, 's.status': 'pending' })
+      .whereIn('s.project_id', [...projectIds])
+      .whereNot('s.lock_state', 'waiting')
+      .orderBy([{ column: 's.created_at' }, { column: 's.id' }])
+      .limit(capacity);
+    // Two ordered scans in one statement, each by an index: this worker's own follow-ups (the partial index of
+    // migration 0048), then everything it may take, oldest first; a row in both is offered once.
+    const ownFollowUps = pending().where('s.epoch', '>', 1).where('s.last_worker_id', workerId);
+    const mayTake = pending()
+      .where((q) => q.where('s.epoch', '<=', 1).orWhereNull('s.last_worker_id').orWhere('s.last_worker_id', workerId)
+        .orWhere('s.updated_at', '<', new Date(routing.graceSince))
+        .orWhereNotExists(db('daemon_workers as w').whereRaw('w.id = s.last_worker_id').where('w.last_seen_at', '>=', new Date(routing.liveSince))));
+    const both = await db.unionAll([db.select('*').from(ownFollowUps.as('own')), db.select('*').from(mayTake.as('any'))], true) as Row[];
+    const byId = new Map(both.map((r) => [String(r.id), r]));
+    const own = (r: Row): number => (Number(r.epoch) > 1 && r.last_worker_id === workerId ? 0 : 1);
+    const rows = [...byId.values()].sort((a, b) => own(a) - own(b) || timeOf(a) - timeOf(b) || String(a.id).localeCompare(String(b.id))).slice(0, capacity);
+    const resumable = await Promise.all(rows.map((r) => (Number(r.epoch) > 1 ? agentSessionIdOf(db, orgId, String(r.id)) : undefined)));
+    rows.forEach((r, i) => offered.push(offerOf({
+      id: String(r.public_id), projectId: String(r.project_id), prompt: String(r.prompt),
+      agentCardId: r.agent_card_id as string | null, workType: r.work_type as string | null, provider: r.provider as string | null,
+      repository: repositoryOf(r), ref: r.ref as string | null, agent: r.agent_preset as string | null, run: Number(r.epoch),
+      agentSessionId: resumable[i],
+    })));
+  }
+  const delivered = await db('session_prompts as sp')
+    .update({ delivered_at: new Date(now) })
+    .whereIn('sp.id', db('session_prompts as q').join('sessions as s', 's.id', 'q.session_id')
+      .where({ 's.worker_id': workerId, 's.org_id': orgId, 'q.queued': true })
+      .whereNull('q.delivered_at').whereNull('q.archived_at')
+      .select('q.id').limit(100))
+    .returning(['sp.id', 'sp.session_id', 'sp.text']);
+  const bySession = new Map<string, { id: string; text: string }[]>();
+  for (const p of delivered as Row[]) {
+    const list = bySession.get(p.session_id as string) ?? [];
+    list.push({ id: p.id as string, text: p.text as string });
+    bySession.set(p.session_id as string, list);
+  }
+  if (bySession.size > 0) {
+    const held = await db('sessions').whereIn('id', [...bySession.keys()]).select('id', 'public_id', 'project_id', 'prompt');
+    for (const r of held) offered.push({ id: r.public_id, projectId: r.project_id, prompt: r.prompt, queuedPrompts: bySession.get(r.id) ?? [] });
+  }
+  return offered;
+}
