@@ -37,7 +37,8 @@ export interface WorkerApi {
   register(body: { registrationToken: string; hostname: string; maxAgents: number }): Promise<Registration>;
   heartbeat(token: string, body: { workerId: string; activeSessionIds: string[]; load: number }): Promise<{ mutations: Mutation[]; runtimeJwt?: string }>;
   poll(token: string, body: { workerId: string; capacity: number }): Promise<{ sessions: OfferedSession[] }>;
-  status(token: string, sessionId: string, body: { workerId: string; status: ReportStatus; costUsd?: number; error?: string }): Promise<{ previousStatus: string; newStatus: string }>;
+  status(token: string, sessionId: string, body: StatusBody): Promise<{ previousStatus: string; newStatus: string }>;
+  steps(token: string, sessionId: string, body: StepsBody): Promise<unknown>;
   output(token: string, sessionId: string, body: { workerId: string; chunks: string[] }): Promise<unknown>;
   stepHeartbeat(token: string, sessionId: string, body: { workerId: string }): Promise<unknown>;
   heldSessions(token: string): Promise<{ sessions: { id: string; status: string }[] }>;
@@ -45,6 +46,9 @@ export interface WorkerApi {
   /** Opens an event stream; `lastEventId` resumes it after that event. */
   stream(token: string, path: '/api/daemon/events' | '/api/daemon/credentials/stream', signal: AbortSignal, lastEventId?: string): Promise<Response>;
 }
+
+type StatusBody = paths['/api/sessions/{id}/status']['post']['requestBody']['content']['application/json'];
+type StepsBody = paths['/api/sessions/{id}/steps']['post']['requestBody']['content']['application/json'];
 
 export type ReportStatus = paths['/api/sessions/{id}/status']['post']['requestBody']['content']['application/json']['status'];
 
@@ -96,6 +100,7 @@ export function createWorkerApi(baseUrl: string, timeoutMs = 15_000, onRedirectR
     poll: (token, body) => call(inTurn(() => unwrap(api.POST('/api/daemon/poll', { body, headers: auth(token) })))),
     status: (token, id, body) => call(inTurn(() => unwrap(api.POST('/api/sessions/{id}/status', { params: { path: { id } }, body, headers: auth(token) })))),
     output: (token, id, body) => call(inTurn(() => unwrap(api.POST('/api/sessions/{id}/output', { params: { path: { id } }, body, headers: auth(token) })))),
+    steps: (token, id, body) => call(inTurn(() => unwrap(api.POST('/api/sessions/{id}/steps', { params: { path: { id } }, body, headers: auth(token) })))),
     stepHeartbeat: (token, id, body) => call(inTurn(() => unwrap(api.POST('/api/sessions/{id}/step-heartbeat', { params: { path: { id } }, body, headers: auth(token) })))),
     heldSessions: (token) => call(inTurn(() => unwrap(api.GET('/api/daemon/sessions', { headers: auth(token) })))),
     async stream(token, path, signal, lastEventId) {

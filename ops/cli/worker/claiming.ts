@@ -21,8 +21,10 @@ export interface ClaimerDeps {
   readonly refusals: RefusalLog;
   readonly log: WorkerLog;
   readonly agentPlace: AgentPlace;
-  /** The claim was answered: the session's agent starts. */
-  readonly start: (offer: OfferedSession, prepared: PreparedAgent) => void;
+  /** The worker's `--agent` preset: an offer dispatched for another one is left to a worker that runs it. */
+  readonly agentPreset: string;
+  /** The claim was answered: the session's workspace is prepared and its agent starts; resolves once it started or failed to. */
+  readonly start: (offer: OfferedSession, prepared: PreparedAgent) => Promise<void>;
 }
 
 /**
@@ -85,6 +87,10 @@ export class Claimer {
       this.deps.refusals.note('session.refused', `refusing an offer: ${problem}`, offer.id);
       return;
     }
+    if (offer.agent && offer.agent !== this.deps.agentPreset) {
+      this.deps.refusals.note('session.other_agent', `leaving an offer for --agent ${offer.agent} to a worker that runs it (this one runs ${this.deps.agentPreset})`, offer.id);
+      return;
+    }
     if (lifetime.draining || lifetime.stopping || table.free() <= 0) return;
     if (table.running.has(offer.id) || table.claiming.has(offer.id) || this.deps.reports.isSending(offer.id)) return;
     if (!this.deps.identity.projects.has(offer.projectId)) return;
@@ -102,23 +108,28 @@ export class Claimer {
       await api.status(identity.token, offer.id, { workerId: identity.workerId, status: 'claimed' });
     } catch (err) {
       table.claiming.delete(offer.id);
-      discardPrepared(prepared);
+      discardPrepared(offer, prepared);
       // 409: another worker was first, or it is no longer pending. Nothing to do.
       if (!(err instanceof ApiError && (err.status === 409 || err.status === 404))) {
         log('warn', 'session.claim_failed', `could not claim: ${(err as Error).message}`, { sessionId: offer.id });
       }
       return;
     }
-    table.claiming.delete(offer.id);
-    log('info', 'session.claimed', `claimed (project ${offer.projectId})`, { sessionId: offer.id, projectId: offer.projectId });
-    this.deps.start(offer, prepared);
+    log('info', 'session.claimed', `claimed (project ${offer.projectId})`, { sessionId: offer.id, projectId: offer.projectId, run: offer.run ?? 1 });
+    // The slot stays taken while the workspace is prepared: the session is in neither set only once it ended.
+    try {
+      await this.deps.start(offer, prepared);
+    } finally {
+      table.claiming.delete(offer.id);
+    }
   }
 
   private deliverPrompts(offer: OfferedSession): void {
     const s = this.deps.table.running.get(offer.id);
     for (const p of offer.queuedPrompts ?? []) {
       const written = s?.agent.writeLine(p.text) ?? false;
-      this.deps.log(written ? 'info' : 'warn', 'session.prompt', written ? 'prompt written to the agent' : 'prompt could not be written (no agent reads it)', { sessionId: offer.id, promptId: p.id });
+      this.deps.log(written ? 'info' : 'warn', 'session.prompt', written ? 'prompt written to the agent'
+        : 'prompt could not be written: no agent reads its stdin (an agent CLI takes a prompt sent once its run ended, as a follow-up)', { sessionId: offer.id, promptId: p.id });
     }
   }
 }

@@ -1,3 +1,5 @@
+import type { WorkerAgent } from './session-agent.js';
+
 /**
  * `troupe worker` (issue 15, decision 0023): registers with a registration token, heartbeats, takes sessions of its
  * projects as they are offered on the daemon event stream (or found by the poll, the fallback), runs the agent
@@ -7,7 +9,10 @@
 export interface WorkerOptions {
   readonly url: string;
   readonly registrationToken: string;
-  readonly agentCommand: string;
+  /** The `--agent` preset and the options of its flags (`resolveAgent`). */
+  readonly agent: WorkerAgent;
+  /** `--keep-workspaces`: hours a session's worktree is kept without a follow-up. @default 24 */
+  readonly keepWorkspacesHours?: number;
   readonly capacity: number;
   readonly name: string;
   readonly stateDir: string;

@@ -88,6 +88,7 @@ export class ReportQueue {
       try {
         await api.status(identity.token, report.sessionId, {
           workerId: report.workerId, status, ...(status === 'finalizing' ? {} : { costUsd: report.costUsd }), ...(report.error && status === 'failed' ? { error: report.error.slice(0, MAX_ERROR_CHARS) } : {}),
+          ...(status === 'running' ? {} : runMembers(report)),
         });
       } catch (err) {
         if (!(err instanceof ApiError) || err.status >= 500 || err.status === 429) throw err;
@@ -106,4 +107,14 @@ export class ReportQueue {
     }
     return true;
   }
+}
+
+/** The run's agent, usage and workspace go with the statuses after `running`; a report without them keeps the last. */
+function runMembers(report: PendingReport) {
+  return {
+    ...(report.agent ? { agent: report.agent } : {}),
+    ...(report.usage ? { usage: report.usage } : {}),
+    // The generated body type has mutable arrays; the report is only read.
+    ...(report.workspace ? { workspace: { ...report.workspace, commits: [...report.workspace.commits] } } : {}),
+  };
 }

@@ -1,28 +1,28 @@
 import { rmSync } from 'node:fs';
-import { Agent, freshDir } from './agent.js';
+import { Agent, sessionDir, type AgentHooks } from './agent.js';
+import { isAgentSessionId, type AgentInvocation, type AgentOptions, type AgentPreset } from './agents/index.js';
 import type { OfferedSession } from './api.js';
+import { isFollowUp } from './session-workspace.js';
 import type { StateDir } from './state.js';
 
 /**
- * The one place an agent process is made for a session: its directory and environment (while the claim is on the
- * wire), its start, and what each line it writes becomes.
+ * The one place an agent process is made for a session: its environment and, for a session without a repository,
+ * its directory (while the claim is on the wire), the preset's argv (a first run, or a follow-up that resumes the
+ * agent's own conversation), and its start.
  */
 
 /** What `prepareAgent` made for an offer's agent before its claim was answered. */
 export interface PreparedAgent {
+  /** The directory made for a session without a repository; one with a repository runs in its worktree. */
   readonly agentDir?: string;
   readonly env?: Record<string, string>;
   readonly error?: Error;
 }
 
-/** Where what an agent writes goes. */
-export interface AgentSinks {
-  /** A line of output (with its newline), relayed to the server. */
-  output(line: string): void;
-  /** The session's cost so far, from the agent's cost line. */
-  cost(costUsd: number): void;
-  /** A line of stderr, only logged. */
-  stderr(line: string): void;
+/** The worker's agent: its `--agent` preset and the options of its flags. */
+export interface WorkerAgent {
+  readonly preset: AgentPreset;
+  readonly options: AgentOptions;
 }
 
 export interface AgentPlace {
@@ -47,6 +47,7 @@ function agentEnv(offer: OfferedSession, place: AgentPlace): Record<string, stri
   if (offer.workType) env.TROUPE_WORK_TYPE = offer.workType;
   if (offer.provider) env.TROUPE_PROVIDER = offer.provider;
   if (offer.agentCardId) env.TROUPE_AGENT_CARD_ID = offer.agentCardId;
+  if (offer.run !== undefined) env.TROUPE_SESSION_RUN = String(offer.run);
   env.TROUPE_CREDENTIALS_DIR = place.state.credentialsDir;
   const access = place.state.modelAccess();
   if (access !== undefined) env.TROUPE_MODEL_ACCESS = JSON.stringify(access);
@@ -54,30 +55,35 @@ function agentEnv(offer: OfferedSession, place: AgentPlace): Record<string, stri
   return env;
 }
 
-/** A fresh directory and the environment for an offer's agent; what failed is kept to be reported once claimed. */
+/** The environment, and the directory of a session without a repository; what failed is kept to be reported once claimed. */
 export function prepareAgent(offer: OfferedSession, place: AgentPlace): PreparedAgent {
   let agentDir: string | undefined;
   try {
-    agentDir = freshDir(place.workDir, offer.id);
-    return { agentDir, env: agentEnv(offer, place) };
+    if (!offer.repository) agentDir = sessionDir(place.workDir, offer.id, isFollowUp(offer));
+    return { ...(agentDir === undefined ? {} : { agentDir }), env: agentEnv(offer, place) };
   } catch (err) {
-    return { agentDir, error: err as Error };
+    return { ...(agentDir === undefined ? {} : { agentDir }), error: err as Error };
   }
 }
 
-/** The claim was refused: the directory made for it is never used. */
-export function discardPrepared(prepared: PreparedAgent): void {
-  if (prepared.agentDir !== undefined) rmSync(prepared.agentDir, { recursive: true, force: true });
+/** The claim was refused: a first run's directory made for it is never used (a follow-up's holds earlier work). */
+export function discardPrepared(offer: OfferedSession, prepared: PreparedAgent): void {
+  if (prepared.agentDir !== undefined && !isFollowUp(offer)) rmSync(prepared.agentDir, { recursive: true, force: true });
 }
 
-/** Starts the agent command in the prepared directory; throws when it was not prepared or cannot start. */
-export function startAgent(offer: OfferedSession, prepared: PreparedAgent, command: string, sinks: AgentSinks): Agent {
+/** A follow-up resumes the agent's conversation when a run reported one; otherwise the preset starts afresh. */
+export function invocationFor(offer: OfferedSession, agent: WorkerAgent): AgentInvocation {
+  const resumed = isFollowUp(offer) ? offer.followUp?.agentSessionId : undefined;
+  return isAgentSessionId(resumed)
+    ? agent.preset.followUp(offer.prompt, resumed, agent.options)
+    : agent.preset.firstRun(offer.prompt, agent.options);
+}
+
+/** Starts the agent in `dir`; throws when it was not prepared or its argv cannot be made. */
+export function startAgent(offer: OfferedSession, prepared: PreparedAgent, dir: string, agent: WorkerAgent, hooks: AgentHooks): Agent {
   if (prepared.error !== undefined || prepared.env === undefined) throw prepared.error ?? new Error('the agent was not prepared');
   return new Agent({
-    sessionId: offer.id, command, workDir: prepared.agentDir ?? '', prompt: offer.prompt, env: prepared.env,
-  }, {
-    onOutput: (line) => sinks.output(line),
-    onCost: (cost) => sinks.cost(cost),
-    onStderr: (line) => sinks.stderr(line),
-  });
+    sessionId: offer.id, invocation: invocationFor(offer, agent), parser: agent.preset.createParser(agent.options),
+    workDir: dir, prompt: offer.prompt, env: prepared.env,
+  }, hooks);
 }

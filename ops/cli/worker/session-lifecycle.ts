@@ -1,14 +1,17 @@
 import type { Agent, AgentExit } from './agent.js';
+import type { AgentEvent } from './agents/index.js';
 import { ApiError, type OfferedSession, type WorkerApi } from './api.js';
 import type { WorkerIdentity } from './identity.js';
 import type { WorkerLog } from './log.js';
 import { OutputRelay } from './output-relay.js';
 import type { ReportQueue } from './report-queue.js';
 import { RunningSession } from './running-session.js';
-import { startAgent, type PreparedAgent } from './session-agent.js';
+import { startAgent, type PreparedAgent, type WorkerAgent } from './session-agent.js';
 import { describeExit, outcomeReport, startFailedReport } from './session-outcome.js';
+import { finishedWorkspace, workspaceFor, type PreparedWorkspace, type WorkspacePlace } from './session-workspace.js';
 import type { PendingReport } from './state.js';
 import type { SessionTable } from './session-table.js';
+import { StepRelay } from './step-relay.js';
 
 export interface SessionLifecycleDeps {
   readonly api: WorkerApi;
@@ -16,46 +19,85 @@ export interface SessionLifecycleDeps {
   readonly table: SessionTable;
   readonly reports: ReportQueue;
   readonly log: WorkerLog;
-  readonly agentCommand: string;
+  readonly agent: WorkerAgent;
+  readonly workspaces: WorkspacePlace;
   readonly killGraceMs: number;
   /** A session ended and its slot is free again. */
   readonly slotFreed: () => void;
 }
 
 /**
- * A claimed session from its agent's start to its outcome: the agent starts, `running` is reported, its output is
- * relayed, and when it exits its outcome is queued as a report, once, unless the worker ended it unreported.
+ * A claimed session from its agent's start to its outcome: its repository's worktree is prepared, the agent starts,
+ * `running` is reported, what the agent writes is relayed (output, tool steps) or kept (usage, its conversation id),
+ * and when it exits the branch is reported and pushed and its outcome is queued as a report, once, unless the worker
+ * ended it unreported.
  */
 export class SessionLifecycle {
   constructor(private readonly deps: SessionLifecycleDeps) {}
 
-  start(offer: OfferedSession, prepared: PreparedAgent): void {
+  /** Resolves once the agent started, or its failure to start was queued as the session's report. */
+  async start(offer: OfferedSession, prepared: PreparedAgent): Promise<void> {
+    const { log } = this.deps;
+    let workspace: PreparedWorkspace | undefined;
+    try {
+      workspace = await workspaceFor(offer, this.deps.workspaces);
+    } catch (err) {
+      this.startFailed(offer, new Error(`its workspace could not be prepared: ${(err as Error).message}`));
+      return;
+    }
+    if (workspace) log('info', 'workspace.ready', `${workspace.start} worktree on ${workspace.branch} at ${workspace.baseCommit.slice(0, 12)}`, { sessionId: offer.id, dir: workspace.dir });
+    const dir = workspace?.dir ?? prepared.agentDir ?? '';
+    this.run(offer, prepared, dir, workspace);
+  }
+
+  private run(offer: OfferedSession, prepared: PreparedAgent, dir: string, workspace: PreparedWorkspace | undefined): void {
     const { table, log } = this.deps;
     const claimedAt = Date.now();
     let session: RunningSession | undefined;
     const output = this.relayFor(offer.id, () => session);
     let agent: Agent;
     try {
-      agent = startAgent(offer, prepared, this.deps.agentCommand, {
-        output: (line) => { if (session) session.output.add(line); },
-        cost: (costUsd) => { if (session) session.costUsd = costUsd; },
-        stderr: (line) => log('debug', 'agent.stderr', line, { sessionId: offer.id }),
+      agent = startAgent(offer, prepared, dir, this.deps.agent, {
+        onEvent: (event) => { if (session) this.take(session, event); },
+        onStderr: (line) => log('debug', 'agent.stderr', line, { sessionId: offer.id }),
       });
     } catch (err) {
-      log('error', 'session.start_failed', `could not start the agent: ${(err as Error).message}`, { sessionId: offer.id });
-      this.deps.reports.queue(startFailedReport(offer.id, this.deps.identity.workerId, err as Error));
+      if (workspace) void finishedWorkspace(workspace, this.deps.workspaces, log);
+      this.startFailed(offer, err as Error);
       return;
     }
     const runningReported = this.reportRunning(offer.id, () => session);
+    const steps = new StepRelay(offer.id, `r${offer.run ?? 1}-${claimedAt.toString(36)}`, this.deps.api, this.deps.identity);
     session = new RunningSession(
-      { id: offer.id, projectId: offer.projectId, agent, claimedAt, runningReported, output },
+      { id: offer.id, projectId: offer.projectId, agent, claimedAt, runningReported, output, steps, workspace },
       { log, killGraceMs: this.deps.killGraceMs },
     );
     table.running.set(offer.id, session);
-    const agentDir = prepared.agentDir ?? '';
-    log('info', 'session.started', `agent started, pid ${agent.pid ?? '?'}, in ${agentDir}`, { sessionId: offer.id, pid: agent.pid, workDir: agentDir });
+    log('info', 'session.started', `${this.deps.agent.preset.name} agent started, pid ${agent.pid ?? '?'}, in ${dir}`, {
+      sessionId: offer.id, pid: agent.pid, workDir: dir, preset: this.deps.agent.preset.name, run: offer.run ?? 1,
+    });
     const started = session;
     void agent.exited.then((exit) => this.finish(started, exit));
+  }
+
+  private startFailed(offer: OfferedSession, err: Error): void {
+    this.deps.log('error', 'session.start_failed', `could not start the agent: ${err.message}`, { sessionId: offer.id });
+    this.deps.reports.queue(startFailedReport(offer.id, this.deps.identity.workerId, err));
+  }
+
+  /** What one parsed line of the agent's stdout means to the session. */
+  private take(s: RunningSession, event: AgentEvent): void {
+    switch (event.kind) {
+      case 'output': s.output.add(`${event.text}\n`); break;
+      case 'tool': s.steps.add(event.name, event.summary); break;
+      case 'usage':
+        s.usage = { inputTokens: event.inputTokens, outputTokens: event.outputTokens, ...(event.costUsd === undefined ? {} : { costUsd: event.costUsd }) };
+        if (event.costUsd !== undefined) s.costUsd = event.costUsd;
+        break;
+      case 'cost': s.costUsd = event.costUsd; break;
+      case 'agentSession': s.agentSessionId = event.id; break;
+      case 'result': s.agentResult = event; break;
+    }
   }
 
   private relayFor(sessionId: string, session: () => RunningSession | undefined): OutputRelay {
@@ -83,22 +125,26 @@ export class SessionLifecycle {
     );
   }
 
-  /** The agent exited: the session's outcome is reported, unless the worker ended it with nothing to report. */
+  /** The agent exited: its branch is reported and pushed, then its outcome, unless the worker ended it with nothing to report. */
   private async finish(s: RunningSession, exit: AgentExit): Promise<void> {
     s.agentExited();
+    // Kill whatever the agent left in its group before its worktree is read.
+    s.agent.signal('SIGKILL');
     const seconds = ((Date.now() - s.startedAt) / 1000).toFixed(1);
     const how = describeExit(exit);
+    const [workspace] = await Promise.all([
+      s.workspace ? finishedWorkspace(s.workspace, this.deps.workspaces, this.deps.log) : undefined,
+      s.steps.end(),
+    ]);
     if (s.stopOrder && !s.stopOrder.reportOutcome) {
       s.output.stopTimer();
       this.deps.table.running.delete(s.id);
-      // Kill whatever the agent left in its group.
-      s.agent.signal('SIGKILL');
       this.deps.log('info', 'session.stopped', `stopped after ${seconds}s (${how}): ${s.stopOrder.reason}`, { sessionId: s.id, exitCode: exit.code, signal: exit.signal, durationSeconds: Number(seconds) });
       this.deps.slotFreed();
       return;
     }
     await s.runningReported;
-    const report = await this.reportOutcome(s, exit);
+    const report = await this.reportOutcome(s, exit, workspace);
     const outcome = report.steps[report.steps.length - 1];
     this.deps.log('info', 'session.finished', `finished with ${how} after ${seconds}s: ${outcome}${s.costUsd ? `, cost $${s.costUsd}` : ''}`, {
       sessionId: s.id, exitCode: exit.code, signal: exit.signal, durationSeconds: Number(seconds), outcome, costUsd: s.costUsd,
@@ -110,12 +156,10 @@ export class SessionLifecycle {
    * The step from a finished session to its report. Output not yet sent (the server is gone) goes before the
    * report, which waits for it; the session leaves the table once its report is queued.
    */
-  private async reportOutcome(s: RunningSession, exit: AgentExit): Promise<PendingReport> {
+  private async reportOutcome(s: RunningSession, exit: AgentExit, workspace: PendingReport['workspace']): Promise<PendingReport> {
     const allSent = await s.output.flush().catch(() => false);
     const owedOutput = !allSent && s.output.hasUnsent ? s.output : undefined;
-    // Kill whatever the agent left in its group.
-    s.agent.signal('SIGKILL');
-    const report = outcomeReport(s, exit, this.deps.identity.workerId);
+    const report = outcomeReport(s, exit, this.deps.identity.workerId, { preset: this.deps.agent.preset.name, workspace });
     this.deps.reports.queue(report, owedOutput);
     this.deps.table.running.delete(s.id);
     return report;

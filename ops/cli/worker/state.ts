@@ -1,6 +1,7 @@
 import { chmodSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { insideDir } from './inside-dir.js';
+import type { WorkspaceReport } from './workspace/index.js';
 import { isSessionId } from './server-ids.js';
 
 /**
@@ -31,6 +32,10 @@ export interface PendingReport {
   readonly costUsd: number;
   readonly error?: string;
   readonly exitCode: number | null;
+  /** What the run learned, sent with its last statuses (the protocol of issue 34, decision 0076). */
+  readonly agent?: { readonly preset: string; readonly agentSessionId?: string };
+  readonly usage?: { readonly inputTokens: number; readonly outputTokens: number; readonly costUsd?: number };
+  readonly workspace?: WorkspaceReport;
 }
 
 /** A rotate-stream position the worker keeps and sends back as `Last-Event-ID`: printable ASCII, bounded. */

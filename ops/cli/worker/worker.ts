@@ -18,6 +18,7 @@ import { ReportQueue } from './report-queue.js';
 import { RefusalLog } from './server-data.js';
 import { SessionLifecycle } from './session-lifecycle.js';
 import { SessionTable } from './session-table.js';
+import { startWorkspaceSweeps, workspacesSettled, type WorkspacePlace } from './session-workspace.js';
 import { StateDir } from './state.js';
 
 export type { WorkerOptions } from './options.js';
@@ -44,6 +45,7 @@ export class Worker {
   private readonly credentialStream: EventStream;
   private readonly drainer: Drain;
   private readonly loops: Promise<void>[] = [];
+  private readonly workspaces: WorkspacePlace;
 
   constructor(opts: WorkerOptions, api: WorkerApi, private readonly log: WorkerLog) {
     const { lifetime } = this;
@@ -59,12 +61,14 @@ export class Worker {
       lost: () => this.heartbeat.wake(),
     });
     const reports = this.reports = new ReportQueue({ api, identity, state, log, connection });
+    const workspaces = this.workspaces = { stateDir: opts.stateDir, workDir: opts.workDir, keepHours: opts.keepWorkspacesHours ?? 24 };
     const lifecycle = new SessionLifecycle({
-      api, identity, table, reports, log, agentCommand: opts.agentCommand, killGraceMs: opts.killGraceMs ?? 10_000, slotFreed: () => this.slotFreed(),
+      api, identity, table, reports, log, agent: opts.agent, workspaces, killGraceMs: opts.killGraceMs ?? 10_000, slotFreed: () => this.slotFreed(),
     });
     const claimer = this.claimer = new Claimer({
       api, identity, table, reports, connection, lifetime, refusals, log,
-      agentPlace: { workDir: opts.workDir, state, pool: opts.pool }, start: (offer, prepared) => lifecycle.start(offer, prepared),
+      agentPlace: { workDir: opts.workDir, state, pool: opts.pool }, agentPreset: opts.agent.preset.name,
+      start: (offer, prepared) => lifecycle.start(offer, prepared),
     });
     this.heartbeat = new Heartbeat({
       api, identity, table, connection, lifetime, log, newBackoff,
@@ -93,7 +97,11 @@ export class Worker {
     this.loops.push(this.heartbeat.run(), this.daemonStream.run(), this.credentialStream.run());
     this.claimer.startPolling(identity.pollIntervalSeconds);
     void this.reports.sendPending();
+    const stopSweeps = startWorkspaceSweeps(this.workspaces, this.log);
     await this.lifetime.whenEnded();
+    stopSweeps();
+    // A spare worktree being made in the background is finished before the process ends.
+    await workspacesSettled();
   }
 
   /**

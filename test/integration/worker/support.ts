@@ -37,7 +37,8 @@ export function tempDir(prefix: string): string {
 }
 
 export function startWorker(opts: {
-  url: string; registrationToken: string; agentCommand?: string; capacity?: number; name?: string; stateDir?: string;
+  /** `null`: no `--agent-command` (an `--agent` preset in `args`). */
+  url: string; registrationToken: string; agentCommand?: string | null; capacity?: number; name?: string; stateDir?: string;
   args?: string[]; env?: NodeJS.ProcessEnv;
   /** Started as the README starts it, `npx troupe worker …`, instead of `node ops/cli/bin.js worker …`. */
   viaNpx?: boolean;
@@ -47,7 +48,7 @@ export function startWorker(opts: {
   const stateDir = opts.stateDir ?? tempDir('worker');
   const workerArgs = [
     'worker', '--url', opts.url, '--registration-token', opts.registrationToken,
-    '--agent-command', opts.agentCommand ?? `node ${echoAgent}`, '--capacity', String(opts.capacity ?? 4),
+    ...(opts.agentCommand === null ? [] : ['--agent-command', opts.agentCommand ?? `node ${echoAgent}`]), '--capacity', String(opts.capacity ?? 4),
     '--name', opts.name ?? 'test-worker', '--state-dir', stateDir, '--log-format', 'json', '--verbose', ...(opts.args ?? []),
   ];
   const [command, args] = opts.executable !== undefined ? [opts.executable, workerArgs.slice(1)]

@@ -3,7 +3,7 @@
 // under a ceiling that doubles from the base to the cap (full jitter); at most N calls run at once; the event-stream
 // reader hands each event its data and the stream's last event id, split across chunks or not.
 import { expect } from 'chai';
-import { costOf } from '../../../ops/cli/worker/agent.js';
+import { costOf } from '../../../ops/cli/worker/agents/command.js';
 import { Backoff } from '../../../ops/cli/worker/backoff.js';
 import { concurrencyLimit } from '../../../ops/cli/worker/api.js';
 import { readEvents } from '../../../ops/cli/worker/sse.js';
