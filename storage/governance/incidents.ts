@@ -22,20 +22,15 @@ export interface IncidentRow {
   readonly resolvedAt: number | null;
 }
 
-export interface IncidentView {
-  readonly id: string;
-  readonly orgId: string;
-  readonly source: string;
-  readonly externalId: string;
-  readonly title: string;
-  readonly severity: string | null;
-  readonly status: string;
-  readonly summary: string | null;
-  readonly url: string | null;
+/** The timestamps an incident row keeps as epoch milliseconds, shown as ISO-8601 strings. */
+type IncidentTimes = 'createdAt' | 'updatedAt' | 'resolvedAt';
+
+/** What routes show: the row, with its times as ISO-8601 strings. */
+export type IncidentView = Omit<IncidentRow, IncidentTimes> & {
   readonly createdAt: string;
   readonly updatedAt: string;
   readonly resolvedAt: string | null;
-}
+};
 
 export async function writeIncident(trx: Knex, i: IncidentRow): Promise<void> {
   await trx('incidents').insert({

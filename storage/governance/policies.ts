@@ -6,24 +6,18 @@ import type { PolicyRecord, PolicyScope, PolicyStatus, PolicyVersionRecord } fro
  * snapshot transaction); read by the HTTP routes and by enforcement. Every query is scoped by org.
  */
 
-/** A policy as the API shows it (spec 2.4): the org is the workspace, times are ISO 8601. */
-export interface PolicyView {
-  readonly id: string;
+/**
+ * A policy as the API shows it (spec 2.4): the record, with the org as the workspace and times as ISO 8601, its
+ * arrays and maps copies the caller may keep.
+ */
+export type PolicyView = Omit<PolicyRecord, 'orgId' | 'regulatoryTags' | 'metadata' | 'createdAt' | 'updatedAt' | 'archivedAt'> & {
   readonly workspaceId: string;
-  readonly name: string;
-  readonly description: string;
-  readonly cedarPolicy: string;
-  readonly scope: PolicyScope;
-  readonly scopeId: string;
-  readonly status: PolicyStatus;
-  readonly version: number;
   readonly regulatoryTags: string[];
   readonly metadata: Record<string, unknown>;
-  readonly createdBy: string;
   readonly createdAt: string;
   readonly updatedAt: string;
   readonly archivedAt: string | null;
-}
+};
 
 export interface PolicyVersionView {
   readonly id: string;
