@@ -47,6 +47,7 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
 export const get = <T>(path: string) => api<T>('GET', path);
 export const post = <T>(path: string, body?: unknown) => api<T>('POST', path, body);
 export const patch = <T>(path: string, body: unknown) => api<T>('PATCH', path, body);
+export const del = <T>(path: string) => api<T>('DELETE', path);
 
 /** Builds `path?query` from the defined, non-empty values. */
 export function withQuery(path: string, query: Record<string, string | number | undefined | null>): string {

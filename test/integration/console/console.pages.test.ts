@@ -6,7 +6,7 @@ import type { Browser, Page } from 'playwright-core';
 import { startTestNode, type TestNode } from '../../support/node.js';
 import { eventually } from '../../support/transport.js';
 import { axeViolations, launchBrowser, screenshots, signIn, watchPage, type PageWatch } from '../../support/browser.js';
-import { consoleOrg, PASSWORD, SimulatedWorker, type ConsoleOrg } from './world.js';
+import { consoleOrg, PASSWORD, SimulatedWorker, workspaceReport, type ConsoleOrg } from './world.js';
 
 const definition = (steps: string) => `schemaVersion: v2
 name: release
@@ -34,15 +34,21 @@ describe('every console page in Chromium: accessible, clean, screenshotted (embe
     // A world with something on every page: a live worker, sessions in several states with output, a workflow with
     // two versions and a run waiting at a gate, a policy with two versions, an audit trail.
     const worker = await SimulatedWorker.register(t, org, 'build-box-1', 4);
+    // The completed session ran an agent on a repository: its page shows the agent's work on code and its tool steps.
+    const repository = await t.call('POST', `/api/projects/${org.projectId}/repositories`, { token: org.owner.token, body: { url: 'https://github.com/acme/shop.git' } });
+    expect(repository.status, repository.text).to.equal(201);
+    const onCode = { repository: repository.json.id, ref: 'main', agent: 'claude-code' };
+    const codeReport = { agent: { preset: 'claude-code', agentSessionId: 'conv-1' }, usage: { inputTokens: 1200, outputTokens: 340, costUsd: 0.31 }, workspace: workspaceReport(repository.json.id) };
     for (const [prompt, end] of [['Fix the flaky checkout test', 'completed'], ['Upgrade the ORM', 'running'], ['Triage ENG-42', 'failed'], ['Write release notes', 'pending']] as const) {
-      const r = await t.call('POST', '/api/agent-dispatch', { token: org.apiKey, body: { projectId: org.projectId, prompt } });
+      const r = await t.call('POST', '/api/agent-dispatch', { token: org.apiKey, body: { projectId: org.projectId, prompt, ...(end === 'completed' ? onCode : {}) } });
       ids[prompt] = r.json.sessionId;
       if (end === 'pending') continue;
       await worker.claim(r.json.sessionId);
       await worker.move(r.json.sessionId, 'running');
       if (end === 'running') continue;
+      if (end === 'completed') await worker.steps(r.json.sessionId, [{ tool: 'Bash', summary: 'npm test' }, { tool: 'Edit', summary: 'src/checkout.ts' }]);
       await worker.move(r.json.sessionId, 'finalizing');
-      await worker.move(r.json.sessionId, end, end === 'failed' ? { error: 'tests did not pass', costUsd: 0.08 } : { costUsd: 0.31 });
+      await worker.move(r.json.sessionId, end, end === 'failed' ? { error: 'tests did not pass', costUsd: 0.08 } : codeReport);
     }
     await worker.heartbeat();
     const w = await t.call('POST', `/api/projects/${org.projectId}/workflows`, { token: org.owner.token, body: { name: 'Release train', definitionYaml: definition('') } });

@@ -35,6 +35,15 @@ export async function consoleOrg(t: TestNode, name = `Console ${randomUUID().sli
   };
 }
 
+/** A run's git workspace as a worker reports it with a status (`workspace`), two commits on `troupe/<id>`, pushed. */
+export function workspaceReport(repositoryId: string, over: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    repository: repositoryId, branch: 'troupe/checkout-fix', baseCommit: 'a'.repeat(40), headCommit: 'c'.repeat(40),
+    commits: [{ sha: 'c'.repeat(40), subject: 'Retry the checkout call once' }, { sha: 'b'.repeat(40), subject: 'Reproduce the flaky checkout' }],
+    filesChanged: 2, insertions: 14, deletions: 3, dirty: false, pushed: true, ...over,
+  };
+}
+
 export class SimulatedWorker {
   private constructor(private readonly t: TestNode, readonly workerId: string, private readonly jwt: string) {}
 
@@ -65,6 +74,15 @@ export class SimulatedWorker {
   async move(sessionId: string, status: string, extra: Record<string, unknown> = {}): Promise<void> {
     const r = await this.t.call('POST', `/api/sessions/${sessionId}/status`, { token: this.jwt, body: { status, workerId: this.workerId, ...extra } });
     expect(r.status, r.text).to.equal(200);
+  }
+
+  /** Reports the agent's tool steps, each becoming a `tool` activity (`Tool: summary`) of the session. */
+  async steps(sessionId: string, steps: { tool: string; summary: string }[]): Promise<void> {
+    const at = Date.now();
+    const r = await this.t.call('POST', `/api/sessions/${sessionId}/steps`, {
+      token: this.jwt, body: { workerId: this.workerId, steps: steps.map((s, i) => ({ ...s, at: new Date(at + i).toISOString() })) },
+    });
+    expect(r.status, r.text).to.equal(202);
   }
 
   /** Streams agent output the way a worker relays its agent's tokens (the interview is named by the session). */

@@ -1,31 +1,17 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { post, type ApiError } from '../api.js';
-import { asApiError, useApi, useEventStream } from '../data.js';
+import type { SessionDetail as Detail } from '../api-types.js';
+import { asApiError, useApi, useEventStream, useInterval } from '../data.js';
 import { Empty, ErrorNote, Live, Loading, money, PageHeader, Status, Time } from '../ui/bits.js';
 import { actorName, useMe, type Me } from '../me.js';
-
-interface Detail {
-  id: string;
-  status: string;
-  project: { id: string; name: string | null };
-  worker: { id: string; hostname: string | null; lastSeenAt: string | null; holdsClaim: boolean } | null;
-  prompt: string;
-  provider: string | null;
-  phase: string | null;
-  error: string | null;
-  costUsd: number;
-  output: { tail: string; totalBytes: number; truncated: boolean } | null;
-  run: number;
-  requestedBy: string;
-  workflowRun: { runId: string; workflowId: string; version: number } | null;
-  prompts: { id: string; text: string; queued: boolean; createdAt: string; deliveredAt: string | null }[];
-  activities: { id: string; kind: string; body: string; createdAt: string }[];
-  timeline: { from: string; status: string; run: number; workerId: string | null; at: string }[];
-  can: { stop: boolean; prompt: boolean };
-  createdAt: string;
-}
+import { SessionCode } from './session-code.js';
 
 const TERMINAL = ['completed', 'failed', 'stopped'];
+/**
+ * The event stream says when the status moves, not when a running agent takes a tool step or reports its usage; a
+ * running session's detail is read again this often so those show while the person watches.
+ */
+const RUNNING_REREAD_MS = 10_000;
 
 /**
  * One session: its status timeline (re-read whenever the org's event stream reports a change to it), the agent's
@@ -42,6 +28,7 @@ export function SessionPage({ id }: { id: string }) {
     reset: () => detail.reload(),
   });
   const output = useStreamedOutput(id, detail.data);
+  useInterval(() => { if (detail.data?.status === 'running') detail.reload(); }, RUNNING_REREAD_MS);
 
   if (detail.error) return <><PageHeader title={`Session ${id}`} /><ErrorNote error={detail.error} /></>;
   const s = detail.data;
@@ -56,6 +43,7 @@ export function SessionPage({ id }: { id: string }) {
         <Live connected={events.connected && output.connected} />
       </PageHeader>
       <SessionFacts s={s} me={me} />
+      <SessionCode s={s} />
       {s.error ? <p class="note note-error">The agent reported: {s.error}</p> : null}
 
       <section aria-labelledby="prompt-title">
@@ -132,7 +120,7 @@ function SessionFacts({ s, me }: { s: Detail; me: Me }) {
       <dd>{s.workflowRun
         ? <a href={`/workflows/${s.workflowRun.workflowId}`}>pinned to version {s.workflowRun.version}</a>
         : 'dispatched directly (no workflow)'}</dd>
-      <dt>Requested by</dt><dd>{actorName(me, s.requestedBy)}</dd>
+      <dt>Requested by</dt><dd>{s.requestedBy ? actorName(me, s.requestedBy) : 'unknown'}</dd>
       <dt>Created</dt><dd><Time at={s.createdAt} /></dd>
       {s.phase ? <><dt>Phase</dt><dd>{s.phase}</dd></> : null}
     </dl>
@@ -184,11 +172,19 @@ function SessionPromptsAndActivity({ s }: { s: Detail }) {
       {s.activities.length > 0 ? (
         <section aria-labelledby="activity-title">
           <h2 id="activity-title">Activity</h2>
-          <ul class="plain">{s.activities.map((a) => <li key={a.id}><Time at={a.createdAt} />: {a.body}</li>)}</ul>
+          <ul class="plain activities">{s.activities.map((a) => <Activity key={a.id} activity={a} />)}</ul>
         </section>
       ) : null}
     </>
   );
+}
+
+/** A tool step (`Tool: summary`, kind `tool`) is marked as one, its tool named apart from what it was asked. */
+function Activity({ activity: a }: { activity: Detail['activities'][number] }) {
+  if (a.kind !== 'tool') return <li data-kind={a.kind}><Time at={a.createdAt} />: {a.body}</li>;
+  const colon = a.body.indexOf(': ');
+  const [tool, summary] = colon > 0 ? [a.body.slice(0, colon), a.body.slice(colon + 2)] : [a.body, ''];
+  return <li data-kind="tool"><Time at={a.createdAt} /> <span class="badge">tool</span> <code>{tool}</code> {summary}</li>;
 }
 
 function PromptForm({ onSend }: { onSend: (text: string) => Promise<void> }) {

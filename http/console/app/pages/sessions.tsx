@@ -7,6 +7,7 @@ import { navigate, useLocation } from '../router.js';
 import { appendPage, applyEvents, emptyFeed, feedOf, mergeRows, type Feed, type SessionRow, type StatusEvent } from '../session-feed.js';
 import { Empty, ErrorNote, Live, Loading, money, PageHeader, Status, Time } from '../ui/bits.js';
 import { DispatchForm } from './dispatch-form.js';
+import { RepositoriesSection } from './repositories.js';
 
 /**
  * Events are applied together, at most this often. Redrawing a list that moves costs the browser the same whether
@@ -41,6 +42,8 @@ export function Sessions() {
   const status = query.get('status') ?? '';
   const projectId = query.get('project') ?? '';
   const { rows, cursor, error, loaded, applied, connected, more } = useLiveSessions(status, projectId);
+  // Moves when a repository is added or removed, so the dispatch form offers the project's list as it is now.
+  const [repositoriesRevision, setRepositoriesRevision] = useState(0);
   const setFilter = (key: 'status' | 'project', value: string) => {
     const next = new URLSearchParams(location.search);
     if (value === '') next.delete(key);
@@ -84,7 +87,8 @@ export function Sessions() {
         </div>
       )}
       {cursor !== null ? <button type="button" class="button-quiet" onClick={more}>Show older sessions</button> : null}
-      <DispatchForm onDispatched={(id) => navigate(`/sessions/${id}`)} />
+      <DispatchForm onDispatched={(id) => navigate(`/sessions/${id}`)} repositoriesRevision={repositoriesRevision} />
+      <RepositoriesSection revision={repositoriesRevision} onChanged={() => setRepositoriesRevision((n) => n + 1)} />
     </section>
   );
 }

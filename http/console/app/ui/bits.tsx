@@ -29,7 +29,7 @@ export function Loading({ what }: { what: string }) {
 const tone: Record<string, string> = {
   pending: 'wait', claimed: 'busy', running: 'busy', paused: 'wait', finalizing: 'busy', completed: 'good', failed: 'bad', stopped: 'muted',
   approved: 'good', rejected: 'bad', escalated: 'wait', published: 'good', draft: 'muted', archived: 'muted', active: 'good',
-  waiting: 'wait', suspended: 'wait', open: 'bad', resolved: 'good', live: 'good', silent: 'bad',
+  waiting: 'wait', suspended: 'wait', open: 'bad', resolved: 'good', live: 'good', silent: 'bad', opened: 'good', skipped: 'muted',
 };
 
 export function Status({ value }: { value: string }) {
