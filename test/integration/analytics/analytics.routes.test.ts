@@ -2,39 +2,22 @@
 // come from real session transitions, exactly once per run; seeded data sets give the figures the test computes
 // independently; observation pages neither repeat nor skip rows when rows arrive between pages; platform aggregates
 // publish a cell at exactly kAnonymityFloor orgs and withhold it one below, never change a published cell, and take
-// no filters; the graph projection is bounded, in the exact spec 2.5 shape, and laid out deterministically; the
-// palette lists the org's own webhook and OAuth connections, never their secrets; every
-// route refuses anonymous callers, other orgs and hostile input with a 4xx, never a 5xx.
-import { randomUUID } from 'node:crypto';
+// no filters (analytics.platform.routes.test.ts); the graph projection is bounded, in the exact spec 2.5 shape, and
+// laid out deterministically; the palette lists the org's own webhook and OAuth connections, never their secrets
+// (analytics.projects.routes.test.ts); every route refuses anonymous callers, other orgs and hostile input with a
+// 4xx, never a 5xx. Here: phase metrics and router performance, in one node because the router's arms are the ones
+// the phase-metrics runs recorded.
 import { expect } from 'chai';
-import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
-import { dispatch, provisionOrg, registerDaemon, report, type Org } from '../sessions/support.js';
+import type { TestNode } from '../../support/node.js';
+import { dispatch, registerDaemon, report, type Org } from '../sessions/support.js';
 import { chooseArm } from '../../../actors/analytics/router.js';
-import { weekStart } from '../../../storage/analytics/aggregates.js';
-import { insertProject } from '../../../storage/identity/orgs.js';
-import { upsertOptionSnapshots } from '../../../storage/plugins/option-snapshots.js';
-import { upsertProviderIntegration } from '../../../storage/integrations/provider-integrations.js';
-import { upsertOAuthConnection } from '../../../storage/integrations/oauth.js';
-import { connectionSealContext } from '../../../actors/integrations/oauth/index.js';
 import { sessionKeyOf } from '../../support/session-keys.js';
+import { describeAnalytics, DAY } from './analytics-fixtures.js';
 
-const DAY = 86_400_000;
-const FLOOR = 3;
-
-for (const { set, skip } of engineSets) describe(`analytics routes (${set} engines)`, function () {
-  if (skip) return;
-  this.timeout(120_000);
-  let t: TestNode;
-  let acme: Org;
-  let globex: Org;
-  const db = () => t.node.deps.db;
-
-  before(async () => {
-    t = await startTestNode({ engines: set, config: { kAnonymityFloor: FLOOR } });
-    acme = await provisionOrg(t, 'Acme');
-    globex = await provisionOrg(t, 'Globex');
-  });
-  after(() => t?.close());
+describeAnalytics((node) => {
+  const { db } = node;
+  let t: TestNode, acme: Org, globex: Org;
+  before(() => ({ t, acme, globex } = node));
 
   describe('phase metrics', () => {
     it('turns the phases a worker reports into records, once per run, and into the figures of the route', async () => {
@@ -206,232 +189,6 @@ for (const { set, skip } of engineSets) describe(`analytics routes (${set} engin
         const res = await t.inject('GET', `/api/router/performance?${q}`, { token: acme.apiKey });
         expect(res.status, q).to.equal(400);
       }
-    });
-  });
-
-  describe('platform aggregates', () => {
-    const outcome = (org: string, at: number, status: string, cost: number, duration: number | null) => ({
-      id: randomUUID(), org_id: org, session_id: randomUUID().replace(/-/g, '').slice(0, 16), provider: 'secret-provider-name',
-      work_type: 'org-specific-work', status, success: status === 'completed', cost_usd: cost, duration_ms: duration, created_at: new Date(at),
-    });
-
-    it('publishes a cell built from exactly the floor of orgs, withholds one below it, and never changes a published cell', async () => {
-      // Cells are platform-wide, so this test needs a complete week no other test writes to: the router suite seeds
-      // outcomes a few days back, which is last week on some weekdays. Six weeks back is inside the 12 published.
-      const checkedWeek = weekStart(Date.now()) - 6 * 7 * DAY + DAY;
-      const weekRows = await db()('session_outcomes')
-        .where('created_at', '>=', new Date(checkedWeek - DAY)).where('created_at', '<', new Date(checkedWeek + 6 * DAY)).count('* as n').first();
-      expect(weekRows, 'another test wrote outcomes into the week this one checks').to.deep.equal({ n: 0 });
-      const orgs = Array.from({ length: FLOOR }, () => randomUUID());
-      const atFloor = orgs.map((o, i) => outcome(o, checkedWeek + i * 1000, 'completed', 1 + i, 1000 * (i + 1)));
-      const belowFloor = orgs.slice(0, FLOOR - 1).map((o, i) => outcome(o, checkedWeek + i, 'failed', 9, 5));
-      await db()('session_outcomes').insert([...atFloor, ...belowFloor, outcome(orgs[0]!, checkedWeek + 5000, 'completed', 4, null)]);
-
-      const first = await t.inject('GET', '/api/platform/aggregates', { token: globex.apiKey });
-      expect(first.status, first.text).to.equal(200);
-      const week = new Date(weekStart(checkedWeek)).toISOString().slice(0, 10);
-      const completed = first.json.rows.find((r: { weekStart: string; outcome: string }) => r.weekStart === week && r.outcome === 'completed');
-      const costs = [...atFloor.map((o) => o.cost_usd), 4];
-      expect(completed).to.deep.equal({
-        weekStart: week, outcome: 'completed', sessions: 4,
-        avgCostUsd: Number((costs.reduce((a, b) => a + b, 0) / 4).toFixed(6)),
-        avgDurationMs: Math.round(atFloor.reduce((a, o) => a + o.duration_ms!, 0) / atFloor.length),
-      });
-      expect(first.json.rows.find((r: { weekStart: string; outcome: string }) => r.weekStart === week && r.outcome === 'failed')).to.equal(undefined);
-      expect(first.json.suppressedRows).to.be.at.least(1);
-      expect(first.json.kAnonymityFloor).to.equal(FLOOR);
-      expect(first.text).to.not.match(/secret-provider-name|org-specific-work/);
-      for (const o of orgs) expect(first.text).to.not.contain(o);
-
-      // Differencing: new runs (this week, any number of orgs) change no published cell and publish no partial week.
-      await db()('session_outcomes').insert(orgs.map((o) => outcome(o, Date.now(), 'failed', 100, 1)));
-      const second = await t.inject('GET', '/api/platform/aggregates', { token: acme.apiKey });
-      expect(second.json.rows).to.deep.equal(first.json.rows);
-      expect(second.json.rows.every((r: { weekStart: string }) => r.weekStart < new Date(weekStart(Date.now())).toISOString().slice(0, 10))).to.equal(true);
-    });
-
-    it('takes no filters at all and refuses anonymous callers', async () => {
-      expect((await t.inject('GET', '/api/platform/aggregates')).status).to.equal(401);
-      for (const q of ['orgId=x', 'week=2024-01-01', 'outcome=failed']) {
-        expect((await t.inject('GET', `/api/platform/aggregates?${q}`, { token: acme.apiKey })).status, q).to.equal(400);
-      }
-    });
-  });
-
-  describe('knowledge graph', () => {
-    const graphOf = (org: Org, q = '') => t.inject('GET', `/api/projects/${org.projectId}/graph${q}`, { token: org.ownerToken });
-    const write = (org: Org, body: unknown, token = org.apiKey) => t.inject('POST', `/api/projects/${org.projectId}/graph/entities`, { token, body });
-
-    it('records entities, relationships and recalls and projects them in the exact spec 2.5 shape', async () => {
-      const daemon = await registerDaemon(t, globex, 'host-graph');
-      const session = await dispatch(t, globex);
-      const body = {
-        sessionId: session,
-        entities: [
-          { type: 'service', name: 'billing', description: 'Charges cards', properties: { lang: 'go' }, importanceWeight: 5, feedbackWeight: 1 },
-          { type: 'service', name: 'ledger', importanceWeight: 3 },
-          { type: 'person', name: 'Ada' },
-        ],
-        relationships: [
-          { source: { type: 'service', name: 'billing' }, target: { type: 'service', name: 'ledger' }, relationshipName: 'writes_to' },
-          { source: { type: 'person', name: 'Ada' }, target: { type: 'service', name: 'billing' }, relationshipName: 'owns' },
-        ],
-      };
-      const res = await write(globex, body, daemon.runtimeJwt);
-      expect(res.status, res.text).to.equal(200);
-      expect(res.json).to.deep.equal({ entities: 3, relationships: 2, recalls: 3 });
-      // Same session again: no new recall; the relationship is reinforced, not duplicated.
-      expect((await write(globex, body)).json.recalls).to.equal(0);
-
-      const g = await graphOf(globex);
-      expect(g.status, g.text).to.equal(200);
-      expect(Object.keys(g.json).sort()).to.deep.equal(['edges', 'edgesTruncated', 'nodes', 'truncated', 'window']);
-      expect(g.json.window).to.deep.equal({ days: 30 });
-      expect(g.json.truncated).to.equal(false);
-      expect(g.json.nodes.map((n: { name: string }) => n.name)).to.deep.equal(['billing', 'ledger', 'Ada']);
-      const billing = g.json.nodes[0];
-      expect(Object.keys(billing).sort()).to.deep.equal(['createdAt', 'description', 'feedbackWeight', 'id', 'importanceWeight', 'name', 'position', 'properties', 'recall', 'type']);
-      expect(billing).to.deep.include({ type: 'service', description: 'Charges cards', importanceWeight: 5, feedbackWeight: 1, properties: { lang: 'go' } });
-      expect(billing.recall.sessions).to.equal(1);
-      expect(Date.parse(billing.recall.lastRecalled)).to.be.a('number').and.not.NaN;
-      expect(g.json.edges).to.have.length(2);
-      for (const e of g.json.edges) expect(Object.keys(e).sort()).to.deep.equal(['id', 'relationshipName', 'source', 'target']);
-      expect(await db()('graph_relationships').where({ project_id: globex.projectId }).max('weight as w').first()).to.deep.equal({ w: 2 });
-
-      // Deterministic layout: the same call twice, and the same graph recorded in another order in another project.
-      expect((await graphOf(globex)).json.nodes.map((n: { position: unknown }) => n.position)).to.deep.equal(g.json.nodes.map((n: { position: unknown }) => n.position));
-      const reversed = { entities: [...body.entities].reverse(), relationships: [...body.relationships].reverse() };
-      expect((await write(acme, reversed)).status).to.equal(200);
-      const mirror = await graphOf(acme);
-      const positions = (nodes: { type: string; name: string; position: unknown }[]) =>
-        Object.fromEntries(nodes.map((n) => [`${n.type}/${n.name}`, n.position]));
-      expect(positions(mirror.json.nodes)).to.deep.equal(positions(g.json.nodes));
-    });
-
-    it('bounds the projection: freshness window, top-N nodes by importance, top-N edges, with truncation flags', async () => {
-      const org = await provisionOrg(t, 'Initech');
-      const entities = Array.from({ length: 205 }, (_, i) => ({ type: 'file', name: `f${i}`, importanceWeight: i }));
-      for (let i = 0; i < entities.length; i += 100) expect((await write(org, { entities: entities.slice(i, i + 100) })).status).to.equal(200);
-      const links: { source: { type: string; name: string }; target: { type: string; name: string }; relationshipName: string }[] = [];
-      for (let i = 5; i < 205; i++) for (const d of [1, 2, 3]) if (i + d < 205) links.push({ source: { type: 'file', name: `f${i}` }, target: { type: 'file', name: `f${i + d}` }, relationshipName: 'imports' });
-      for (let i = 0; i < links.length; i += 200) {
-        const res = await write(org, { entities: [], relationships: links.slice(i, i + 200) });
-        expect(res.status, res.text).to.equal(200);
-      }
-      const g = await graphOf(org);
-      expect(g.json.nodes).to.have.length(200);
-      expect(g.json.truncated).to.equal(true);
-      expect(g.json.nodes.map((n: { name: string }) => n.name)).to.not.include.members(['f0', 'f4']);
-      expect(g.json.edges).to.have.length(500);
-      expect(links.length).to.be.greaterThan(500);
-      expect(g.json.edgesTruncated).to.equal(true);
-
-      // Age f204 and its edges beyond 30 days: gone from the default window, back with window=all.
-      const old = new Date(Date.now() - 40 * DAY + 3_600_000);
-      await db()('graph_entities').where({ project_id: org.projectId, name: 'f204' }).update({ updated_at: old, created_at: old });
-      const fresh = await graphOf(org);
-      expect(fresh.json.nodes.map((n: { name: string }) => n.name)).to.not.include('f204');
-      const all = await graphOf(org, '?window=all');
-      expect(all.json.nodes.map((n: { name: string }) => n.name)).to.include('f204');
-      expect(all.json.window.days).to.equal(40);
-      expect((await graphOf(org, '?window=7')).json.window).to.deep.equal({ days: 7 });
-    });
-
-    it("refuses another org's project (404), anonymous callers (401), unknown relationship ends and hostile input (400)", async () => {
-      expect((await t.inject('GET', `/api/projects/${globex.projectId}/graph`, { token: acme.apiKey })).status).to.equal(404);
-      expect((await t.inject('GET', `/api/projects/${randomUUID()}/graph`, { token: acme.apiKey })).status).to.equal(404);
-      expect((await t.inject('GET', '/api/projects/not-a-uuid/graph', { token: acme.apiKey })).status).to.equal(404);
-      expect((await t.inject('POST', `/api/projects/${globex.projectId}/graph/entities`, { token: acme.apiKey, body: { entities: [] } })).status).to.equal(404);
-      expect((await t.inject('GET', `/api/projects/${acme.projectId}/graph`)).status).to.equal(401);
-      expect((await t.inject('POST', `/api/projects/${acme.projectId}/graph/entities`, { body: { entities: [] } })).status).to.equal(401);
-      const otherSession = await dispatch(t, globex);
-      expect((await write(acme, { sessionId: otherSession, entities: [] })).status).to.equal(404);
-      const dangling = await write(acme, { entities: [], relationships: [{ source: { type: 'x', name: 'nope' }, target: { type: 'x', name: 'nope2' }, relationshipName: 'r' }] });
-      expect(dangling.status).to.equal(400);
-      for (const q of ['?window=0', '?window=-5', '?window=abc', '?window=99999', '?window=all&x=1']) {
-        expect((await graphOf(acme, q)).status, q).to.equal(400);
-      }
-      for (const body of [{}, { entities: 'x' }, { entities: [{ type: '', name: 'a' }] }, { entities: [{ type: 'a', name: 'b', importanceWeight: 'big' }] },
-        { entities: Array.from({ length: 101 }, (_, i) => ({ type: 't', name: `${i}` })) }, { entities: [], sessionId: '../../x' }]) {
-        expect((await write(acme, body)).status, JSON.stringify(body).slice(0, 60)).to.equal(400);
-      }
-    });
-  });
-
-  describe('resource palette', () => {
-    it('groups connected integrations, plugin verbs and workers by kind, with an optional kind filter', async () => {
-      const daemon = await registerDaemon(t, acme, 'palette-host');
-      const now = Date.now();
-      await upsertProviderIntegration(db(), { orgId: acme.orgId, provider: 'github', sealedSecret: 'sealed', projectId: null, updatedBy: 'test', at: new Date(now) });
-      await upsertProviderIntegration(db(), { orgId: acme.orgId, provider: 'linear', sealedSecret: 'sealed', projectId: randomUUID(), updatedBy: 'test', at: new Date(now) });
-      await upsertOptionSnapshots(db(), { orgId: acme.orgId, projectId: acme.projectId, updatedBy: 'test', at: now }, [{ pluginId: 'jira', verbId: 'create-issue', options: { project: ['ENG'] } }]);
-      const res = await t.inject('GET', `/api/projects/${acme.projectId}/palette`, { token: acme.memberToken });
-      expect(res.status, res.text).to.equal(200);
-      const groups = res.json.groups;
-      expect(Object.keys(groups).sort()).to.deep.equal(['ci', 'errors', 'hosting', 'incident', 'plugin', 'repo', 'tracker', 'worker']);
-      expect(groups.repo).to.have.length(1);
-      expect(groups.repo[0]).to.include({ id: 'integration:github', kind: 'repo', provider: 'github', scope: 'org' });
-      // The Linear connection is bound to another project.
-      expect(groups.tracker).to.deep.equal([]);
-      expect(groups.plugin[0]).to.deep.include({ kind: 'plugin', provider: 'jira', name: 'create-issue', options: { project: ['ENG'] } });
-      expect(groups.worker.map((w: { id: string }) => w.id)).to.include(daemon.workerId);
-      const onlyRepo = await t.inject('GET', `/api/projects/${acme.projectId}/palette?kind=repo`, { token: daemon.runtimeJwt });
-      expect(onlyRepo.status).to.equal(200);
-      expect(Object.keys(onlyRepo.json.groups)).to.deep.equal(['repo']);
-      expect((await t.inject('GET', `/api/projects/${acme.projectId}/palette?kind=bogus`, { token: acme.apiKey })).status).to.equal(400);
-    });
-
-    it('lists the OAuth-connected providers of the caller\'s org next to the webhook ones, without their tokens', async () => {
-      const connect = (orgId: string, provider: string, accessToken: string) => upsertOAuthConnection(db(), {
-        orgId, provider, scope: 'read', expiresAt: null, connectedBy: randomUUID(), at: new Date(),
-        sealedTokens: t.node.deps.secrets.seal(JSON.stringify({ access_token: accessToken }), connectionSealContext(orgId, provider)),
-      });
-      await upsertProviderIntegration(db(), { orgId: globex.orgId, provider: 'github', sealedSecret: 'sealed', projectId: null, updatedBy: 'test', at: new Date() });
-      await connect(globex.orgId, 'github', 'gho_globex_secret_token');
-      await connect(globex.orgId, 'sentry', 'sntrys_globex_secret_token');
-      const res = await t.inject('GET', `/api/projects/${globex.projectId}/palette`, { token: globex.memberToken });
-      expect(res.status, res.text).to.equal(200);
-      expect(res.text).to.not.include('secret_token');
-      expect(res.text).to.not.include('sealed');
-      const { repo, errors, tracker } = res.json.groups;
-      expect(repo.map((e: { id: string; connection: string }) => [e.id, e.connection])).to.deep.equal([['integration:github', 'webhook'], ['oauth:github', 'oauth']]);
-      expect(errors).to.have.length(1);
-      expect(errors[0]).to.include({ id: 'oauth:sentry', kind: 'errors', provider: 'sentry', name: 'Sentry', scope: 'org', connection: 'oauth', grantedScope: 'read' });
-      expect(tracker).to.deep.equal([]);
-      expect(Object.keys(errors[0]).sort()).to.deep.equal(['connectedAt', 'connection', 'expiresAt', 'grantedScope', 'id', 'kind', 'name', 'provider', 'scope', 'status', 'statusChangedAt']);
-      expect(errors[0]).to.include({ status: 'connected', statusChangedAt: null });
-      const onlyErrors = await t.inject('GET', `/api/projects/${globex.projectId}/palette?kind=errors`, { token: globex.apiKey });
-      expect(Object.keys(onlyErrors.json.groups)).to.deep.equal(['errors']);
-      // Another org's connections are not in this org's palette.
-      const acmePalette = await t.inject('GET', `/api/projects/${acme.projectId}/palette`, { token: acme.memberToken });
-      expect(acmePalette.json.groups.errors).to.deep.equal([]);
-      expect(acmePalette.json.groups.repo.map((e: { id: string }) => e.id)).to.not.include('oauth:github');
-    });
-
-    it('answers 403 without project-viewer access (another project of the org, another org, an unknown project), 401 anonymous', async () => {
-      const daemon = await registerDaemon(t, acme, 'palette-host-2');
-      const second = randomUUID();
-      await insertProject(db(), { id: second, orgId: acme.orgId, name: 'Second', slug: `second-${second.slice(0, 8)}` });
-      expect((await t.inject('GET', `/api/projects/${second}/palette`, { token: daemon.runtimeJwt })).status).to.equal(403);
-      expect((await t.inject('GET', `/api/projects/${second}/palette`, { token: acme.memberToken })).status).to.equal(200);
-      expect((await t.inject('GET', `/api/projects/${globex.projectId}/palette`, { token: acme.apiKey })).status).to.equal(403);
-      expect((await t.inject('GET', `/api/projects/${randomUUID()}/palette`, { token: acme.apiKey })).status).to.equal(403);
-      expect((await t.inject('GET', `/api/projects/${acme.projectId}/palette`)).status).to.equal(401);
-    });
-  });
-
-  describe('operator session list', () => {
-    it('lists the org\'s sessions of one status and refuses bad statuses', async () => {
-      const daemon = await registerDaemon(t, globex, 'ops-host');
-      const id = await dispatch(t, globex);
-      for (const s of ['claimed', 'running']) await report(t, daemon, id, s, { phase: 'plan' });
-      const res = await t.inject('GET', '/api/fleet/sessions?status=running', { token: globex.apiKey });
-      expect(res.status, res.text).to.equal(200);
-      expect(res.json.sessions.map((s: { id: string }) => s.id)).to.include(id);
-      expect(res.json.sessions.every((s: { status: string }) => s.status === 'running')).to.equal(true);
-      expect((await t.inject('GET', '/api/fleet/sessions?status=running', { token: acme.apiKey })).json.sessions.map((s: { id: string }) => s.id)).to.not.include(id);
-      expect((await t.inject('GET', '/api/fleet/sessions?status=bogus', { token: acme.apiKey })).status).to.equal(400);
-      expect((await t.inject('GET', '/api/fleet/sessions')).status).to.equal(401);
     });
   });
 });

@@ -130,7 +130,9 @@ for (const { set, skip } of engineSets) describe(`sessions: run reports and tool
   it('lists tool steps as activities in order, records a retried request once, and beats the step heartbeat', async () => {
     const id = await running();
     expect((await detail(id)).lastToolCalledAt).to.equal(null);
-    const t0 = Date.now();
+    // Times after the claim and before now, so the node keeps each as sent and they order the steps.
+    await new Promise((r) => setTimeout(r, 40));
+    const t0 = Date.now() - 20;
     const batch = {
       steps: [
         { tool: 'Bash', summary: 'npm test', at: new Date(t0).toISOString() },

@@ -14,9 +14,7 @@ const SKIP_DIRS = new Set(['node_modules', 'dist', 'build', 'uws-native']);
 const MAX_FILE_LINES = 400;
 const MAX_FUNCTION_LINES = 100;
 const WAITING = new Set<string>([
-  // Being split now (issue 33): the routes of issue 34 landed in them, and two long test files.
-  'http/routes/analytics.ts', 'http/routes/daemon.ts', 'http/routes/sessions.ts', 'http/routes/worker-protocol.ts',
-  'test/hostile/routes.hostile.test.ts', 'test/integration/analytics/analytics.routes.test.ts',
+  // Nothing is over today; a file that goes over while it is being split is named here, with who is splitting it.
 ]);
 
 function sourceFiles(dir: string): string[] {
