@@ -29,6 +29,9 @@ import { templateRoutes } from './routes/templates.js';
 import { webPushRoutes } from './routes/web-push.js';
 import { integrationOAuthRoutes } from './routes/integration-oauth.js';
 import { authSessionRoute } from './routes/auth-session.js';
+import { queueControlRoutes } from './routes/queue-control.js';
+import { workerControlRoutes } from './routes/worker-control.js';
+import { scheduleControlRoutes } from './routes/schedule-control.js';
 import type { Route } from './types.js';
 
 /**
@@ -65,6 +68,9 @@ export function allRoutes(): Route<Deps>[] {
     ...a2aRoutes(),
     ...webPushRoutes(),
     ...integrationOAuthRoutes(),
+    ...queueControlRoutes(),
+    ...workerControlRoutes(),
+    ...scheduleControlRoutes(),
     authSessionRoute(),
   ];
   return routes;

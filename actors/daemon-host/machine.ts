@@ -15,7 +15,8 @@ import { defineMachine, go, type Take } from '../runtime/define-machine.js';
 export const daemonHostStatuses = ['absent', 'registered'] as const;
 export type DaemonHostStatus = (typeof daemonHostStatuses)[number];
 
-export const mutationOps = ['project.add', 'project.remove', 'pool.deleted', 'modelAccess.set', 'modelAccess.clear'] as const;
+/** `worker.drain` is enqueued only by `POST /api/workers/{workerId}/drain` (audited there), never by the operator queue route. */
+export const mutationOps = ['project.add', 'project.remove', 'pool.deleted', 'modelAccess.set', 'modelAccess.clear', 'worker.drain'] as const;
 export type MutationOp = (typeof mutationOps)[number];
 
 /** A daemon offline for long must not accumulate an unbounded queue; past this, enqueue is refused with 409. */

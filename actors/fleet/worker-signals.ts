@@ -17,6 +17,10 @@ import { offerOf as offerShape, type OfferedSession } from '../../storage/sessio
  * - `stop`:   the worker held this session and no longer does (stopped by a user, reclaimed or failed after a lost
  *             lease): it ends the agent and reports nothing.
  * - `prompt`: a prompt was queued for a session the worker holds: it polls now to receive it.
+ * And what the queue controls send (decision 0079), not the session actor:
+ * - `pausesChanged`: a project's queue or a worker of the org was paused or resumed: each node reads the org's pauses
+ *             again before it pushes another offer (./offer-pauses.ts).
+ * - `pollWorker`: a resumed worker polls now, for the work that waited while it was paused.
  * Signals travel on one topic per org; each node hands them to its own connected workers (./worker-streams.ts).
  */
 export type WorkerSignal =
@@ -24,7 +28,9 @@ export type WorkerSignal =
   | { readonly kind: 'poll'; readonly projectId: string }
   | { readonly kind: 'stop'; readonly workerId: string; readonly sessionId: string; readonly status: string; readonly reason: string }
   | { readonly kind: 'prompt'; readonly workerId: string; readonly sessionId: string }
-  | { readonly kind: 'followUp'; readonly workerId: string; readonly sessionId: string };
+  | { readonly kind: 'followUp'; readonly workerId: string; readonly sessionId: string }
+  | { readonly kind: 'pausesChanged' }
+  | { readonly kind: 'pollWorker'; readonly workerId: string };
 
 export interface WorkerSignalBatch {
   readonly orgId: string;
@@ -100,4 +106,18 @@ export function withWorkerSignals(behavior: SessionBehavior, transport: Transpor
     announce: (previous, next, id, message) => workerSignalsOf(previous, next, id, message),
     deliver: (batch) => transport.publish(workerSignalTopic(batch.orgId), batch),
   });
+}
+
+/**
+ * Publishes what a queue control (decision 0079) tells the org's workers, once its change is durable. Best effort
+ * like the session's signals: the poll reads the pauses itself, and each node reads them again within
+ * PAUSES_MAX_AGE_MS of ./offer-pauses.ts, so a lost publish costs latency, never an offer to what is paused for long.
+ */
+export async function announceQueueControl(
+  deps: { readonly transport: Pick<Transport, 'publish'>; readonly log: { warn(obj: object, msg: string): void } },
+  orgId: string, signals: readonly WorkerSignal[],
+): Promise<void> {
+  const batch: WorkerSignalBatch = { orgId, signals };
+  await deps.transport.publish(workerSignalTopic(orgId), batch)
+    .catch((err: unknown) => deps.log.warn({ err, orgId, signals: signals.map((s) => s.kind) }, 'could not tell the workers of a queue control'));
 }

@@ -2,15 +2,19 @@ import type { Unsubscribe } from '../../transport/port.js';
 import type { Deps } from '../deps.js';
 import type { NodeService } from '../node-services.js';
 import { parsePendingEvent, PENDING_TOPIC } from '../daemon-host/pending-index.js';
+import { offerPausesOf } from '../../storage/queue-control/pauses.js';
 import { WORKER_SIGNAL_PATTERN, type WorkerSignal, type WorkerSignalBatch } from './worker-signals.js';
+import { OfferPauses, type LoadPauses, type OrgPauses } from './offer-pauses.js';
 
 /**
  * This node's connected workers (`GET /api/daemon/events`, decision 0021) and the two topics that feed them: the
  * session actors' worker signals (`org.<orgId>.daemon.signal`) and the daemon-host actors' pending-mutation counts
  * (`daemon.pending`). Each node subscribes to both once and hands an event only to its own streams it concerns:
  * offers and poll nudges to the org's workers that serve the project, stops, prompts and follow-ups to the one worker named,
- * a mutation nudge to the worker whose queue grew. Nothing is remembered: a worker that reconnects polls and
- * reconciles what it holds (`GET /api/daemon/sessions`), so a missed event costs latency, never correctness.
+ * a mutation nudge to the worker whose queue grew. An offer is not pushed for a paused project's queue, nor to a
+ * paused worker (decision 0079; ./offer-pauses.ts keeps the org's pauses, and every signal of an org passes through
+ * it in order). Nothing else is remembered: a worker that reconnects polls and reconciles what it holds
+ * (`GET /api/daemon/sessions`), so a missed event costs latency, never correctness.
  */
 export interface WorkerConnection {
   readonly workerId: string;
@@ -27,11 +31,15 @@ export class WorkerStreams implements NodeService {
   private readonly unsubscribers: Unsubscribe[] = [];
   private subscribing: Promise<void> | undefined;
   private subscribed = false;
+  private readonly pauses: OfferPauses;
 
   constructor(
     private readonly subscribe: (pattern: string, handler: (topic: string, event: unknown) => void) => Promise<Unsubscribe>,
     private readonly log: Deps['log'],
-  ) {}
+    loadPauses: LoadPauses,
+  ) {
+    this.pauses = new OfferPauses(loadPauses, (orgId, err) => this.log.warn({ err, orgId }, 'could not read the pauses of an org; offers become poll nudges'));
+  }
 
   start(): void {}
 
@@ -56,9 +64,11 @@ export class WorkerStreams implements NodeService {
   attach(conn: WorkerConnection): () => void {
     add(this.byOrg, conn.orgId, conn);
     add(this.byWorker, conn.workerId, conn);
+    this.pauses.prefetch(conn.orgId);
     return () => {
       remove(this.byOrg, conn.orgId, conn);
       remove(this.byWorker, conn.workerId, conn);
+      if (!this.byOrg.has(conn.orgId)) this.pauses.forget(conn.orgId);
     };
   }
 
@@ -80,13 +90,21 @@ export class WorkerStreams implements NodeService {
     const orgId = topic.split('.')[1];
     // Only what the topic says about the org is trusted: a body naming another org is dropped.
     if (!orgId || batch?.orgId !== orgId || !Array.isArray(batch.signals)) return;
-    for (const signal of batch.signals as WorkerSignal[]) this.deliver(orgId, signal);
+    // No worker of the org is connected here: nothing to send, and its pauses need not be known.
+    if (!this.byOrg.has(orgId)) return;
+    for (const signal of batch.signals as WorkerSignal[]) {
+      if (signal?.kind === 'pausesChanged') this.pauses.changed(orgId);
+      else this.pauses.run(orgId, (pauses) => this.deliver(orgId, signal, pauses));
+    }
   }
 
-  private deliver(orgId: string, signal: WorkerSignal): void {
+  /** `pauses` undefined: they could not be read, and an offer becomes a nudge to poll, whose query knows them. */
+  private deliver(orgId: string, signal: WorkerSignal, pauses: OrgPauses | undefined): void {
     switch (signal.kind) {
       case 'offer':
-        return this.toProject(orgId, signal.projectId, 'offer', { session: signal.session });
+        if (pauses === undefined) return this.toProject(orgId, signal.projectId, 'poll', { projectId: signal.projectId });
+        if (pauses.projects.has(signal.projectId)) return;
+        return this.toProject(orgId, signal.projectId, 'offer', { session: signal.session }, pauses.workers);
       case 'poll':
         return this.toProject(orgId, signal.projectId, 'poll', { projectId: signal.projectId });
       case 'stop':
@@ -94,6 +112,8 @@ export class WorkerStreams implements NodeService {
       case 'prompt':
       case 'followUp':
         return this.toWorker(orgId, signal.workerId, 'poll', { sessionId: signal.sessionId });
+      case 'pollWorker':
+        return this.toWorker(orgId, signal.workerId, 'poll', {});
     }
   }
 
@@ -103,9 +123,11 @@ export class WorkerStreams implements NodeService {
     for (const conn of this.byWorker.get(e.workerId) ?? []) this.send(conn, 'mutation', { pending: e.pending });
   }
 
-  private toProject(orgId: string, projectId: unknown, event: string, data: unknown): void {
+  private toProject(orgId: string, projectId: unknown, event: string, data: unknown, skipWorkers?: ReadonlySet<string>): void {
     if (typeof projectId !== 'string') return;
-    for (const conn of this.byOrg.get(orgId) ?? []) if (conn.projectIds.has(projectId)) this.send(conn, event, data);
+    for (const conn of this.byOrg.get(orgId) ?? []) {
+      if (conn.projectIds.has(projectId) && skipWorkers?.has(conn.workerId) !== true) this.send(conn, event, data);
+    }
   }
 
   private toWorker(orgId: string, workerId: unknown, event: string, data: unknown): void {
@@ -138,6 +160,9 @@ function remove<K, V>(map: Map<K, Set<V>>, key: K, value: V): void {
 /** The node's worker streams (`deps.services.workers`). */
 export const workerStreams = (deps: Pick<Deps, 'services'>): WorkerStreams => deps.services.workers;
 
-export function createWorkerStreams(deps: Pick<Deps, 'log' | 'transport'>): WorkerStreams {
-  return new WorkerStreams((pattern, handler) => deps.transport.subscribe(pattern, handler), deps.log.child({ component: 'worker-streams' }));
+export function createWorkerStreams(deps: Pick<Deps, 'log' | 'transport' | 'db'>): WorkerStreams {
+  return new WorkerStreams(
+    (pattern, handler) => deps.transport.subscribe(pattern, handler), deps.log.child({ component: 'worker-streams' }),
+    (orgId) => offerPausesOf(deps.db, orgId),
+  );
 }

@@ -2,13 +2,14 @@ import type { Knex } from 'knex';
 import type { ActorBehavior } from '../runtime/machine.js';
 import { scheduleMessageSchema } from '../../schemas/workflows/messages.js';
 import { writeFires, writeSchedule } from '../../storage/workflows/schedules.js';
+import { appendAudit } from '../../storage/audit-log.js';
 import {
   initialScheduleState, scheduleMachine, type ScheduleEffect, type ScheduleMsg, type ScheduleReply, type ScheduleState,
 } from './machine.js';
 
 /**
  * The schedule actor (`workflow-schedule/<workflowId>`). Its projection keeps `workflow_schedules` and the fire rows
- * in step with its state, in the snapshot transaction; `afterPersist` arms this node's timer for the next fire and
+ * in step with its state, in the snapshot transaction, with the audit entry of a pause or resume; `afterPersist` arms this node's timer for the next fire and
  * starts the pending fire's run, then reports the outcome to itself as `schedule.fired`.
  */
 export const WORKFLOW_SCHEDULE_KIND = 'workflow-schedule';
@@ -40,10 +41,18 @@ export function createScheduleBehavior(ports: SchedulePorts): ActorBehavior<Sche
         workflowId: id, orgId: next.orgId, projectId: next.projectId, appliedVersion: next.appliedVersion, status: next.status,
         version: next.version, cron: next.config.cron, timezone: next.config.timezone, overlap: next.config.overlap,
         catchupWindowSeconds: next.config.catchupWindowSeconds, nextFireAt: next.nextFireAt,
-        pendingFireAt: next.pending?.fireTime ?? null, lastRunId: next.lastRunId, updatedAt: next.updatedAt,
+        pendingFireAt: next.pending?.fireTime ?? null, lastRunId: next.lastRunId,
+        pausedAt: next.paused?.at ?? null, pausedBy: next.paused?.by ?? null, updatedAt: next.updatedAt,
       });
       for (const effect of effects) {
         if (effect.type === 'recordFires') await writeFires(trx, id, next.orgId, effect.fires, new Date(next.updatedAt));
+        if (effect.type === 'audit') {
+          await appendAudit(trx, {
+            orgId: next.orgId, type: effect.event, actor: effect.by, subject: id,
+            payload: { workflowId: id, projectId: next.projectId, ...(effect.event === 'workflow.schedule_resumed' ? { firesSkippedAtResume: effect.skipped } : {}) },
+            at: new Date(next.updatedAt),
+          });
+        }
       }
     },
     async afterPersist(effects, ctx) {

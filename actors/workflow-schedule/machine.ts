@@ -26,6 +26,10 @@ import { derivedRunId } from '../workflow-run/start-pinned.js';
  * - `schedule.tick`: someone thinks a fire may be due (this node's timer, or any node's scan for overdue fires). A
  *   tick that finds nothing due changes nothing, so any number of them is harmless.
  * - `schedule.fired`: the outcome of the pending fire's run start.
+ * - `schedule.pause` / `schedule.resume` (decision 0079): while paused, a fire that comes due starts no run and is
+ *   recorded `skipped-paused`; a fire already decided still finishes. Resuming moves the next fire past now, so the
+ *   fires passed over while paused are never replayed. Each answers the pause as it is; only a change is audited.
+ *   A republish or an end keeps the pause: only a resume lifts it.
  */
 export const scheduleStatuses = ['absent', 'active', 'ended'] as const;
 export type ScheduleStatus = (typeof scheduleStatuses)[number];
@@ -40,6 +44,12 @@ export interface ScheduleConfig {
   readonly timezone: string;
   readonly overlap: OverlapPolicy;
   readonly catchupWindowSeconds: number;
+}
+
+/** Who paused a schedule, and when. */
+export interface SchedulePause {
+  readonly at: number;
+  readonly by: string;
 }
 
 export interface PendingFire {
@@ -63,6 +73,8 @@ export type ScheduleState =
       readonly pending: PendingFire | null;
       /** The last run a fire of this schedule started: what `overlap: skip` waits for. */
       readonly lastRunId: string | null;
+      /** Absent in snapshots from before pausing existed: read as not paused. */
+      readonly paused?: SchedulePause | null;
       readonly updatedAt: number;
     };
 type LiveSchedule = Extract<ScheduleState, { orgId: string }>;
@@ -76,9 +88,11 @@ export type ScheduleMsg =
   | {
       readonly type: 'schedule.fired'; readonly fireTime: number; readonly runId: string;
       readonly outcome: Extract<FireOutcome, 'started' | 'skipped-overlap' | 'failed'>; readonly detail?: string;
-    };
+    }
+  | { readonly type: 'schedule.pause'; readonly orgId: string; readonly by: string }
+  | { readonly type: 'schedule.resume'; readonly orgId: string; readonly by: string };
 export type ScheduleMsgType = ScheduleMsg['type'];
-export const scheduleMsgTypes: readonly ScheduleMsgType[] = ['schedule.configure', 'schedule.tick', 'schedule.fired'];
+export const scheduleMsgTypes: readonly ScheduleMsgType[] = ['schedule.configure', 'schedule.tick', 'schedule.fired', 'schedule.pause', 'schedule.resume'];
 
 export type ScheduleEffect =
   /** Fires to record in `workflow_schedule_fires`, in the snapshot transaction. */
@@ -89,12 +103,15 @@ export type ScheduleEffect =
       readonly overlap: OverlapPolicy; readonly lastRunId: string | null;
     }
   /** Wake this schedule at `at` (a timer on this node). */
-  | { readonly type: 'arm'; readonly at: number };
+  | { readonly type: 'arm'; readonly at: number }
+  /** A pause or resume that changed the schedule: its audit entry, in the snapshot transaction. */
+  | { readonly type: 'audit'; readonly event: 'workflow.schedule_paused' | 'workflow.schedule_resumed'; readonly by: string; readonly skipped: number };
 
 export interface ScheduleReply {
   readonly status: ScheduleStatus;
   readonly nextFireAt: number | null;
   readonly pendingFireAt: number | null;
+  readonly paused: SchedulePause | null;
 }
 
 export const initialScheduleState = (): ScheduleState => ({ status: 'absent' });
@@ -104,8 +121,8 @@ type On<T extends ScheduleMsgType, To, In = LiveSchedule> =
   Take<ScheduleState, Extract<ScheduleMsg, { type: T }>, ScheduleEffect, ScheduleReply, ScheduleStatus, To, In>;
 
 const replyOf = (s: ScheduleState): ScheduleReply => (s.status === 'absent'
-  ? { status: 'absent', nextFireAt: null, pendingFireAt: null }
-  : { status: s.status, nextFireAt: s.nextFireAt, pendingFireAt: s.pending?.fireTime ?? null });
+  ? { status: 'absent', nextFireAt: null, pendingFireAt: null, paused: null }
+  : { status: s.status, nextFireAt: s.nextFireAt, pendingFireAt: s.pending?.fireTime ?? null, paused: s.paused ?? null });
 const unchanged = (s: ScheduleState, effects: readonly ScheduleEffect[] = []): D => accept(s, replyOf(s), effects);
 
 /** The deployment schedules runs when the workflow is published with a schedule trigger. */
@@ -123,7 +140,7 @@ const start: On<'schedule.configure', readonly ScheduleStatus[], { status: 'abse
   const config = configOf(msg.trigger);
   const next: LiveSchedule = {
     status: 'active', orgId: msg.orgId, projectId: msg.projectId, appliedVersion: msg.workflowVersion, version: msg.publishedVersion,
-    config, nextFireAt: nextFire(config, now), pending: null, lastRunId: null, updatedAt: now,
+    config, nextFireAt: nextFire(config, now), pending: null, lastRunId: null, paused: null, updatedAt: now,
   };
   return accept(next, replyOf(next), armed(next));
 };
@@ -157,6 +174,7 @@ const tick: On<'schedule.tick', 'active'> = (state, _msg, ctx) => {
   if (state.pending !== null) return unchanged(state, [startEffect(state, state.pending)]);
   if (state.nextFireAt === null) return unchanged(state);
   if (ctx.now < state.nextFireAt) return unchanged(state, armed(state));
+  if (state.paused) return passOverWhilePaused(state, state.paused, ctx.now);
   const cron = new CronSchedule(state.config.cron, state.config.timezone);
   const latest = Math.max(cron.latestAtOrBefore(ctx.now) ?? state.nextFireAt, state.nextFireAt);
   const lateness = ctx.now - latest;
@@ -201,6 +219,46 @@ const fired: On<'schedule.fired', readonly ScheduleStatus[]> = (state, msg, { no
   }]);
 };
 
+/**
+ * The fires due by `now` of a paused schedule: each recorded `skipped-paused` (the newest MAX_RECORDED_MISSES of
+ * them), none started, and the next fire moved past `now`. Used by a tick while paused, and by the resume, so that a
+ * fire passed over while paused is never run late.
+ */
+function passOverWhilePaused(state: LiveSchedule, paused: SchedulePause, now: number): D {
+  const next = skipPaused(state, paused, now);
+  return accept(next.state, replyOf(next.state), [...next.effects, ...armed(next.state)]);
+}
+
+function skipPaused(state: LiveSchedule, paused: SchedulePause, now: number): { state: LiveSchedule; effects: ScheduleEffect[]; skipped: number } {
+  if (state.nextFireAt === null || state.nextFireAt > now) return { state, effects: [], skipped: 0 };
+  const cron = new CronSchedule(state.config.cron, state.config.timezone);
+  const latest = Math.max(cron.latestAtOrBefore(now) ?? state.nextFireAt, state.nextFireAt);
+  const detail = `the schedule was paused by ${paused.by} at ${new Date(paused.at).toISOString()}`;
+  const fires: FireRow[] = [...missedBefore(cron, state.nextFireAt, latest), latest]
+    .map((fireTime) => ({ fireTime, version: state.version, outcome: 'skipped-paused', runId: null, detail }));
+  const next: LiveSchedule = { ...state, nextFireAt: cron.nextAfter(now), updatedAt: now };
+  return { state: next, effects: [{ type: 'recordFires', fires }], skipped: fires.length };
+}
+
+/** Pausing a paused schedule answers as it is and records nothing. */
+const pause: On<'schedule.pause', readonly ScheduleStatus[]> = (state, msg, { now }) => {
+  if (state.paused) return unchanged(state);
+  const next: LiveSchedule = { ...state, paused: { at: now, by: msg.by }, updatedAt: now };
+  return accept(next, replyOf(next), [{ type: 'audit', event: 'workflow.schedule_paused', by: msg.by, skipped: 0 }]);
+};
+
+/** Resuming records the fires due meanwhile that no tick has yet (as paused), so none of them runs late. */
+const resume: On<'schedule.resume', readonly ScheduleStatus[]> = (state, msg, { now }) => {
+  if (!state.paused) return unchanged(state);
+  const passed = state.status === 'active' ? skipPaused(state, state.paused, now) : { state, effects: [], skipped: 0 };
+  const next: LiveSchedule = { ...passed.state, paused: null, updatedAt: now };
+  return accept(next, replyOf(next), [
+    ...passed.effects,
+    { type: 'audit', event: 'workflow.schedule_resumed', by: msg.by, skipped: passed.skipped },
+    ...(next.status === 'active' ? armed(next) : []),
+  ]);
+};
+
 const ignore = (state: ScheduleState): D => unchanged(state);
 
 export const scheduleMachine = defineMachine<ScheduleState, ScheduleMsg, ScheduleEffect, ScheduleReply, ScheduleStatus>({
@@ -208,7 +266,7 @@ export const scheduleMachine = defineMachine<ScheduleState, ScheduleMsg, Schedul
   messageTypes: scheduleMsgTypes,
   statusOf: (state) => state.status,
   // A configure naming another org than the schedule's is a bug or forgery: it finds nothing.
-  screen: (state, msg) => (state.status !== 'absent' && msg.type === 'schedule.configure' && msg.orgId !== state.orgId
+  screen: (state, msg) => (state.status !== 'absent' && 'orgId' in msg && msg.orgId !== state.orgId
     ? reject('NOT_FOUND', 'schedule not found')
     : undefined),
   refuse: (from, msg) => reject('ILLEGAL_TRANSITION', `${msg.type} is not allowed on a ${from} schedule`, { from, msgType: msg.type }),
@@ -218,11 +276,15 @@ export const scheduleMachine = defineMachine<ScheduleState, ScheduleMsg, Schedul
       'schedule.configure': choose(['active', 'ended'], reconfigure),
       'schedule.tick': go('active', tick),
       'schedule.fired': choose(['active'], fired),
+      'schedule.pause': choose(['active'], pause),
+      'schedule.resume': choose(['active'], resume),
     },
     ended: {
       'schedule.configure': choose(['active', 'ended'], reconfigure),
       'schedule.tick': go('ended', tickEnded),
       'schedule.fired': choose(['ended'], fired),
+      'schedule.pause': choose(['ended'], pause),
+      'schedule.resume': choose(['ended'], resume),
     },
   },
 });

@@ -764,7 +764,7 @@ export interface paths {
         put?: never;
         /**
          * Pending sessions of the worker's projects (and prompts queued for sessions it holds)
-         * @description Each offer names the repository and ref the session runs on, the agent preset asked for, and its `run` (1, or 2 and on for a follow-up: a prompt to a finished session). A follow-up carries `followUp {agentSessionId?, branch}` and is offered only to the worker that ran it while that worker is live (seen within the session lease), for at most TROUPE_FOLLOW_UP_GRACE_MS; then to any worker of the project, which rebuilds the workspace from the pushed branch.
+         * @description Each offer names the repository and ref the session runs on, the agent preset asked for, and its `run` (1, or 2 and on for a follow-up: a prompt to a finished session). A follow-up carries `followUp {agentSessionId?, branch}` and is offered only to the worker that ran it while that worker is live (seen within the session lease), for at most TROUPE_FOLLOW_UP_GRACE_MS; then to any worker of the project, which rebuilds the workspace from the pushed branch. Nothing of a paused project's queue; nothing at all to a paused worker (the prompts queued for the sessions it holds still come; decision 0079).
          */
         post: operations["postApiDaemonPoll"];
         delete?: never;
@@ -785,7 +785,7 @@ export interface paths {
         /**
          * Deprecated alias of /api/daemon/poll. Pending sessions of the worker's projects (and prompts queued for sessions it holds)
          * @deprecated
-         * @description Each offer names the repository and ref the session runs on, the agent preset asked for, and its `run` (1, or 2 and on for a follow-up: a prompt to a finished session). A follow-up carries `followUp {agentSessionId?, branch}` and is offered only to the worker that ran it while that worker is live (seen within the session lease), for at most TROUPE_FOLLOW_UP_GRACE_MS; then to any worker of the project, which rebuilds the workspace from the pushed branch.
+         * @description Each offer names the repository and ref the session runs on, the agent preset asked for, and its `run` (1, or 2 and on for a follow-up: a prompt to a finished session). A follow-up carries `followUp {agentSessionId?, branch}` and is offered only to the worker that ran it while that worker is live (seen within the session lease), for at most TROUPE_FOLLOW_UP_GRACE_MS; then to any worker of the project, which rebuilds the workspace from the pushed branch. Nothing of a paused project's queue; nothing at all to a paused worker (the prompts queued for the sessions it holds still come; decision 0079).
          */
         post: operations["postV1DaemonPoll"];
         delete?: never;
@@ -858,8 +858,8 @@ export interface paths {
          * @description The server's push channel to a connected worker (decision 0021). Server-sent events, each `data` a JSON object:
          *
          *     - `ready` `{workerId}`: subscribed; from here on nothing for this worker is missed while the stream stays open. A worker (re)connecting polls once and reconciles what it holds (`GET /api/daemon/sessions`), since events sent while it was away are not replayed.
-         *     - `offer` `{session: {id, projectId, prompt, agentCardId?, workType?, provider?, repository?, ref?, agent?, run}}`: a session of one of the worker's projects entered the queue. A worker with free capacity claims it (`POST /api/sessions/{id}/status` `claimed`); the first claim wins, the others get 409 and drop it. Sent to every connected worker of the project.
-         *     - `poll` `{projectId?, sessionId?}`: work may be waiting that only `POST /api/daemon/poll` hands out (a session behind an issue lock, a waiter promoted, a prompt queued for a session the worker holds, a follow-up of a session this worker ran, whose offer carries the agent conversation to resume): poll now.
+         *     - `offer` `{session: {id, projectId, prompt, agentCardId?, workType?, provider?, repository?, ref?, agent?, run}}`: a session of one of the worker's projects entered the queue. A worker with free capacity claims it (`POST /api/sessions/{id}/status` `claimed`); the first claim wins, the others get 409 and drop it. Sent to every connected worker of the project; not sent for a paused project's queue, nor to a paused worker (decision 0079).
+         *     - `poll` `{projectId?, sessionId?}`: work may be waiting that only `POST /api/daemon/poll` hands out (a session behind an issue lock, a waiter promoted, a prompt queued for a session the worker holds, a follow-up of a session this worker ran, whose offer carries the agent conversation to resume; `{}`: the worker was resumed): poll now.
          *     - `stop` `{sessionId, status, reason}`: the worker held this session and no longer does (stopped by a user: `status: stopped`; reclaimed after a lost lease: `pending`; failed by the lease: `failed`). End the agent; report nothing more for it. Sent within milliseconds of the change being durable.
          *     - `mutation` `{pending}`: mutations wait for this worker: heartbeat now to receive them.
          *
@@ -1096,7 +1096,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A workflow's schedule: whether it is active, its cron expression and zone, the published version it fires, its next fire times, and its last ten fires with their runs */
+        /** A workflow's schedule: whether it is active and whether paused, its cron expression and zone, the published version it fires, its next fire times, and its last ten fires with their runs */
         get: operations["getApiWorkflowsIdSchedule"];
         put?: never;
         post?: never;
@@ -1659,7 +1659,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The org's live worker fleet and session queue: live workers, capacity, sessions per status, queue depth, quota use */
+        /** The org's live worker fleet and session queue: live and paused workers, capacity, sessions per status, queue depth, paused project queues, quota use */
         get: operations["getApiFleetStats"];
         put?: never;
         post?: never;
@@ -1676,7 +1676,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The org's workers, latest heartbeat first (at most 500): capacity, sessions held, projects, last heartbeat, live */
+        /** The org's workers, latest heartbeat first (at most 500): capacity, sessions held, projects, last heartbeat, live, paused */
         get: operations["getApiFleetWorkers"];
         put?: never;
         post?: never;
@@ -1907,6 +1907,163 @@ export interface paths {
         get: operations["getApiIntegrationsProviderOauthCallback"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/projects/{projectId}/queue/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Pause the project's queue: its pending sessions are offered to no worker until resumed; running sessions go on and dispatch still queues (org admins and owners, project admins)
+         * @description Idempotent: pausing a paused queue answers the pause as it is (who paused it and when) and changes nothing. Each change is audited (`queue.paused`). A session offered before the pause may still be claimed by the worker that was offered it; nothing is offered after this answer.
+         */
+        post: operations["postApiProjectsProjectIdQueuePause"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/projects/{projectId}/queue/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resume the project's queue: its waiting sessions are offered again and its workers told to poll now (org admins and owners, project admins)
+         * @description Idempotent: resuming a queue that is not paused changes nothing. A change is audited (`queue.resumed`). The project's connected workers are sent a `poll` event, so a free worker claims a waiting session at once rather than at its next poll.
+         */
+        post: operations["postApiProjectsProjectIdQueueResume"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/projects/{projectId}/queue": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The project's queue: whether it is paused (by whom, since when) and how many sessions wait in it (project readers) */
+        get: operations["getApiProjectsProjectIdQueue"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workers/{workerId}/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Pause a worker: it is offered no new session until resumed; the sessions it runs go on (org admins and owners)
+         * @description Idempotent: pausing a paused worker answers the pause as it is and changes nothing. A change is audited (`worker.paused`). The worker listing shows `paused`. A worker that re-registers under a new id is not paused.
+         */
+        post: operations["postApiWorkersWorkerIdPause"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workers/{workerId}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resume a paused worker: it is offered work again and told to poll now (org admins and owners)
+         * @description Idempotent: resuming a worker that is not paused changes nothing. A change is audited (`worker.resumed`). The worker is sent a `poll` event on its event stream, so it takes waiting work at once.
+         */
+        post: operations["postApiWorkersWorkerIdResume"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workers/{workerId}/drain": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Drain a worker: it takes no new work, lets its sessions finish within its drain timeout, stops the rest and exits 0, as on SIGTERM (org admins and owners)
+         * @description Delivered as a `worker.drain` mutation with the worker's next heartbeat; a connected worker is nudged to send it at once. 202: asked, not yet done. Idempotent while undelivered: a second request answers the same mutation. Audited (`worker.drain_requested`). A worker run by a supervisor (systemd, Kubernetes) is restarted by it under the same identity and takes work again; cancel an undelivered drain with `POST /api/daemon/mutations/{id}/cancel`.
+         */
+        post: operations["postApiWorkersWorkerIdDrain"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workflows/{id}/schedule/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Pause a workflow's schedule: fires due while paused start no run and are recorded skipped-paused (who may publish the workflow)
+         * @description Idempotent: pausing a paused schedule answers the pause as it is and changes nothing. A change is audited (`workflow.schedule_paused`). A fire already being started when the pause arrives still finishes. Republishing keeps the pause. 409 for a workflow without a schedule.
+         */
+        post: operations["postApiWorkflowsIdSchedulePause"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workflows/{id}/schedule/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resume a paused schedule: it fires again from its next fire after now; fires skipped while paused are not replayed (who may publish the workflow)
+         * @description Idempotent: resuming a schedule that is not paused changes nothing. A change is audited (`workflow.schedule_resumed`); fires that came due while paused and had not been recorded yet are recorded skipped-paused by the resume itself. 409 for a workflow without a schedule.
+         */
+        post: operations["postApiWorkflowsIdScheduleResume"];
         delete?: never;
         options?: never;
         head?: never;
@@ -6641,9 +6798,12 @@ export interface operations {
                             orgId: string;
                             workerHostId: string;
                             requestedBy: string;
-                            /** @enum {unknown} */
-                            op: "project.add" | "project.remove" | "pool.deleted" | "modelAccess.set" | "modelAccess.clear";
-                            /** @description The op's parameters (see the enqueue body: one schema per op) */
+                            /**
+                             * @description `worker.drain` comes from `POST /api/workers/{workerId}/drain`: drain as on SIGTERM, then exit
+                             * @enum {unknown}
+                             */
+                            op: "project.add" | "project.remove" | "pool.deleted" | "modelAccess.set" | "modelAccess.clear" | "worker.drain";
+                            /** @description The op's parameters (see the enqueue body: one schema per op; `worker.drain` takes none) */
                             params: Record<string, unknown>;
                             /** @enum {unknown} */
                             status: "pending" | "delivered" | "cancelled";
@@ -6756,9 +6916,12 @@ export interface operations {
                             orgId: string;
                             workerHostId: string;
                             requestedBy: string;
-                            /** @enum {unknown} */
-                            op: "project.add" | "project.remove" | "pool.deleted" | "modelAccess.set" | "modelAccess.clear";
-                            /** @description The op's parameters (see the enqueue body: one schema per op) */
+                            /**
+                             * @description `worker.drain` comes from `POST /api/workers/{workerId}/drain`: drain as on SIGTERM, then exit
+                             * @enum {unknown}
+                             */
+                            op: "project.add" | "project.remove" | "pool.deleted" | "modelAccess.set" | "modelAccess.clear" | "worker.drain";
+                            /** @description The op's parameters (see the enqueue body: one schema per op; `worker.drain` takes none) */
                             params: Record<string, unknown>;
                             /** @enum {unknown} */
                             status: "pending" | "delivered" | "cancelled";
@@ -7187,9 +7350,12 @@ export interface operations {
                             orgId: string;
                             workerHostId: string;
                             requestedBy: string;
-                            /** @enum {unknown} */
-                            op: "project.add" | "project.remove" | "pool.deleted" | "modelAccess.set" | "modelAccess.clear";
-                            /** @description The op's parameters (see the enqueue body: one schema per op) */
+                            /**
+                             * @description `worker.drain` comes from `POST /api/workers/{workerId}/drain`: drain as on SIGTERM, then exit
+                             * @enum {unknown}
+                             */
+                            op: "project.add" | "project.remove" | "pool.deleted" | "modelAccess.set" | "modelAccess.clear" | "worker.drain";
+                            /** @description The op's parameters (see the enqueue body: one schema per op; `worker.drain` takes none) */
                             params: Record<string, unknown>;
                             /** @enum {unknown} */
                             status: "pending" | "delivered" | "cancelled";
@@ -7282,9 +7448,12 @@ export interface operations {
                             orgId: string;
                             workerHostId: string;
                             requestedBy: string;
-                            /** @enum {unknown} */
-                            op: "project.add" | "project.remove" | "pool.deleted" | "modelAccess.set" | "modelAccess.clear";
-                            /** @description The op's parameters (see the enqueue body: one schema per op) */
+                            /**
+                             * @description `worker.drain` comes from `POST /api/workers/{workerId}/drain`: drain as on SIGTERM, then exit
+                             * @enum {unknown}
+                             */
+                            op: "project.add" | "project.remove" | "pool.deleted" | "modelAccess.set" | "modelAccess.clear" | "worker.drain";
+                            /** @description The op's parameters (see the enqueue body: one schema per op; `worker.drain` takes none) */
                             params: Record<string, unknown>;
                             /** @enum {unknown} */
                             status: "pending" | "delivered" | "cancelled";
@@ -7399,9 +7568,12 @@ export interface operations {
                             orgId: string;
                             workerHostId: string;
                             requestedBy: string;
-                            /** @enum {unknown} */
-                            op: "project.add" | "project.remove" | "pool.deleted" | "modelAccess.set" | "modelAccess.clear";
-                            /** @description The op's parameters (see the enqueue body: one schema per op) */
+                            /**
+                             * @description `worker.drain` comes from `POST /api/workers/{workerId}/drain`: drain as on SIGTERM, then exit
+                             * @enum {unknown}
+                             */
+                            op: "project.add" | "project.remove" | "pool.deleted" | "modelAccess.set" | "modelAccess.clear" | "worker.drain";
+                            /** @description The op's parameters (see the enqueue body: one schema per op; `worker.drain` takes none) */
                             params: Record<string, unknown>;
                             /** @enum {unknown} */
                             status: "pending" | "delivered" | "cancelled";
@@ -8848,7 +9020,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A workflow's schedule: whether it is active, its cron expression and zone, the published version it fires, its next fire times, and its last ten fires with their runs */
+            /** @description A workflow's schedule: whether it is active and whether paused, its cron expression and zone, the published version it fires, its next fire times, and its last ten fires with their runs */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -8856,6 +9028,12 @@ export interface operations {
                 content: {
                     "application/json": {
                         workflowId: string;
+                        /** @description Paused (`POST /api/workflows/{id}/schedule/pause`): its fires start no run and are recorded skipped-paused */
+                        paused: boolean;
+                        /** Format: date-time */
+                        pausedAt: string | null;
+                        /** @description Who paused it: a user, key or machine id */
+                        pausedBy: string | null;
                         /**
                          * @description none: never published with a schedule trigger; ended: archived, unpublished or given another trigger
                          * @enum {unknown}
@@ -8868,7 +9046,7 @@ export interface operations {
                         catchupWindowSeconds: number | null;
                         /** @description The published version each fire starts a run of */
                         version: number | null;
-                        /** @description The next five fires (empty unless active) */
+                        /** @description The next five fires (empty unless active; while paused, each will be skipped) */
                         nextFireTimes: string[];
                         /**
                          * Format: date-time
@@ -8882,10 +9060,10 @@ export interface operations {
                             /** @description The published version the fire ran (or would have run) */
                             version: number;
                             /**
-                             * @description skipped-overlap: the previous run was still live (overlap: skip); skipped-missed: no node ran the schedule then, and a later fire was due or the catch-up window had passed
+                             * @description skipped-overlap: the previous run was still live (overlap: skip); skipped-missed: no node ran the schedule then, and a later fire was due or the catch-up window had passed; skipped-paused: the schedule was paused (never run later, not even after the resume)
                              * @enum {unknown}
                              */
-                            outcome: "starting" | "started" | "skipped-overlap" | "skipped-missed" | "failed";
+                            outcome: "starting" | "started" | "skipped-overlap" | "skipped-missed" | "skipped-paused" | "failed";
                             runId: string | null;
                             /** @description The fire's run's status now */
                             runStatus: string | null;
@@ -12352,7 +12530,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The org's live worker fleet and session queue: live workers, capacity, sessions per status, queue depth, quota use */
+            /** @description The org's live worker fleet and session queue: live and paused workers, capacity, sessions per status, queue depth, paused project queues, quota use */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -12362,6 +12540,8 @@ export interface operations {
                         workers: {
                             live: number;
                             registered: number;
+                            /** @description Workers paused by `POST /api/workers/{workerId}/pause`: offered no new work */
+                            paused: number;
                         };
                         capacity: {
                             total: number;
@@ -12376,6 +12556,13 @@ export interface operations {
                             depth: number;
                             waitingForLock: number;
                             oldestPendingAt: string | null;
+                            /** @description Projects whose queues are paused (`POST /api/projects/{projectId}/queue/pause`): their pending sessions count in `depth` but are offered to no worker */
+                            pausedProjects: {
+                                projectId: string;
+                                /** Format: date-time */
+                                pausedAt: string;
+                                pausedBy: string;
+                            }[];
                         };
                         quota: {
                             period: string;
@@ -12433,7 +12620,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The org's workers, latest heartbeat first (at most 500): capacity, sessions held, projects, last heartbeat, live */
+            /** @description The org's workers, latest heartbeat first (at most 500): capacity, sessions held, projects, last heartbeat, live, paused */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -12456,6 +12643,11 @@ export interface operations {
                             lastSeenAt: string;
                             /** @description Seen within the session lease */
                             live: boolean;
+                            /** @description Paused (`POST /api/workers/{workerId}/pause`): offered no new work; what it runs goes on */
+                            paused: boolean;
+                            /** Format: date-time */
+                            pausedAt: string | null;
+                            pausedBy: string | null;
                         }[];
                     };
                 };
@@ -14341,6 +14533,640 @@ export interface operations {
             /** @description Authenticated but not allowed */
             403: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server or dependency error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postApiProjectsProjectIdQueuePause: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                projectId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Pause the project's queue: its pending sessions are offered to no worker until resumed; running sessions go on and dispatch still queues (org admins and owners, project admins) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        projectId: string;
+                        paused: boolean;
+                        /**
+                         * Format: date-time
+                         * @description When the pause began; null while not paused
+                         */
+                        pausedAt: string | null;
+                        /** @description Who paused: `user:<id>`, `apiKey:<id>` or `machine:<id>`; null while not paused */
+                        pausedBy: string | null;
+                    };
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated but not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server or dependency error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postApiProjectsProjectIdQueueResume: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                projectId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Resume the project's queue: its waiting sessions are offered again and its workers told to poll now (org admins and owners, project admins) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        projectId: string;
+                        paused: boolean;
+                        /**
+                         * Format: date-time
+                         * @description When the pause began; null while not paused
+                         */
+                        pausedAt: string | null;
+                        /** @description Who paused: `user:<id>`, `apiKey:<id>` or `machine:<id>`; null while not paused */
+                        pausedBy: string | null;
+                    };
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated but not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server or dependency error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getApiProjectsProjectIdQueue: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                projectId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The project's queue: whether it is paused (by whom, since when) and how many sessions wait in it (project readers) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        projectId: string;
+                        paused: boolean;
+                        /**
+                         * Format: date-time
+                         * @description When the pause began; null while not paused
+                         */
+                        pausedAt: string | null;
+                        /** @description Who paused: `user:<id>`, `apiKey:<id>` or `machine:<id>`; null while not paused */
+                        pausedBy: string | null;
+                        /** @description Sessions of the project waiting to be claimed (while paused, they wait for the resume) */
+                        pending: number;
+                    };
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated but not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server or dependency error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postApiWorkersWorkerIdPause: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                workerId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Pause a worker: it is offered no new session until resumed; the sessions it runs go on (org admins and owners) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        workerId: string;
+                        paused: boolean;
+                        /**
+                         * Format: date-time
+                         * @description When the pause began; null while not paused
+                         */
+                        pausedAt: string | null;
+                        /** @description Who paused: `user:<id>`, `apiKey:<id>` or `machine:<id>`; null while not paused */
+                        pausedBy: string | null;
+                    };
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated but not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server or dependency error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postApiWorkersWorkerIdResume: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                workerId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Resume a paused worker: it is offered work again and told to poll now (org admins and owners) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        workerId: string;
+                        paused: boolean;
+                        /**
+                         * Format: date-time
+                         * @description When the pause began; null while not paused
+                         */
+                        pausedAt: string | null;
+                        /** @description Who paused: `user:<id>`, `apiKey:<id>` or `machine:<id>`; null while not paused */
+                        pausedBy: string | null;
+                    };
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated but not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server or dependency error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postApiWorkersWorkerIdDrain: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                workerId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Drain a worker: it takes no new work, lets its sessions finish within its drain timeout, stops the rest and exits 0, as on SIGTERM (org admins and owners) */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        workerId: string;
+                        /** @description The `worker.drain` mutation: delivered with the worker's next heartbeat, which it is nudged to send at once */
+                        mutation: {
+                            /** Format: uuid */
+                            id: string;
+                            /** Format: uuid */
+                            orgId: string;
+                            workerHostId: string;
+                            requestedBy: string;
+                            /**
+                             * @description `worker.drain` comes from `POST /api/workers/{workerId}/drain`: drain as on SIGTERM, then exit
+                             * @enum {unknown}
+                             */
+                            op: "project.add" | "project.remove" | "pool.deleted" | "modelAccess.set" | "modelAccess.clear" | "worker.drain";
+                            /** @description The op's parameters (see the enqueue body: one schema per op; `worker.drain` takes none) */
+                            params: Record<string, unknown>;
+                            /** @enum {unknown} */
+                            status: "pending" | "delivered" | "cancelled";
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            deliveredAt?: string;
+                            /** Format: date-time */
+                            cancelledAt?: string;
+                        };
+                    };
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated but not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server or dependency error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postApiWorkflowsIdSchedulePause: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Pause a workflow's schedule: fires due while paused start no run and are recorded skipped-paused (who may publish the workflow) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        workflowId: string;
+                        paused: boolean;
+                        /** Format: date-time */
+                        pausedAt: string | null;
+                        pausedBy: string | null;
+                    };
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated but not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server or dependency error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postApiWorkflowsIdScheduleResume: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Resume a paused schedule: it fires again from its next fire after now; fires skipped while paused are not replayed (who may publish the workflow) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        workflowId: string;
+                        paused: boolean;
+                        /** Format: date-time */
+                        pausedAt: string | null;
+                        pausedBy: string | null;
+                    };
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated but not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {

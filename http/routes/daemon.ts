@@ -189,7 +189,8 @@ function heartbeatRoutes(): Route<Deps>[] {
         + '(1, or 2 and on for a follow-up: a prompt to a finished session). A follow-up carries `followUp {agentSessionId?, '
         + 'branch}` and is offered only to the worker that ran it while that worker is live (seen within the session lease), '
         + 'for at most TROUPE_FOLLOW_UP_GRACE_MS; then to any worker of the project, which rebuilds the workspace from the '
-        + 'pushed branch.',
+        + 'pushed branch. Nothing of a paused project\'s queue; nothing at all to a paused worker (the prompts queued for '
+        + 'the sessions it holds still come; decision 0079).',
       tags: ['daemon'],
       bodySchema: pollBody,
       responseSchema: { type: 'object', required: ['sessions'], properties: { sessions: { type: 'array', items: offeredSessionSchema } } },

@@ -36,10 +36,11 @@ export const DAEMON_EVENTS_DESCRIPTION = [
   + 'while it was away are not replayed.',
   `- \`offer\` \`{session: ${'{id, projectId, prompt, agentCardId?, workType?, provider?, repository?, ref?, agent?, run}'}}\`: a session of one of the `
   + 'worker\'s projects entered the queue. A worker with free capacity claims it (`POST /api/sessions/{id}/status` '
-  + '`claimed`); the first claim wins, the others get 409 and drop it. Sent to every connected worker of the project.',
+  + '`claimed`); the first claim wins, the others get 409 and drop it. Sent to every connected worker of the project; '
+  + 'not sent for a paused project\'s queue, nor to a paused worker (decision 0079).',
   '- `poll` `{projectId?, sessionId?}`: work may be waiting that only `POST /api/daemon/poll` hands out (a session '
   + 'behind an issue lock, a waiter promoted, a prompt queued for a session the worker holds, a follow-up of a session '
-  + 'this worker ran, whose offer carries the agent conversation to resume): poll now.',
+  + 'this worker ran, whose offer carries the agent conversation to resume; `{}`: the worker was resumed): poll now.',
   '- `stop` `{sessionId, status, reason}`: the worker held this session and no longer does (stopped by a user: '
   + '`status: stopped`; reclaimed after a lost lease: `pending`; failed by the lease: `failed`). End the agent; report '
   + 'nothing more for it. Sent within milliseconds of the change being durable.',

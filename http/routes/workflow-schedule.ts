@@ -17,7 +17,7 @@ const iso = (ms: number | null): string | null => (ms === null ? null : new Date
 export function scheduleRoutes(): Route<Deps>[] {
   return [route({
     method: 'get', path: '/api/workflows/:id/schedule', auth: 'org', tags: ['workflows'],
-    summary: "A workflow's schedule: whether it is active, its cron expression and zone, the published version it fires, its next fire times, and its last ten fires with their runs",
+    summary: "A workflow's schedule: whether it is active and whether paused, its cron expression and zone, the published version it fires, its next fire times, and its last ten fires with their runs",
     responseSchema: scheduleReply,
     authorize: onWorkflow('read'),
     async handler(req, deps, { found: w }) {
@@ -31,6 +31,9 @@ export function scheduleRoutes(): Route<Deps>[] {
         body: {
           workflowId: w.id,
           status: schedule?.status ?? 'none',
+          paused: schedule?.pausedAt != null,
+          pausedAt: iso(schedule?.pausedAt ?? null),
+          pausedBy: schedule?.pausedBy ?? null,
           cron: schedule?.cron ?? null,
           timezone: schedule?.timezone ?? null,
           overlap: schedule?.overlap ?? null,

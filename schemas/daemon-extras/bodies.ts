@@ -74,15 +74,31 @@ export const fleetStatsReply = {
   type: 'object',
   required: ['workers', 'capacity', 'sessions', 'queue', 'quota', 'generatedAt'],
   properties: {
-    workers: { type: 'object', required: ['live', 'registered'], properties: { live: { type: 'integer' }, registered: { type: 'integer' } } },
+    workers: {
+      type: 'object', required: ['live', 'registered', 'paused'],
+      properties: {
+        live: { type: 'integer' }, registered: { type: 'integer' },
+        paused: { type: 'integer', description: 'Workers paused by `POST /api/workers/{workerId}/pause`: offered no new work' },
+      },
+    },
     capacity: {
       type: 'object', required: ['total', 'inUse', 'free'],
       properties: { total: { type: 'integer' }, inUse: { type: 'integer' }, free: { type: 'integer' } },
     },
     sessions: { type: 'object', required: ['byStatus', 'total'], properties: { byStatus: { type: 'object' }, total: { type: 'integer' } } },
     queue: {
-      type: 'object', required: ['depth', 'waitingForLock', 'oldestPendingAt'],
-      properties: { depth: { type: 'integer' }, waitingForLock: { type: 'integer' }, oldestPendingAt: { type: ['string', 'null'] } },
+      type: 'object', required: ['depth', 'waitingForLock', 'oldestPendingAt', 'pausedProjects'],
+      properties: {
+        depth: { type: 'integer' }, waitingForLock: { type: 'integer' }, oldestPendingAt: { type: ['string', 'null'] },
+        pausedProjects: {
+          type: 'array',
+          description: 'Projects whose queues are paused (`POST /api/projects/{projectId}/queue/pause`): their pending sessions count in `depth` but are offered to no worker',
+          items: {
+            type: 'object', required: ['projectId', 'pausedAt', 'pausedBy'],
+            properties: { projectId: { type: 'string' }, pausedAt: { type: 'string', format: 'date-time' }, pausedBy: { type: 'string' } },
+          },
+        },
+      },
     },
     quota: {
       type: 'object', required: ['period', 'sessions', 'costUsd'],
@@ -100,7 +116,7 @@ export const workerListReply = {
       type: 'array',
       items: {
         type: 'object',
-        required: ['id', 'hostname', 'maxAgents', 'activeSessions', 'projects', 'registeredAt', 'lastSeenAt', 'live'],
+        required: ['id', 'hostname', 'maxAgents', 'activeSessions', 'projects', 'registeredAt', 'lastSeenAt', 'live', 'paused', 'pausedAt', 'pausedBy'],
         properties: {
           id: { type: 'string' }, hostname: { type: 'string' },
           maxAgents: { type: 'integer', description: 'Capacity: sessions it runs at once' },
@@ -108,6 +124,8 @@ export const workerListReply = {
           projects: { type: 'array', items: { type: 'object', properties: { id: { type: 'string' }, name: { type: ['string', 'null'] } } } },
           registeredAt: { type: 'string' }, lastSeenAt: { type: 'string', description: 'Last heartbeat or poll' },
           live: { type: 'boolean', description: 'Seen within the session lease' },
+          paused: { type: 'boolean', description: 'Paused (`POST /api/workers/{workerId}/pause`): offered no new work; what it runs goes on' },
+          pausedAt: { type: ['string', 'null'], format: 'date-time' }, pausedBy: { type: ['string', 'null'] },
         },
       },
     },

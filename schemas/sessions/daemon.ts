@@ -22,7 +22,19 @@ export const mutationParamsSchemas = {
   'modelAccess.clear': { type: 'object', additionalProperties: false, required: ['workloadId'], properties: { workloadId: name } },
 } as const;
 
+/**
+ * Mutations only a control route enqueues, each with its own authorization and audit entry (decision 0079):
+ * `worker.drain` (`POST /api/workers/{workerId}/drain`) has the worker drain as on SIGTERM and exit.
+ */
+export const controlMutationParamsSchemas = {
+  'worker.drain': { type: 'object', additionalProperties: false, properties: {} },
+} as const;
+
+/** Every op a daemon host's queue holds and a heartbeat delivers. */
+const everyMutationParamsSchema = { ...mutationParamsSchemas, ...controlMutationParamsSchemas };
+
 const mutationVariants = Object.entries(mutationParamsSchemas).map(([op, params]) => ({ op, params }));
+const everyMutationVariant = Object.entries(everyMutationParamsSchema).map(([op, params]) => ({ op, params }));
 
 /** `POST /api/daemon/mutations`: the op selects which params schema applies. */
 export const enqueueMutationBody = {
@@ -53,10 +65,10 @@ export const daemonHostMessageSchema = {
     {
       type: 'object', additionalProperties: false, required: ['type', 'mutationId', 'op', 'params', 'requestedBy'],
       properties: {
-        type: { const: 'daemonHost.enqueue' }, mutationId: uuid, op: { enum: Object.keys(mutationParamsSchemas) },
+        type: { const: 'daemonHost.enqueue' }, mutationId: uuid, op: { enum: Object.keys(everyMutationParamsSchema) },
         params: { type: 'object' }, requestedBy: name,
       },
-      allOf: mutationVariants.map(({ op, params }) => ({
+      allOf: everyMutationVariant.map(({ op, params }) => ({
         if: { properties: { op: { const: op } }, required: ['op'] },
         then: { properties: { params } },
       })),
@@ -107,8 +119,8 @@ export const mutationViewSchema = {
   required: ['id', 'orgId', 'workerHostId', 'requestedBy', 'op', 'params', 'status', 'createdAt'],
   properties: {
     id: uuid, orgId: uuid, workerHostId: { type: 'string' }, requestedBy: { type: 'string' },
-    op: { enum: Object.keys(mutationParamsSchemas) },
-    params: { type: 'object', description: "The op's parameters (see the enqueue body: one schema per op)" },
+    op: { enum: Object.keys(everyMutationParamsSchema), description: '`worker.drain` comes from `POST /api/workers/{workerId}/drain`: drain as on SIGTERM, then exit' },
+    params: { type: 'object', description: "The op's parameters (see the enqueue body: one schema per op; `worker.drain` takes none)" },
     status: { enum: ['pending', 'delivered', 'cancelled'] },
     createdAt: isoTime, deliveredAt: isoTime, cancelledAt: isoTime,
   },

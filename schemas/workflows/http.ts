@@ -130,8 +130,8 @@ const fire = {
     fireTime: { type: 'string', format: 'date-time' },
     version: { type: 'integer', description: 'The published version the fire ran (or would have run)' },
     outcome: {
-      enum: ['starting', 'started', 'skipped-overlap', 'skipped-missed', 'failed'],
-      description: 'skipped-overlap: the previous run was still live (overlap: skip); skipped-missed: no node ran the schedule then, and a later fire was due or the catch-up window had passed',
+      enum: ['starting', 'started', 'skipped-overlap', 'skipped-missed', 'skipped-paused', 'failed'],
+      description: 'skipped-overlap: the previous run was still live (overlap: skip); skipped-missed: no node ran the schedule then, and a later fire was due or the catch-up window had passed; skipped-paused: the schedule was paused (never run later, not even after the resume)',
     },
     runId: { type: ['string', 'null'] },
     runStatus: { type: ['string', 'null'], description: "The fire's run's status now" },
@@ -139,18 +139,34 @@ const fire = {
   },
 } as const;
 
+/** What pausing or resuming a schedule answers: the pause as it is now. */
+export const schedulePauseReply = {
+  type: 'object',
+  required: ['workflowId', 'paused', 'pausedAt', 'pausedBy'],
+  properties: {
+    workflowId: { type: 'string' }, paused: { type: 'boolean' },
+    pausedAt: { type: ['string', 'null'], format: 'date-time' }, pausedBy: { type: ['string', 'null'] },
+  },
+} as const;
+
 export const scheduleReply = {
   type: 'object',
-  required: ['workflowId', 'status', 'cron', 'timezone', 'overlap', 'catchupWindowSeconds', 'version', 'nextFireTimes', 'pendingFireTime', 'lastFires'],
+  required: [
+    'workflowId', 'status', 'paused', 'pausedAt', 'pausedBy', 'cron', 'timezone', 'overlap', 'catchupWindowSeconds', 'version', 'nextFireTimes',
+    'pendingFireTime', 'lastFires',
+  ],
   properties: {
     workflowId: { type: 'string' },
+    paused: { type: 'boolean', description: 'Paused (`POST /api/workflows/{id}/schedule/pause`): its fires start no run and are recorded skipped-paused' },
+    pausedAt: { type: ['string', 'null'], format: 'date-time' },
+    pausedBy: { type: ['string', 'null'], description: 'Who paused it: a user, key or machine id' },
     status: { enum: ['none', 'active', 'ended'], description: 'none: never published with a schedule trigger; ended: archived, unpublished or given another trigger' },
     cron: { type: ['string', 'null'] },
     timezone: { type: ['string', 'null'] },
     overlap: { enum: ['skip', 'allow', null] },
     catchupWindowSeconds: { type: ['integer', 'null'] },
     version: { type: ['integer', 'null'], description: 'The published version each fire starts a run of' },
-    nextFireTimes: { type: 'array', items: { type: 'string', format: 'date-time' }, description: 'The next five fires (empty unless active)' },
+    nextFireTimes: { type: 'array', items: { type: 'string', format: 'date-time' }, description: 'The next five fires (empty unless active; while paused, each will be skipped)' },
     pendingFireTime: { type: ['string', 'null'], format: 'date-time', description: 'A fire whose run is being started' },
     lastFires: { type: 'array', items: fire, description: 'The last ten fires, newest first' },
   },

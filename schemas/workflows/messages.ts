@@ -80,5 +80,9 @@ export const scheduleMessageSchema = {
       },
       required: ['fireTime', 'runId', 'outcome'],
     },
+    {
+      properties: { type: { enum: ['schedule.pause', 'schedule.resume'] }, orgId: id, by: { type: 'string', minLength: 1, maxLength: 200 } },
+      required: ['orgId', 'by'],
+    },
   ],
 } as const;

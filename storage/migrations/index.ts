@@ -31,6 +31,7 @@ import { providerAccountIdsMigration } from './0046_provider_account_ids.js';
 import { sessionPublicIdsMigration } from './0047_session_public_ids.js';
 import { projectRepositoriesMigration } from './0048_project_repositories.js';
 import { sessionRunReportsMigration } from './0049_session_run_reports.js';
+import { queueControlMigration } from './0050_queue_control.js';
 
 /**
  * Every migration, in order. A static list rather than a directory scan, so the same source runs under tsx,
@@ -76,4 +77,5 @@ export const migrations: readonly Migration[] = [
   sessionPublicIdsMigration, // 0047
   projectRepositoriesMigration, // 0048
   sessionRunReportsMigration, // 0049
+  queueControlMigration, // 0050
 ];

@@ -82,7 +82,8 @@ const repositoryOf = (r: Row): SessionRepository | null => (r.repository_id === 
 });
 
 /**
- * What a poll offers a worker: pending sessions of its projects that are not waiting for an issue lock, oldest first,
+ * What a poll offers a worker: pending sessions of its projects that are not waiting for an issue lock and whose
+ * project's queue is not paused, oldest first, none while the worker itself is paused (decision 0079),
  * up to its capacity; plus, for sessions it holds, prompts queued for it, claimed with one UPDATE so two polls never
  * deliver the same prompt. A follow-up is offered to the worker that ran the session while that worker is live and the
  * grace has not run out; to any worker after. This worker's own follow-ups come first: it holds their workspaces.
@@ -96,6 +97,10 @@ export async function pollForWorker(
       .where({ 's.org_id': orgId, 's.status': 'pending' })
       .whereIn('s.project_id', [...projectIds])
       .whereNot('s.lock_state', 'waiting')
+      // A paused project's queue, or a paused worker, is offered nothing (decision 0079); both tables are nearly
+      // always empty, so each is one probe of its primary key.
+      .whereNotExists(db('project_queue_pauses as qp').whereRaw('qp.project_id = s.project_id'))
+      .whereNotExists(db('worker_pauses as wp').where('wp.worker_id', workerId))
       .orderBy([{ column: 's.created_at' }, { column: 's.id' }])
       .limit(capacity);
     // Two ordered scans in one statement, each by an index: this worker's own follow-ups (the partial index of

@@ -20,10 +20,13 @@ export interface ScheduleRow {
   readonly nextFireAt: number | null;
   readonly pendingFireAt: number | null;
   readonly lastRunId: string | null;
+  /** Set while the schedule is paused (migration 0050). */
+  readonly pausedAt: number | null;
+  readonly pausedBy: string | null;
   readonly updatedAt: number;
 }
 
-export type FireOutcome = 'starting' | 'started' | 'skipped-overlap' | 'skipped-missed' | 'failed';
+export type FireOutcome = 'starting' | 'started' | 'skipped-overlap' | 'skipped-missed' | 'skipped-paused' | 'failed';
 
 export interface FireRow {
   readonly fireTime: number;
@@ -40,7 +43,8 @@ export async function writeSchedule(trx: Knex.Transaction, s: ScheduleRow): Prom
   const row = {
     org_id: s.orgId, project_id: s.projectId, applied_version: s.appliedVersion, status: s.status, version: s.version, cron: s.cron,
     timezone: s.timezone, overlap: s.overlap, catchup_window_seconds: s.catchupWindowSeconds, next_fire_at: ts(s.nextFireAt),
-    pending_fire_at: ts(s.pendingFireAt), last_run_id: s.lastRunId, updated_at: new Date(s.updatedAt),
+    pending_fire_at: ts(s.pendingFireAt), last_run_id: s.lastRunId, paused_at: ts(s.pausedAt), paused_by: s.pausedBy,
+    updated_at: new Date(s.updatedAt),
   };
   await trx('workflow_schedules').insert({ workflow_id: s.workflowId, ...row }).onConflict('workflow_id').merge(row);
 }
@@ -66,7 +70,8 @@ function toSchedule(r: Record<string, any>): ScheduleRow {
     workflowId: r.workflow_id, orgId: r.org_id, projectId: r.project_id, appliedVersion: Number(r.applied_version), status: r.status,
     version: r.version === null ? null : Number(r.version), cron: r.cron, timezone: r.timezone, overlap: r.overlap,
     catchupWindowSeconds: r.catchup_window_seconds === null ? null : Number(r.catchup_window_seconds),
-    nextFireAt: ms(r.next_fire_at), pendingFireAt: ms(r.pending_fire_at), lastRunId: r.last_run_id ?? null, updatedAt: ms(r.updated_at) ?? 0,
+    nextFireAt: ms(r.next_fire_at), pendingFireAt: ms(r.pending_fire_at), lastRunId: r.last_run_id ?? null,
+    pausedAt: ms(r.paused_at), pausedBy: r.paused_by ?? null, updatedAt: ms(r.updated_at) ?? 0,
   };
 }
 

@@ -12,6 +12,8 @@ export interface MutationTargets {
   readonly pool: string | undefined;
   readonly projectCount: () => number;
   readonly pollSoon: () => void;
+  /** Drains as on SIGTERM: no new work, running sessions finish within the drain timeout, then the worker exits 0. */
+  readonly drain: () => void;
 }
 
 /** Applies one mutation the server queued for this worker; one it does not know is logged and ignored. */
@@ -41,6 +43,10 @@ export function applyMutation(m: Mutation, to: MutationTargets): void {
       if (mine) to.table.stopAll(`resource pool ${String(params.poolId)} was deleted`, true);
       return;
     }
+    case 'worker.drain':
+      log('info', 'mutation.applied', 'worker.drain: draining as on SIGTERM, by request of the server', { mutationId: m.id, op: m.op });
+      to.drain();
+      return;
     default:
       log('warn', 'mutation.unknown', `mutation ${m.op} is not known to this worker; ignored`, { mutationId: m.id, op: m.op });
   }

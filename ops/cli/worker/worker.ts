@@ -72,7 +72,9 @@ export class Worker {
     });
     this.heartbeat = new Heartbeat({
       api, identity, table, connection, lifetime, log, newBackoff,
-      applyMutation: (m) => applyMutation(m, { log, state, table, pool: opts.pool, projectCount: () => identity.projects.size, pollSoon: () => claimer.pollSoon() }),
+      applyMutation: (m) => applyMutation(m, {
+        log, state, table, pool: opts.pool, projectCount: () => identity.projects.size, pollSoon: () => claimer.pollSoon(), drain: () => void this.drain(),
+      }),
       tokenRefused: () => this.reregister(),
       fatal: (err) => this.fatal(err),
     });

@@ -30,11 +30,15 @@ walkTable<ScheduleState, ScheduleMsg, ScheduleReply, ScheduleEffect>(behavior, {
   statesIn: (status) => {
     if (status === 'absent') return [{ status: 'absent' }];
     const s = scheduled();
-    return status === 'active' ? [s, withPending(s)] : [{ ...s, status: 'ended', nextFireAt: null }, { ...withPending(s), status: 'ended', nextFireAt: null }];
+    const paused: Live = { ...s, paused: { at: harnessNow, by: 'user:u1' } };
+    return status === 'active'
+      ? [s, withPending(s), paused]
+      : [{ ...s, status: 'ended', nextFireAt: null }, { ...withPending(s), status: 'ended', nextFireAt: null }, { ...paused, status: 'ended', nextFireAt: null }];
   },
   messagesOf: (type, state) => {
     if (type === 'schedule.configure') return [configure(3, 3), configure(3, null), configure(3, 3, { type: 'manual' })];
     if (type === 'schedule.tick') return [{ type }];
+    if (type === 'schedule.pause' || type === 'schedule.resume') return [{ type, orgId: ORG, by: 'user:u2' }];
     const pending = state.status === 'absent' ? null : state.pending;
     return [{ type, fireTime: pending?.fireTime ?? harnessNow, runId: pending?.runId ?? scheduledRunId(WF, harnessNow), outcome: 'started' }];
   },
