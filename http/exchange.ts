@@ -46,6 +46,7 @@ export function requestIdFor(presented: string | undefined): string {
  * is itself prototype-less and empty, so no header name (`__proto__`, `constructor`, `toString`) can collide with
  * an inherited property or a setter.
  */
+// TypeScript types no function expression as a constructor, and a class's prototype cannot be replaced.
 export const HeaderBag = function HeaderBag(this: object) {} as unknown as new () => object;
 HeaderBag.prototype = Object.create(null) as object;
 

@@ -19,6 +19,6 @@ export interface RouteSpec<S, Found> extends Omit<Route<Deps>, 'bodySchema' | 'a
  * Declares a node route with its body typed from `bodySchema` and `found` typed from `authorize.find`. A plain
  * identity at run time: it exists for the types.
  */
-export function route<const S extends JSONSchema | undefined = undefined, Found = undefined>(spec: RouteSpec<S, Found>): Route<Deps> {
-  return spec as unknown as Route<Deps>;
+export function route<const S extends (JSONSchema & Record<string, unknown>) | undefined = undefined, Found = undefined>(spec: RouteSpec<S, Found>): Route<Deps> {
+  return spec;
 }

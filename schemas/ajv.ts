@@ -22,8 +22,8 @@ export const ajv = new Ajv(options);
  */
 export const queryAjv = new Ajv({ ...options, coerceTypes: true });
 
-// ajv-formats is CommonJS; under NodeNext its default export arrives as the module namespace.
-const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (a: Ajv) => Ajv;
+// ajv-formats is CommonJS: under NodeNext (and Node) its default import is the module's `exports`, the plugin its `default`.
+const addFormats = addFormatsModule.default;
 addFormats(ajv);
 addFormats(queryAjv);
 
@@ -32,7 +32,7 @@ addFormats(queryAjv);
  * `dependencies`. OpenAPI 3.1 documents are JSON Schema 2020-12, which has no `dependencies`, so schemas that both
  * validate requests and appear in `GET /api/openapi.json` use these (the default Ajv class leaves them out).
  */
-const nextVocabulary = ((nextVocabularyModule as unknown as { default?: unknown }).default ?? nextVocabularyModule) as Parameters<Ajv['addVocabulary']>[0];
+const nextVocabulary = nextVocabularyModule.default;
 ajv.addVocabulary(nextVocabulary);
 queryAjv.addVocabulary(nextVocabulary);
 

@@ -71,7 +71,8 @@ export class ConnectionBreaker {
 
   /** Puts a breaker in front of a Postgres knex's pool; returns it for inspection (tests, metrics). */
   static install(knex: Knex, options: BreakerOptions = {}): ConnectionBreaker {
-    const client = knex.client as unknown as AcquiringClient;
+    // knex types its client as `any`; these are the internals of it the breaker wraps.
+    const client = knex.client as AcquiringClient;
     const breaker = new ConnectionBreaker(client, options);
     const acquire = client.acquireConnection.bind(client);
     client.acquireConnection = () => breaker.acquire(acquire);

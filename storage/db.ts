@@ -158,7 +158,8 @@ async function openPglite(opts: DbOptions): Promise<Knex> {
   const knex = knexModule({
     client,
     dialect: 'postgres',
-    connection: (() => ({ pglite: open })) as unknown as Knex.Config['connection'],
+    // knex's types know no PGlite connection; knex-pglite reads `pglite` from what this returns.
+    connection: (() => ({ pglite: open })) as Knex.Config['connection'],
     acquireConnectionTimeout: ACQUIRE_TIMEOUT_MS,
     ...(opts.searchPath !== undefined ? { searchPath: [opts.searchPath] } : {}),
     ...(opts.log ? { log: opts.log } : {}),

@@ -65,7 +65,8 @@ export interface QueryDeadlineHandle {
 export function installQueryDeadline(knex: Knex, ms: number, options: QueryDeadlineOptions = {}): QueryDeadlineHandle {
   const deadline: Deadline = { ms, suspended: 0, lastAnswer: performance.now(), outstanding: 0, silentMs: options.silentMs ?? ms / 3, onSilent: options.onSilent };
   deadlines.set(knex, deadline);
-  const client = knex.client as unknown as RawConnectionClient;
+  // knex types its client as `any`; this is the internal of it the deadline wraps.
+  const client = knex.client as RawConnectionClient;
   const acquireRaw = client.acquireRawConnection.bind(client);
   client.acquireRawConnection = async () => guard(await acquireRaw(), deadline);
   return { answeringNow: () => performance.now() - deadline.lastAnswer < deadline.silentMs };

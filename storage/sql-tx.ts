@@ -81,7 +81,8 @@ function isPipelinable(connection: unknown): connection is PipelinableClient {
 }
 
 export async function acquireSqlConnection(knex: Knex): Promise<SqlConnection> {
-  const pool = knex.client as unknown as PoolClient;
+  // knex types its client as `any`; these are the internals of it a batch borrows a connection through.
+  const pool = knex.client as PoolClient;
   const connection = await pool.acquireConnection();
   const postgres = dbKind(knex) === 'postgres';
   const tx = txOn(connection, postgres);

@@ -44,7 +44,7 @@ export function synthesizeAgentCard(request: SynthesisRequest): CardSynthesisRes
   return { status: 'candidate', card };
 }
 
-const validCard = compileOnFirstUse(ajv, agentCardDraft as unknown as Record<string, unknown>);
+const validCard = compileOnFirstUse(ajv, agentCardDraft);
 
 /** Throws VALIDATION_FAILED naming the card field at fault: a card is checked as the card routes check a payload. */
 export function assertValidCard(card: unknown): asserts card is AgentCardDraft {

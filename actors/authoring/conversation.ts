@@ -167,7 +167,7 @@ function envelope(scope: ConversationScope, state: BuilderState, id: string, sta
   const round = state.nextRound as Round;
   return {
     status: 'question', state,
-    query: { round, prompt: roundSpecs[round].prompt, answerSchema: roundSpecs[round].answerSchema as unknown as Record<string, unknown> },
+    query: { round, prompt: roundSpecs[round].prompt, answerSchema: roundSpecs[round].answerSchema },
     synthesisRequest: null, conversation,
   };
 }
@@ -188,7 +188,7 @@ function assertWellFormed(state: BuilderState): void {
 }
 
 const answerValidators = Object.fromEntries(
-  [...rounds, ...cardRounds].map((r) => [r, compileOnFirstUse(ajv, roundSpecs[r].answerSchema as unknown as Record<string, unknown>)]),
+  [...rounds, ...cardRounds].map((r) => [r, compileOnFirstUse(ajv, roundSpecs[r].answerSchema)]),
 ) as Record<Round, LazyValidate>;
 
 /** Answers are stored trimmed, so whitespace variations do not make different synthesis requests. */

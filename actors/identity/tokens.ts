@@ -66,7 +66,7 @@ export async function signToken<T extends TokenType>(
 ): Promise<IssuedToken> {
   const issuedAt = Math.floor(clock.now() / 1000);
   const expiresAtSeconds = issuedAt + ttlSeconds;
-  const jwt = new SignJWT({ ...claims, typ } as unknown as JWTPayload)
+  const jwt = new SignJWT({ ...claims, typ })
     .setProtectedHeader({ alg: 'EdDSA', typ: 'JWT' })
     .setIssuer(ISSUER)
     .setIssuedAt(issuedAt)

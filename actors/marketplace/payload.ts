@@ -62,6 +62,7 @@ export function applyOverlay(payload: AgentCardPayload, overlay: Overlay): Agent
     for (const segment of segments) node = node[segment] as Record<string, unknown>;
     node[last] = value;
   }
+  // An overlay may put any value at a path it names: the result is a valid card only once checked (the install route checks it).
   return copy as unknown as AgentCardPayload;
 }
 

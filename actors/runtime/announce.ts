@@ -24,7 +24,8 @@ interface AnnouncedEffect<T> { readonly type: string; readonly event: T }
 export function withAnnouncement<S, M extends { type: string }, R, E extends { type: string }, T>(
   behavior: ActorBehavior<S, M, R, E>, announcement: Announcement<S, T>,
 ): ActorBehavior<S, M, R, E> {
-  const ours = (e: { type: string }): boolean => e.type === announcement.effectType;
+  // The effect type is the announcement's alone (see `effectType`), so the tag proves the shape.
+  const ours = <X extends { type: string }>(e: X): e is X & AnnouncedEffect<T> => e.type === announcement.effectType;
   const theirs = (effects: readonly E[]): E[] => effects.filter((e) => !ours(e));
   return {
     ...behavior,
@@ -36,6 +37,7 @@ export function withAnnouncement<S, M extends { type: string }, R, E extends { t
         const event = announcement.announce(state, decision.next, ctx.id, message);
         if (event === undefined) return decision;
         const added: AnnouncedEffect<T> = { type: announcement.effectType, event };
+        // Outside E on purpose: it rides in the wrapped behaviour's list under a type only this wrapper reads and strips.
         return { ...decision, effects: [...decision.effects, added as unknown as E] };
       },
     },
@@ -49,7 +51,7 @@ export function withAnnouncement<S, M extends { type: string }, R, E extends { t
     async afterPersist(effects, ctx) {
       for (const effect of effects) {
         if (!ours(effect)) continue;
-        await announcement.deliver((effect as unknown as AnnouncedEffect<T>).event, ctx as EffectContext<{ type: string }>)
+        await announcement.deliver(effect.event, ctx as EffectContext<{ type: string }>)
           .catch((err: unknown) => ctx.log.warn({ err, effectType: announcement.effectType }, 'announcement not delivered'));
       }
       await behavior.afterPersist?.(theirs(effects), ctx);

@@ -23,25 +23,28 @@ export function incarnate(rt: RuntimeState, spawner: Spawner, address: string, k
   spawner.spawned += 1;
   // nact names allow a narrow alphabet; ids are arbitrary, so the name is a counter and the map holds the address.
   const name = `actor-${spawner.spawned}`;
-  const entry: Entry = {
-    address, id, behavior, transitions: kind.transitions,
-    log: lazyChild(rt.log, { actorKind: behavior.kind, actorId: id }),
-    ref: undefined as unknown as Ref<Envelope>,
-    queued: 0, effectsPending: 0, effectChain: Promise.resolve(), crashes: noCrashes,
-    idleTimer: undefined, passivating: false, retired: false, idleWaiters: [], uncertainWrite: undefined,
-  };
+  // nact calls these only for what happens after spawn returns (it is given `initialState`, not a function), so
+  // they may name `entry`, which needs the ref spawn returns.
   const handler = (cell: Cell<unknown>, envelope: Envelope): Promise<Cell<unknown>> => handle(rt, entry, cell, envelope);
-  (entry as { ref: Ref<Envelope> }).ref = spawn(spawner.root, handler, name, {
+  const ref = spawn(spawner.root, handler, name, {
     initialState: unloaded,
     onCrash: (_msg, err, ctx) => supervise(rt, entry, err, ctx),
     afterStop: (_cell, ctx) => {
       // nact hands back what was still queued; those askers would otherwise wait for their deadline.
+      // nact's types call the mailbox a list of messages; it holds its queue's `{ message, sender }` records.
       const leftovers = ctx.mailbox as unknown as Array<{ message: Envelope }>;
       for (const { message: envelope } of leftovers) {
         answer(entry, envelope, { ok: false, error: new TroupeError('ACTOR_STOPPED', undefined, { address }) });
       }
     },
   }) as Ref<Envelope>;
+  const entry: Entry = {
+    address, id, behavior, transitions: kind.transitions,
+    log: lazyChild(rt.log, { actorKind: behavior.kind, actorId: id }),
+    ref,
+    queued: 0, effectsPending: 0, effectChain: Promise.resolve(), crashes: noCrashes,
+    idleTimer: undefined, passivating: false, retired: false, idleWaiters: [], uncertainWrite: undefined,
+  };
   rt.entries.set(address, entry);
   entry.log.debug('actor started');
   return entry;

@@ -81,7 +81,7 @@ export function createActorSystem(opts: ActorSystemOptions): ActorSystem {
     if (!/^[a-z][a-z0-9-]*$/.test(behavior.kind)) throw new Error(`actor kind must be lower-case words: ${behavior.kind}`);
     if (kinds.has(behavior.kind)) throw new Error(`actor kind registered twice: ${behavior.kind}`);
     if (behavior.project !== undefined && behavior.projectStatement !== undefined) throw new Error(`actor kind has two projections: ${behavior.kind}`);
-    const erased = behavior as unknown as AnyBehavior;
+    const erased: AnyBehavior = behavior;
     kinds.set(behavior.kind, { behavior: erased, admit: compileAdmission(erased), transitions: compileTransitionCheck(erased.machine) });
   }
 

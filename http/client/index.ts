@@ -84,9 +84,13 @@ function deadlineSignal(request: Request, timeoutMs: number): AbortSignal {
     request.signal.removeEventListener('abort', onAbort);
     controller.abort(new DOMException(`no answer within ${timeoutMs} ms`, 'TimeoutError'));
   }, timeoutMs);
-  // In Node the timer must not keep a finished CLI alive; in a browser it is a number and needs nothing.
-  (timer as unknown as { unref?: () => void }).unref?.();
+  unrefTimer(timer);
   return controller.signal;
+}
+
+/** In Node a timer must not keep a finished CLI alive; in a browser it is a number (the client compiles for both). */
+function unrefTimer(timer: unknown): void {
+  if (typeof timer === 'object' && timer !== null && 'unref' in timer && typeof timer.unref === 'function') timer.unref();
 }
 
 function credentialAndTimeout(token: TroupeClientOptions['token'], timeoutMs: number): Middleware {

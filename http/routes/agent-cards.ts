@@ -35,7 +35,7 @@ export function actorIdOf(p: Principal): string {
 }
 
 const cardResource = (orgId: string, id: string) => ({ type: 'AgentCard', id, orgId });
-const validPayload = compileOnFirstUse(ajv, agentCardPayload as unknown as Record<string, unknown>);
+const validPayload = compileOnFirstUse(ajv, agentCardPayload);
 
 async function ownCard(deps: Deps, orgId: string, id: string | undefined): Promise<AgentCardView> {
   const card = id !== undefined && isUuid(id) ? await findCard(deps.db, orgId, id) : undefined;

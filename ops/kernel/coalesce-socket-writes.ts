@@ -26,6 +26,6 @@ export function coalesceSocketWrites(socket: unknown): boolean {
   return true;
 }
 
-function isSocket(value: unknown): value is Socket {
+export function isSocket(value: unknown): value is Socket {
   return typeof value === 'object' && value !== null && typeof (value as Socket).cork === 'function' && typeof (value as Socket).uncork === 'function';
 }

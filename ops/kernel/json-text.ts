@@ -1,3 +1,5 @@
+// `String.prototype.isWellFormed` is ES2024, past the ES2023 lib the project compiles with; every Node it runs on has it.
+/// <reference lib="es2024.string" />
 import { TroupeError } from './errors.js';
 import { decodeUtf8 } from './utf8.js';
 
@@ -27,12 +29,9 @@ export function assertStorableJson(value: unknown, maxDepth = MAX_JSON_DEPTH): v
   check(value, 1, maxDepth);
 }
 
-/** `String.prototype.isWellFormed` (Node 20, ES2024): not in the compiler's lib yet. */
-const wellFormed = (s: string): boolean => (s as unknown as { isWellFormed(): boolean }).isWellFormed();
-
 function check(value: unknown, depth: number, maxDepth: number): void {
   if (typeof value === 'string') {
-    if (!wellFormed(value)) throw loneSurrogate();
+    if (!value.isWellFormed()) throw loneSurrogate();
     return;
   }
   if (value === null || typeof value !== 'object') return;
@@ -42,7 +41,7 @@ function check(value: unknown, depth: number, maxDepth: number): void {
     return;
   }
   for (const key in value) {
-    if (!wellFormed(key)) throw loneSurrogate();
+    if (!key.isWellFormed()) throw loneSurrogate();
     check((value as Record<string, unknown>)[key], depth + 1, maxDepth);
   }
 }

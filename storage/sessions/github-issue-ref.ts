@@ -21,7 +21,8 @@ const DOT_SEGMENTS = new Set(['.', '..']);
 export function parseGithubIssueRef(issue: string): GithubIssueRef | null {
   const m = SHAPE.exec(issue);
   if (!m) return null;
-  const [, owner, repo, number] = m as unknown as [string, string, string, string];
+  // SHAPE's three groups always match; an empty default could not pass OWNER anyway.
+  const [, owner = '', repo = '', number = ''] = m;
   if (!OWNER.test(owner) || !REPO.test(repo) || DOT_SEGMENTS.has(repo)) return null;
   return { owner, repo, number: Number(number) };
 }

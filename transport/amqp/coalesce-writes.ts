@@ -1,5 +1,6 @@
+import type { Socket } from 'node:net';
 import type { ChannelModel } from 'amqplib';
-import { coalesceSocketWrites } from '../../ops/kernel/coalesce-socket-writes.js';
+import { coalesceSocketWrites, isSocket } from '../../ops/kernel/coalesce-socket-writes.js';
 
 /**
  * amqplib writes every frame group (a publish, an ack, a reply) to the socket separately, and with TCP_NODELAY on
@@ -9,5 +10,11 @@ import { coalesceSocketWrites } from '../../ops/kernel/coalesce-socket-writes.js
  */
 export function coalesceBrokerWrites(model: ChannelModel): void {
   // An amqplib internal we rely on changed when this is not a socket: plain writes then.
-  coalesceSocketWrites((model.connection as unknown as { stream?: unknown }).stream);
+  coalesceSocketWrites(brokerSocket(model));
+}
+
+/** amqplib keeps the broker's socket at `connection.stream`, which its types leave out. */
+export function brokerSocket(model: ChannelModel): Socket | undefined {
+  const stream = 'stream' in model.connection ? model.connection.stream : undefined;
+  return isSocket(stream) ? stream : undefined;
 }

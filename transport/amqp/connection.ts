@@ -2,7 +2,7 @@ import type { Channel, ChannelModel, ConfirmChannel, RecoveringChannelModel } fr
 import type { Logger } from '../../ops/kernel/logger.js';
 import { TroupeError } from '../../ops/kernel/errors.js';
 import type { TransportMetrics } from './metrics.js';
-import { coalesceBrokerWrites } from './coalesce-writes.js';
+import { brokerSocket, coalesceBrokerWrites } from './coalesce-writes.js';
 import { BrokerLivenessProbe, type BrokerLivenessOptions } from './broker-liveness.js';
 
 /** The longest wait between two attempts to reach a broker that is down. */
@@ -235,8 +235,8 @@ export class BrokerConnection {
     this.live = undefined;
     this.options.metrics?.connected.set(0);
     this.hooks.lost('the broker stopped answering');
-    // amqplib keeps the socket under `connection.stream`; destroying it is what a dead network does.
-    (model as unknown as { connection?: { stream?: { destroy(err?: Error): void } } }).connection?.stream?.destroy(new Error('broker silent'));
+    // Destroying the socket is what a dead network does.
+    brokerSocket(model)?.destroy(new Error('broker silent'));
   }
 
   private onDisconnect(err: Error): void {

@@ -141,7 +141,7 @@ function exchange(target: VettedTarget, init: OutboundRequest, deadline: number,
   const { url, address, family } = target;
   // The socket connects to the vetted address whatever a fresh DNS answer would say; TLS still verifies the name.
   const pinned: LookupFunction = (_hostname, options, callback) => {
-    if (typeof options === 'object' && options.all) (callback as unknown as (e: null, a: { address: string; family: number }[]) => void)(null, [{ address, family }]);
+    if (typeof options === 'object' && options.all) callback(null, [{ address, family }]);
     else callback(null, address, family);
   };
   const body = init.body === undefined ? undefined : Buffer.from(init.body);

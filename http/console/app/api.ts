@@ -1,3 +1,5 @@
+import type { ErrorBody } from './api-types.js';
+
 /**
  * The page's one way to the API: same origin, the session cookie, JSON both ways. Every refusal becomes an ApiError
  * carrying the message the server wrote, so the page shows what the API said, never a blank. A 401 means the
@@ -37,7 +39,8 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
     parsed = undefined;
   }
   if (!response.ok) {
-    const error = parsed as { error?: string; code?: string } | undefined;
+    // A refusal from something in front of the node (a proxy's page) is not the API's error body, so nothing in it is certain.
+    const error = parsed as Partial<ErrorBody> | undefined;
     if (response.status === 401 && path !== '/api/auth/login') for (const listener of sessionEndedListeners) listener();
     throw new ApiError(response.status, error?.error ?? `The server answered ${response.status} ${response.statusText}`, error?.code);
   }

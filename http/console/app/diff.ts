@@ -29,9 +29,9 @@ const nodeKey = (n: Node, i: number) => (typeof n.id === 'string' ? n.id : `#${i
 const edgeKey = (e: Edge, i: number) =>
   typeof e.source === 'string' && typeof e.target === 'string' ? `${e.source} → ${e.target}` : `edge #${i}`;
 
-export function diffGraph(from: { nodes: unknown[]; edges: unknown[] }, to: { nodes: unknown[]; edges: unknown[] }): GraphDiff {
-  const a = byKey(from.nodes as Node[], nodeKey);
-  const b = byKey(to.nodes as Node[], nodeKey);
+export function diffGraph(from: { nodes: readonly Node[]; edges: readonly Edge[] }, to: { nodes: readonly Node[]; edges: readonly Edge[] }): GraphDiff {
+  const a = byKey(from.nodes, nodeKey);
+  const b = byKey(to.nodes, nodeKey);
   const nodesChanged: { id: string; fields: string[] }[] = [];
   for (const [id, node] of b) {
     const old = a.get(id);
@@ -39,8 +39,8 @@ export function diffGraph(from: { nodes: unknown[]; edges: unknown[] }, to: { no
     const fields = [...new Set([...Object.keys(old), ...Object.keys(node)])].filter((k) => stable(old[k]) !== stable(node[k])).sort();
     nodesChanged.push({ id, fields });
   }
-  const ea = byKey(from.edges as Edge[], edgeKey);
-  const eb = byKey(to.edges as Edge[], edgeKey);
+  const ea = byKey(from.edges, edgeKey);
+  const eb = byKey(to.edges, edgeKey);
   return {
     nodesAdded: [...b.keys()].filter((id) => !a.has(id)),
     nodesRemoved: [...a.keys()].filter((id) => !b.has(id)),

@@ -1,6 +1,7 @@
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { get, onSessionEnded, post } from './api.js';
+import type { AuthSession } from './api-types.js';
 import { loadMe, MeContext, type Me } from './me.js';
 import { interceptLinks, match, navigate, useLocation } from './router.js';
 import { SignIn } from './pages/sign-in.js';
@@ -16,7 +17,7 @@ import './styles.css';
  * the person was.
  */
 /** Asked first, so a page opened while signed out shows the form without being refused. */
-const signedIn = () => get<{ signedIn: boolean }>('/api/auth/session').then((r) => r.signedIn);
+const signedIn = () => get<AuthSession>('/api/auth/session').then((r) => r.signedIn);
 
 function App() {
   const { path } = useLocation();

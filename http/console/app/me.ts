@@ -1,19 +1,15 @@
 import { createContext } from 'preact';
 import { useContext } from 'preact/hooks';
 import { get } from './api.js';
+import type { OrgList, OrgRole, WhoAmI } from './api-types.js';
 
 /** Who is signed in: the person, their org and role there, and the org's projects they see. */
-export interface Me {
-  readonly user: { id: string; email: string; firstName: string | null; lastName: string | null } | null;
-  readonly org: { id: string; name: string; slug: string };
-  readonly role: 'owner' | 'admin' | 'member' | 'viewer';
-  readonly projects: readonly { id: string; name: string; slug: string }[];
-}
+export type Me = WhoAmI & { readonly role: OrgRole };
 
 export async function loadMe(): Promise<Me> {
   const [whoami, orgs] = await Promise.all([
-    get<Omit<Me, 'role'>>('/api/cli/whoami'),
-    get<{ orgs: { id: string; role: Me['role'] }[]; activeOrgId: string }>('/api/org/list'),
+    get<WhoAmI>('/api/cli/whoami'),
+    get<OrgList>('/api/org/list'),
   ]);
   const role = orgs.orgs.find((o) => o.id === orgs.activeOrgId)?.role ?? 'viewer';
   return { ...whoami, role };

@@ -1,4 +1,5 @@
 import { get, post } from './api.js';
+import type { WebPushPublicKey, WebPushSubscription } from './api-types.js';
 
 /**
  * Browser notifications through the node's web push: the page registers the service worker (`/sw.js`), asks
@@ -19,7 +20,7 @@ export async function registerWorker(): Promise<ServiceWorkerRegistration> {
 
 export async function pushState(): Promise<PushState> {
   if (!pushSupported()) return 'unsupported';
-  const { publicKey } = await get<{ publicKey: string | null }>('/api/notifications/web-push/public-key');
+  const { publicKey } = await get<WebPushPublicKey>('/api/notifications/web-push/public-key');
   if (publicKey === null) return 'unconfigured';
   if (Notification.permission === 'denied') return 'denied';
   const registration = await navigator.serviceWorker.getRegistration('/');
@@ -28,15 +29,16 @@ export async function pushState(): Promise<PushState> {
 }
 
 export async function turnOn(): Promise<PushState> {
-  const { publicKey } = await get<{ publicKey: string | null }>('/api/notifications/web-push/public-key');
+  const { publicKey } = await get<WebPushPublicKey>('/api/notifications/web-push/public-key');
   if (publicKey === null) return 'unconfigured';
   const permission = await Notification.requestPermission();
   if (permission !== 'granted') return permission === 'denied' ? 'denied' : 'off';
   const registration = await registerWorker();
   const subscription = await registration.pushManager.getSubscription()
     ?? await registration.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: base64UrlToBytes(publicKey) });
-  const json = subscription.toJSON() as { endpoint: string; keys: { p256dh: string; auth: string } };
-  await post('/api/notifications/web-push/subscribe', { endpoint: json.endpoint, keys: json.keys });
+  // The DOM types every member of a subscription's JSON as optional; a push subscription always has both.
+  const json = subscription.toJSON() as Pick<WebPushSubscription, 'endpoint' | 'keys'>;
+  await post('/api/notifications/web-push/subscribe', { endpoint: json.endpoint, keys: json.keys } satisfies WebPushSubscription);
   return 'on';
 }
 

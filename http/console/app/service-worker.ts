@@ -3,6 +3,7 @@
  * a session that ended) and opens the console where they point when clicked. It caches nothing: the console is
  * only useful connected to its node.
  */
+// The console's one tsconfig types `self` as a page's Window; this file runs as the service worker, whose scope it is.
 const worker = self as unknown as ServiceWorkerGlobalScope;
 
 interface PushPayload { title?: string; body?: string; tag?: string; url?: string }

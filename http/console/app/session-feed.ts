@@ -1,26 +1,12 @@
+import type { SessionListItem, SessionStatusEvent } from './api-types.js';
+
 /**
  * The live session list as data: rows by id plus their order (newest first), changed by batches of status events.
  * Kept apart from rendering so a burst of events costs one pass and one render per animation frame, however many
  * arrive, and so the rules (filters, caps) are testable without a page.
  */
-export interface SessionRow {
-  readonly id: string;
-  readonly projectId: string;
-  readonly status: string;
-  readonly title: string;
-  readonly workerId: string | null;
-  readonly costUsd: number;
-  readonly createdAt: string;
-  readonly updatedAt: string;
-}
-
-export interface StatusEvent {
-  readonly sessionId: string;
-  readonly projectId: string;
-  readonly previousStatus: string;
-  readonly status: string;
-  readonly at: string;
-}
+/** A row of the list, whose status an event may since have moved: events name the status as any string. */
+export type SessionRow = Omit<SessionListItem, 'status'> & { readonly status: SessionStatusEvent['status'] };
 
 export interface Feed {
   readonly rows: ReadonlyMap<string, SessionRow>;
@@ -68,7 +54,7 @@ export function mergeRows(feed: Feed, rows: readonly SessionRow[], accepts: (sta
  * Applies a batch of events in arrival order. A session that leaves the status filter leaves the list; one the list
  * has not seen joins it at the top (its title follows from the next fetch).
  */
-export function applyEvents(feed: Feed, events: readonly StatusEvent[], accepts: (e: StatusEvent) => boolean): Feed {
+export function applyEvents(feed: Feed, events: readonly SessionStatusEvent[], accepts: (e: SessionStatusEvent) => boolean): Feed {
   if (events.length === 0) return feed;
   const rows = new Map(feed.rows);
   const untitled = new Set(feed.untitled);

@@ -12,8 +12,7 @@ export function clusterCommands(): Command {
     .description('live nodes and the shards each holds, as seen by the node at --url')
     .option('--json', 'print the raw status as JSON')
     .action(async (opts: { json?: boolean }, cmd: Command) => {
-      // The reply's schema is an open object; its shape is the cluster module's ClusterStatus.
-      const status = (await unwrap(adminApi(cmd.optsWithGlobals() as ClientOptions).GET('/api/admin/cluster'))) as unknown as ClusterStatus;
+      const status: ClusterStatus = await unwrap(adminApi(cmd.optsWithGlobals() as ClientOptions).GET('/api/admin/cluster'));
       if (opts.json) printJson(status);
       else process.stdout.write(renderClusterTable(status));
     });

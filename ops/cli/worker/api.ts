@@ -95,7 +95,7 @@ export function createWorkerApi(baseUrl: string, timeoutMs = 15_000, onRedirectR
     register: (body) => call(unwrap(api.POST('/v1/daemon/register', { body }))),
     heartbeat: async (token, body) => {
       const reply = await call(unwrap(api.POST('/api/daemon/heartbeat', { body, headers: auth(token) })));
-      return { mutations: reply.mutations as unknown as Mutation[], ...(reply.runtimeJwt ? { runtimeJwt: reply.runtimeJwt } : {}) };
+      return { mutations: reply.mutations, ...(reply.runtimeJwt ? { runtimeJwt: reply.runtimeJwt } : {}) };
     },
     poll: (token, body) => call(inTurn(() => unwrap(api.POST('/api/daemon/poll', { body, headers: auth(token) })))),
     status: (token, id, body) => call(inTurn(() => unwrap(api.POST('/api/sessions/{id}/status', { params: { path: { id } }, body, headers: auth(token) })))),

@@ -1,16 +1,10 @@
 import { useState } from 'preact/hooks';
 import { post, type ApiError } from '../api.js';
+import type { ApprovalGate, ApprovalGateList, GateDecisionRequest } from '../api-types.js';
 import { asApiError, useApi, useInterval } from '../data.js';
 import { projectName, useMe } from '../me.js';
 import { Empty, ErrorNote, Loading, PageHeader, Status, Time } from '../ui/bits.js';
 import { PushOptIn } from '../ui/push-opt-in.js';
-
-export interface Gate {
-  id: string; title: string; projectId: string | null; issue: string | null; sessionId: string | null; status: string;
-  requiredRole: string | null; mayDecide: boolean; createdAt: string; decidedAt: string | null; comment: string | null;
-  decidedBy: { userId: string; role: string } | null;
-  run: { runId: string; workflowId: string; workflowName: string | null; version: number; status: string } | null;
-}
 
 /**
  * The approvals inbox: gates waiting on me (my role meets the gate's), then every gate of the org. Deciding shows
@@ -19,8 +13,8 @@ export interface Gate {
 export function Approvals() {
   const [showAll, setShowAll] = useState(false);
   const [decided, setDecided] = useState<string[]>([]);
-  const mine = useApi<{ gates: Gate[] }>('/api/approval-gates?for=me');
-  const all = useApi<{ gates: Gate[] }>(showAll || decided.length > 0 ? '/api/approval-gates' : undefined);
+  const mine = useApi<ApprovalGateList>('/api/approval-gates?for=me');
+  const all = useApi<ApprovalGateList>(showAll || decided.length > 0 ? '/api/approval-gates' : undefined);
   const refresh = () => { mine.reload(); if (showAll || decided.length > 0) all.reload(); };
   // Gates and runs have no event stream of their own: while someone watches a decision play out, read often.
   useInterval(refresh, decided.length > 0 ? 1500 : 4000);
@@ -58,7 +52,7 @@ export function Approvals() {
   );
 }
 
-export function GateCard({ gate, onDecided }: { gate: Gate; onDecided: (id: string) => void }) {
+export function GateCard({ gate, onDecided }: { gate: ApprovalGate; onDecided: (id: string) => void }) {
   const me = useMe();
   const [comment, setComment] = useState('');
   const [error, setError] = useState<ApiError | undefined>(undefined);
@@ -67,7 +61,7 @@ export function GateCard({ gate, onDecided }: { gate: Gate; onDecided: (id: stri
     setBusy(true);
     setError(undefined);
     try {
-      await post(`/api/approval-gates/${gate.id}/decide`, { decision, ...(comment.trim() ? { comment: comment.trim() } : {}) });
+      await post(`/api/approval-gates/${gate.id}/decide`, { decision, ...(comment.trim() ? { comment: comment.trim() } : {}) } satisfies GateDecisionRequest);
       onDecided(gate.id);
     } catch (err) {
       setError(asApiError(err));
@@ -76,6 +70,7 @@ export function GateCard({ gate, onDecided }: { gate: Gate; onDecided: (id: stri
     }
   };
   const field = `comment-${gate.id}`;
+  const decider = deciderRole(gate.decidedBy);
   return (
     <li class="card gate" data-gate={gate.id} aria-labelledby={`gate-${gate.id}`}>
       <div class="gate-head">
@@ -88,13 +83,9 @@ export function GateCard({ gate, onDecided }: { gate: Gate; onDecided: (id: stri
         {gate.issue ? <> · issue {gate.issue}</> : null}
         {gate.sessionId ? <> · <a href={`/sessions/${gate.sessionId}`}>session</a></> : null}
       </p>
-      {gate.run ? (
-        <p class="small" data-run-status={gate.run.status}>
-          Run of <a href={`/workflows/${gate.run.workflowId}`}>{gate.run.workflowName ?? 'a workflow'}</a>, version {gate.run.version}: <Status value={gate.run.status} />
-        </p>
-      ) : null}
+      {gate.run ? <GateRun run={gate.run} /> : null}
       {gate.status !== 'pending' ? (
-        <p class="small">Decided <Time at={gate.decidedAt} />{gate.decidedBy ? ` by a ${gate.decidedBy.role}` : ''}{gate.comment ? `: “${gate.comment}”` : ''}</p>
+        <p class="small">Decided <Time at={gate.decidedAt} />{decider ? ` by a ${decider}` : ''}{gate.comment ? `: “${gate.comment}”` : ''}</p>
       ) : gate.mayDecide ? (
         <div class="stack">
           <label for={field}>Comment (optional)</label>
@@ -109,4 +100,19 @@ export function GateCard({ gate, onDecided }: { gate: Gate; onDecided: (id: stri
       <ErrorNote error={error} title="Not decided" />
     </li>
   );
+}
+
+/** The API documents every member of a gate's run as optional: a missing one is left out rather than shown as "undefined". */
+function GateRun({ run }: { run: NonNullable<ApprovalGate['run']> }) {
+  const name = run.workflowName ?? 'a workflow';
+  return (
+    <p class="small" data-run-status={run.status}>
+      Run of {run.workflowId ? <a href={`/workflows/${run.workflowId}`}>{name}</a> : name}, version {run.version}: {run.status ? <Status value={run.status} /> : null}
+    </p>
+  );
+}
+
+/** The API documents `decidedBy` as any value; the gate records its decider as `{ userId, role }`. */
+function deciderRole(decidedBy: unknown): string | undefined {
+  return typeof decidedBy === 'object' && decidedBy !== null && 'role' in decidedBy && typeof decidedBy.role === 'string' ? decidedBy.role : undefined;
 }

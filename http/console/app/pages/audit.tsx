@@ -1,26 +1,23 @@
 import { useState } from 'preact/hooks';
 import { get, withQuery } from '../api.js';
+import type { AuditEntry, AuditPage, AuditVerification } from '../api-types.js';
 import { asApiError, useApi } from '../data.js';
 import { actorName, useMe } from '../me.js';
 import { Empty, ErrorNote, Loading, PageHeader, Status, Time } from '../ui/bits.js';
 
-interface Entry { seq: number; type: string; actor: string; subject: string | null; createdAt: string; hash: string }
-interface Page { entries: Entry[]; nextCursor: string | null }
-interface Verification { valid: boolean; checked: number; firstBrokenSeq?: number }
-
 /** The org's audit trail, newest first, with the hash chain recomputed on request. */
 export function Audit() {
   const me = useMe();
-  const first = useApi<Page>('/api/audit?limit=50');
-  const verification = useApi<Verification>('/api/audit/verify');
-  const [older, setOlder] = useState<Entry[]>([]);
+  const first = useApi<AuditPage>('/api/audit?limit=50');
+  const verification = useApi<AuditVerification>('/api/audit/verify');
+  const [older, setOlder] = useState<AuditEntry[]>([]);
   const [cursor, setCursor] = useState<string | null | undefined>(undefined);
   const [moreError, setMoreError] = useState<ReturnType<typeof asApiError> | undefined>(undefined);
   const next = cursor === undefined ? first.data?.nextCursor ?? null : cursor;
   const entries = [...(first.data?.entries ?? []), ...older];
   const more = () => {
     if (next === null) return;
-    get<Page>(withQuery('/api/audit', { limit: 50, cursor: next })).then(
+    get<AuditPage>(withQuery('/api/audit', { limit: 50, cursor: next })).then(
       (page) => { setOlder((o) => [...o, ...page.entries]); setCursor(page.nextCursor); },
       (err: unknown) => setMoreError(asApiError(err)),
     );

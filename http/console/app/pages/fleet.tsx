@@ -1,22 +1,12 @@
 import { useEffect, useRef } from 'preact/hooks';
+import type { FleetStats, FleetWorkerList } from '../api-types.js';
 import { useApi, useEventStream, useInterval } from '../data.js';
 import { Empty, ErrorNote, Live, Loading, money, PageHeader, Status, Time } from '../ui/bits.js';
 
-interface Stats {
-  workers: { live: number; registered: number };
-  capacity: { total: number; inUse: number; free: number };
-  queue: { depth: number; waitingForLock: number; oldestPendingAt: string | null };
-  quota: { period: string; sessions: number; costUsd: number };
-}
-interface Worker {
-  id: string; hostname: string; maxAgents: number; activeSessions: number; live: boolean; lastSeenAt: string;
-  projects: { id: string; name: string | null }[];
-}
-
 /** Workers and the queue, refreshed every few seconds and whenever a session changes status. */
 export function Fleet() {
-  const stats = useApi<Stats>('/api/fleet/stats');
-  const workers = useApi<{ workers: Worker[] }>('/api/fleet/workers');
+  const stats = useApi<FleetStats>('/api/fleet/stats');
+  const workers = useApi<FleetWorkerList>('/api/fleet/workers');
   const refresh = () => { stats.reload(); workers.reload(); };
   useInterval(refresh, 5000);
   const soon = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
@@ -55,7 +45,7 @@ export function Fleet() {
                   <td><Status value={w.live ? 'live' : 'silent'} /></td>
                   <td><meter min={0} max={w.maxAgents} value={w.activeSessions} aria-label={`${w.activeSessions} of ${w.maxAgents} slots in use`} /> {w.activeSessions} / {w.maxAgents}</td>
                   <td><Time at={w.lastSeenAt} /></td>
-                  <td>{w.projects.map((p) => p.name ?? p.id.slice(0, 8)).join(', ') || '—'}</td>
+                  <td>{w.projects.map((p) => p.name ?? p.id?.slice(0, 8)).join(', ') || '—'}</td>
                 </tr>
               ))}
             </tbody>

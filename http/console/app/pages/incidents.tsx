@@ -1,15 +1,14 @@
 import { withQuery } from '../api.js';
+import type { Incident, IncidentList } from '../api-types.js';
 import { useApi } from '../data.js';
 import { navigate, useLocation } from '../router.js';
 import { Empty, ErrorNote, Loading, PageHeader, Status, Time } from '../ui/bits.js';
 import { webLink } from '../web-link.js';
 
-interface Incident { id: string; source: string; title: string; severity: string | null; status: string; url: string | null; createdAt: string; resolvedAt: string | null }
-
 export function Incidents() {
   const { query } = useLocation();
   const status = query.get('status') ?? '';
-  const list = useApi<{ incidents: Incident[]; total: number }>(withQuery('/api/incidents', { status, limit: 100 }));
+  const list = useApi<IncidentList>(withQuery('/api/incidents', { status, limit: 100 }));
   return (
     <section aria-labelledby="page-title">
       <PageHeader title="Incidents" />

@@ -1,17 +1,13 @@
 import { withQuery } from '../api.js';
+import type { PolicyList } from '../api-types.js';
 import { useApi } from '../data.js';
 import { useLocation, navigate } from '../router.js';
 import { Empty, ErrorNote, Loading, PageHeader, Status, Time } from '../ui/bits.js';
 
-export interface Policy {
-  id: string; name: string; description: string | null; status: string; scope: string; scopeId: string; version: number;
-  cedarPolicy: string; updatedAt: string; createdBy: string;
-}
-
 export function Policies() {
   const { query } = useLocation();
   const status = query.get('status') ?? '';
-  const list = useApi<{ policies: Policy[] }>(withQuery('/api/policies', { status }));
+  const list = useApi<PolicyList>(withQuery('/api/policies', { status }));
   return (
     <section aria-labelledby="page-title">
       <PageHeader title="Policies" />

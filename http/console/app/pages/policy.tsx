@@ -1,12 +1,9 @@
 import { useState } from 'preact/hooks';
 import { post, type ApiError } from '../api.js';
+import type { Policy, PolicyDetail, PolicySimulation, PolicyVersion } from '../api-types.js';
 import { asApiError, useApi } from '../data.js';
 import { actorName, useMe } from '../me.js';
 import { ErrorNote, Loading, PageHeader, Status, Time } from '../ui/bits.js';
-import type { Policy } from './policies.js';
-
-interface PolicyVersion { id: string; version: number; cedarPolicy: string; changedBy: string; changeReason: string | null; createdAt: string }
-interface Simulation { decision: 'allow' | 'deny'; nodes: { id: string; nodeKey?: string; decision: string; reasons: string[]; errors: string[] }[] }
 
 const EXAMPLE_PLAN = JSON.stringify({
   name: 'triage', description: 'Plan, ask, ship',
@@ -17,7 +14,7 @@ const EXAMPLE_PLAN = JSON.stringify({
 /** A policy with its versions newest first, and a read-only simulation of a canvas against one exact revision. */
 export function PolicyPage({ id }: { id: string }) {
   const me = useMe();
-  const loaded = useApi<{ policy: Policy; versions: PolicyVersion[] }>(`/api/policies/${encodeURIComponent(id)}`);
+  const loaded = useApi<PolicyDetail>(`/api/policies/${encodeURIComponent(id)}`);
   if (loaded.error) return <><PageHeader title="Policy" /><ErrorNote error={loaded.error} /></>;
   if (!loaded.data) return <Loading what="the policy" />;
   const { policy, versions } = loaded.data;
@@ -47,7 +44,7 @@ function SimulateForm({ policy, versions }: { policy: Policy; versions: PolicyVe
   const [projectId, setProjectId] = useState(projects[0]?.id ?? '');
   const [version, setVersion] = useState(versions[0]?.version ?? policy.version);
   const [plan, setPlan] = useState(EXAMPLE_PLAN);
-  const [result, setResult] = useState<Simulation | undefined>(undefined);
+  const [result, setResult] = useState<PolicySimulation | undefined>(undefined);
   const [error, setError] = useState<ApiError | undefined>(undefined);
   const submit = async (event: Event) => {
     event.preventDefault();
@@ -61,7 +58,7 @@ function SimulateForm({ policy, versions }: { policy: Policy; versions: PolicyVe
       return;
     }
     try {
-      setResult(await post<Simulation>(`/api/projects/${projectId}/authoring/simulate`, { policyId: policy.id, policyVersion: version, plan: parsed }));
+      setResult(await post<PolicySimulation>(`/api/projects/${projectId}/authoring/simulate`, { policyId: policy.id, policyVersion: version, plan: parsed }));
     } catch (err) {
       setError(asApiError(err));
     }

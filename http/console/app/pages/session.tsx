@@ -1,6 +1,6 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { post, type ApiError } from '../api.js';
-import type { SessionDetail as Detail } from '../api-types.js';
+import type { InterviewDeltaEvent, SessionDetail as Detail, SessionPromptRequest, SessionStatusEvent } from '../api-types.js';
 import { asApiError, useApi, useEventStream, useInterval } from '../data.js';
 import { Empty, ErrorNote, Live, Loading, money, PageHeader, Status, Time } from '../ui/bits.js';
 import { actorName, useMe, type Me } from '../me.js';
@@ -24,7 +24,7 @@ export function SessionPage({ id }: { id: string }) {
   const actions = useSessionActions(detail.reload);
   const projectId = detail.data?.project.id;
   const events = useEventStream(projectId ? `/api/sessions/events?projectId=${projectId}` : undefined, {
-    'session.status': (data) => { if ((data as { sessionId: string }).sessionId === id) detail.reload(); },
+    'session.status': (data) => { if ((data as SessionStatusEvent).sessionId === id) detail.reload(); },
     reset: () => detail.reload(),
   });
   const output = useStreamedOutput(id, detail.data);
@@ -95,7 +95,7 @@ function useStreamedOutput(id: string, loaded: Detail | undefined) {
   useEffect(() => { setOutput((o) => ({ ...o, sinceLoad: '' })); }, [loaded]);
   const stream = useEventStream(`/api/interview/${encodeURIComponent(id)}/stream`, {
     'interview.delta': (data) => {
-      const frame = data as { tokens: string[] };
+      const frame = data as InterviewDeltaEvent;
       tokens.current += frame.tokens.length;
       const text = frame.tokens.join('');
       setOutput((o) => ({ all: o.all + text, sinceLoad: o.sinceLoad + text }));
@@ -135,7 +135,7 @@ function SessionControl({ s, live, actions }: { s: Detail; live: boolean; action
       {s.can.stop && live ? (
         <button type="button" class="button-danger" onClick={() => act('Stop signal sent.', () => post(`/api/public/sessions/${s.id}/stop`))}>Stop session</button>
       ) : null}
-      {s.can.prompt ? <PromptForm onSend={(text) => act('Prompt sent.', () => post(`/api/public/sessions/${s.id}/prompt`, { prompt: text }))} /> : null}
+      {s.can.prompt ? <PromptForm onSend={(text) => act('Prompt sent.', () => post(`/api/public/sessions/${s.id}/prompt`, { prompt: text } satisfies SessionPromptRequest))} /> : null}
       <ErrorNote error={actionError} title="Refused" />
       {notice ? <p class="note" role="status">{notice}</p> : null}
     </section>

@@ -1,10 +1,11 @@
 import { memo } from 'preact/compat';
 import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { get, withQuery, type ApiError } from '../api.js';
+import type { SessionList, SessionStatusEvent } from '../api-types.js';
 import { asApiError, useEventStream } from '../data.js';
 import { projectName, useMe } from '../me.js';
 import { navigate, useLocation } from '../router.js';
-import { appendPage, applyEvents, emptyFeed, feedOf, mergeRows, type Feed, type SessionRow, type StatusEvent } from '../session-feed.js';
+import { appendPage, applyEvents, emptyFeed, feedOf, mergeRows, type Feed, type SessionRow } from '../session-feed.js';
 import { Empty, ErrorNote, Live, Loading, money, PageHeader, Status, Time } from '../ui/bits.js';
 import { DispatchForm } from './dispatch-form.js';
 import { RepositoriesSection } from './repositories.js';
@@ -19,15 +20,13 @@ const LIVE = ['pending', 'claimed', 'running', 'paused', 'finalizing'];
 const STATUSES = [...LIVE, 'completed', 'failed', 'stopped'];
 const statusesOf = (filter: string): string[] | undefined => (filter === '' ? undefined : filter === 'live' ? LIVE : [filter]);
 
-interface Page { sessions: SessionRow[]; nextCursor: string | null }
-
 /** A row renders again only when its session changed: a burst of events redraws the rows it touched, not all 500. */
 const Row = memo(({ row: r, project }: { row: SessionRow; project: string }) => (
   <tr data-session={r.id}>
     <td><a href={`/sessions/${r.id}`}><code>{r.id}</code></a><span class="row-title">{r.title || 'new session'}</span></td>
     <td><Status value={r.status} /></td>
     <td>{project}</td>
-    <td>{money(r.costUsd)}</td>
+    <td>{money(r.costUsd ?? 0)}</td>
     <td><Time at={r.updatedAt} /></td>
   </tr>
 ));
@@ -100,7 +99,7 @@ function useLiveSessions(status: string, projectId: string) {
   const [error, setError] = useState<ApiError | undefined>(undefined);
   const [loaded, setLoaded] = useState(false);
   const applied = useRef(0);
-  const pending = useRef<StatusEvent[]>([]);
+  const pending = useRef<SessionStatusEvent[]>([]);
   const frame = useRef<number | undefined>(undefined);
   useEffect(() => () => clearTimeout(frame.current), []);
   const wanted = statusesOf(status);
@@ -108,8 +107,8 @@ function useLiveSessions(status: string, projectId: string) {
   const listPath = (after?: string) => withQuery('/api/sessions', { status: wanted?.join(','), projectId, limit: 50, cursor: after });
 
   const load = useCallback(() => {
-    get<Page>(listPath()).then(
-      (page) => { setFeed(feedOf(page.sessions)); setCursor(page.nextCursor); setError(undefined); setLoaded(true); },
+    get<SessionList>(listPath()).then(
+      (page) => { setFeed(feedOf(page.sessions)); setCursor(page.nextCursor ?? null); setError(undefined); setLoaded(true); },
       (err: unknown) => { setError(asApiError(err)); setLoaded(true); },
     );
   }, [status, projectId]);
@@ -124,7 +123,7 @@ function useLiveSessions(status: string, projectId: string) {
   };
   const { connected } = useEventStream(withQuery('/api/sessions/events', { projectId }), {
     'session.status': (data) => {
-      pending.current.push(data as StatusEvent);
+      pending.current.push(data as SessionStatusEvent);
       // At most one redraw per batch window, drawn on the next frame: a burst costs a few renders a second.
       frame.current ??= window.setTimeout(() => requestAnimationFrame(flush), BATCH_MS);
     },
@@ -136,14 +135,14 @@ function useLiveSessions(status: string, projectId: string) {
   useEffect(() => {
     if (untitledCount === 0) return;
     const timer = setTimeout(() => {
-      get<Page>(listPath()).then((page) => setFeed((f) => mergeRows(f, page.sessions, acceptsStatus)), () => undefined);
+      get<SessionList>(listPath()).then((page) => setFeed((f) => mergeRows(f, page.sessions, acceptsStatus)), () => undefined);
     }, 1000);
     return () => clearTimeout(timer);
   }, [untitledCount > 0, feed.order[0]]);
 
   const more = () => {
     if (cursor === null) return;
-    get<Page>(listPath(cursor)).then((page) => { setFeed((f) => appendPage(f, page.sessions)); setCursor(page.nextCursor); }, (err: unknown) => setError(asApiError(err)));
+    get<SessionList>(listPath(cursor)).then((page) => { setFeed((f) => appendPage(f, page.sessions)); setCursor(page.nextCursor ?? null); }, (err: unknown) => setError(asApiError(err)));
   };
   const rows = useMemo(() => feed.order.map((id) => feed.rows.get(id)!), [feed]);
   return { rows, cursor, error, loaded, applied: applied.current, connected, more };

@@ -1,5 +1,6 @@
 import { useState } from 'preact/hooks';
 import { ApiError, post } from '../api.js';
+import type { SignInRequest } from '../api-types.js';
 import { asApiError } from '../data.js';
 import { ErrorNote } from '../ui/bits.js';
 
@@ -14,7 +15,7 @@ export function SignIn({ ended, onSignedIn }: { ended: boolean; onSignedIn: () =
     setBusy(true);
     setError(undefined);
     try {
-      await post('/api/auth/login', { email, password });
+      await post('/api/auth/login', { email, password } satisfies SignInRequest);
       onSignedIn();
     } catch (err) {
       setError(asApiError(err));

@@ -1,13 +1,12 @@
+import type { WorkflowVersion } from '../api-types.js';
 import { useApi } from '../data.js';
 import { alignLines, diffGraph } from '../diff.js';
 import { ErrorNote, Loading } from '../ui/bits.js';
 
-interface Snapshot { version: number; nodes: unknown[]; edges: unknown[]; definitionYaml: string }
-
 /** Two versions side by side: the graph's changes as lists, then the YAML line by line. */
 export function VersionDiff({ workflowId, from, to }: { workflowId: string; from: number; to: number }) {
-  const a = useApi<Snapshot>(`/api/workflows/${workflowId}/versions/${from}`);
-  const b = useApi<Snapshot>(`/api/workflows/${workflowId}/versions/${to}`);
+  const a = useApi<WorkflowVersion>(`/api/workflows/${workflowId}/versions/${from}`);
+  const b = useApi<WorkflowVersion>(`/api/workflows/${workflowId}/versions/${to}`);
   const error = a.error ?? b.error;
   return (
     <section aria-labelledby="diff-title" class="diff">
@@ -18,7 +17,7 @@ export function VersionDiff({ workflowId, from, to }: { workflowId: string; from
   );
 }
 
-function Compared({ a, b }: { a: Snapshot; b: Snapshot }) {
+function Compared({ a, b }: { a: WorkflowVersion; b: WorkflowVersion }) {
   const graph = diffGraph(a, b);
   const lines = alignLines(a.definitionYaml, b.definitionYaml);
   const nothing = graph.nodesAdded.length + graph.nodesRemoved.length + graph.nodesChanged.length

@@ -1,16 +1,12 @@
 import { useState } from 'preact/hooks';
 import { patch, post, type ApiError } from '../api.js';
+import type { Workflow, WorkflowChange, WorkflowRunList, WorkflowVersionList } from '../api-types.js';
 import { asApiError, useApi, type Loaded } from '../data.js';
 import { actorName, projectName, useMe, type Me } from '../me.js';
 import { Empty, ErrorNote, Loading, PageHeader, Status, Time } from '../ui/bits.js';
 import { VersionDiff } from './version-diff.js';
 
-interface Workflow {
-  id: string; name: string; projectId: string; status: string; version: number; publishedVersion: number | null;
-  can: { edit: boolean; publish: boolean; run: boolean };
-}
-interface Version { version: number; changedBy: string; changeReason: string | null; createdAt: string }
-interface Run { runId: string; version: number; status: string; startedBy: string; createdAt: string }
+const liveVersionOf = (w: Workflow): number | null => w.publishedVersion ?? null;
 
 /**
  * A workflow: its versions newest first (pick two to compare), rollback to any version (a new version on top),
@@ -19,14 +15,15 @@ interface Run { runId: string; version: number; status: string; startedBy: strin
 export function WorkflowPage({ id }: { id: string }) {
   const me = useMe();
   const workflow = useApi<Workflow>(`/api/workflows/${encodeURIComponent(id)}`);
-  const versions = useApi<Version[]>(`/api/workflows/${encodeURIComponent(id)}/versions`);
-  const runs = useApi<{ runs: Run[] }>(`/api/workflows/${encodeURIComponent(id)}/runs`);
+  const versions = useApi<WorkflowVersionList>(`/api/workflows/${encodeURIComponent(id)}/versions`);
+  const runs = useApi<WorkflowRunList>(`/api/workflows/${encodeURIComponent(id)}/runs`);
   const [compare, setCompare] = useState<{ from?: number; to?: number }>({});
   const [error, setError] = useState<ApiError | undefined>(undefined);
   const [notice, setNotice] = useState('');
   if (workflow.error) return <><PageHeader title="Workflow" /><ErrorNote error={workflow.error} /></>;
   const w = workflow.data;
   if (!w) return <Loading what="the workflow" />;
+  const liveVersion = liveVersionOf(w);
   const list = versions.data ?? [];
   const from = compare.from ?? list[1]?.version;
   const to = compare.to ?? list[0]?.version;
@@ -53,13 +50,13 @@ export function WorkflowPage({ id }: { id: string }) {
       <PageHeader title={w.name}>
         <Status value={w.status} />
         {w.can.publish && w.status !== 'published' ? (
-          <button type="button" onClick={() => act('Published.', () => patch(`/api/workflows/${w.id}`, { status: 'published', changeReason: 'published from the console' }))}>Publish</button>
+          <button type="button" onClick={() => act('Published.', () => patch(`/api/workflows/${w.id}`, { status: 'published', changeReason: 'published from the console' } satisfies WorkflowChange))}>Publish</button>
         ) : null}
-        {w.can.run && w.publishedVersion !== null ? (
+        {w.can.run && liveVersion !== null ? (
           <button type="button" class="button-quiet" onClick={() => act('Run started.', () => post(`/api/workflows/${w.id}/runs`, {}))}>Start a run</button>
         ) : null}
       </PageHeader>
-      <p class="muted">In {projectName(me, w.projectId)} · current version {w.version}{w.publishedVersion !== null ? ` · live version ${w.publishedVersion}` : ' · not published'}</p>
+      <p class="muted">In {projectName(me, w.projectId)} · current version {w.version}{liveVersion !== null ? ` · live version ${liveVersion}` : ' · not published'}</p>
       <ErrorNote error={error} title="Refused" />
       {notice ? <p class="note" role="status">{notice}</p> : null}
 
@@ -76,7 +73,7 @@ type Act = (done: string, call: () => Promise<unknown>) => Promise<void>;
 
 /** The versions, newest first: two picked to compare, and a rollback to any but the current one for editors. */
 function VersionsTable({ w, me, versions, from, to, onCompare, act }: {
-  w: Workflow; me: Me; versions: Loaded<Version[]>; from: number | undefined; to: number | undefined;
+  w: Workflow; me: Me; versions: Loaded<WorkflowVersionList>; from: number | undefined; to: number | undefined;
   onCompare: (pick: { from?: number; to?: number }) => void; act: Act;
 }) {
   const list = versions.data ?? [];
@@ -117,13 +114,13 @@ function VersionsTable({ w, me, versions, from, to, onCompare, act }: {
 }
 
 /** The workflow's runs, newest first, with the version each is pinned to. */
-function RunsSection({ w, me, runs }: { w: Workflow; me: Me; runs: Loaded<{ runs: Run[] }> }) {
+function RunsSection({ w, me, runs }: { w: Workflow; me: Me; runs: Loaded<WorkflowRunList> }) {
   return (
   <section aria-labelledby="runs-title">
     <h2 id="runs-title">Runs</h2>
     <ErrorNote error={runs.error} />
     {!runs.data ? (runs.error ? null : <Loading what="runs" />) : runs.data.runs.length === 0 ? (
-      <Empty title="No runs yet.">{w.publishedVersion === null ? <p>Publish a version first; runs start on the live version.</p> : <p>Start one above or with <code>POST /api/workflows/{w.id}/runs</code>.</p>}</Empty>
+      <Empty title="No runs yet.">{liveVersionOf(w) === null ? <p>Publish a version first; runs start on the live version.</p> : <p>Start one above or with <code>POST /api/workflows/{w.id}/runs</code>.</p>}</Empty>
     ) : (
       <div class="table-wrap" tabIndex={0}>
         <table class="list">

@@ -1,12 +1,11 @@
+import type { WorkflowList } from '../api-types.js';
 import { useApi } from '../data.js';
 import { projectName, useMe } from '../me.js';
 import { Empty, ErrorNote, Loading, PageHeader, Status, Time } from '../ui/bits.js';
 
-interface WorkflowItem { id: string; projectId: string; name: string; status: string; version: number; publishedVersion: number | null; updatedAt: string }
-
 export function Workflows() {
   const me = useMe();
-  const list = useApi<{ workflows: WorkflowItem[] }>('/api/workflows');
+  const list = useApi<WorkflowList>('/api/workflows');
   return (
     <section aria-labelledby="page-title">
       <PageHeader title="Workflows" />
