@@ -23,6 +23,7 @@ import { createProposalBehavior } from './authoring/proposal-actor.js';
 import { createProviderEventBehavior } from './integrations/webhooks/actor.js';
 import { createAgentCardBehavior } from './agent-card/index.js';
 import { createExternalAgentBehavior } from './integrations/a2a/index.js';
+import { dispatchBudget } from './budgets/budgets.js';
 import { withGatePush, withSessionPush, type PushOnEvents } from './integrations/web-push/event-notifications.js';
 
 /**
@@ -78,8 +79,9 @@ export function actorKinds(ports: ActorKindPorts): ActorBehavior<any, any, any, 
     createDaemonHostBehavior(transport ? { transport } : {}),
     // Each version's deployment reaches the workflow's schedule from the change's asker (decisions 0027, 0071).
     createWorkflowBehavior(triggerLimits ? { triggerLimits } : {}),
-    // An agent node may name a repository of the run's project, found when the node runs (decision 0075).
-    createWorkflowRunBehavior({ ask, ...(db ? { repositories: repositoryLookup(db) } : {}) }),
+    // An agent node may name a repository of the run's project, found when the node runs (decision 0075), and starts
+    // nothing in a project over its monthly budget (decision 0080).
+    createWorkflowRunBehavior({ ask, ...(db ? { repositories: repositoryLookup(db), budget: dispatchBudget(db) } : {}) }),
     createScheduleBehavior(schedules ?? noSchedules),
     // An opened gate is pushed to the subscribed users who may decide it (issue 8 §5).
     withGatePush(createApprovalGateBehavior({ ask }), pushOnEvents),
@@ -88,7 +90,7 @@ export function actorKinds(ports: ActorKindPorts): ActorBehavior<any, any, any, 
     createTemplateBehavior(),
     createProposalBehavior(),
     // A delivery matching published webhook triggers starts their runs (decision 0027).
-    createProviderEventBehavior(db ? { ask, startRun: (start) => startPinnedRun({ db, ask }, start) } : { ask }),
+    createProviderEventBehavior(db ? { ask, startRun: (start) => startPinnedRun({ db, ask }, start), budget: dispatchBudget(db) } : { ask }),
     createAgentCardBehavior(),
     createExternalAgentBehavior(),
   ];

@@ -12,6 +12,7 @@ export function edgeHooksFor(deps: Deps): EdgeHooks {
   return {
     limitRequest: (kind, principal) => limitRequest(services.rateLimits, kind === 'dispatch' ? 'dispatch' : 'write', principal),
     limitWorkerOutput: (workerId, bytes) => limitWorkerOutput(services.rateLimits, workerId, bytes),
+    limitWorker: (kind, workerId) => services.rateLimits.worker[kind].consume(workerId, deps.clock.now()),
     assertSourceOpen: (address) => services.rateLimits.webhookFailures.assertOpen(address),
     authorize: (principal, action, resource) => deps.authz.authorize(principal, action, resource),
   };

@@ -6,6 +6,8 @@ export interface HttpMetrics {
   readonly duration: LabelledHistogram<'method' | 'route' | 'status'>;
   readonly sseStreams: Gauge;
   readonly sseCutOff: Counter;
+  /** Event streams refused because their org held TROUPE_STREAMS_PER_ORG on this node. */
+  readonly sseRefused: Counter;
   readonly shed: Counter<'reason'>;
   /** Reports a server's admission gate in `troupe_http_admission` at each scrape. */
   watchAdmission(read: () => { serving: number; waiting: number }): () => void;
@@ -74,6 +76,11 @@ export function httpMetrics(registry: Registry): HttpMetrics {
     sseCutOff: registeredMetric(registry, 'troupe_http_sse_cut_off_total', () => new Counter({
       name: 'troupe_http_sse_cut_off_total',
       help: 'Event streams closed because the client fell too far behind.',
+      registers: [registry],
+    })),
+    sseRefused: registeredMetric(registry, 'troupe_http_sse_streams_refused_total', () => new Counter({
+      name: 'troupe_http_sse_streams_refused_total',
+      help: 'Event streams refused with TOO_MANY_STREAMS: their org had TROUPE_STREAMS_PER_ORG open on this node (decision 0082).',
       registers: [registry],
     })),
     shed: registeredMetric(registry, 'troupe_http_shed_total', () => new Counter<'reason'>({

@@ -9,6 +9,7 @@ import { toErrorReply, type ErrorBody } from './errors.js';
 import { assertSafeHeaders, HeaderBag, headersToCopy, type CopiedRequest } from './exchange.js';
 import { orgPrincipal } from './principal.js';
 import type { BodyKind, HttpRequest, RateLimitKind, Reply, Route, RouteCall } from './types.js';
+import type { WorkerRequestKind } from '../storage/rate-limits.js';
 import { compileRouteValidators, validateBody, validateQuery, type RouteValidators } from './validation.js';
 
 /**
@@ -30,6 +31,11 @@ export interface EdgeHooks {
    * RATE_LIMITED when its budget is used up. Called before the body is decoded, so a refusal costs no parse.
    */
   readonly limitWorkerOutput?: (workerId: string, bytes: number) => Promise<void>;
+  /**
+   * Counts a worker's request against its per-node limit of `kind`; throws RATE_LIMITED (429 with Retry-After) when
+   * it is used up. Synchronous, so the quiet heartbeat stays without a promise (decision 0082).
+   */
+  readonly limitWorker?: (kind: WorkerRequestKind, workerId: string) => void;
   /** Throws RATE_LIMITED when a source address is over its limit of refusals (routes with `limitsSource`). */
   readonly assertSourceOpen?: (address: string) => Promise<void>;
   /** Cedar: throws AUTHZ_DENIED unless `principal` may do `action` on `resource`. Needed by routes that declare `authorize`. */
@@ -51,8 +57,12 @@ export interface CompiledRoute<D> {
   readonly headerNames: readonly string[] | undefined;
 }
 
-/** Who the per-credential limits apply to: people and their tools. Workers (runtime tokens) are trusted for their org. */
+/** Who the per-credential limits apply to: people and their tools. Workers (runtime tokens) have their own (`workerLimits`). */
 const limitedKinds: ReadonlySet<string> = new Set(['user', 'apiKey', 'machine']);
+/** Which of a worker's limits a route's kind counts against; 'workerOutput' is counted in bytes apart. */
+const workerLimits: Readonly<Record<Exclude<RateLimitKind, 'workerOutput'>, WorkerRequestKind>> = {
+  workerHeartbeat: 'heartbeat', workerPoll: 'poll', write: 'report', dispatch: 'report',
+};
 const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
 const NOTHING_FOUND: RouteCall<undefined> = Object.freeze({ found: undefined });
 
@@ -125,8 +135,13 @@ function afterAuthentication<D extends AuthDeps>(
     }
     return handle(c, incoming, clientAddress, rawBody, deps, hooks, principal);
   }
-  if (c.rateLimit !== undefined && hooks.limitRequest !== undefined && principal !== undefined && limitedKinds.has(principal.kind)) {
-    return hooks.limitRequest(c.rateLimit, principal).then(() => handle(c, incoming, clientAddress, rawBody, deps, hooks, principal));
+  if (principal?.kind === 'runtime') {
+    if (c.rateLimit !== undefined && hooks.limitWorker !== undefined) hooks.limitWorker(workerLimits[c.rateLimit], principal.workerId);
+    return handle(c, incoming, clientAddress, rawBody, deps, hooks, principal);
+  }
+  const perCredential = c.rateLimit === 'write' || c.rateLimit === 'dispatch' ? c.rateLimit : undefined;
+  if (perCredential !== undefined && hooks.limitRequest !== undefined && principal !== undefined && limitedKinds.has(principal.kind)) {
+    return hooks.limitRequest(perCredential, principal).then(() => handle(c, incoming, clientAddress, rawBody, deps, hooks, principal));
   }
   return handle(c, incoming, clientAddress, rawBody, deps, hooks, principal);
 }
@@ -154,8 +169,14 @@ function handle<D extends AuthDeps>(
     principal,
     clientAddress,
   };
-  if (route.authorize === undefined) return route.handler(request, deps, NOTHING_FOUND);
-  return authorizeThenHandle(route, request, deps, hooks);
+  const reply = route.authorize === undefined ? route.handler(request, deps, NOTHING_FOUND) : authorizeThenHandle(route, request, deps, hooks);
+  return route.sse === true && principal !== undefined && 'orgId' in principal ? countedForOrg(reply, principal.orgId) : reply;
+}
+
+/** An event stream takes a place of its caller's org (TROUPE_STREAMS_PER_ORG), checked where it opens (event-streams.ts). */
+function countedForOrg(reply: Reply | Promise<Reply>, orgId: string): Reply | Promise<Reply> {
+  const mark = (r: Reply): Reply => (r.kind === 'sse' ? { kind: 'sse', open: r.open.bind(r), orgId } : r);
+  return isPending(reply) ? reply.then(mark) : mark(reply);
 }
 
 async function authorizeThenHandle<D>(route: Route<D>, request: HttpRequest, deps: D, hooks: EdgeHooks): Promise<Reply> {

@@ -173,7 +173,12 @@ export class RequestFlow<D extends AuthDeps> {
   private deliver(c: CompiledRoute<D>, exchange: Exchange, copied: CopiedRequest, reply: Reply, started: number): void {
     const { access, log } = this.parts;
     if (exchange.clientGone) return access.record(copied, c.route.path, 499, started);
-    if (reply.kind === 'sse') return this.parts.streams.open(exchange, copied, c.route.path, reply.open, started);
+    if (reply.kind === 'sse') {
+      // Refused before the stream opens, as any other error: its org holds all the places it may on this node.
+      const full = this.parts.streams.refusalFor(reply.orgId);
+      if (full !== undefined) return this.finishWithError(exchange, copied, c.route.path, started, refusal(c.route, full, log, logContext(copied, c.route.path)));
+      return this.parts.streams.open(exchange, copied, c.route.path, reply, started);
+    }
     try {
       const settled = settle(c.route, reply);
       exchange.respond(settled.status, settled.headers, settled.contentType, copied.requestId, settled.body);

@@ -30,6 +30,8 @@ import { webPushRoutes } from './routes/web-push.js';
 import { integrationOAuthRoutes } from './routes/integration-oauth.js';
 import { authSessionRoute } from './routes/auth-session.js';
 import { queueControlRoutes } from './routes/queue-control.js';
+import { budgetRoutes } from './routes/budgets.js';
+import { concurrencyControlRoutes } from './routes/concurrency-control.js';
 import { workerControlRoutes } from './routes/worker-control.js';
 import { scheduleControlRoutes } from './routes/schedule-control.js';
 import type { Route } from './types.js';
@@ -69,6 +71,8 @@ export function allRoutes(): Route<Deps>[] {
     ...webPushRoutes(),
     ...integrationOAuthRoutes(),
     ...queueControlRoutes(),
+    ...budgetRoutes(),
+    ...concurrencyControlRoutes(),
     ...workerControlRoutes(),
     ...scheduleControlRoutes(),
     authSessionRoute(),

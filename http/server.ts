@@ -22,6 +22,8 @@ export interface HttpServerOptions<D extends AuthDeps> extends EdgeHooks {
   readonly log: Logger;
   readonly metrics: Registry;
   readonly sse?: Partial<SseOptions>;
+  /** Event streams one org may hold open on this server at once (config `streamsPerOrg`). @default unlimited */
+  readonly streamsPerOrg?: number;
   /** Proxies in front that append to X-Forwarded-For (config `trustProxyHops`). @default 0 */
   readonly trustProxyHops?: number;
   /** The budget for write routes (http/admission.ts); without it every request is taken in. */
@@ -51,7 +53,7 @@ export async function startHttpServer<D extends AuthDeps>(options: HttpServerOpt
   const gate = options.admission === undefined ? undefined : new AdmissionGate(options.admission, { onShed: (reason) => metrics.shed.labels(reason).inc() });
   const flow = new RequestFlow<D>({
     deps: options.deps, hooks: options, log, state, access, gate, trustProxyHops: options.trustProxyHops ?? 0,
-    streams: new EventStreams(state, options.sse, metrics, access, log),
+    streams: new EventStreams(state, options.sse, metrics, access, log, options.streamsPerOrg ?? Number.POSITIVE_INFINITY),
   });
   const unwatchAdmission = gate === undefined ? undefined : metrics.watchAdmission(() => ({ serving: gate.serving, waiting: gate.waiting }));
   const unwatchInFlight = metrics.watchInFlight(() => state.inFlight.size);

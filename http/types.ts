@@ -46,6 +46,8 @@ export interface TextReply {
 export interface SseReply {
   readonly kind: 'sse';
   open(stream: SseStream): void | Promise<void>;
+  /** The org whose share of streams it takes (TROUPE_STREAMS_PER_ORG); set by the pipeline from the caller. */
+  readonly orgId?: string;
 }
 
 export type Reply = JsonReply | TextReply | SseReply;
@@ -74,8 +76,11 @@ export type AuthMode = 'none' | 'admin' | 'org' | 'human' | 'runtime' | 'any';
 
 export type BodyKind = 'json' | 'form' | 'raw' | 'none';
 
-/** 'workerOutput': a worker's bytes of agent output, counted before the body is decoded (decision 0066). */
-export type RateLimitKind = 'write' | 'dispatch' | 'workerOutput';
+/**
+ * 'workerOutput': a worker's bytes of agent output, counted before the body is decoded (decision 0066).
+ * 'workerHeartbeat', 'workerPoll': a worker's heartbeats and polls, each against its own per-node limit (decision 0082).
+ */
+export type RateLimitKind = 'write' | 'dispatch' | 'workerOutput' | 'workerHeartbeat' | 'workerPoll';
 
 export interface RouteContext<Deps> {
   readonly deps: Deps;
@@ -139,8 +144,9 @@ export interface Route<Deps = unknown> {
   /**
    * Which per-credential rate limit a request with an org user, API key or machine token counts against
    * (decision 0026): 'dispatch' counts against both the dispatch and the write limit. @default 'write' for post,
-   * put, patch and delete; none for get. Runtime tokens (workers) are limited only on 'workerOutput' routes, by the
-   * bytes they carry.
+   * put, patch and delete; none for get. Runtime tokens (workers) count per worker on this node (decision 0082):
+   * 'workerOutput' by the bytes they carry, 'workerHeartbeat' and 'workerPoll' against the heartbeat limit, each on
+   * its own, and 'write' or 'dispatch' against the worker's limit of reports.
    */
   readonly rateLimit?: RateLimitKind | 'none';
   /**

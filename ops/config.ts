@@ -57,6 +57,9 @@ const bindings: EnvBinding[] = [
   { env: 'TROUPE_RATE_LIMIT_LOGIN_FAILURES_PER_EMAIL_PER_HOUR', key: 'rateLimitLoginFailuresPerEmailPerHour', schema: { type: 'integer', minimum: 1 }, parse: integer },
   { env: 'TROUPE_RATE_LIMIT_WEBHOOK_FAILURES_PER_MINUTE', key: 'rateLimitWebhookFailuresPerMinute', schema: { type: 'integer', minimum: 1 }, parse: integer },
   { env: 'TROUPE_RATE_LIMIT_WORKER_OUTPUT_BYTES_PER_MINUTE', key: 'rateLimitWorkerOutputBytesPerMinute', schema: { type: 'integer', minimum: 65536 }, parse: integer },
+  { env: 'TROUPE_RATE_LIMIT_WORKER_HEARTBEATS_PER_MINUTE', key: 'rateLimitWorkerHeartbeatsPerMinute', schema: { type: 'integer', minimum: 60 }, parse: integer },
+  { env: 'TROUPE_RATE_LIMIT_WORKER_REPORTS_PER_MINUTE', key: 'rateLimitWorkerReportsPerMinute', schema: { type: 'integer', minimum: 60 }, parse: integer },
+  { env: 'TROUPE_STREAMS_PER_ORG', key: 'streamsPerOrg', schema: { type: 'integer', minimum: 1, maximum: 1000000 }, parse: integer },
   { env: 'TROUPE_RATE_LIMIT_WEBHOOK_DELIVERIES_PER_MINUTE', key: 'rateLimitWebhookDeliveriesPerMinute', schema: { type: 'integer', minimum: 1 }, parse: integer },
   { env: 'TROUPE_WEBHOOK_WORKFLOWS_PER_ORG', key: 'webhookWorkflowsPerOrg', schema: { type: 'integer', minimum: 1, maximum: 100000 }, parse: integer },
   { env: 'TROUPE_SCHEDULES_PER_ORG', key: 'schedulesPerOrg', schema: { type: 'integer', minimum: 1, maximum: 100000 }, parse: integer },
@@ -131,6 +134,16 @@ const defaults = (): Config => ({
   // A busy agent's transcript (tool results with whole files) peaks at tens of KB a second; 16 MiB a minute is ten
   // times the busiest recorded in decision 0066, and 16,384 requests of small chunks.
   rateLimitWorkerOutputBytesPerMinute: 16 * 1024 * 1024,
+  // Decision 0082: a worker heartbeats every 15 s (every second on the shortest lease) and polls every 5 s and when
+  // offered work; 600 leaves a margin of ten or more, and still bounds what a stolen runtime token makes a node do.
+  rateLimitWorkerHeartbeatsPerMinute: 600,
+  // A worker of capacity 100 reports four or five statuses per session: hundreds a minute at the busiest; 6,000
+  // (100 a second) leaves a margin of ten.
+  rateLimitWorkerReportsPerMinute: 6_000,
+  // Decision 0082: a console tab holds one or two streams and a worker two (its events and its credential rotations);
+  // 2,000 per org on one node is 600 workers and 800 tabs at once, and bounds one org's stream memory near 8 MB
+  // (4 KB a stream, PERFORMANCE.md G6).
+  streamsPerOrg: 2_000,
   // Ten a second: a busy monorepo's GitHub sends a few; each verified delivery costs a parse of up to 1 MB.
   rateLimitWebhookDeliveriesPerMinute: 600,
   // Issue 30: 50 schedules firing every second started 50 runs a second. These bound one org at 5 runs a second.

@@ -20,6 +20,7 @@ export async function startEdge(config: Config, deps: Deps, log: Logger, metrics
   const routes = [...allRoutes(), ...consoleRoutes<Deps>(consoleAssets)];
   return startHttpServer({
     routes, deps, host: config.host, port: config.port, log, metrics, trustProxyHops: config.trustProxyHops, ...edgeHooksFor(deps),
+    streamsPerOrg: config.streamsPerOrg,
     admission: { concurrency: config.writesInFlight, queue: config.writesQueued, maxWaitMs: config.writeQueueWaitMs },
   });
 }

@@ -62,6 +62,8 @@ export function buildNodeServices(base: Omit<Deps, 'services'>, parts: ServicePa
         webhookFailuresPerMinute: base.config.rateLimitWebhookFailuresPerMinute,
         workerOutputBytesPerMinute: base.config.rateLimitWorkerOutputBytesPerMinute,
         webhookDeliveriesPerMinute: base.config.rateLimitWebhookDeliveriesPerMinute,
+        workerHeartbeatsPerMinute: base.config.rateLimitWorkerHeartbeatsPerMinute,
+        workerReportsPerMinute: base.config.rateLimitWorkerReportsPerMinute,
       },
       parts.redis,
     ),

@@ -20,8 +20,8 @@ export interface DocumentedRoute {
   readonly successStatus?: number;
   readonly deprecated?: boolean;
   readonly sse?: boolean;
-  /** Per-credential rate limit (decision 0026); writes default to 'write'. */
-  readonly rateLimit?: 'write' | 'dispatch' | 'workerOutput' | 'none';
+  /** Per-credential rate limit (decisions 0026, 0082); writes default to 'write'. */
+  readonly rateLimit?: 'write' | 'dispatch' | 'workerOutput' | 'workerHeartbeat' | 'workerPoll' | 'none';
   readonly sseEvents?: Readonly<Record<string, { readonly schemaName: string; readonly schema: Record<string, unknown> }>>;
   /** Replies that do not use the `{error, code}` shape (e.g. OAuth's RFC 6749 errors), by status. */
   readonly errorResponses?: Readonly<Record<string, { readonly description: string; readonly schema: Record<string, unknown> }>>;
@@ -129,9 +129,13 @@ function operation(route: DocumentedRoute, path: string): Record<string, unknown
   }
   if (bodyKind !== 'none') responses['413'] = errorResponse('Body larger than the route accepts');
   if (bodyKind === 'json' || bodyKind === 'form') responses['415'] = errorResponse('Unsupported content type');
-  const limited = route.rateLimit !== 'none' && route.method !== 'get' && route.auth !== 'none' && route.auth !== 'admin' && route.auth !== 'runtime';
+  const limited = route.rateLimit !== 'none' && route.method !== 'get' && route.auth !== 'none' && route.auth !== 'admin';
   if (route.rateLimit === 'workerOutput') responses['429'] = rateLimited('Too many bytes of agent output from this worker this minute');
+  else if (route.rateLimit === 'workerHeartbeat') responses['429'] = rateLimited('Too many heartbeats from this worker this minute');
+  else if (route.rateLimit === 'workerPoll') responses['429'] = rateLimited('Too many polls from this worker this minute');
+  else if (route.auth === 'runtime' && limited) responses['429'] = rateLimited('Too many reports from this worker this minute');
   else if (limited) responses['429'] = rateLimited(`Too many ${route.rateLimit === 'dispatch' ? 'dispatches' : 'writes'} from this credential`);
+  else if (route.sse && route.auth !== 'none' && route.auth !== 'admin') responses['429'] = rateLimited("The caller's org holds as many event streams on this node as it may (TOO_MANY_STREAMS)");
   responses['4XX'] = errorResponse('Client error');
   responses['5XX'] = errorResponse('Server or dependency error');
   for (const [code, custom] of Object.entries(route.errorResponses ?? {})) {

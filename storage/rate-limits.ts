@@ -1,6 +1,7 @@
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Redis } from 'ioredis';
 import { TroupeError } from '../ops/kernel/errors.js';
+import { NodeWindowLimit } from './node-window-limit.js';
 
 /**
  * Rate limits on rate-limiter-flexible: fixed windows of `points` per `durationSeconds` per key. With Redis every
@@ -135,7 +136,13 @@ export interface RateLimits {
   readonly webhookDeliveries: RateLimit;
   /** Runs started by an org's schedules and webhook triggers, together: the dispatch limit, per org. */
   readonly triggeredStarts: RateLimit;
+  /** A worker's (runtime token's) requests on the worker protocol, counted per node (decision 0082). */
+  readonly worker: WorkerRequestLimits;
 }
+
+/** Which of a worker's limits a request counts against: its heartbeats, its polls, or its other writes (reports). */
+export type WorkerRequestKind = 'heartbeat' | 'poll' | 'report';
+export type WorkerRequestLimits = Readonly<Record<WorkerRequestKind, NodeWindowLimit>>;
 
 /** What one request of agent output costs beyond its bytes, so a flood of tiny posts is limited too. */
 export const WORKER_REQUEST_BYTES = 1024;
@@ -144,6 +151,7 @@ export function createRateLimits(
   limits: {
     readonly writesPerMinute: number; readonly dispatchesPerMinute: number; readonly loginFailuresPerEmailPerHour: number;
     readonly webhookFailuresPerMinute: number; readonly workerOutputBytesPerMinute: number; readonly webhookDeliveriesPerMinute: number;
+    readonly workerHeartbeatsPerMinute: number; readonly workerReportsPerMinute: number;
   },
   redis: Redis | undefined,
 ): RateLimits {
@@ -164,5 +172,13 @@ export function createRateLimits(
       "the org's schedules and webhook triggers started more runs this minute than TROUPE_RATE_LIMIT_DISPATCHES_PER_MINUTE allows"),
     workerOutputBytes: createRateLimit('worker-output', { points: limits.workerOutputBytesPerMinute, durationSeconds: 60 }, redis,
       'this worker sent more agent output this minute than the node accepts (TROUPE_RATE_LIMIT_WORKER_OUTPUT_BYTES_PER_MINUTE)'),
+    worker: {
+      heartbeat: new NodeWindowLimit(limits.workerHeartbeatsPerMinute, 60_000,
+        'this worker sent more heartbeats this minute than the node accepts (TROUPE_RATE_LIMIT_WORKER_HEARTBEATS_PER_MINUTE)'),
+      poll: new NodeWindowLimit(limits.workerHeartbeatsPerMinute, 60_000,
+        'this worker polled more often this minute than the node accepts (TROUPE_RATE_LIMIT_WORKER_HEARTBEATS_PER_MINUTE)'),
+      report: new NodeWindowLimit(limits.workerReportsPerMinute, 60_000,
+        'this worker sent more status reports and other writes this minute than the node accepts (TROUPE_RATE_LIMIT_WORKER_REPORTS_PER_MINUTE)'),
+    },
   };
 }

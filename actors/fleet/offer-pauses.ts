@@ -12,6 +12,11 @@
 export interface OrgPauses {
   readonly projects: ReadonlySet<string>;
   readonly workers: ReadonlySet<string>;
+  /**
+   * Projects with a concurrency setting (decision 0081): a keyed session of theirs is not pushed, since only the
+   * poll's query counts the places its key holds. Read and refreshed with the pauses, and changed like them.
+   */
+  readonly limitedProjects?: ReadonlySet<string>;
 }
 
 export type LoadPauses = (orgId: string) => Promise<OrgPauses>;

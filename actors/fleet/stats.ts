@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { pausedProjectQueues, type Pause } from '../../storage/queue-control/pauses.js';
+import { orgBudgets, type Budget } from '../../storage/budgets/budgets.js';
 
 /**
  * Fleet statistics of one org (spec 4.8 "Fleet statistics", `GET /api/fleet/stats`), read from the session and
@@ -17,6 +18,8 @@ export interface FleetStats {
     readonly pausedProjects: ReadonlyArray<Pause & { readonly projectId: string }>;
   };
   readonly quota: { readonly period: string; readonly sessions: number; readonly costUsd: number };
+  /** Spend this UTC month against budget, for each project that has one (decision 0080). */
+  readonly budgets: ReadonlyArray<Budget & { readonly projectId: string; readonly spentThisMonthUsd: number }>;
   readonly generatedAt: string;
 }
 
@@ -28,7 +31,7 @@ export const quotaPeriod = (ms: number): string => new Date(ms).toISOString().sl
 
 export async function fleetStats(db: Knex, orgId: string, now: number, leaseMs: number): Promise<FleetStats> {
   const liveSince = new Date(now - leaseMs);
-  const [workers, byStatus, queue, quota, pausedProjects] = await Promise.all([
+  const [workers, byStatus, queue, quota, pausedProjects, budgets] = await Promise.all([
     db('daemon_workers').where({ org_id: orgId })
       .select(
         db.raw('count(*)::int as registered'),
@@ -45,6 +48,7 @@ export async function fleetStats(db: Knex, orgId: string, now: number, leaseMs: 
       ).first(),
     db('fleet_quota_usage').where({ org_id: orgId, period: quotaPeriod(now) }).first('sessions', 'cost_usd'),
     pausedProjectQueues(db, orgId),
+    orgBudgets(db, orgId, now),
   ]);
   const counts: Record<string, number> = Object.fromEntries(statusesReported.map((s) => [s, 0]));
   for (const r of byStatus as { status: string; n: number }[]) counts[r.status] = Number(r.n);
@@ -61,6 +65,7 @@ export async function fleetStats(db: Knex, orgId: string, now: number, leaseMs: 
       pausedProjects,
     },
     quota: { period: quotaPeriod(now), sessions: Number(quota?.sessions ?? 0), costUsd: Number(quota?.cost_usd ?? 0) },
+    budgets,
     generatedAt: new Date(now).toISOString(),
   };
 }

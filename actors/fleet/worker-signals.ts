@@ -24,7 +24,7 @@ import { offerOf as offerShape, type OfferedSession } from '../../storage/sessio
  * Signals travel on one topic per org; each node hands them to its own connected workers (./worker-streams.ts).
  */
 export type WorkerSignal =
-  | { readonly kind: 'offer'; readonly projectId: string; readonly session: OfferedSession }
+  | { readonly kind: 'offer'; readonly projectId: string; readonly session: OfferedSession; readonly concurrencyKey?: string }
   | { readonly kind: 'poll'; readonly projectId: string }
   | { readonly kind: 'stop'; readonly workerId: string; readonly sessionId: string; readonly status: string; readonly reason: string }
   | { readonly kind: 'prompt'; readonly workerId: string; readonly sessionId: string }
@@ -63,7 +63,10 @@ function queued(previous: SessionState, next: SessionState, message: { type: str
       ? { kind: 'followUp', workerId: ranIt, sessionId: shownId(next) }
       : { kind: 'poll', projectId: spec.projectId };
   }
-  return spec.trackerIssue === null ? { kind: 'offer', projectId: spec.projectId, session: offerOf(next) } : { kind: 'poll', projectId: spec.projectId };
+  if (spec.trackerIssue !== null) return { kind: 'poll', projectId: spec.projectId };
+  // A keyed session may wait for its key's room (decision 0081): the node pushing it knows whether its project limits keys.
+  const key = spec.concurrencyKey ?? null;
+  return { kind: 'offer', projectId: spec.projectId, session: offerOf(next), ...(key === null ? {} : { concurrencyKey: key }) };
 }
 
 const stopReason = (next: SessionState): string => {
@@ -86,8 +89,9 @@ export function workerSignalsOf(previous: SessionState, next: SessionState, _key
     && (isTerminal(next.status) || next.workerId !== holder) && message.type !== 'session.transition') {
     signals.push({ kind: 'stop', workerId: holder, sessionId, status: next.status, reason: stopReason(next) });
   }
-  // An ended session with an issue released the issue's lock, which may have promoted a waiter.
-  if (isTerminal(next.status) && !isTerminal(previous.status) && spec.trackerIssue !== null) {
+  // An ended session with an issue released the issue's lock, which may have promoted a waiter; one with a
+  // concurrency key gave back its place, which a session of the key may be waiting for (decision 0081).
+  if (isTerminal(next.status) && !isTerminal(previous.status) && (spec.trackerIssue !== null || (spec.concurrencyKey ?? null) !== null)) {
     signals.push({ kind: 'poll', projectId: spec.projectId });
   }
   if (message.type === 'session.prompt' && next.status === previous.status && next.workerId !== null && isHeld(next.status)) {

@@ -104,6 +104,10 @@ export class WorkerStreams implements NodeService {
       case 'offer':
         if (pauses === undefined) return this.toProject(orgId, signal.projectId, 'poll', { projectId: signal.projectId });
         if (pauses.projects.has(signal.projectId)) return;
+        // Whether a keyed session's key has room is the poll's to decide (decision 0081): workers are asked to poll.
+        if (signal.concurrencyKey !== undefined && pauses.limitedProjects?.has(signal.projectId)) {
+          return this.toProject(orgId, signal.projectId, 'poll', { projectId: signal.projectId });
+        }
         return this.toProject(orgId, signal.projectId, 'offer', { session: signal.session }, pauses.workers);
       case 'poll':
         return this.toProject(orgId, signal.projectId, 'poll', { projectId: signal.projectId });

@@ -28,7 +28,7 @@ function finished(effect: Extract<RunEffect, { type: 'dispatchAgent' }>, status:
 }
 
 export function createWorkflowRunBehavior(ports: RunPorts): ActorBehavior<RunState, RunMsg, RunView, RunEffect> {
-  const dispatchAgent = ports.dispatchAgent ?? sessionDispatch(ports.ask, ports.repositories);
+  const dispatchAgent = ports.dispatchAgent ?? sessionDispatch(ports.ask, ports.repositories, ports.budget);
   return {
     kind: WORKFLOW_RUN_KIND,
     initial: initialRunState,

@@ -107,6 +107,7 @@ export type RunEffect =
       readonly sessionId: string; readonly trackerSessionId: string; readonly prompt: string; readonly provider?: string; readonly workType?: string; readonly agentCardId?: string;
       /** The repository of the run's project the node names (id, name or URL), and the ref to start from. */
       readonly repository?: string; readonly ref?: string;
+      readonly priority?: number;
       /** Who the session is dispatched for when not the run itself: a live session's driver. */
       readonly requestedBy?: string;
     }
@@ -336,6 +337,7 @@ function effectFor(run: LiveRun, pending: Pending, ctx: DecideContext): RunEffec
         ...(agent.provider ? { provider: agent.provider } : {}), ...(agent.workType ? { workType: agent.workType } : {}),
         ...(agent.agentCardId ? { agentCardId: agent.agentCardId } : {}),
         ...(agent.repository ? { repository: agent.repository } : {}), ...(agent.ref ? { ref: agent.ref } : {}),
+        ...(agent.priority !== undefined ? { priority: agent.priority } : {}),
       };
     }
     case 'gate': {

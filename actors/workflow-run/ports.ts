@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { TroupeError } from '../../ops/kernel/errors.js';
-import type { SessionRepository } from '../../schemas/sessions/session-state.js';
+import { DEFAULT_PRIORITY, type SessionRepository } from '../../schemas/sessions/session-state.js';
+import { defaultConcurrencyKey } from '../../schemas/queue-control/concurrency.js';
 import { resolveRepository } from '../../storage/repositories/repositories.js';
 import { publicIdOfKey } from '../../storage/sessions/queries.js';
 import type { RunEffect } from './machine.js';
@@ -22,7 +23,12 @@ export interface RunPorts {
   readonly dispatchAgent?: (effect: Extract<RunEffect, { type: 'dispatchAgent' }>) => Promise<{ readonly status: string } | void>;
   /** Finds the repository an agent node names; without it (unit tests) a node naming one fails its step. */
   readonly repositories?: RepositoryLookup;
+  /** Refuses a new session of a project over its monthly budget (actors/budgets); without it (unit tests) none is checked. */
+  readonly budget?: DispatchBudget;
 }
+
+/** Throws BUDGET_EXCEEDED when the project may not start another session (decision 0080). */
+export type DispatchBudget = (orgId: string, projectId: string) => Promise<void>;
 
 /** What an agent node's `repository` needs from storage (decision 0075). */
 export interface RepositoryLookup {
@@ -67,10 +73,13 @@ export function runIdOfTrackerSessionId(trackerSessionId: string): string | null
  * run derived, so a repeated dispatch after a restart reaches the same session. `requestedBy` names the run
  * (`workflow-run:<runId>`): that is how the session room can route the terminal status back as
  * `run.agentFinished`. A live session names its driver instead, and reports back through live-session-reports.ts.
- * A failed ask fails the step with its reason, so a run never hangs on an agent nobody started.
+ * A failed ask fails the step with its reason, so a run never hangs on an agent nobody started; so does a project over
+ * its monthly budget (`BUDGET_EXCEEDED`).
  */
-export function sessionDispatch(ask: AskFn, repositories?: RepositoryLookup): NonNullable<RunPorts['dispatchAgent']> {
+export function sessionDispatch(ask: AskFn, repositories?: RepositoryLookup, budget?: DispatchBudget): NonNullable<RunPorts['dispatchAgent']> {
   return async (effect) => {
+    // A step replayed after a restart reaches the session it started, whatever was spent since.
+    if (budget && !(repositories && await repositories.dispatched(effect.orgId, effect.sessionId))) await budget(effect.orgId, effect.projectId);
     const workspace = await workspaceOf(effect, repositories);
     return ask<{ status: string }>(`session/${effect.sessionId}`, {
       type: 'session.dispatch',
@@ -84,6 +93,8 @@ export function sessionDispatch(ask: AskFn, repositories?: RepositoryLookup): No
       provider: effect.provider ?? null,
       requestedBy: effect.requestedBy ?? `workflow-run:${effect.runId}`,
       ...workspace,
+      priority: effect.priority ?? DEFAULT_PRIORITY,
+      concurrencyKey: defaultConcurrencyKey(workspace.repository, workspace.ref, null),
     });
   };
 }

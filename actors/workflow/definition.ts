@@ -20,6 +20,8 @@ export type PlanNode =
       readonly id: string; readonly kind: 'agent'; readonly prompt: string; readonly provider?: string; readonly workType?: string; readonly agentCardId?: string;
       /** A repository of the run's project (id, name or URL) and the ref to start from (decision 0075). */
       readonly repository?: string; readonly ref?: string;
+      /** 0–9, higher offered first (decision 0081); 5 when absent. */
+      readonly priority?: number;
     }
   | {
       readonly id: string; readonly kind: 'approval'; readonly title: string; readonly requiredRole?: 'owner' | 'admin' | 'member';

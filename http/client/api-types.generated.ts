@@ -1970,6 +1970,48 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/projects/{projectId}/budget": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The project's budgets and its spend this UTC month (project readers) */
+        get: operations["getApiProjectsProjectIdBudget"];
+        /**
+         * Set the project's monthly and per-session budgets in USD (org admins and owners)
+         * @description Members absent from the body keep their value; `null` clears one; clearing both removes the budget. A change is audited (`project.budget.changed`, with the budget before and after); setting what is set changes nothing. Dispatch into a project whose month-to-date spend is at or over `monthlyUsd` answers 409 `BUDGET_EXCEEDED` with `details: {spentUsd, limitUsd}` (so does a workflow agent step, which fails with that reason); a running session whose reported cost passes `perSessionUsd` is stopped, and its detail shows `stopReason: "budget"`.
+         */
+        put: operations["putApiProjectsProjectIdBudget"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/projects/{projectId}/concurrency": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The project's limit per concurrency key and its strategy; `configured: false` while none is set (project readers) */
+        get: operations["getApiProjectsProjectIdConcurrency"];
+        /**
+         * Set the project's limit per concurrency key and what happens to a session past it (org admins and owners)
+         * @description Limits how many sessions of one concurrency key hold a claim at once. A session's key is the `concurrencyKey` its dispatch named, else `repo:<repository id>:<ref or default branch>` or `issue:<trackerIssue>`. A change is audited (`project.concurrency.changed`, with the setting before and after); setting what is set changes nothing. The project's workers are told to poll, so sessions a raised limit lets through are claimed at once.
+         */
+        put: operations["putApiProjectsProjectIdConcurrency"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/workers/{workerId}/pause": {
         parameters: {
             query?: never;
@@ -2095,7 +2137,7 @@ export interface components {
             /** @description Human-readable message; never a stack trace. */
             error: string;
             /** @enum {string} */
-            code: "HTTP_BAD_JSON" | "HTTP_BAD_UTF8" | "HTTP_BAD_QUERY" | "VALIDATION_FAILED" | "AUTH_MISSING" | "AUTH_INVALID" | "AUTH_FORBIDDEN" | "AUTH_HUMAN_ONLY" | "AUTH_ADMIN_ONLY" | "AUTHZ_DENIED" | "TENANT_MISMATCH" | "NOT_FOUND" | "ROUTE_NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "ILLEGAL_TRANSITION" | "ALREADY_EXISTS" | "HTTP_BODY_TOO_LARGE" | "HTTP_UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "UPSTREAM_FAILED" | "STORAGE_UNAVAILABLE" | "STORAGE_STALE_VERSION" | "CACHE_UNAVAILABLE" | "TRANSPORT_UNAVAILABLE" | "TRANSPORT_TIMEOUT" | "ACTOR_STOPPED" | "SHUTTING_DOWN" | "OVERLOADED" | "INTERNAL";
+            code: "HTTP_BAD_JSON" | "HTTP_BAD_UTF8" | "HTTP_BAD_QUERY" | "VALIDATION_FAILED" | "AUTH_MISSING" | "AUTH_INVALID" | "AUTH_FORBIDDEN" | "AUTH_HUMAN_ONLY" | "AUTH_ADMIN_ONLY" | "AUTHZ_DENIED" | "TENANT_MISMATCH" | "NOT_FOUND" | "ROUTE_NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "ILLEGAL_TRANSITION" | "ALREADY_EXISTS" | "CONCURRENCY_LIMIT" | "BUDGET_EXCEEDED" | "HTTP_BODY_TOO_LARGE" | "HTTP_UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "TOO_MANY_STREAMS" | "UPSTREAM_FAILED" | "STORAGE_UNAVAILABLE" | "STORAGE_STALE_VERSION" | "CACHE_UNAVAILABLE" | "TRANSPORT_UNAVAILABLE" | "TRANSPORT_TIMEOUT" | "ACTOR_STOPPED" | "SHUTTING_DOWN" | "OVERLOADED" | "INTERNAL";
             /** @description Machine-readable detail, e.g. the field a validation error is about. */
             details?: Record<string, unknown>;
         };
@@ -5641,6 +5683,10 @@ export interface operations {
                      * @enum {unknown}
                      */
                     agent?: "command" | "claude-code" | "codex" | "gemini";
+                    /** @description Offered to workers before sessions of lower priority, first come first served within one; 5 when absent */
+                    priority?: number;
+                    /** @description Sessions sharing a key are held to the project's concurrency limit. When absent: `repo:<repository id>:<ref or default branch>` for a session on a repository, `issue:<trackerIssue>` for one from a tracker issue, none otherwise */
+                    concurrencyKey?: string;
                 };
             };
         };
@@ -5683,6 +5729,23 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description BUDGET_EXCEEDED: the project's month-to-date spend is at or over its monthly budget; nothing was created (`details.spentUsd`, `details.limitUsd`). Dispatch succeeds again once the budget is raised or cleared, or a UTC month begins. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        /** @constant */
+                        code: "BUDGET_EXCEEDED";
+                        details: {
+                            spentUsd: number;
+                            limitUsd: number;
+                        };
+                    };
                 };
             };
             /** @description Body larger than the route accepts */
@@ -5838,6 +5901,17 @@ export interface operations {
             /** @description Unsupported content type */
             415: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many reports from this worker this minute */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6095,12 +6169,18 @@ export interface operations {
                         };
                         /** @description The branch, tag or commit the session starts from */
                         ref?: string | null;
+                        /** @description Offered to workers before sessions of lower priority, oldest first within one (decision 0081) */
+                        priority?: number;
+                        /** @description The key the project's concurrency limit counts the session under; null for none */
+                        concurrencyKey?: string | null;
                         phase: string | null;
                         error: string | null;
                         costUsd: number;
                         /** @description How many times the session was dispatched (a prompt after it ended dispatches it again) */
                         run: number;
                         requestedBy?: string | null;
+                        /** @description Why the server stopped the current run (`budget`: its cost passed the project's per-session budget, decision 0080); null otherwise */
+                        stopReason?: string | null;
                         /** @description The workflow run (and so the pinned version) whose agent step dispatched the session */
                         workflowRun?: {
                             runId: string;
@@ -6863,6 +6943,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Too many heartbeats from this worker this minute */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Client error */
             "4XX": {
                 headers: {
@@ -6975,6 +7066,17 @@ export interface operations {
             /** @description Unsupported content type */
             415: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many heartbeats from this worker this minute */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7105,6 +7207,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Too many polls from this worker this minute */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Client error */
             "4XX": {
                 headers: {
@@ -7223,6 +7336,17 @@ export interface operations {
             /** @description Unsupported content type */
             415: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many polls from this worker this minute */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7669,6 +7793,17 @@ export interface operations {
             /** @description Authenticated but not allowed */
             403: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The caller's org holds as many event streams on this node as it may (TOO_MANY_STREAMS) */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12157,6 +12292,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The caller's org holds as many event streams on this node as it may (TOO_MANY_STREAMS) */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Client error */
             "4XX": {
                 headers: {
@@ -12431,6 +12577,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The caller's org holds as many event streams on this node as it may (TOO_MANY_STREAMS) */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Client error */
             "4XX": {
                 headers: {
@@ -12495,6 +12652,17 @@ export interface operations {
             /** @description Authenticated but not allowed */
             403: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The caller's org holds as many event streams on this node as it may (TOO_MANY_STREAMS) */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12569,6 +12737,13 @@ export interface operations {
                             sessions: number;
                             costUsd: number;
                         };
+                        /** @description Spend this UTC month against budget, for each project that has one (decision 0080) */
+                        budgets?: {
+                            projectId: string;
+                            monthlyUsd: number | null;
+                            perSessionUsd: number | null;
+                            spentThisMonthUsd: number;
+                        }[];
                         generatedAt: string;
                     };
                 };
@@ -14764,6 +14939,379 @@ export interface operations {
             /** @description Authenticated but not allowed */
             403: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server or dependency error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getApiProjectsProjectIdBudget: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                projectId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The project's budgets and its spend this UTC month (project readers) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        projectId: string;
+                        /** @description The monthly budget in USD; null for none */
+                        monthlyUsd: number | null;
+                        /** @description The per-session budget in USD; null for none */
+                        perSessionUsd: number | null;
+                        /** @description The cost of the project's sessions this UTC month: each counted once, in the month it ended (a live one: of its latest report) */
+                        spentThisMonthUsd: number;
+                        /**
+                         * Format: date-time
+                         * @description The start of the current UTC month
+                         */
+                        monthStartsAt: string;
+                    };
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated but not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server or dependency error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    putApiProjectsProjectIdBudget: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                projectId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The project's spend per UTC month at or over which dispatch is refused (409 BUDGET_EXCEEDED) in USD, 0 to 1000000000; null clears it; absent keeps it as it is */
+                    monthlyUsd?: number | null;
+                    /** @description The cumulative cost past which a running session is stopped by the server (`stopReason: "budget"`) in USD, 0 to 1000000000; null clears it; absent keeps it as it is */
+                    perSessionUsd?: number | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Set the project's monthly and per-session budgets in USD (org admins and owners) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        projectId: string;
+                        /** @description The monthly budget in USD; null for none */
+                        monthlyUsd: number | null;
+                        /** @description The per-session budget in USD; null for none */
+                        perSessionUsd: number | null;
+                        /** @description The cost of the project's sessions this UTC month: each counted once, in the month it ended (a live one: of its latest report) */
+                        spentThisMonthUsd: number;
+                        /**
+                         * Format: date-time
+                         * @description The start of the current UTC month
+                         */
+                        monthStartsAt: string;
+                    };
+                };
+            };
+            /** @description Malformed or invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated but not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body larger than the route accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server or dependency error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getApiProjectsProjectIdConcurrency: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                projectId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The project's limit per concurrency key and its strategy; `configured: false` while none is set (project readers) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        projectId: string;
+                        /** @description False while the project has no setting: keys are recorded, no limit applies */
+                        configured: boolean;
+                        defaultLimit: number | null;
+                        /** @enum {string|null} */
+                        strategy: "queue" | "cancel-newest" | "cancel-in-progress" | null;
+                    };
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated but not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server or dependency error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    putApiProjectsProjectIdConcurrency: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                projectId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description How many sessions of one key may hold a claim at once */
+                    defaultLimit: number;
+                    /**
+                     * @description `queue`: a session past the limit waits, offered to no worker, until one of its key ends. `cancel-newest`: a dispatch past the limit is refused (409 `CONCURRENCY_LIMIT`). `cancel-in-progress`: the running sessions of the key are stopped (`stopReason: "superseded"`) and the new one queued
+                     * @enum {unknown}
+                     */
+                    strategy: "queue" | "cancel-newest" | "cancel-in-progress";
+                };
+            };
+        };
+        responses: {
+            /** @description Set the project's limit per concurrency key and what happens to a session past it (org admins and owners) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        projectId: string;
+                        /** @description False while the project has no setting: keys are recorded, no limit applies */
+                        configured: boolean;
+                        defaultLimit: number | null;
+                        /** @enum {string|null} */
+                        strategy: "queue" | "cancel-newest" | "cancel-in-progress" | null;
+                    };
+                };
+            };
+            /** @description Malformed or invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated but not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body larger than the route accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {

@@ -158,6 +158,7 @@ function heartbeatRoutes(): Route<Deps>[] {
       path: '/api/daemon/heartbeat',
       auth: 'runtime',
       admission: 'exempt',
+      rateLimit: 'workerHeartbeat',
       // Only the edge's headers (its token is among them): the heartbeat's hot path copies nothing else.
       readsHeaders: [],
       summary: 'Daemon liveness; delivers pending mutations (stamped deliveredAt before this answer) and refreshes the runtime JWT',
@@ -184,6 +185,7 @@ function heartbeatRoutes(): Route<Deps>[] {
       method: 'post',
       path: '/api/daemon/poll',
       auth: 'runtime',
+      rateLimit: 'workerPoll',
       summary: "Pending sessions of the worker's projects (and prompts queued for sessions it holds)",
       description: 'Each offer names the repository and ref the session runs on, the agent preset asked for, and its `run` '
         + '(1, or 2 and on for a follow-up: a prompt to a finished session). A follow-up carries `followUp {agentSessionId?, '

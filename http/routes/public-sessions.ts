@@ -4,6 +4,7 @@ import type { Deps } from '../../actors/deps.js';
 import { publicIdPattern, sessionAddress, type SessionReply } from '../../actors/session/index.js';
 import { findSession, sessionDetail, type FoundSession } from '../../storage/sessions/queries.js';
 import { sessionTimeline } from '../../storage/sessions/listing.js';
+import { stopReasonOf } from '../../storage/budgets/budgets.js';
 import { sessionListRoute } from './session-list.js';
 import { MAX_PROMPT_LENGTH } from '../../schemas/sessions/session-actor.js';
 import type { Route, RouteAuthorization } from '../types.js';
@@ -105,12 +106,13 @@ function sessionReadRoutes(): Route<Deps>[] {
       async handler(req, deps, { found: session }) {
         const p = orgPrincipal(req);
         const resource = { type: 'Session', id: session.publicId, orgId: p.orgId, projectId: session.projectId } as const;
-        const [detail, timeline, operate] = await Promise.all([
+        const [detail, timeline, operate, stopReason] = await Promise.all([
           sessionDetail(deps.db, p.orgId, session.key), sessionTimeline(deps.db, p.orgId, session.key), deps.authz.check(p, 'operate', resource),
+          stopReasonOf(deps.db, p.orgId, session.key),
         ]);
         if (!detail) throw new TroupeError('NOT_FOUND', 'session not found');
         // `can` tells a page which controls to offer; the write routes decide again on their own.
-        return { body: { ...detail, timeline, can: { stop: operate.allowed, prompt: operate.allowed } } };
+        return { body: { ...detail, stopReason, timeline, can: { stop: operate.allowed, prompt: operate.allowed } } };
       },
     }),
     sessionListRoute(),

@@ -10,7 +10,10 @@ import { route } from '../route.js';
 import { orgPrincipal, requesterOf } from '../principal.js';
 import { assertSignedDispatch, releaseNonceAfter } from '../../actors/integrations/requesters/signed-dispatch.js';
 import { refOfDispatch, repositoryOfDispatch, workspaceInputProblem } from './dispatch-workspace.js';
+import { queueingOfDispatch, supersedeHolders } from './dispatch-concurrency.js';
 import { dispatchBody, sessionIdParam } from './session-schemas.js';
+import { assertWithinMonthlyBudget } from '../../actors/budgets/budgets.js';
+import { budgetExceededError } from '../../schemas/budgets/http.js';
 
 /**
  * `POST /api/agent-dispatch`: a new session, pending until a worker of its project claims it, on the provider the
@@ -25,6 +28,7 @@ export function dispatchRoute(): Route<Deps> {
     tags: ['sessions'],
     bodySchema: dispatchBody,
     successStatus: 201,
+    errorResponses: { '409': budgetExceededError },
     responseSchema: { type: 'object', required: ['sessionId', 'status'], properties: { sessionId: sessionIdParam, status: { const: 'pending' } } },
     authorize: {
       async find(req, deps, p) {
@@ -53,12 +57,16 @@ export function dispatchRoute(): Route<Deps> {
     async handler(req, deps, { found: { arms } }) {
       const p = orgPrincipal(req);
       const body = req.body;
+      // After Cedar, so a caller who may not dispatch learns nothing of the budget (decision 0080).
+      await assertWithinMonthlyBudget(deps.db, p.orgId, body.projectId, deps.clock.now());
       const trackerSessionId = body.trackerSessionId ?? newTrackerSessionId();
       // The org's own session for this tracker id when it has one (also one made before ids were org-scoped).
       const key = (body.trackerSessionId !== undefined ? await sessionKeyByTracker(deps.db, p.orgId, trackerSessionId) : undefined)
         ?? sessionKey(p.orgId, trackerSessionId);
       const sessionId = publicSessionId(trackerSessionId);
       const repository = await repositoryOfDispatch(deps.db, p.orgId, body.projectId, body.repository);
+      const ref = refOfDispatch(repository, body.ref);
+      const queueing = await queueingOfDispatch(deps.db, p.orgId, key, body, repository, ref);
       // No provider named: Thompson sampling over the org's router posteriors, seeded by the request id so the
       // choice is reproducible (decision 0013). Null while the org has no arms yet; the worker then decides.
       const routed = body.provider === undefined
@@ -68,11 +76,12 @@ export function dispatchRoute(): Route<Deps> {
         type: 'session.dispatch', orgId: p.orgId, projectId: body.projectId, trackerSessionId, prompt: body.prompt,
         agentCardId: body.agentCardId ?? null, trackerIssue: body.trackerIssue ?? null, workType: body.workType ?? null,
         provider: body.provider ?? routed?.provider ?? null, requestedBy: requesterOf(p),
-        repository, ref: refOfDispatch(repository, body.ref), agent: body.agent ?? null,
+        repository, ref, agent: body.agent ?? null, priority: queueing.priority, concurrencyKey: queueing.concurrencyKey,
       });
       if (reply.kind !== 'dispatched') throw new TroupeError('INTERNAL', 'unexpected reply to dispatch');
       // A fresh tracker id made a new session in this project; a named one may have found an older session elsewhere.
       if (body.trackerSessionId === undefined) rememberSession(deps.db, p.orgId, { key, publicId: sessionId, projectId: body.projectId });
+      await supersedeHolders(deps, p.orgId, queueing, sessionId);
       if (routed !== undefined) {
         await recordRoutingDecision(deps.db, { orgId: p.orgId, sessionId: key, requestId: req.requestId, choice: routed, at: deps.clock.now() });
       }

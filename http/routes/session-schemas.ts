@@ -2,6 +2,7 @@ import type { SessionReply } from '../../actors/session/index.js';
 import { MAX_PROMPT_LENGTH } from '../../schemas/sessions/session-actor.js';
 import { sessionRepositorySchema } from '../../schemas/repositories/http.js';
 import { dispatchWorkspaceMembers } from './dispatch-workspace.js';
+import { dispatchQueueMembers } from '../../schemas/queue-control/concurrency.js';
 import { runReportDetail, runReportMembers } from './run-report-schemas.js';
 
 /** The shapes of the session routes (sessions.ts): dispatch, a worker's status report, and the session detail. */
@@ -23,6 +24,7 @@ export const dispatchBody = {
     /** The tracker's own session identifier; the public id is derived from it. Generated when absent. */
     trackerSessionId: { type: 'string', minLength: 1, maxLength: 500 },
     ...dispatchWorkspaceMembers,
+    ...dispatchQueueMembers,
   },
 } as const;
 
@@ -72,9 +74,12 @@ export const sessionDetailReply = {
       description: 'The project repository the session runs on, as it was when dispatched; null when it names none',
     },
     ref: { ...nullableString, description: 'The branch, tag or commit the session starts from' },
+    priority: { type: 'integer', minimum: 0, maximum: 9, description: 'Offered to workers before sessions of lower priority, oldest first within one (decision 0081)' },
+    concurrencyKey: { ...nullableString, description: "The key the project's concurrency limit counts the session under; null for none" },
     phase: nullableString, error: nullableString, costUsd: { type: 'number' },
     run: { type: 'integer', description: 'How many times the session was dispatched (a prompt after it ended dispatches it again)' },
     requestedBy: nullableString,
+    stopReason: { ...nullableString, description: 'Why the server stopped the current run (`budget`: its cost passed the project\'s per-session budget, decision 0080); null otherwise' },
     workflowRun: {
       type: ['object', 'null'], required: ['runId', 'workflowId', 'version'],
       description: 'The workflow run (and so the pinned version) whose agent step dispatched the session',

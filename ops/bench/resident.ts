@@ -32,7 +32,7 @@ import { parseArgs } from 'node:util';
 import amqp from 'amqplib';
 import { Redis } from 'ioredis';
 import pg from 'pg';
-import { printTable, startFlags } from './harness.js';
+import { printTable, startFlags, uncappedBenchLimits } from './harness.js';
 import { generateMasterKey } from '../secrets.js';
 import { deleteTopology, shardTopology } from '../../transport/amqp/topology.js';
 import {
@@ -100,7 +100,7 @@ function startNode(root: string, env: NodeJS.ProcessEnv, pinned = true): Promise
   const [command, ...args] = pinned ? ['taskset', '-c', '0', ...node] : node;
   const child = spawn(command!, args, {
     cwd: root,
-    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', TROUPE_LOG_LEVEL: 'info', BENCH_MEMORY_FILE: memoryFile, ...env },
+    env: { ...process.env, ...uncappedBenchLimits, PORT: '0', HOST: '127.0.0.1', TROUPE_LOG_LEVEL: 'info', BENCH_MEMORY_FILE: memoryFile, ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   return new Promise((resolve, reject) => {

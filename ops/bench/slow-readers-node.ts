@@ -3,6 +3,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { generateMasterKey } from '../secrets.js';
+import { uncappedBenchLimits } from './harness.js';
 
 /**
  * The node the slow-readers drive (slow-readers.ts) measures: a real node process on embedded engines, whose
@@ -36,7 +37,7 @@ export async function startNode(options: NodeLaunch, adminToken: string, dataDir
   const child = spawn(args[0]!, args.slice(1), {
     cwd: options.root ?? repoRoot,
     env: {
-      ...process.env, TROUPE_MASTER_KEY: generateMasterKey(), TROUPE_ADMIN_TOKEN: adminToken, TROUPE_DATA_DIR: dataDir,
+      ...process.env, ...uncappedBenchLimits, TROUPE_MASTER_KEY: generateMasterKey(), TROUPE_ADMIN_TOKEN: adminToken, TROUPE_DATA_DIR: dataDir,
       PORT: '0', HOST: '127.0.0.1', TROUPE_LOG_LEVEL: 'info', BENCH_MEMORY_FILE: memoryFile,
       // One worker posting tens of times a second: the per-credential limits are not what is measured.
       TROUPE_RATE_LIMIT_WRITES_PER_MINUTE: '10000000', TROUPE_RATE_LIMIT_DISPATCHES_PER_MINUTE: '10000000',

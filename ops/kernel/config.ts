@@ -124,6 +124,18 @@ export interface Config {
    * runtime token cannot flood a node. @default 16777216
    */
   readonly rateLimitWorkerOutputBytesPerMinute: number;
+  /**
+   * Heartbeats one worker (runtime token) may send to a node per minute, and polls likewise, each counted on its own;
+   * later ones get 429 with Retry-After (decision 0082). @default 600
+   */
+  readonly rateLimitWorkerHeartbeatsPerMinute: number;
+  /**
+   * Status reports (claims included) and other writes one worker may send to a node per minute; agent output and
+   * steps are limited by their bytes, step heartbeats are not counted. @default 6000
+   */
+  readonly rateLimitWorkerReportsPerMinute: number;
+  /** Event streams one org may hold open on a node at once; one more is refused with 429 TOO_MANY_STREAMS. @default 2000 */
+  readonly streamsPerOrg: number;
   /** Published schedules one org may have at once; one more is refused with 409 at publish. @default 50 */
   readonly schedulesPerOrg: number;
   /** The shortest time between two fires of a published schedule; a cron firing more often is refused. @default 10 */

@@ -24,9 +24,13 @@ export const errorRegistry = {
   CONFLICT: { status: 409, retryable: false, message: 'conflicts with the current state' },
   ILLEGAL_TRANSITION: { status: 409, retryable: false, message: 'illegal status transition' },
   ALREADY_EXISTS: { status: 409, retryable: false, message: 'already exists' },
+  CONCURRENCY_LIMIT: { status: 409, retryable: false, message: "the concurrency key is at its project's limit" },
+  // Details carry `spentUsd` and `limitUsd` (decision 0080); a retry helps only once the budget is raised or a month begins.
+  BUDGET_EXCEEDED: { status: 409, retryable: false, message: "the project's monthly budget is spent" },
   HTTP_BODY_TOO_LARGE: { status: 413, retryable: false, message: 'request body is too large' },
   HTTP_UNSUPPORTED_MEDIA_TYPE: { status: 415, retryable: false, message: 'unsupported content type' },
   RATE_LIMITED: { status: 429, retryable: true, message: 'rate limited' },
+  TOO_MANY_STREAMS: { status: 429, retryable: true, message: 'this org has as many event streams open on this node as it may (TROUPE_STREAMS_PER_ORG)' },
   // 502: a provider we called on the caller's behalf failed (unreachable, 5xx, an answer that is not OAuth).
   UPSTREAM_FAILED: { status: 502, retryable: true, message: 'an upstream provider failed' },
   // 503: a dependency is down or an actor did not answer in time; the same request may succeed later.

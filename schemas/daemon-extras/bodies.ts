@@ -104,6 +104,16 @@ export const fleetStatsReply = {
       type: 'object', required: ['period', 'sessions', 'costUsd'],
       properties: { period: { type: 'string' }, sessions: { type: 'integer' }, costUsd: { type: 'number' } },
     },
+    budgets: {
+      type: 'array', description: "Spend this UTC month against budget, for each project that has one (decision 0080)",
+      items: {
+        type: 'object', required: ['projectId', 'monthlyUsd', 'perSessionUsd', 'spentThisMonthUsd'],
+        properties: {
+          projectId: { type: 'string' }, monthlyUsd: { type: ['number', 'null'] }, perSessionUsd: { type: ['number', 'null'] },
+          spentThisMonthUsd: { type: 'number' },
+        },
+      },
+    },
     generatedAt: { type: 'string' },
   },
 } as const;

@@ -1,4 +1,5 @@
 import { AGENT_PRESETS, MAX_REF_LENGTH, MAX_REPOSITORY_NAME_LENGTH, MAX_REPOSITORY_URL_LENGTH, REF_PATTERN } from '../repositories/repository.js';
+import { dispatchQueueMembers } from '../queue-control/concurrency.js';
 
 /**
  * Wire shapes of the session actor's messages. The actor validates every message against `sessionMessageSchema`
@@ -44,6 +45,8 @@ export const sessionMessageSchema = {
         },
         ref: { oneOf: [{ type: 'null' }, { type: 'string', minLength: 1, maxLength: MAX_REF_LENGTH, pattern: REF_PATTERN }] },
         agent: { oneOf: [{ type: 'null' }, { enum: AGENT_PRESETS }] },
+        priority: { type: 'integer', minimum: 0, maximum: 9 },
+        concurrencyKey: { oneOf: [{ type: 'null' }, dispatchQueueMembers.concurrencyKey] },
       },
     },
     {

@@ -11,6 +11,9 @@ export const terminalStatuses = ['completed', 'failed', 'stopped'] as const sati
 
 export type TerminalStatus = (typeof terminalStatuses)[number];
 
+/** A dispatch's priority when it names none (decision 0081): the middle of 0–9. */
+export const DEFAULT_PRIORITY = 5;
+
 export interface SessionSpec {
   readonly orgId: string;
   readonly projectId: string;
@@ -29,6 +32,10 @@ export interface SessionSpec {
   readonly ref?: string | null;
   /** The agent preset the dispatch asked for (`claude-code`, …); the worker's own `--agent` otherwise. */
   readonly agent?: string | null;
+  /** 0–9, higher offered first (decision 0081); absent (5) on sessions dispatched before priorities existed. */
+  readonly priority?: number;
+  /** Sessions sharing a key are held to the project's concurrency limit (decision 0081); null for none. */
+  readonly concurrencyKey?: string | null;
 }
 
 export interface SessionRepository {

@@ -84,6 +84,8 @@ const nodeKinds = {
       properties: {
         id: nodeId, kind: { const: 'agent' }, prompt: text(20_000), name: text(200), provider: text(64), workType: text(64), agentCardId: text(128),
         repository: text(MAX_REPOSITORY_URL_LENGTH), ref: { ...text(MAX_REF_LENGTH), pattern: REF_PATTERN },
+        // Offered before lower priorities (decision 0081); 5 when absent.
+        priority: { type: 'integer', minimum: 0, maximum: 9 },
       },
       dependencies: { ref: ['repository'] },
       additionalProperties: false,

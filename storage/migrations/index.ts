@@ -32,6 +32,8 @@ import { sessionPublicIdsMigration } from './0047_session_public_ids.js';
 import { projectRepositoriesMigration } from './0048_project_repositories.js';
 import { sessionRunReportsMigration } from './0049_session_run_reports.js';
 import { queueControlMigration } from './0050_queue_control.js';
+import { sessionPriorityConcurrencyMigration } from './0051_session_priority_concurrency.js';
+import { projectBudgetsMigration } from './0052_project_budgets.js';
 
 /**
  * Every migration, in order. A static list rather than a directory scan, so the same source runs under tsx,
@@ -78,4 +80,6 @@ export const migrations: readonly Migration[] = [
   projectRepositoriesMigration, // 0048
   sessionRunReportsMigration, // 0049
   queueControlMigration, // 0050
+  sessionPriorityConcurrencyMigration, // 0051
+  projectBudgetsMigration, // 0052
 ];

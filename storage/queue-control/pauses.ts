@@ -94,15 +94,16 @@ export async function pausedWorkers(db: Knex, orgId: string): Promise<Map<string
 }
 
 /** What a node's worker streams must not push offers to in one org: one statement over both tables. */
-export async function offerPausesOf(db: Knex, orgId: string): Promise<{ projects: Set<string>; workers: Set<string> }> {
+export async function offerPausesOf(db: Knex, orgId: string): Promise<{ projects: Set<string>; workers: Set<string>; limitedProjects: Set<string> }> {
   const rows = await db.unionAll([
     db(PROJECT_QUEUES.table).where({ org_id: orgId }).select(db.raw(`'project' as kind`), db.raw('project_id::text as id')),
     db(WORKERS.table).where({ org_id: orgId }).select(db.raw(`'worker' as kind`), 'worker_id as id'),
+    // Not a pause, but read with them: a keyed session of these projects is left to the poll (decision 0081).
+    db('project_concurrency').where({ org_id: orgId }).select(db.raw(`'limited' as kind`), db.raw('project_id::text as id')),
   ], true) as Row[];
-  const projects = new Set<string>();
-  const workers = new Set<string>();
-  for (const r of rows) (r.kind === 'project' ? projects : workers).add(String(r.id));
-  return { projects, workers };
+  const sets = { project: new Set<string>(), worker: new Set<string>(), limited: new Set<string>() };
+  for (const r of rows) sets[r.kind as keyof typeof sets]?.add(String(r.id));
+  return { projects: sets.project, workers: sets.worker, limitedProjects: sets.limited };
 }
 
 /** The worker's `worker.drain` mutation that no heartbeat has taken yet, if any: a second drain request answers it. */

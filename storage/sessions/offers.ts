@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { SessionRepository } from '../../schemas/sessions/session-state.js';
 import { agentSessionIdOf } from './run-reports.js';
+import { HOLDING_STATUSES, roomUnderKeys } from '../queue-control/concurrency.js';
 
 /**
  * What a worker is offered (`POST /api/daemon/poll`, the `offer` event of `GET /api/daemon/events`): the protocol of
@@ -73,6 +74,7 @@ type Row = Record<string, unknown>;
 const OFFER_COLUMNS = [
   's.id', 's.public_id', 's.project_id', 's.prompt', 's.agent_card_id', 's.work_type', 's.provider', 's.epoch', 's.last_worker_id', 's.created_at',
   's.repository_id', 's.repository_url', 's.repository_name', 's.repository_default_branch', 's.ref', 's.agent_preset',
+  's.priority', 's.concurrency_key',
 ];
 
 const timeOf = (r: Row): number => new Date(r.created_at as string).getTime();
@@ -82,8 +84,35 @@ const repositoryOf = (r: Row): SessionRepository | null => (r.repository_id === 
 });
 
 /**
- * What a poll offers a worker: pending sessions of its projects that are not waiting for an issue lock and whose
- * project's queue is not paused, oldest first, none while the worker itself is paused (decision 0079),
+ * A pending session whose key already has its project's limit of sessions holding a claim waits (decision 0081). No
+ * key, or no setting for the project, and nothing waits. The count is a probe of the partial index of migration 0051,
+ * made only for keyed sessions of projects with a setting.
+ */
+const keyAtItsLimit = (db: Knex) => db('project_concurrency as pc')
+  .whereRaw('pc.project_id = s.project_id')
+  .whereRaw(`pc.default_limit <= (select count(*) from sessions h where h.org_id = s.org_id and h.concurrency_key = s.concurrency_key
+    and h.status in (${HOLDING_STATUSES.map((st) => `'${st}'`).join(', ')}))`);
+
+/**
+ * The query leaves every candidate of a key below its limit; one poll must not hand out more of a key than the room
+ * left under it, so later candidates of a full key wait for the next poll.
+ */
+async function withinKeyLimits(db: Knex, orgId: string, ordered: readonly Row[]): Promise<Row[]> {
+  const keyed = ordered.filter((r) => r.concurrency_key !== null && r.concurrency_key !== undefined)
+    .map((r) => ({ projectId: String(r.project_id), key: String(r.concurrency_key) }));
+  const room = await roomUnderKeys(db, orgId, keyed);
+  return ordered.filter((r) => {
+    const left = r.concurrency_key === null || r.concurrency_key === undefined ? undefined : room.get(String(r.concurrency_key));
+    if (left === undefined) return true;
+    room.set(String(r.concurrency_key), left - 1);
+    return left > 0;
+  });
+}
+
+/**
+ * What a poll offers a worker: pending sessions of its projects that are not waiting for an issue lock, whose
+ * project's queue is not paused and whose concurrency key has room (decision 0081), highest priority first and oldest
+ * first within a priority, none while the worker itself is paused (decision 0079),
  * up to its capacity; plus, for sessions it holds, prompts queued for it, claimed with one UPDATE so two polls never
  * deliver the same prompt. A follow-up is offered to the worker that ran the session while that worker is live and the
  * grace has not run out; to any worker after. This worker's own follow-ups come first: it holds their workspaces.
@@ -101,7 +130,11 @@ export async function pollForWorker(
       // always empty, so each is one probe of its primary key.
       .whereNotExists(db('project_queue_pauses as qp').whereRaw('qp.project_id = s.project_id'))
       .whereNotExists(db('worker_pauses as wp').where('wp.worker_id', workerId))
-      .orderBy([{ column: 's.created_at' }, { column: 's.id' }])
+      // Under an OR, not an anti-join: the planner keeps reading the priority index in order and probes only the
+      // keyed rows it meets, instead of joining every pending session to the settings before it can stop.
+      .where((q) => q.whereNull('s.concurrency_key').orWhereNotExists(keyAtItsLimit(db)))
+      // Highest priority first, first come first served within one: the order of the partial index of migration 0051.
+      .orderBy([{ column: 's.priority', order: 'desc' }, { column: 's.created_at' }, { column: 's.id' }])
       .limit(capacity);
     // Two ordered scans in one statement, each by an index: this worker's own follow-ups (the partial index of
     // migration 0048), then everything it may take, oldest first; a row in both is offered once.
@@ -113,7 +146,9 @@ export async function pollForWorker(
     const both = await db.unionAll([db.select('*').from(ownFollowUps.as('own')), db.select('*').from(mayTake.as('any'))], true) as Row[];
     const byId = new Map(both.map((r) => [String(r.id), r]));
     const own = (r: Row): number => (Number(r.epoch) > 1 && r.last_worker_id === workerId ? 0 : 1);
-    const rows = [...byId.values()].sort((a, b) => own(a) - own(b) || timeOf(a) - timeOf(b) || String(a.id).localeCompare(String(b.id))).slice(0, capacity);
+    const ordered = [...byId.values()]
+      .sort((a, b) => own(a) - own(b) || Number(b.priority) - Number(a.priority) || timeOf(a) - timeOf(b) || String(a.id).localeCompare(String(b.id)));
+    const rows = (await withinKeyLimits(db, orgId, ordered)).slice(0, capacity);
     const resumable = await Promise.all(rows.map((r) => (Number(r.epoch) > 1 ? agentSessionIdOf(db, orgId, String(r.id)) : undefined)));
     rows.forEach((r, i) => offered.push(offerOf({
       id: String(r.public_id), projectId: String(r.project_id), prompt: String(r.prompt),

@@ -1,6 +1,6 @@
 import type { SqlTx } from '../sql-tx.js';
 import { APPLIED, TransitionStatement, type FollowUp } from '../transition-statement.js';
-import type { SessionEffect, SessionState } from '../../schemas/sessions/session-state.js';
+import { DEFAULT_PRIORITY, type SessionEffect, type SessionState } from '../../schemas/sessions/session-state.js';
 import { publicSessionId } from '../../schemas/sessions/session-ids.js';
 import { oweTrackerComment, trackerTargetOf } from './tracker-comments.js';
 
@@ -92,7 +92,7 @@ function rowValues(s: SessionState): unknown[] {
 
 const SPEC_COLUMNS = [
   'id', 'public_id', 'org_id', 'project_id', 'tracker_session_id', 'tracker_issue', 'agent_card_id', 'work_type', 'provider', 'requested_by', 'created_at', 'lock_state',
-  'repository_id', 'repository_url', 'repository_name', 'repository_default_branch', 'ref', 'agent_preset',
+  'repository_id', 'repository_url', 'repository_name', 'repository_default_branch', 'ref', 'agent_preset', 'priority', 'concurrency_key',
 ] as const;
 const ON_CONFLICT_SET = ROW_COLUMNS.map((c) => (c === 'last_worker_id' ? `${c} = coalesce(excluded.${c}, sessions.${c})` : `${c} = excluded.${c}`)).join(', ');
 
@@ -105,7 +105,7 @@ function writeSessionRow(st: TransitionStatement, id: string, s: SessionState, p
       spec.provider, spec.requestedBy, new Date(s.createdAt), 'none',
       // What the session runs on never changes after dispatch, so only the insert writes it (decision 0075).
       spec.repository?.id ?? null, spec.repository?.url ?? null, spec.repository?.name ?? null, spec.repository?.defaultBranch ?? null,
-      spec.ref ?? null, spec.agent ?? null,
+      spec.ref ?? null, spec.agent ?? null, spec.priority ?? DEFAULT_PRIORITY, spec.concurrencyKey ?? null,
     ];
     st.part('s_row', `insert into sessions (${[...ROW_COLUMNS, ...SPEC_COLUMNS].join(', ')}) select ${st.list(values)} where ${APPLIED}
       on conflict (id) do update set ${ON_CONFLICT_SET}`);

@@ -101,6 +101,9 @@ export async function sessionDetail(db: Knex, orgId: string, sessionId: string):
       id: row.repository_id, url: row.repository_url, name: row.repository_name, defaultBranch: row.repository_default_branch,
     },
     ref: row.ref ?? null,
+    /** Offered before lower priorities, and the key its concurrency is limited by (decision 0081). */
+    priority: row.priority,
+    concurrencyKey: row.concurrency_key ?? null,
     phase: row.phase,
     error: row.error,
     costUsd: Number(row.cost_usd),

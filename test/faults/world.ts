@@ -51,6 +51,9 @@ export async function startFaultWorld(options: WorldOptions = {}): Promise<Fault
     // The load is one API key at tens of writes a second: the per-credential limits are not what is tested here.
     TROUPE_RATE_LIMIT_WRITES_PER_MINUTE: '10000000',
     TROUPE_RATE_LIMIT_DISPATCHES_PER_MINUTE: '10000000',
+    // Heartbeats come from a few workers at tens a second each (decision 0082's limit is 600 a minute per worker).
+    TROUPE_RATE_LIMIT_WORKER_HEARTBEATS_PER_MINUTE: '10000000',
+    TROUPE_RATE_LIMIT_WORKER_REPORTS_PER_MINUTE: '10000000',
     // The node's management view is optional; the private broker runs without the plugin.
     TROUPE_AMQP_MANAGEMENT_URL: 'http://127.0.0.1:9',
     ...options.env,

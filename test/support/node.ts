@@ -83,6 +83,8 @@ export async function startTestNode(opts: { engines?: EngineSet; config?: Partia
     rateLimitWebhookFailuresPerMinute: 1_000_000,
     rateLimitWorkerOutputBytesPerMinute: 1_000_000_000,
     rateLimitWebhookDeliveriesPerMinute: 1_000_000,
+    rateLimitWorkerHeartbeatsPerMinute: 1_000_000,
+    rateLimitWorkerReportsPerMinute: 1_000_000,
     // Schedule suites fire every second or two to see fires within a test.
     scheduleMinIntervalSeconds: 1,
     ...opts.config,

@@ -3,7 +3,7 @@ import type { ActorBehavior } from '../../runtime/machine.js';
 import { providerEventMessageSchema } from '../../../schemas/integrations/provider-event.js';
 import { writeWebhookOutcome } from '../../../storage/integrations/webhook-events.js';
 import { publicSessionId, sessionAddress, sessionKey, type SessionReply } from '../../session/index.js';
-import type { AskFn } from '../../workflow-run/ports.js';
+import type { AskFn, DispatchBudget } from '../../workflow-run/ports.js';
 import type { PinnedRunOutcome, PinnedRunStart } from '../../workflow-run/start-pinned.js';
 import {
   providerEventMachine, initialProviderEventState, type ProviderEventEffect, type ProviderEventMsg, type ProviderEventReply,
@@ -37,6 +37,8 @@ export interface ProviderEventPorts {
   readonly ask: AskFn;
   /** Starts one pinned run (actors/workflow-run/start-pinned.ts); without it (unit tests) triggered runs fail. */
   readonly startRun?: (start: PinnedRunStart) => Promise<PinnedRunOutcome>;
+  /** Refuses a session in a project over its monthly budget: the delivery is recorded failed with BUDGET_EXCEEDED. */
+  readonly budget?: DispatchBudget;
 }
 
 export function createProviderEventBehavior(ports: ProviderEventPorts): ActorBehavior<ProviderEventState, ProviderEventMsg, ProviderEventReply, ProviderEventEffect> {
@@ -66,6 +68,7 @@ export function createProviderEventBehavior(ports: ProviderEventPorts): ActorBeh
         if (effect.type !== 'dispatchSession') continue;
         const sessionId = publicSessionId(effect.trackerSessionId);
         try {
+          await ports.budget?.(effect.orgId, effect.projectId);
           await ports.ask<SessionReply>(sessionAddress(sessionKey(effect.orgId, effect.trackerSessionId)), sessionDispatchFor(effect));
           ctx.tellSelf({ type: 'providerEvent.dispatched', sessionId });
         } catch (err) {

@@ -64,8 +64,9 @@ export class StepRelay {
         try {
           await this.api.steps(this.caller.token, this.sessionId, { workerId: this.caller.workerId, steps: batch });
         } catch (err) {
-          // 400/404/409: the server will not take these (the session is no longer ours); an outage is retried.
-          if (err instanceof ApiError) this.pending.splice(0, batch.length);
+          // 400/404/409: the server will not take these (the session is no longer ours); an outage, or a 429 (the
+          // node's per-worker limit, decision 0082), is retried later.
+          if (err instanceof ApiError && err.status !== 429) this.pending.splice(0, batch.length);
           else this.schedule(RETRY_MS);
           return;
         }

@@ -106,7 +106,7 @@ for (const { set, skip } of engineSets) describe(`dispatch on a repository (${se
   it('dispatches a workflow agent node on the repository it names; a node naming one the project lacks fails its step', async () => {
     const yaml = (repository: string, ref: string) => [
       'schemaVersion: v2', `name: on-${repository}`, 'trigger: {type: manual}', 'nodes:',
-      `  - {id: fix, kind: agent, prompt: "Fix it", repository: "${repository}", ref: "${ref}"}`, 'edges: []', '',
+      `  - {id: fix, kind: agent, prompt: "Fix it", repository: "${repository}", ref: "${ref}", priority: 8}`, 'edges: []', '',
     ].join('\n');
     const start = async (repository: string, ref: string): Promise<string> => {
       const wf = await t.call('POST', `/api/projects/${acme.projectId}/workflows`, { token: acme.ownerToken, body: { name: `wf-${randomUUID()}`, definitionYaml: yaml(repository, ref) } });
@@ -127,13 +127,16 @@ for (const { set, skip } of engineSets) describe(`dispatch on a repository (${se
       return sessionId !== undefined && (await t.call('GET', `/api/public/sessions/${sessionId}`, { token: acme.apiKey })).status === 200;
     }, 'the agent step dispatched');
     expect(await detail(sessionId!)).to.deep.include({ ref: 'hotfix/42', repository: { id: widgets.id, url: widgets.url, name: 'widgets', defaultBranch: 'trunk' } });
+    // The node's priority, and the key of its repository and ref (decision 0081).
+    expect(await detail(sessionId!)).to.deep.include({ priority: 8, concurrencyKey: `repo:${widgets.id}:hotfix/42` });
 
     const missing = await start('plans', 'main');
     await eventually(async () => (await runOf(missing)).status === 'failed', 'the run with a missing repository failed');
     const errors = ((await runOf(missing)).steps as { error?: string }[]).map((s) => s.error ?? '').join('\n');
     expect(errors).to.contain('the project has no repository "plans"');
 
-    for (const [what, definitionYaml] of [['a bad ref', yaml('widgets', '-x')], ['a ref without a repository', yaml('widgets', 'main').replace(' repository: "widgets",', '')]]) {
+    for (const [what, definitionYaml] of [['a bad ref', yaml('widgets', '-x')], ['a ref without a repository', yaml('widgets', 'main').replace(' repository: "widgets",', '')],
+      ['a priority past 9', yaml('widgets', 'main').replace('priority: 8', 'priority: 10')]]) {
       const wf = await t.call('POST', `/api/projects/${acme.projectId}/workflows`, { token: acme.ownerToken, body: { name: `wf-${randomUUID()}`, definitionYaml } });
       const refused = wf.status === 201 ? await t.call('PATCH', `/api/workflows/${wf.json.id}`, { token: acme.ownerToken, body: { status: 'published' } }) : wf;
       expect(refused.status, `${what}: ${refused.text}`).to.equal(400);

@@ -32,6 +32,8 @@ describe('config', () => {
     ['REDIS_URL', 'localhost'], ['TROUPE_LOG_LEVEL', 'loud'], ['TROUPE_SHARD_COUNT', '0'],
     ['TROUPE_MASTER_KEY', 'short'], ['TROUPE_BEHIND_TLS', 'maybe'], ['TROUPE_NODE_ID', 'a b'],
     ['TROUPE_CACHE_PREFIX', 'no-colon'], ['TROUPE_CACHE_PREFIX', 'a b:'],
+    ['TROUPE_STREAMS_PER_ORG', '0'], ['TROUPE_RATE_LIMIT_WORKER_HEARTBEATS_PER_MINUTE', '10'],
+    ['TROUPE_RATE_LIMIT_WORKER_REPORTS_PER_MINUTE', 'many'],
   ];
   for (const [variable, value] of bad) {
     it(`stops on ${variable}=${value} with a message naming ${variable}`, () => {

@@ -69,6 +69,16 @@ describe('worker signals of session changes', () => {
     expect(signalsAfter([dispatch('ENG-1'), claim, run, stop])!.signals.map((s) => s.kind)).to.deep.equal(['stop', 'poll']);
   });
 
+  it('marks a keyed session\'s offer with its key, and asks the project to poll when a keyed session ends (decision 0081)', () => {
+    const keyed = { ...dispatch(null), concurrencyKey: 'branch:main' } as SessionMsg;
+    expect(signalsAfter([keyed])!.signals).to.deep.equal([{
+      kind: 'offer', projectId: PROJECT, concurrencyKey: 'branch:main', session: { id, projectId: PROJECT, prompt: 'Fix it', workType: 'fix', run: 1 },
+    }]);
+    const complete = (status: string): SessionMsg => ({ type: 'session.transition', orgId: ORG, projectIds: [PROJECT], status, workerId: 'w1' } as SessionMsg);
+    expect(signalsAfter([keyed, claim, run, complete('finalizing'), complete('completed')])!.signals).to.deep.equal([{ kind: 'poll', projectId: PROJECT }]);
+    expect(signalsAfter([keyed, claim, run, stop])!.signals.map((s) => s.kind)).to.deep.equal(['stop', 'poll']);
+  });
+
   it('sends a follow-up only to the worker that ran it, as a nudge to poll (the poll reads the conversation to resume)', () => {
     const prompt: SessionMsg = { type: 'session.prompt', promptId: 'p2', prompt: 'and the docs', requestedBy: 'user:u' };
     const finalize: SessionMsg = { type: 'session.transition', orgId: ORG, projectIds: [PROJECT], status: 'finalizing', workerId: 'w1' };
