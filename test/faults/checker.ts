@@ -23,13 +23,15 @@ export async function checkLedger(databaseUrl: string, orgId: string, ledger: Le
   try {
     const examples: string[] = [];
     const ids = [...ledger.dispatched.keys()];
-    const sessions = await client.query<{ id: string; status: string }>('select id, status from sessions where org_id = $1', [orgId]);
-    const present = new Set(sessions.rows.map((r) => r.id));
+    // The ledger holds the ids clients are given (public ids); rows are keyed by the org's internal key (decision 0068).
+    const sessions = await client.query<{ id: string; public_id: string; status: string }>('select id, public_id, status from sessions where org_id = $1', [orgId]);
+    const publicIdOf = new Map(sessions.rows.map((r) => [r.id, r.public_id]));
+    const present = new Set(sessions.rows.map((r) => r.public_id));
     const lostDispatches = ids.filter((id) => !present.has(id));
     examples.push(...lostDispatches.slice(0, 10).map((id) => `dispatch ${id} acknowledged, no session`));
 
     const transitions = await client.query<{ session_id: string; to_status: string }>('select session_id, to_status from session_transitions where org_id = $1', [orgId]);
-    const recorded = new Set(transitions.rows.map((r) => `${r.session_id} ${r.to_status}`));
+    const recorded = new Set(transitions.rows.map((r) => `${publicIdOf.get(r.session_id) ?? r.session_id} ${r.to_status}`));
     const lostTransitions = [...ledger.transitions].filter((t) => !recorded.has(t));
     examples.push(...lostTransitions.slice(0, 3).map((t) => `transition ${t} acknowledged, not recorded`));
 
