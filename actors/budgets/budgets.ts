@@ -20,6 +20,11 @@ export const BUDGET_STOP_REASON = 'budget';
  */
 export async function assertWithinMonthlyBudget(db: Knex, orgId: string, projectId: string, now: number): Promise<void> {
   const { monthlyUsd } = await projectBudget(db, orgId, projectId);
+  await assertSpendBelow(db, orgId, projectId, monthlyUsd, now);
+}
+
+/** The same, for a caller that read the monthly budget already (the dispatch route, with the project check). */
+export async function assertSpendBelow(db: Knex, orgId: string, projectId: string, monthlyUsd: number | null, now: number): Promise<void> {
   if (monthlyUsd === null) return;
   const spentUsd = await monthToDateSpend(db, orgId, projectId, now);
   if (spentUsd >= monthlyUsd) {

@@ -12,7 +12,7 @@ import { assertSignedDispatch, releaseNonceAfter } from '../../actors/integratio
 import { refOfDispatch, repositoryOfDispatch, workspaceInputProblem } from './dispatch-workspace.js';
 import { queueingOfDispatch, supersedeHolders } from './dispatch-concurrency.js';
 import { dispatchBody, sessionIdParam } from './session-schemas.js';
-import { assertWithinMonthlyBudget } from '../../actors/budgets/budgets.js';
+import { assertSpendBelow } from '../../actors/budgets/budgets.js';
 import { budgetExceededError } from '../../schemas/budgets/http.js';
 
 /**
@@ -41,9 +41,9 @@ export function dispatchRoute(): Route<Deps> {
         const signed = await assertSignedDispatch(deps, p, req);
         try {
           // The router's arms come in the same statement as the project check, for the handler to choose from.
-          const { projectKnown, arms } = await dispatchReads(deps.db, p.orgId, req.body.projectId, req.body.provider === undefined);
+          const { projectKnown, arms, monthlyBudgetUsd } = await dispatchReads(deps.db, p.orgId, req.body.projectId, req.body.provider === undefined);
           if (!projectKnown) throw new TroupeError('NOT_FOUND', 'project not found', { field: 'projectId' });
-          return { signed, arms };
+          return { signed, arms, monthlyBudgetUsd };
         } catch (err) {
           await releaseNonceAfter(deps, signed, err).catch(() => undefined);
           throw err;
@@ -54,15 +54,16 @@ export function dispatchRoute(): Route<Deps> {
       action: 'dispatch',
       resource: (req, p) => ({ type: 'Session', id: 'new', orgId: p.orgId, projectId: req.body.projectId }),
     },
-    async handler(req, deps, { found: { arms } }) {
+    async handler(req, deps, { found: { arms, monthlyBudgetUsd } }) {
       const p = orgPrincipal(req);
       const body = req.body;
-      // After Cedar, so a caller who may not dispatch learns nothing of the budget (decision 0080).
-      await assertWithinMonthlyBudget(deps.db, p.orgId, body.projectId, deps.clock.now());
       const trackerSessionId = body.trackerSessionId ?? newTrackerSessionId();
       // The org's own session for this tracker id when it has one (also one made before ids were org-scoped).
-      const key = (body.trackerSessionId !== undefined ? await sessionKeyByTracker(deps.db, p.orgId, trackerSessionId) : undefined)
-        ?? sessionKey(p.orgId, trackerSessionId);
+      const existing = body.trackerSessionId !== undefined ? await sessionKeyByTracker(deps.db, p.orgId, trackerSessionId) : undefined;
+      // After Cedar, so a caller who may not dispatch learns nothing of the budget (decision 0080). A retry of a
+      // dispatch that already made its session is answered as the dispatch was, never refused for the spend since.
+      if (existing === undefined) await assertSpendBelow(deps.db, p.orgId, body.projectId, monthlyBudgetUsd, deps.clock.now());
+      const key = existing ?? sessionKey(p.orgId, trackerSessionId);
       const sessionId = publicSessionId(trackerSessionId);
       const repository = await repositoryOfDispatch(deps.db, p.orgId, body.projectId, body.repository);
       const ref = refOfDispatch(repository, body.ref);

@@ -10,6 +10,7 @@ import { owePullRequestForRun } from '../../actors/integrations/pull-requests/ow
 import { recordRunReport } from '../../storage/sessions/run-reports.js';
 import { statusBody, transitionReply, withoutKind } from './session-schemas.js';
 import { stopRunOverBudget } from '../../actors/budgets/budgets.js';
+import { isTerminal } from '../../actors/session/machine.js';
 
 /** `POST /api/sessions/:id/status`: a worker moves a session it holds through the status machine, with what it knows of the run. */
 export function workerStatusRoute(): Route<Deps> {
@@ -48,9 +49,9 @@ export function workerStatusRoute(): Route<Deps> {
       }
       // Owed after the end is durable: a worker retrying a `completed` whose reply it lost owes it again, once.
       if (reply.kind === 'transitioned' && reply.newStatus === 'completed') await owePullRequestForRun(deps, p.orgId, found.key);
-      // A run past its per-session budget is stopped once its cost is durable; a worker retrying this report (after a
-      // failed stop) checks again (decision 0080).
-      if (reply.kind === 'transitioned' && costUsd !== undefined) await stopRunOverBudget(deps, p.orgId, found.key, found.publicId);
+      // A live run past its per-session budget is stopped once its cost is durable; a worker retrying this report (after
+      // a failed stop) checks again (decision 0080). An ended run has nothing to stop: no read on the hot terminal report.
+      if (reply.kind === 'transitioned' && costUsd !== undefined && !isTerminal(reply.newStatus)) await stopRunOverBudget(deps, p.orgId, found.key, found.publicId);
       daemonServices(deps).liveness.record(p.workerId, deps.clock.now());
       return { body: withoutKind(reply) };
     },

@@ -132,14 +132,16 @@ export async function routingHealth(db: Knex, orgId: string, arms: readonly ArmV
  */
 export async function dispatchReads(
   db: Knex, orgId: string, projectId: string, withArms: boolean,
-): Promise<{ projectKnown: boolean; arms: ArmPosterior[] }> {
-  if (!isUuid(projectId)) return { projectKnown: false, arms: [] };
-  const [row] = await sqlQuery<{ known: boolean; arms: [string, string, number | string, number | string][] | null }>(db, `
+): Promise<{ projectKnown: boolean; arms: ArmPosterior[]; monthlyBudgetUsd: number | null }> {
+  if (!isUuid(projectId)) return { projectKnown: false, arms: [], monthlyBudgetUsd: null };
+  const [row] = await sqlQuery<{ known: boolean; monthly_usd: number | string | null; arms: [string, string, number | string, number | string][] | null }>(db, `
     select exists (select from projects where org_id = $1 and id = $2::uuid) as known,
+      (select monthly_usd from project_budgets where org_id = $1 and project_id = $2::uuid) as monthly_usd,
       case when $3::boolean then (select json_agg(json_build_array(provider, work_type, alpha, beta)) from router_arms where org_id = $1) end as arms`,
   [orgId, projectId, withArms]);
   const arms = (row?.arms ?? []).map(([provider, workType, alpha, beta]) => ({ provider, workType, alpha: Number(alpha), beta: Number(beta) }));
-  return { projectKnown: row?.known === true, arms };
+  const monthly = row?.monthly_usd;
+  return { projectKnown: row?.known === true, arms, monthlyBudgetUsd: monthly === null || monthly === undefined ? null : Number(monthly) };
 }
 
 /** Records which arm a dispatch was given; a replayed dispatch of the same session keeps the first record. */

@@ -102,9 +102,15 @@ for (const { set, skip } of engineSets) describe(`project budgets (${set} engine
 
   it('refuses dispatch at the monthly limit with nothing created, and dispatches again once the budget is raised', async () => {
     const org = await provisionOrg(t, 'Spender');
+    const first = await t.call('POST', '/api/agent-dispatch', { token: org.apiKey, body: { projectId: org.projectId, prompt: 'Before the limit', trackerSessionId: 'budget-retry-1' } });
+    expect(first.status, first.text).to.equal(201);
     await spend(org, 3);
     await spend(org, 2);
     expect((await put(org, { monthlyUsd: 5 })).json).to.include({ spentThisMonthUsd: 5 });
+    // A retry of a dispatch that already made its session (its reply was lost) is answered as that dispatch was.
+    const retried = await t.call('POST', '/api/agent-dispatch', { token: org.apiKey, body: { projectId: org.projectId, prompt: 'Before the limit', trackerSessionId: 'budget-retry-1' } });
+    expect(retried.status, retried.text).to.be.oneOf([200, 201]);
+    expect(retried.json.sessionId).to.equal(first.json.sessionId);
     const sessions = await sessionCount(org);
     const refused = await t.call('POST', '/api/agent-dispatch', { token: org.apiKey, body: { projectId: org.projectId, prompt: 'One more' } });
     expect(refused.status, refused.text).to.equal(409);
