@@ -1,30 +1,16 @@
 import type { Deps } from '../../actors/deps.js';
-import { TroupeError } from '../../ops/kernel/errors.js';
-import { projectsInOrg } from '../../storage/identity/orgs.js';
 import { budgetView, setProjectBudget, type Budget } from '../../storage/budgets/budgets.js';
 import { projectBudgetBody, projectBudgetReply } from '../../schemas/budgets/http.js';
 import { orgPrincipal, requesterOf } from '../principal.js';
 import { route } from '../route.js';
-import type { Route, RouteAuthorization } from '../types.js';
+import { onOwnProject } from './own-project.js';
+import type { Route } from '../types.js';
 
 /**
  * A project's budget (issue 35 §2, decision 0080). Setting it is the org's call, not the project's: Cedar
  * `manage-org` on the Project (org admins and owners, admin-scoped keys); project admins, members and viewers get
  * 403. Its readers see it with the month's spend. Another org's project is 404.
  */
-
-async function ownProject(projectId: string | undefined, deps: Deps, orgId: string): Promise<string> {
-  if (projectId === undefined || !(await projectsInOrg(deps.db, orgId, [projectId])).has(projectId)) {
-    throw new TroupeError('NOT_FOUND', 'project not found');
-  }
-  return projectId;
-}
-
-const onProject = (action: 'read' | 'manage-org'): RouteAuthorization<Deps, any, string> => ({
-  find: (req, deps, p) => ownProject(req.params.projectId, deps, p.orgId),
-  action,
-  resource: (_req, p, projectId) => ({ type: 'Project', id: projectId, orgId: p.orgId, projectId }),
-});
 
 const PUT_DESCRIPTION = 'Members absent from the body keep their value; `null` clears one; clearing both removes the budget. '
   + 'A change is audited (`project.budget.changed`, with the budget before and after); setting what is set changes nothing. '
@@ -40,7 +26,7 @@ export function budgetRoutes(): Route<Deps>[] {
       description: PUT_DESCRIPTION,
       bodySchema: projectBudgetBody,
       responseSchema: projectBudgetReply,
-      authorize: onProject('manage-org'),
+      authorize: onOwnProject('manage-org'),
       async handler(req, deps, { found: projectId }) {
         const p = orgPrincipal(req);
         const at = new Date(deps.clock.now());
@@ -56,7 +42,7 @@ export function budgetRoutes(): Route<Deps>[] {
       method: 'get', path: '/api/projects/:projectId/budget', auth: 'org', tags: ['budgets'],
       summary: "The project's budgets and its spend this UTC month (project readers)",
       responseSchema: projectBudgetReply,
-      authorize: onProject('read'),
+      authorize: onOwnProject('read'),
       async handler(req, deps, { found: projectId }) {
         const p = orgPrincipal(req);
         return { body: await budgetView(deps.db, p.orgId, projectId, deps.clock.now()) };

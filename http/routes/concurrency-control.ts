@@ -1,31 +1,17 @@
 import type { Deps } from '../../actors/deps.js';
 import { announceQueueControl } from '../../actors/fleet/worker-signals.js';
-import { TroupeError } from '../../ops/kernel/errors.js';
-import { projectsInOrg } from '../../storage/identity/orgs.js';
 import { projectConcurrency, setProjectConcurrency } from '../../storage/queue-control/concurrency.js';
 import { projectConcurrencyBody, projectConcurrencyReply, type ProjectConcurrency } from '../../schemas/queue-control/concurrency.js';
 import { orgPrincipal, requesterOf } from '../principal.js';
 import { route } from '../route.js';
-import type { Route, RouteAuthorization } from '../types.js';
+import { onOwnProject } from './own-project.js';
+import type { Route } from '../types.js';
 
 /**
  * A project's concurrency per key (issue 36, decision 0081). How many agents may work one branch or one issue at once
  * is the org's call, like its budget: Cedar `manage-org` on the Project (org admins and owners, admin-scoped keys);
  * project admins, members and viewers get 403. Its readers see it. Another org's project is 404.
  */
-
-async function ownProject(projectId: string | undefined, deps: Deps, orgId: string): Promise<string> {
-  if (projectId === undefined || !(await projectsInOrg(deps.db, orgId, [projectId])).has(projectId)) {
-    throw new TroupeError('NOT_FOUND', 'project not found');
-  }
-  return projectId;
-}
-
-const onProject = (action: 'read' | 'manage-org'): RouteAuthorization<Deps, any, string> => ({
-  find: (req, deps, p) => ownProject(req.params.projectId, deps, p.orgId),
-  action,
-  resource: (_req, p, projectId) => ({ type: 'Project', id: projectId, orgId: p.orgId, projectId }),
-});
 
 const reply = (projectId: string, setting: ProjectConcurrency | null) => ({
   projectId, configured: setting !== null, defaultLimit: setting?.defaultLimit ?? null, strategy: setting?.strategy ?? null,
@@ -44,7 +30,7 @@ export function concurrencyControlRoutes(): Route<Deps>[] {
       description: PUT_DESCRIPTION,
       bodySchema: projectConcurrencyBody,
       responseSchema: projectConcurrencyReply,
-      authorize: onProject('manage-org'),
+      authorize: onOwnProject('manage-org'),
       async handler(req, deps, { found: projectId }) {
         const p = orgPrincipal(req);
         const at = new Date(deps.clock.now());
@@ -64,7 +50,7 @@ export function concurrencyControlRoutes(): Route<Deps>[] {
       method: 'get', path: '/api/projects/:projectId/concurrency', auth: 'org', tags: ['queue control'],
       summary: "The project's limit per concurrency key and its strategy; `configured: false` while none is set (project readers)",
       responseSchema: projectConcurrencyReply,
-      authorize: onProject('read'),
+      authorize: onOwnProject('read'),
       async handler(req, deps, { found: projectId }) {
         const p = orgPrincipal(req);
         return { body: reply(projectId, await projectConcurrency(deps.db, p.orgId, projectId)) };

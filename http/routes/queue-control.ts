@@ -1,12 +1,11 @@
 import type { Deps } from '../../actors/deps.js';
 import { announceQueueControl, type WorkerSignal } from '../../actors/fleet/worker-signals.js';
-import { TroupeError } from '../../ops/kernel/errors.js';
-import { projectsInOrg } from '../../storage/identity/orgs.js';
 import { pauseProjectQueue, projectQueue, resumeProjectQueue, type PauseChange } from '../../storage/queue-control/pauses.js';
 import { projectQueuePauseReply, projectQueueReply } from '../../schemas/queue-control/http.js';
 import { orgPrincipal, requesterOf } from '../principal.js';
 import { route } from '../route.js';
-import type { Route, RouteAuthorization } from '../types.js';
+import { onOwnProject } from './own-project.js';
+import type { Route } from '../types.js';
 
 /**
  * A project's queue (issue 36, decision 0079): paused, its pending sessions are offered to no worker (neither by a
@@ -15,19 +14,6 @@ import type { Route, RouteAuthorization } from '../types.js';
  * admin-scoped keys) may pause and resume it: Cedar `publish` on the Project. Its readers see the queue. Another org's
  * project is 404.
  */
-
-async function ownProject(projectId: string | undefined, deps: Deps, orgId: string): Promise<string> {
-  if (projectId === undefined || !(await projectsInOrg(deps.db, orgId, [projectId])).has(projectId)) {
-    throw new TroupeError('NOT_FOUND', 'project not found');
-  }
-  return projectId;
-}
-
-const onProject = (action: 'read' | 'publish'): RouteAuthorization<Deps, any, string> => ({
-  find: (req, deps, p) => ownProject(req.params.projectId, deps, p.orgId),
-  action,
-  resource: (_req, p, projectId) => ({ type: 'Project', id: projectId, orgId: p.orgId, projectId }),
-});
 
 const reply = (projectId: string, change: PauseChange) => ({
   projectId, paused: change.pause !== null, pausedAt: change.pause?.pausedAt ?? null, pausedBy: change.pause?.pausedBy ?? null,
@@ -47,7 +33,7 @@ export function queueControlRoutes(): Route<Deps>[] {
       summary: "Pause the project's queue: its pending sessions are offered to no worker until resumed; running sessions go on and dispatch still queues (org admins and owners, project admins)",
       description: PAUSE_DESCRIPTION,
       responseSchema: projectQueuePauseReply,
-      authorize: onProject('publish'),
+      authorize: onOwnProject('publish'),
       async handler(req, deps, { found: projectId }) {
         const p = orgPrincipal(req);
         const at = new Date(deps.clock.now());
@@ -64,7 +50,7 @@ export function queueControlRoutes(): Route<Deps>[] {
       summary: "Resume the project's queue: its waiting sessions are offered again and its workers told to poll now (org admins and owners, project admins)",
       description: RESUME_DESCRIPTION,
       responseSchema: projectQueuePauseReply,
-      authorize: onProject('publish'),
+      authorize: onOwnProject('publish'),
       async handler(req, deps, { found: projectId }) {
         const p = orgPrincipal(req);
         const at = new Date(deps.clock.now());
@@ -82,7 +68,7 @@ export function queueControlRoutes(): Route<Deps>[] {
       method: 'get', path: '/api/projects/:projectId/queue', auth: 'org', tags: ['queue control'],
       summary: "The project's queue: whether it is paused (by whom, since when) and how many sessions wait in it (project readers)",
       responseSchema: projectQueueReply,
-      authorize: onProject('read'),
+      authorize: onOwnProject('read'),
       async handler(req, deps, { found: projectId }) {
         const p = orgPrincipal(req);
         const queue = await projectQueue(deps.db, p.orgId, projectId);
