@@ -178,6 +178,22 @@ function jsonPrinter(): WatchPrinter {
   };
 }
 
+/** What the current run's worker reported: its agent, tokens, branch and push, and the pull request (issue 34). */
+function runRows(d: SessionDetail): [string, string][] {
+  const rows: [string, string][] = [];
+  if (d.agent) rows.push(['agent', `${d.agent.preset}${d.agent.agentSessionId ? ` (conversation ${d.agent.agentSessionId})` : ''}`]);
+  if (d.usage) rows.push(['tokens', `${d.usage.inputTokens} in · ${d.usage.outputTokens} out`]);
+  const ws = d.workspace;
+  if (ws) {
+    rows.push(['branch', `${ws.branch} ${ws.baseCommit.slice(0, 7)}..${ws.headCommit.slice(0, 7)}: ${ws.commits.length} commit(s), `
+      + `${ws.filesChanged} file(s) +${ws.insertions} −${ws.deletions}${ws.dirty ? ', uncommitted changes left' : ''}`]);
+    rows.push(['push', ws.pushed ? 'pushed' : ws.pushError ? `refused: ${ws.pushError}` : 'nothing to push']);
+  }
+  if (d.pullRequest) rows.push(['pull request', `#${d.pullRequest.number} ${d.pullRequest.url}`]);
+  else if (d.pullRequestDelivery) rows.push(['pull request', `${d.pullRequestDelivery.status}${d.pullRequestDelivery.lastError ? `: ${d.pullRequestDelivery.lastError}` : ''}`]);
+  return rows;
+}
+
 export function renderDetail(d: SessionDetail): string {
   const rows: [string, string][] = [
     ['session', d.id],
@@ -191,6 +207,7 @@ export function renderDetail(d: SessionDetail): string {
     ['cost', money(d.costUsd)],
     ['created', d.createdAt ?? '-'],
     ['finished', d.finishedAt ?? '-'],
+    ...runRows(d),
   ];
   if (d.error) rows.push(['error', d.error]);
   const width = Math.max(...rows.map(([k]) => k.length));
