@@ -281,3 +281,21 @@ export class ThrowAwayDatabases {
     return admin;
   }
 }
+
+/** A call to the node as a client makes it; a reply that is not 2xx fails the bench with its body. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export async function call(base: string, method: string, route: string, token: string, body?: unknown): Promise<any> {
+  const res = await fetch(`${base}${route}`, {
+    method, headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${method} ${route}: ${res.status} ${text}`);
+  return text ? JSON.parse(text) : undefined;
+}
+
+/** The p-th percentile (0–100) of `values`, nearest rank. */
+export const pct = (values: readonly number[], p: number): number => {
+  const s = [...values].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))]!;
+};

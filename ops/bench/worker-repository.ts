@@ -23,7 +23,7 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { generateAdminToken, generateMasterKey } from '../secrets.js';
 import { advanceMain, makeOrigin } from './git-origin.js';
-import { printTable, startServer, type RunningServer } from './harness.js';
+import { call, pct, printTable, startServer, type RunningServer } from './harness.js';
 
 const { values } = parseArgs({
   options: {
@@ -52,16 +52,6 @@ spawnSync('taskset', ['-a', '-cp', '1', String(process.pid)], { stdio: 'ignore' 
 const children: ChildProcess[] = [];
 const agentGroups = new Set<number>();
 let server: RunningServer | undefined;
-
-async function call(base: string, method: string, route: string, token: string, body?: unknown): Promise<any> {
-  const res = await fetch(`${base}${route}`, {
-    method, headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${method} ${route}: ${res.status} ${text}`);
-  return text ? JSON.parse(text) : undefined;
-}
 
 /** Wall-clock ms of the worker's log events of one session. */
 interface SessionMarks { claimed?: number; workspaceReady?: number; started?: number }
@@ -107,11 +97,6 @@ async function stopWorker(w: WorkerRun): Promise<void> {
   await gone;
   clearTimeout(timer);
 }
-
-const pct = (values: readonly number[], p: number): number => {
-  const s = [...values].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))]!;
-};
 
 const nowNs = (): bigint => BigInt(Math.round((performance.timeOrigin + performance.now()) * 1e6));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -18,7 +18,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { generateAdminToken, generateMasterKey } from '../secrets.js';
-import { printTable, startServer, type RunningServer } from './harness.js';
+import { call, pct, printTable, startServer, type RunningServer } from './harness.js';
 
 const { values } = parseArgs({
   options: {
@@ -41,16 +41,6 @@ spawnSync('taskset', ['-a', '-cp', '1', String(process.pid)], { stdio: 'ignore' 
 const children: ChildProcess[] = [];
 const agentGroups = new Set<number>();
 let server: RunningServer | undefined;
-
-async function call(base: string, method: string, route: string, token: string, body?: unknown): Promise<any> {
-  const res = await fetch(`${base}${route}`, {
-    method, headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${method} ${route}: ${res.status} ${text}`);
-  return text ? JSON.parse(text) : undefined;
-}
 
 interface WorkerRun { child: ChildProcess; started: number; waitStarted(n: number, timeoutMs: number): Promise<void> }
 
@@ -102,11 +92,6 @@ function rssMb(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   return Number(/VmRSS:\s+(\d+)/.exec(status)![1]) / 1024;
 }
-
-const pct = (values: readonly number[], p: number): number => {
-  const s = [...values].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))]!;
-};
 
 async function main(): Promise<number> {
   const env: NodeJS.ProcessEnv = {
