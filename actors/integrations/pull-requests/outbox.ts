@@ -1,4 +1,5 @@
 import { Counter, type Registry } from 'prom-client';
+import { nextAttemptAt } from '../outbox-retries.js';
 import type { Deps } from '../../deps.js';
 import type { NodeService } from '../../node-services.js';
 import { registeredMetric } from '../../../ops/kernel/registered-metric.js';
@@ -15,10 +16,8 @@ import { openPullRequest, type PullRequestAnswer } from './open-pull-request.js'
  * due (any node may; a claim holds one for CLAIM_MS), opens each through the org's GitHub connection (a 401 refreshes
  * the token once), and records the outcome: opened, with its number and URL; refused for good on a 4xx, a missing
  * connection or one that needs re-authorizing; otherwise tried again after a backoff doubling from
- * `TROUPE_TRACKER_RETRY_BASE_MS`, until MAX_ATTEMPTS. Counted in `troupe_pull_requests_total{outcome}`.
+ * `TROUPE_TRACKER_RETRY_BASE_MS`, until the eighth attempt (outbox-retries.ts). Counted in `troupe_pull_requests_total{outcome}`.
  */
-export const MAX_ATTEMPTS = 8;
-const MAX_BACKOFF_MS = 10 * 60_000;
 const CLAIM_MS = 60_000;
 const BATCH = 20;
 
@@ -102,9 +101,9 @@ async function giveUp(deps: Deps, pr: OwedPullRequest, reason: string): Promise<
 }
 
 async function retryOrGiveUp(deps: Deps, pr: OwedPullRequest, reason: string): Promise<Outcome> {
-  if (pr.attempts >= MAX_ATTEMPTS) return giveUp(deps, pr, `${reason} (after ${pr.attempts} attempts)`);
   const now = deps.clock.now();
-  const backoff = Math.min(deps.config.trackerRetryBaseMs * 2 ** (pr.attempts - 1), MAX_BACKOFF_MS);
-  await pullRequestRetryLater(deps.db, pr.id, reason, new Date(now + backoff), new Date(now));
+  const dueAt = nextAttemptAt(pr.attempts, deps.config.trackerRetryBaseMs, now);
+  if (dueAt === undefined) return giveUp(deps, pr, `${reason} (after ${pr.attempts} attempts)`);
+  await pullRequestRetryLater(deps.db, pr.id, reason, new Date(dueAt), new Date(now));
   return 'retry';
 }

@@ -1,4 +1,5 @@
 import { Counter, type Registry } from 'prom-client';
+import { nextAttemptAt } from '../outbox-retries.js';
 import type { Deps } from '../../deps.js';
 import type { NodeService } from '../../node-services.js';
 import { registeredMetric } from '../../../ops/kernel/registered-metric.js';
@@ -17,11 +18,9 @@ import { DEFAULT_TRACKER_API_URLS, postTrackerComment, type TrackerAnswer } from
  * (any node may; a claim holds one for CLAIM_MS), posts each through the org's OAuth connection (a 401 refreshes the
  * token once, decision 0018), and records the outcome: sent; refused for good on a 4xx, a missing connection or one
  * that needs re-authorizing; otherwise tried again after a backoff that doubles from
- * `TROUPE_TRACKER_RETRY_BASE_MS`, until MAX_ATTEMPTS. The transition that owed the comment never waits for any of
+ * `TROUPE_TRACKER_RETRY_BASE_MS`, until the eighth attempt (outbox-retries.ts). The transition that owed the comment never waits for any of
  * it. Outcomes are counted in `troupe_tracker_comments_total{tracker, outcome}` and shown in the session detail.
  */
-export const MAX_ATTEMPTS = 8;
-const MAX_BACKOFF_MS = 10 * 60_000;
 const CLAIM_MS = 60_000;
 const BATCH = 20;
 
@@ -125,9 +124,9 @@ async function giveUp(deps: Deps, c: OwedComment, reason: string): Promise<Outco
 }
 
 async function retryOrGiveUp(deps: Deps, c: OwedComment, reason: string): Promise<Outcome> {
-  if (c.attempts >= MAX_ATTEMPTS) return giveUp(deps, c, `${reason} (after ${c.attempts} attempts)`);
   const now = deps.clock.now();
-  const backoff = Math.min(deps.config.trackerRetryBaseMs * 2 ** (c.attempts - 1), MAX_BACKOFF_MS);
-  await commentRetryLater(deps.db, c.id, reason, new Date(now + backoff), new Date(now));
+  const dueAt = nextAttemptAt(c.attempts, deps.config.trackerRetryBaseMs, now);
+  if (dueAt === undefined) return giveUp(deps, c, `${reason} (after ${c.attempts} attempts)`);
+  await commentRetryLater(deps.db, c.id, reason, new Date(dueAt), new Date(now));
   return 'retry';
 }
