@@ -63,6 +63,27 @@ module.exports = {
       from: { path: '^(actors|transport|http|storage|schemas|ops)/', pathNot: '^actors/runtime/' },
       to: { path: 'node_modules/nact/' },
     },
+    {
+      name: 'runtime-is-ground',
+      comment: 'the actor runtime knows no kind and no service: kinds are registered with it, never imported by it',
+      severity: 'error',
+      from: { path: '^actors/runtime/' },
+      to: { path: '^actors/(?!runtime/)' },
+    },
+    {
+      name: 'cli-through-the-client',
+      comment: 'the CLI and the worker talk to a node only through the typed client; `troupe migrate` loads ops/migrate.ts',
+      severity: 'error',
+      from: { path: '^ops/cli/' },
+      to: { path: '^(actors|transport|storage)/|^http/(?!client/)' },
+    },
+    {
+      name: 'no-value-cycles',
+      comment: 'no module reaches itself again through value imports (type-only imports erase at build time)',
+      severity: 'error',
+      from: { path: '^(actors|transport|http|storage|schemas|ops)/' },
+      to: { circular: true, dependencyTypesNot: ['type-only'], viaOnly: { dependencyTypesNot: ['type-only'] } },
+    },
   ],
   options: {
     doNotFollow: { path: 'node_modules' },

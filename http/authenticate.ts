@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { TroupeError } from '../ops/kernel/errors.js';
-import type { Authenticator } from '../actors/identity/ports.js';
-import type { Principal } from '../actors/identity/principal.js';
+import type { Authenticator } from '../actors/services/identity/ports.js';
+import type { Principal } from '../actors/services/identity/principal.js';
 import type { AuthMode } from './types.js';
 
 /** What the auth step needs from the composition root. `adminToken` is always filled there (generated if unset). */

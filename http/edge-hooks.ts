@@ -1,5 +1,5 @@
-import type { Deps } from '../actors/deps.js';
-import { limitRequest, limitWorkerOutput } from '../actors/identity/request-limits.js';
+import type { Deps } from '../actors/services/deps.js';
+import { limitRequest, limitWorkerOutput } from '../actors/services/identity/request-limits.js';
 import type { EdgeHooks } from './pipeline.js';
 
 /**

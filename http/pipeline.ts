@@ -1,7 +1,7 @@
 import { TroupeError } from '../ops/kernel/errors.js';
 import type { Logger } from '../ops/kernel/logger.js';
-import type { Principal } from '../actors/identity/principal.js';
-import type { ResourceRef } from '../actors/identity/ports.js';
+import type { Principal } from '../actors/services/identity/principal.js';
+import type { ResourceRef } from '../actors/services/identity/ports.js';
 import { authenticate, memoisedPrincipal, type AuthDeps } from './authenticate.js';
 import { assertSameOriginWrite } from './csrf.js';
 import { decodeBody, DEFAULT_BODY_LIMIT } from './body.js';

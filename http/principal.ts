@@ -1,5 +1,5 @@
 import { TroupeError } from '../ops/kernel/errors.js';
-import type { OrgPrincipal, Principal } from '../actors/identity/principal.js';
+import type { OrgPrincipal, Principal } from '../actors/services/identity/principal.js';
 import type { HttpRequest } from './types.js';
 
 /**

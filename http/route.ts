@@ -1,5 +1,5 @@
 import type { FromSchema, JSONSchema } from 'json-schema-to-ts';
-import type { Deps } from '../actors/deps.js';
+import type { Deps } from '../actors/services/deps.js';
 import type { HttpRequest, Reply, Route, RouteAuthorization, RouteCall } from './types.js';
 
 /**

@@ -1,4 +1,4 @@
-import type { Deps } from '../actors/deps.js';
+import type { Deps } from '../actors/services/deps.js';
 import { healthRoutes } from './routes/health.js';
 import { identityRoutes } from './routes/identity.js';
 import { workflowRoutes } from './routes/workflows.js';

@@ -1,6 +1,6 @@
-import type { OrgPrincipal, Principal } from '../actors/identity/principal.js';
-import type { ResourceRef } from '../actors/identity/ports.js';
-import type { Action } from '../actors/identity/authorizer.js';
+import type { OrgPrincipal, Principal } from '../actors/services/identity/principal.js';
+import type { ResourceRef } from '../actors/services/identity/ports.js';
+import type { Action } from '../actors/services/identity/authorizer.js';
 import type { ErrorCode } from '../ops/kernel/errors.js';
 
 /**

@@ -1,5 +1,5 @@
 import type { Registry } from 'prom-client';
-import type { Deps } from '../actors/deps.js';
+import type { Deps } from '../actors/services/deps.js';
 import type { Config } from './kernel/config.js';
 import type { Logger } from './kernel/logger.js';
 import { notsentLowatWarning } from './kernel/tcp-notsent-lowat.js';

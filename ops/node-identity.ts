@@ -3,14 +3,14 @@ import type { Clock } from './kernel/clock.js';
 import type { Logger } from './kernel/logger.js';
 import type { Secrets } from './kernel/secrets.js';
 import type { Transport } from '../transport/port.js';
-import { createAuthenticator, type IdentityAuthenticator } from '../actors/identity/authenticator.js';
-import { createAuthorizer, type CedarAuthorizer } from '../actors/identity/authorizer.js';
+import { createAuthenticator, type IdentityAuthenticator } from '../actors/services/identity/authenticator.js';
+import { createAuthorizer, type CedarAuthorizer } from '../actors/services/identity/authorizer.js';
 import { DenialRecorder } from '../storage/governance/authz-denials.js';
-import { denialOf } from '../actors/identity/denials.js';
-import { auditBreakGlass } from '../actors/identity/break-glass.js';
-import { deriveSigningKeys, type SigningKeys } from '../actors/identity/tokens.js';
+import { denialOf } from '../actors/services/identity/denials.js';
+import { auditBreakGlass } from '../actors/services/identity/break-glass.js';
+import { deriveSigningKeys, type SigningKeys } from '../actors/services/identity/tokens.js';
 import { projectRoleOf } from '../storage/identity/orgs.js';
-import { StoredPolicySource } from '../actors/policy/enforcement.js';
+import { StoredPolicySource } from '../actors/kinds/policy/enforcement.js';
 
 /** Who a caller is and what they may do: the node's signing keys, its authenticator and its Cedar authorizer. */
 export interface NodeIdentity {

@@ -1,22 +1,22 @@
-import type { Deps } from '../actors/deps.js';
-import type { NodeServices } from '../actors/node-services.js';
-import type { SigningKeys } from '../actors/identity/tokens.js';
-import { createDaemonServices } from '../actors/daemon-host/services.js';
-import { createCredentialServices } from '../actors/credentials/rotation.js';
-import { createNodeStreams } from '../actors/fleet/node-streams.js';
-import { createInterviewBatcher } from '../actors/interview/batcher.js';
-import { createWorkerStreams } from '../actors/fleet/worker-streams.js';
-import { OutboundGuard } from '../actors/integrations/outbound/guarded-request.js';
-import { VapidKeyStore } from '../actors/integrations/web-push/vapid.js';
-import { ConnectionTokenRefreshes } from '../actors/integrations/oauth/connection-token.js';
-import { WebhookSweeper } from '../actors/integrations/webhooks/sweeper.js';
-import type { PushOnEvents } from '../actors/integrations/web-push/event-notifications.js';
-import type { StoredPolicySource } from '../actors/policy/enforcement.js';
-import { NodeDrain } from '../actors/node-drain.js';
-import type { WorkflowSchedules } from '../actors/workflow-schedule/service.js';
-import { TrackerOutbox } from '../actors/integrations/trackers/outbox.js';
-import { PullRequestOutbox } from '../actors/integrations/pull-requests/outbox.js';
-import { AuditOutbox } from '../actors/audit/outbox-drain.js';
+import type { Deps } from '../actors/services/deps.js';
+import type { NodeServices } from '../actors/services/node-services.js';
+import type { SigningKeys } from '../actors/services/identity/tokens.js';
+import { createDaemonServices } from '../actors/services/daemon/services.js';
+import { createCredentialServices } from '../actors/services/credentials/rotation.js';
+import { createNodeStreams } from '../actors/services/fleet/node-streams.js';
+import { createInterviewBatcher } from '../actors/services/interview/batcher.js';
+import { createWorkerStreams } from '../actors/services/fleet/worker-streams.js';
+import { OutboundGuard } from '../actors/services/integrations/outbound/guarded-request.js';
+import { VapidKeyStore } from '../actors/services/integrations/web-push/vapid.js';
+import { ConnectionTokenRefreshes } from '../actors/services/integrations/oauth/connection-token.js';
+import { WebhookSweeper } from '../actors/services/integrations/webhooks/sweeper.js';
+import type { PushOnEvents } from '../actors/services/integrations/web-push/event-notifications.js';
+import type { StoredPolicySource } from '../actors/kinds/policy/enforcement.js';
+import { NodeDrain } from '../actors/services/node-drain.js';
+import type { WorkflowSchedules } from '../actors/services/schedules/service.js';
+import { TrackerOutbox } from '../actors/services/integrations/trackers/outbox.js';
+import { PullRequestOutbox } from '../actors/services/integrations/pull-requests/outbox.js';
+import type { AuditOutbox } from '../actors/services/audit/outbox-drain.js';
 import { createRateLimits } from '../storage/rate-limits.js';
 import type { RedisCache } from '../storage/redis-cache.js';
 
@@ -25,6 +25,7 @@ export interface ServiceParts {
   readonly keys: SigningKeys;
   readonly policies: StoredPolicySource;
   readonly pushOnEvents: PushOnEvents;
+  readonly audit: AuditOutbox;
   readonly schedules: WorkflowSchedules;
   readonly cluster: NodeServices['cluster'];
   /** The cache's Redis connection when the node has one: rate limits share it. */
@@ -32,7 +33,7 @@ export interface ServiceParts {
 }
 
 /**
- * Builds the node's services (actors/node-services.ts) once, from the node's dependencies without them. Nothing
+ * Builds the node's services (actors/services/node-services.ts) once, from the node's dependencies without them. Nothing
  * starts here: ops/node.ts starts the ones with a life in `lifecycleOf` order and stops them on the way down.
  */
 export function buildNodeServices(base: Omit<Deps, 'services'>, parts: ServiceParts): NodeServices {
@@ -50,7 +51,7 @@ export function buildNodeServices(base: Omit<Deps, 'services'>, parts: ServicePa
     connectionTokens: new ConnectionTokenRefreshes(),
     pushOnEvents: parts.pushOnEvents,
     webhookSweeper: new WebhookSweeper(),
-    audit: new AuditOutbox(base.db, base.log.child({ component: 'audit-outbox' })),
+    audit: parts.audit,
     drain: new NodeDrain(),
     schedules: parts.schedules,
     trackerOutbox: new TrackerOutbox(),

@@ -1,7 +1,7 @@
 import os from 'node:os';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import type { Config } from './kernel/config.js';
-import type { Deps } from '../actors/deps.js';
+import type { Deps } from '../actors/services/deps.js';
 import { createLogger, type Logger } from './kernel/logger.js';
 import { systemClock, type Clock } from './kernel/clock.js';
 import { Secrets } from './kernel/secrets.js';
@@ -11,17 +11,18 @@ import type { Cluster } from '../transport/cluster/index.js';
 import { shardOf } from '../transport/shards.js';
 import type { Transport } from '../transport/port.js';
 import { createActorSystem, type ActorSystem } from '../actors/runtime/index.js';
-import { actorKinds } from '../actors/kinds.js';
-import { resumeActiveRuns } from '../actors/workflow-run/resume.js';
-import { loadDefaultPolicySet } from '../actors/identity/authorizer.js';
+import { actorKinds } from '../actors/kinds/index.js';
+import { resumeActiveRuns } from '../actors/kinds/workflow-run/resume.js';
+import { loadDefaultPolicySet } from '../actors/services/identity/authorizer.js';
 import type { HttpServer } from '../http/server.js';
-import { PushOnEvents } from '../actors/integrations/web-push/event-notifications.js';
-import { WorkflowSchedules } from '../actors/workflow-schedule/service.js';
-import { lifecycleOf } from '../actors/node-services.js';
+import { PushOnEvents } from '../actors/services/integrations/web-push/event-notifications.js';
+import { AuditOutbox } from '../actors/services/audit/outbox-drain.js';
+import { WorkflowSchedules } from '../actors/services/schedules/service.js';
+import { lifecycleOf } from '../actors/services/node-services.js';
 import { buildNodeServices } from './node-services.js';
 import { DependencyWatch } from './dependency-watch.js';
-import { registerFleetGauges } from '../actors/fleet/fleet-metrics.js';
-import { registerStreamHistoryGauge } from '../actors/fleet/stream-metrics.js';
+import { registerFleetGauges } from '../actors/services/fleet/fleet-metrics.js';
+import { registerStreamHistoryGauge } from '../actors/services/fleet/stream-metrics.js';
 import { readinessProbesFor } from '../http/routes/readiness.js';
 import { Closers, StartPhases } from './node-lifecycle.js';
 import { openCluster, openEngines, type EngineOptions, type Engines } from './node-engines.js';
@@ -64,6 +65,7 @@ interface HostedActors {
   readonly actors: ActorSystem;
   readonly snapshots: KnexSnapshotStore;
   readonly pushOnEvents: PushOnEvents;
+  readonly audit: AuditOutbox;
   readonly schedules: WorkflowSchedules;
 }
 
@@ -135,15 +137,17 @@ function hostActors(s: NodeStart, engines: Engines): HostedActors {
     defaultAskTimeoutMs: config.askTimeoutMs,
   });
   const pushOnEvents = new PushOnEvents();
+  // Made before the actors because a session's stop records its audit entry with the snapshot and wakes the drain.
+  const audit = new AuditOutbox(db, log.child({ component: 'audit-outbox' }));
   // Made before the actors because the schedule actor arms its timers and starts runs through it (decision 0027).
   const schedules = new WorkflowSchedules();
   const triggerLimits = {
     schedulesPerOrg: config.schedulesPerOrg, minIntervalSeconds: config.scheduleMinIntervalSeconds, webhookWorkflowsPerOrg: config.webhookWorkflowsPerOrg,
   };
-  const ports = { transport, pushOnEvents, metrics, schedules, db, triggerLimits, askTimeoutMs: config.askTimeoutMs };
+  const ports = { transport, pushOnEvents, metrics, schedules, db, triggerLimits, askTimeoutMs: config.askTimeoutMs, auditRecorded: () => audit.kick() };
   for (const kind of actorKinds(ports)) actors.register(kind);
   registerFleetGauges(metrics, db, () => clock.now(), config.sessionLeaseMs);
-  return { actors, snapshots, pushOnEvents, schedules };
+  return { actors, snapshots, pushOnEvents, schedules, audit };
 }
 
 /** The transport starts feeding the actors; on RabbitMQ the node then joins the cluster. */
@@ -171,7 +175,7 @@ async function startServices(
   redis: Engines['redis'],
 ): Promise<Deps> {
   const { keys, storedPolicies: policies, auth, authz, denials } = identity;
-  const services = buildNodeServices(base, { keys, policies, pushOnEvents: hosted.pushOnEvents, schedules: hosted.schedules, cluster, redis });
+  const services = buildNodeServices(base, { keys, policies, pushOnEvents: hosted.pushOnEvents, schedules: hosted.schedules, audit: hosted.audit, cluster, redis });
   registerStreamHistoryGauge(s.metrics, services.streams);
   const deps: Deps = { ...base, services };
   // Node services stop after HTTP drained (pushed later, closed earlier) and before the transport and actors.

@@ -1,9 +1,9 @@
-import type { Deps } from '../../actors/deps.js';
+import type { Deps } from '../../actors/services/deps.js';
 import { TroupeError } from '../../ops/kernel/errors.js';
 import {
   externalAgentAddress, externalAgentId, fetchAgentCard, type ExternalAgentMsg, type ExternalAgentReply,
-} from '../../actors/integrations/a2a/index.js';
-import { OutboundRefused } from '../../actors/integrations/outbound/index.js';
+} from '../../actors/services/integrations/a2a/index.js';
+import { OutboundRefused } from '../../actors/services/integrations/outbound/index.js';
 import { externalAgentListReply, externalAgentReply, registerExternalAgentBody, updateExternalAgentBody } from '../../schemas/agents/external-agent.js';
 import { externalAgentView, findExternalAgent, listExternalAgents, type ExternalAgentView } from '../../storage/integrations/a2a.js';
 import { isUuid } from '../../storage/identity/rows.js';

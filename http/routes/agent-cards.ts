@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import type { Deps } from '../../actors/deps.js';
+import type { Deps } from '../../actors/services/deps.js';
 import { TroupeError } from '../../ops/kernel/errors.js';
-import type { Principal } from '../../actors/identity/principal.js';
-import { agentCardAddress, type AgentCardMsg, type AgentCardReply } from '../../actors/agent-card/index.js';
-import { applyOverlay, missingTargets } from '../../actors/marketplace/payload.js';
-import { previewUpdate } from '../../actors/marketplace/update-preview.js';
+import type { Principal } from '../../actors/services/identity/principal.js';
+import { agentCardAddress, type AgentCardMsg, type AgentCardReply } from '../../actors/kinds/agent-card/index.js';
+import { applyOverlay, missingTargets } from '../../actors/services/marketplace/payload.js';
+import { previewUpdate } from '../../actors/services/marketplace/update-preview.js';
 import { ajv, compileOnFirstUse } from '../../schemas/ajv.js';
 import {
   agentCardPayload, agentCardReply, createAgentCardBody, installBody, listingListQuery, listingListReply, listingReply, publishListingBody,

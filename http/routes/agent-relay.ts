@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import { TroupeError } from '../../ops/kernel/errors.js';
-import type { Deps } from '../../actors/deps.js';
-import { publicIdPattern } from '../../actors/session/index.js';
-import { interviewBatcher } from '../../actors/interview/batcher.js';
-import { daemonServices } from '../../actors/daemon-host/services.js';
+import type { Deps } from '../../actors/services/deps.js';
+import { publicIdPattern } from '../../actors/kinds/session/index.js';
+import { interviewBatcher } from '../../actors/services/interview/batcher.js';
+import { daemonServices } from '../../actors/services/daemon/services.js';
 import { findSession } from '../../storage/sessions/queries.js';
 import { appendSessionOutput, MAX_OUTPUT_TAIL_BYTES } from '../../storage/sessions/output.js';
 import { appendToolSteps, type ToolStepRow } from '../../storage/sessions/tool-steps.js';

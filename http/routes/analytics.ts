@@ -1,4 +1,4 @@
-import type { Deps } from '../../actors/deps.js';
+import type { Deps } from '../../actors/services/deps.js';
 import { phaseMetrics, type PhaseMetricRange } from '../../storage/analytics/phase-metrics.js';
 import { armPosteriors, observationsPage, routingHealth } from '../../storage/analytics/router.js';
 import { platformAggregates } from '../../storage/analytics/aggregates.js';

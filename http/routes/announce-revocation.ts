@@ -1,5 +1,5 @@
-import { publishRevocation } from '../../actors/identity/revocation.js';
-import type { Deps } from '../../actors/deps.js';
+import { publishRevocation } from '../../actors/services/identity/revocation.js';
+import type { Deps } from '../../actors/services/deps.js';
 
 /**
  * After a revocation is stored: this node refuses the credential before the route answers, and the other nodes

@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import type { Deps } from '../../actors/deps.js';
+import type { Deps } from '../../actors/services/deps.js';
 import { TroupeError } from '../../ops/kernel/errors.js';
 import type { Route, HttpRequest, Reply, RouteAuthorization, RouteCall } from '../types.js';
 import { route, type BodyOf } from '../route.js';
-import type { OrgPrincipal } from '../../actors/identity/principal.js';
-import { apiKeyPrefix, mintSecret, registrationTokenPrefix } from '../../actors/identity/secrets-format.js';
-import { tags } from '../../actors/identity/revocation.js';
+import type { OrgPrincipal } from '../../actors/services/identity/principal.js';
+import { apiKeyPrefix, mintSecret, registrationTokenPrefix } from '../../actors/services/identity/secrets-format.js';
+import { tags } from '../../actors/services/identity/revocation.js';
 import { announceRevocation } from './announce-revocation.js';
-import { orgAddress, type ApiKeyIssued, type CredentialRevoked, type OrgMsg, type RegistrationTokenIssued } from '../../actors/org/index.js';
+import { orgAddress, type ApiKeyIssued, type CredentialRevoked, type OrgMsg, type RegistrationTokenIssued } from '../../actors/kinds/org/index.js';
 import { projectsInOrg } from '../../storage/identity/orgs.js';
 import { findApiKey } from '../../storage/identity/credentials.js';
 import { isUuid } from '../../storage/identity/rows.js';

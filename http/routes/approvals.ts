@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import type { Deps } from '../../actors/deps.js';
+import type { Deps } from '../../actors/services/deps.js';
 import { TroupeError } from '../../ops/kernel/errors.js';
-import type { ResourceRef } from '../../actors/identity/ports.js';
+import type { ResourceRef } from '../../actors/services/identity/ports.js';
 import type { Route } from '../types.js';
 import { route } from '../route.js';
 import { orgPrincipal } from '../principal.js';
-import { approvalGateAddress } from '../../actors/approval-gate/actor.js';
-import type { GateMsg, GateView } from '../../actors/approval-gate/machine.js';
+import { approvalGateAddress } from '../../actors/kinds/approval-gate/actor.js';
+import type { GateMsg, GateView } from '../../actors/kinds/approval-gate/machine.js';
 import { projectsInOrg } from '../../storage/identity/orgs.js';
 import { findGate, listGates, runSummaries, type GateRow } from '../../storage/workflows/runs.js';
 import * as schemas from '../../schemas/workflows/http.js';

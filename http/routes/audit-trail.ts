@@ -1,4 +1,4 @@
-import type { Deps } from '../../actors/deps.js';
+import type { Deps } from '../../actors/services/deps.js';
 
 /**
  * Records an identity, key, login or session-control event in the org's audit chain (issue 20), through the audit

@@ -1,4 +1,4 @@
-import type { Deps } from '../../actors/deps.js';
+import type { Deps } from '../../actors/services/deps.js';
 import { budgetView, setProjectBudget, type Budget } from '../../storage/budgets/budgets.js';
 import { projectBudgetBody, projectBudgetReply } from '../../schemas/budgets/http.js';
 import { orgPrincipal, requesterOf } from '../principal.js';

@@ -1,5 +1,5 @@
-import type { Deps } from '../../actors/deps.js';
-import { announceQueueControl } from '../../actors/fleet/worker-signals.js';
+import type { Deps } from '../../actors/services/deps.js';
+import { announceQueueControl } from '../../actors/kinds/session/worker-signals.js';
 import { projectConcurrency, setProjectConcurrency } from '../../storage/queue-control/concurrency.js';
 import { projectConcurrencyBody, projectConcurrencyReply, type ProjectConcurrency } from '../../schemas/queue-control/concurrency.js';
 import { orgPrincipal, requesterOf } from '../principal.js';

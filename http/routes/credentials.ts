@@ -1,7 +1,7 @@
 import { TroupeError } from '../../ops/kernel/errors.js';
-import type { Deps } from '../../actors/deps.js';
-import { roleAtLeast, type OrgPrincipal } from '../../actors/identity/principal.js';
-import { credentialServices, rotationCursor, rotationEventId } from '../../actors/credentials/rotation.js';
+import type { Deps } from '../../actors/services/deps.js';
+import { roleAtLeast, type OrgPrincipal } from '../../actors/services/identity/principal.js';
+import { credentialServices, rotationCursor, rotationEventId } from '../../actors/services/credentials/rotation.js';
 import { upsertCredential } from '../../storage/credentials/credentials.js';
 import { credentialKind, credentialReply, putCredentialBody, rotateBody, rotateReply } from '../../schemas/daemon-extras/bodies.js';
 import { assertOwnOrg, orgPrincipal, requesterOf } from '../principal.js';

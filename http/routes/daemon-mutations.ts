@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { TroupeError } from '../../ops/kernel/errors.js';
-import type { Deps } from '../../actors/deps.js';
-import { daemonHostAddress, type DaemonHostReply } from '../../actors/daemon-host/index.js';
-import { daemonServices } from '../../actors/daemon-host/services.js';
+import type { Deps } from '../../actors/services/deps.js';
+import { daemonHostAddress, type DaemonHostReply } from '../../actors/kinds/daemon-host/index.js';
+import { daemonServices } from '../../actors/services/daemon/services.js';
 import { projectsInOrg } from '../../storage/identity/orgs.js';
 import { findMutation, mutationHistory, workerInOrg } from '../../storage/sessions/daemon.js';
 import { enqueueMutationBody, mutationViewSchema } from '../../schemas/sessions/daemon.js';

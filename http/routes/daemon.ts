@@ -1,11 +1,11 @@
 import { warnOncePerWindow } from '../../ops/kernel/flood-log.js';
 import { randomUUID } from 'node:crypto';
 import { TroupeError } from '../../ops/kernel/errors.js';
-import type { Deps } from '../../actors/deps.js';
-import { signToken } from '../../actors/identity/tokens.js';
-import { hashesEqual, parseSecret, registrationTokenPrefix } from '../../actors/identity/secrets-format.js';
-import { daemonHostAddress, type DaemonHostReply } from '../../actors/daemon-host/index.js';
-import { daemonServices, type DaemonServices } from '../../actors/daemon-host/services.js';
+import type { Deps } from '../../actors/services/deps.js';
+import { signToken } from '../../actors/services/identity/tokens.js';
+import { hashesEqual, parseSecret, registrationTokenPrefix } from '../../actors/services/identity/secrets-format.js';
+import { daemonHostAddress, type DaemonHostReply } from '../../actors/kinds/daemon-host/index.js';
+import { daemonServices, type DaemonServices } from '../../actors/services/daemon/services.js';
 import { registrationTokensByPrefix } from '../../storage/identity/credentials.js';
 import { listProjects, projectsInOrg } from '../../storage/identity/orgs.js';
 import { pollForWorker } from '../../storage/sessions/offers.js';

@@ -1,11 +1,10 @@
 import type { Knex } from 'knex';
-import type { Deps } from '../../actors/deps.js';
-import { sessionAddress, type SessionReply } from '../../actors/session/index.js';
+import type { Deps } from '../../actors/services/deps.js';
+import { sessionAddress, type SessionReply } from '../../actors/kinds/session/index.js';
 import { TroupeError } from '../../ops/kernel/errors.js';
 import { DEFAULT_PRIORITY, type SessionRepository } from '../../schemas/sessions/session-state.js';
 import { defaultConcurrencyKey } from '../../schemas/queue-control/concurrency.js';
 import { holdersUnderKey, liveUnderKey, projectConcurrency } from '../../storage/queue-control/concurrency.js';
-import { recordStopReason } from '../../storage/budgets/budgets.js';
 
 /**
  * What a dispatch says about its place in the queue (issue 36, decision 0081): its priority and the key its project's
@@ -58,13 +57,9 @@ export async function supersedeHolders(deps: Deps, orgId: string, queueing: Disp
   const holders = await holdersUnderKey(deps.db, orgId, queueing.concurrencyKey);
   const over = holders.length - queueing.supersedeAbove + 1;
   for (const holder of holders.slice(0, Math.max(0, over))) {
-    const reply = await deps.ask<SessionReply>(sessionAddress(holder.key), { type: 'session.stop', requestedBy: SUPERSEDER });
-    if (reply.kind !== 'stopped' || !reply.stopped) continue;
-    const at = new Date(deps.clock.now());
-    await recordStopReason(deps.db, orgId, holder.key, holder.epoch, SUPERSEDED, at);
-    await deps.services.audit.recordOrLog({
-      orgId, type: 'session.stopped', actor: SUPERSEDER, subject: holder.publicId, at,
-      payload: { previousStatus: reply.previousStatus, stopReason: SUPERSEDED, concurrencyKey: queueing.concurrencyKey, supersededBy: by },
+    // The machine records the reason and the audit entry with the stop; one that ended meanwhile is left as it ended.
+    await deps.ask<SessionReply>(sessionAddress(holder.key), {
+      type: 'session.stop', requestedBy: SUPERSEDER, reason: SUPERSEDED, details: { concurrencyKey: queueing.concurrencyKey, supersededBy: by },
     });
   }
 }

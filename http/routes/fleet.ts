@@ -1,7 +1,7 @@
-import type { Deps } from '../../actors/deps.js';
-import { daemonServices } from '../../actors/daemon-host/services.js';
-import { fleetStats } from '../../actors/fleet/stats.js';
-import { listWorkers, MAX_WORKERS_LISTED } from '../../actors/fleet/workers.js';
+import type { Deps } from '../../actors/services/deps.js';
+import { daemonServices } from '../../actors/services/daemon/services.js';
+import { fleetStats } from '../../actors/services/fleet/stats.js';
+import { listWorkers, MAX_WORKERS_LISTED } from '../../actors/services/fleet/workers.js';
 import { fleetStatsReply, workerListReply } from '../../schemas/daemon-extras/bodies.js';
 import { orgPrincipal } from '../principal.js';
 import type { Route, RouteAuthorization } from '../types.js';

@@ -1,16 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import type { Deps } from '../../actors/deps.js';
+import type { Deps } from '../../actors/services/deps.js';
 import { TroupeError } from '../../ops/kernel/errors.js';
-import type { Principal } from '../../actors/identity/principal.js';
-import { assertValidCedar } from '../../actors/policy/cedar-text.js';
-import { policyAddress } from '../../actors/policy/actor.js';
-import { announcePolicyChange } from '../../actors/policy/enforcement.js';
-import type { PolicyMsg, PolicyReply } from '../../actors/policy/machine.js';
-import { WebhookRefusal } from '../../actors/governance/standard-webhooks.js';
+import type { Principal } from '../../actors/services/identity/principal.js';
+import { assertValidCedar } from '../../actors/kinds/policy/cedar-text.js';
+import { policyAddress } from '../../actors/kinds/policy/actor.js';
+import { announcePolicyChange } from '../../actors/kinds/policy/enforcement.js';
+import type { PolicyMsg, PolicyReply } from '../../actors/kinds/policy/machine.js';
+import { WebhookRefusal } from '../../actors/services/governance/standard-webhooks.js';
 import {
   INCIDENT_IO_PROVIDER, INCIDENT_WEBHOOK_MAX_BYTES, receiveIncidentIoWebhook, sealContext,
-} from '../../actors/governance/incident-webhook.js';
-import { securityMetrics, type MetricType, type TimeRange } from '../../actors/governance/security-metrics.js';
+} from '../../actors/services/governance/incident-webhook.js';
+import { securityMetrics, type MetricType, type TimeRange } from '../../actors/services/governance/security-metrics.js';
 import {
   createPolicyBody, listPoliciesQuery, policyListReply, policyReply, policyWithVersionsReply, updatePolicyBody,
   type PolicyScope, type PolicyStatus,
@@ -23,7 +23,7 @@ import { securityMetricsQuery, securityMetricsReply } from '../../schemas/govern
 import { findPolicy, listPolicies, listPolicyVersions, policyViewOf, type PolicyView } from '../../storage/governance/policies.js';
 import { assignIncidentIoEnvironmentSecret, connectIncidentIo, listIncidents } from '../../storage/governance/incidents.js';
 import { findOrg, projectsInOrg } from '../../storage/identity/orgs.js';
-import { secretKey } from '../../actors/governance/standard-webhooks.js';
+import { secretKey } from '../../actors/services/governance/standard-webhooks.js';
 import type { Route } from '../types.js';
 import { route } from '../route.js';
 

@@ -1,8 +1,8 @@
-import type { Deps } from '../../actors/deps.js';
+import type { Deps } from '../../actors/services/deps.js';
 import { TroupeError } from '../../ops/kernel/errors.js';
 import type { Route, HttpRequest, Reply } from '../types.js';
 import { route } from '../route.js';
-import type { OrgPrincipal, OrgRole } from '../../actors/identity/principal.js';
+import type { OrgPrincipal, OrgRole } from '../../actors/services/identity/principal.js';
 import { findOrg, listMemberships, listProjectAccess } from '../../storage/identity/orgs.js';
 import { findOrgMember } from '../../storage/identity/users.js';
 import { findApiKey } from '../../storage/identity/credentials.js';

@@ -1,7 +1,7 @@
-import type { Deps } from '../../actors/deps.js';
+import type { Deps } from '../../actors/services/deps.js';
 import { TroupeError } from '../../ops/kernel/errors.js';
-import type { Principal } from '../../actors/identity/principal.js';
-import { beginAuthorization, completeAuthorization, isOAuthProvider, type OAuthProvider } from '../../actors/integrations/oauth/index.js';
+import type { Principal } from '../../actors/services/identity/principal.js';
+import { beginAuthorization, completeAuthorization, isOAuthProvider, type OAuthProvider } from '../../actors/services/integrations/oauth/index.js';
 import type { HttpRequest, Route, RouteAuthorization } from '../types.js';
 import { route } from '../route.js';
 

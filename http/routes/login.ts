@@ -1,12 +1,12 @@
-import { loginLimits } from '../../actors/identity/login-limits.js';
-import type { Deps } from '../../actors/deps.js';
+import { loginLimits } from '../../actors/services/identity/login-limits.js';
+import type { Deps } from '../../actors/services/deps.js';
 import { TroupeError } from '../../ops/kernel/errors.js';
 import type { Route, HttpRequest, Reply } from '../types.js';
 import { route, type BodyOf } from '../route.js';
-import { verifyPassword, decoyPasswordHash } from '../../actors/identity/passwords.js';
-import { looksLikeJwt, signToken, userTokenId, verifyTokenSync } from '../../actors/identity/tokens.js';
-import { readCookie, SESSION_COOKIE } from '../../actors/identity/authenticator.js';
-import { tags } from '../../actors/identity/revocation.js';
+import { verifyPassword, decoyPasswordHash } from '../../actors/services/identity/passwords.js';
+import { looksLikeJwt, signToken, userTokenId, verifyTokenSync } from '../../actors/services/identity/tokens.js';
+import { readCookie, SESSION_COOKIE } from '../../actors/services/identity/authenticator.js';
+import { tags } from '../../actors/services/identity/revocation.js';
 import { announceRevocation } from './announce-revocation.js';
 import { listMemberships } from '../../storage/identity/orgs.js';
 import { findLoginByEmail } from '../../storage/identity/users.js';

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import type { Deps } from '../../actors/deps.js';
+import type { Deps } from '../../actors/services/deps.js';
 import { TroupeError } from '../../ops/kernel/errors.js';
-import { clientSecretPrefix } from '../../actors/integrations/m2m/client-credentials.js';
-import { tags } from '../../actors/identity/revocation.js';
+import { clientSecretPrefix } from '../../actors/services/integrations/m2m/client-credentials.js';
+import { tags } from '../../actors/services/identity/revocation.js';
 import { announceRevocation } from './announce-revocation.js';
 import { noStore } from './oauth.js';
-import { mintSecret } from '../../actors/identity/secrets-format.js';
+import { mintSecret } from '../../actors/services/identity/secrets-format.js';
 import { findOrg } from '../../storage/identity/orgs.js';
 import {
   findM2mClient, listM2mClients, revokeM2mClient, rotateM2mClient, type M2mClientDetail,

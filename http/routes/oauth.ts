@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import type { Deps } from '../../actors/deps.js';
+import type { Deps } from '../../actors/services/deps.js';
 import { TroupeError } from '../../ops/kernel/errors.js';
-import { clientSecretPrefix, issueMachineToken, OAuthError } from '../../actors/integrations/m2m/client-credentials.js';
-import { mintSecret } from '../../actors/identity/secrets-format.js';
+import { clientSecretPrefix, issueMachineToken, OAuthError } from '../../actors/services/integrations/m2m/client-credentials.js';
+import { mintSecret } from '../../actors/services/identity/secrets-format.js';
 import { appendAudit } from '../../storage/audit-log.js';
 import { findOrg } from '../../storage/identity/orgs.js';
 import { insertM2mClient } from '../../storage/integrations/m2m-clients.js';

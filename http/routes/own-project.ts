@@ -1,7 +1,7 @@
-import type { Deps } from '../../actors/deps.js';
+import type { Deps } from '../../actors/services/deps.js';
 import { TroupeError } from '../../ops/kernel/errors.js';
 import { projectsInOrg } from '../../storage/identity/orgs.js';
-import type { Action } from '../../actors/identity/authorizer.js';
+import type { Action } from '../../actors/services/identity/authorizer.js';
 import type { RouteAuthorization } from '../types.js';
 
 /**

@@ -1,5 +1,5 @@
 import { TroupeError } from '../../ops/kernel/errors.js';
-import type { Deps } from '../../actors/deps.js';
+import type { Deps } from '../../actors/services/deps.js';
 import { projectsInOrg } from '../../storage/identity/orgs.js';
 import { upsertOptionSnapshots, type OptionSnapshot } from '../../storage/plugins/option-snapshots.js';
 import { MAX_OPTIONS_BYTES, optionsSnapshotBody, optionsSnapshotReply } from '../../schemas/daemon-extras/bodies.js';

@@ -1,9 +1,9 @@
 import { TroupeError } from '../../ops/kernel/errors.js';
-import type { Deps } from '../../actors/deps.js';
+import type { Deps } from '../../actors/services/deps.js';
 import { projectsInOrg } from '../../storage/identity/orgs.js';
 import { findSession } from '../../storage/sessions/queries.js';
 import { DEFAULT_WINDOW_DAYS, recordGraph } from '../../storage/analytics/graph.js';
-import { graphProjection } from '../../actors/analytics/graph.js';
+import { graphProjection } from '../../actors/services/analytics/graph.js';
 import { paletteKinds, projectPalette, type PaletteKind } from '../../storage/analytics/palette.js';
 import { graphQuery, graphReply, graphWriteBody, graphWriteReply, paletteQuery, paletteReply } from '../../schemas/analytics/http.js';
 import { orgPrincipal } from '../principal.js';

@@ -1,7 +1,7 @@
-import type { Deps } from '../../actors/deps.js';
+import type { Deps } from '../../actors/services/deps.js';
 import { TroupeError } from '../../ops/kernel/errors.js';
-import { PROVIDER_WEBHOOK_MAX_BYTES, receiveProviderWebhook, webhookSealContext } from '../../actors/integrations/webhooks/ingest.js';
-import { isWebhookProvider, type WebhookProvider } from '../../actors/integrations/webhooks/providers.js';
+import { PROVIDER_WEBHOOK_MAX_BYTES, receiveProviderWebhook, webhookSealContext } from '../../actors/services/integrations/webhooks/ingest.js';
+import { isWebhookProvider, type WebhookProvider } from '../../actors/services/integrations/webhooks/providers.js';
 import { assertOwnOrg, orgPrincipal, requesterOf } from '../principal.js';
 import { route } from '../route.js';
 import { projectsInOrg } from '../../storage/identity/orgs.js';
@@ -11,7 +11,7 @@ import {
   providerIntegrationBody, providerIntegrationReply, providerWebhookQuery, providerWebhookReply,
 } from '../../schemas/integrations/webhooks.js';
 import type { HttpRequest, Route } from '../types.js';
-import type { OrgPrincipal } from '../../actors/identity/principal.js';
+import type { OrgPrincipal } from '../../actors/services/identity/principal.js';
 
 /**
  * Provider webhooks (spec 4.7, 6.3; CONTRACT "Provider webhooks"; decision 0014): an org connects a provider by

@@ -1,10 +1,10 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import type { Deps } from '../../actors/deps.js';
+import type { Deps } from '../../actors/services/deps.js';
 import { TroupeError } from '../../ops/kernel/errors.js';
 import type { Route, HttpRequest, Reply } from '../types.js';
 import { route, type BodyOf } from '../route.js';
-import { hashPassword } from '../../actors/identity/passwords.js';
-import { tags } from '../../actors/identity/revocation.js';
+import { hashPassword } from '../../actors/services/identity/passwords.js';
+import { tags } from '../../actors/services/identity/revocation.js';
 import { announceRevocation } from './announce-revocation.js';
 import { deleteProvisionedOrg, findOrg, projectsInOrg, provisionMember, provisionOrg, slugTaken } from '../../storage/identity/orgs.js';
 import * as schemas from '../../schemas/identity/http.js';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { TroupeError } from '../../ops/kernel/errors.js';
-import type { Deps } from '../../actors/deps.js';
-import { publicIdPattern, sessionAddress, type SessionReply } from '../../actors/session/index.js';
+import type { Deps } from '../../actors/services/deps.js';
+import { publicIdPattern, sessionAddress, type SessionReply } from '../../actors/kinds/session/index.js';
 import { findSession, sessionDetail, type FoundSession } from '../../storage/sessions/queries.js';
 import { sessionTimeline } from '../../storage/sessions/listing.js';
 import { stopReasonOf } from '../../storage/budgets/budgets.js';
@@ -11,7 +11,7 @@ import type { Route, RouteAuthorization } from '../types.js';
 import { route } from '../route.js';
 import { orgPrincipal, requesterOf } from '../principal.js';
 import { auditTrail } from './audit-trail.js';
-import { errorIssuesForSession } from '../../actors/integrations/error-tracker/index.js';
+import { errorIssuesForSession } from '../../actors/services/integrations/error-tracker/index.js';
 import { sessionDetailReply, sessionIdParam, withoutKind } from './session-schemas.js';
 
 /**
@@ -56,10 +56,8 @@ function sessionControlRoutes(): Route<Deps>[] {
       authorize: onSession('operate'),
       async handler(req, deps, { found: session }) {
         const p = orgPrincipal(req);
+        // The session machine decides the stop, audits it and tells the worker (actors/kinds/session/machine.ts, `stop`).
         const reply = await deps.ask<SessionReply>(sessionAddress(session.key), { type: 'session.stop', requestedBy: requesterOf(p) });
-        if (reply.kind === 'stopped' && reply.stopped) {
-          await auditTrail(deps, p.orgId, 'session.stopped', requesterOf(p), session.publicId, { previousStatus: reply.previousStatus });
-        }
         return { body: withoutKind(reply) };
       },
     }),
@@ -148,7 +146,7 @@ function sessionReadRoutes(): Route<Deps>[] {
       authorize: onSession('read'),
       async handler(req, deps, { found: session }) {
         const p = orgPrincipal(req);
-        // The org's Sentry OAuth connection, if any, through the outbound guard (actors/integrations/error-tracker).
+        // The org's Sentry OAuth connection, if any, through the outbound guard (actors/services/integrations/error-tracker).
         return { body: await errorIssuesForSession(deps, p.orgId, session.publicId) };
       },
     }),

@@ -1,5 +1,5 @@
-import type { Deps } from '../../actors/deps.js';
-import { announceQueueControl, type WorkerSignal } from '../../actors/fleet/worker-signals.js';
+import type { Deps } from '../../actors/services/deps.js';
+import { announceQueueControl, type WorkerSignal } from '../../actors/kinds/session/worker-signals.js';
 import { pauseProjectQueue, projectQueue, resumeProjectQueue, type PauseChange } from '../../storage/queue-control/pauses.js';
 import { projectQueuePauseReply, projectQueueReply } from '../../schemas/queue-control/http.js';
 import { orgPrincipal, requesterOf } from '../principal.js';

@@ -1,4 +1,4 @@
-import type { Deps } from '../../actors/deps.js';
+import type { Deps } from '../../actors/services/deps.js';
 import type { ReadinessProbes } from './health.js';
 
 /** The node's real readiness: started and not shutting down, a round trip to the database, the transport's connection state, a cache ping. */

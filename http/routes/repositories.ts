@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Deps } from '../../actors/deps.js';
+import type { Deps } from '../../actors/services/deps.js';
 import { TroupeError } from '../../ops/kernel/errors.js';
 import { projectsInOrg } from '../../storage/identity/orgs.js';
 import {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import type { Deps } from '../../actors/deps.js';
+import type { Deps } from '../../actors/services/deps.js';
 import { TroupeError } from '../../ops/kernel/errors.js';
-import { decodeStrictBase64, ed25519PublicKey } from '../../actors/integrations/requesters/signed-dispatch.js';
+import { decodeStrictBase64, ed25519PublicKey } from '../../actors/services/integrations/requesters/signed-dispatch.js';
 import { assertOwnOrg, orgPrincipal, requesterOf } from '../principal.js';
 import { route } from '../route.js';
 import { listRequesters, registerRequester, type RequesterRecord } from '../../storage/integrations/requesters.js';

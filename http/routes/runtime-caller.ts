@@ -1,5 +1,5 @@
 import { TroupeError } from '../../ops/kernel/errors.js';
-import type { Principal } from '../../actors/identity/principal.js';
+import type { Principal } from '../../actors/services/identity/principal.js';
 import { orgPrincipal } from '../principal.js';
 import type { HttpRequest } from '../types.js';
 

@@ -1,13 +1,13 @@
-import type { Deps } from '../../actors/deps.js';
-import { workflowScheduleAddress } from '../../actors/workflow-schedule/actor.js';
-import type { ScheduleMsg, ScheduleReply } from '../../actors/workflow-schedule/machine.js';
+import type { Deps } from '../../actors/services/deps.js';
+import { workflowScheduleAddress } from '../../actors/kinds/workflow-schedule/actor.js';
+import type { ScheduleMsg, ScheduleReply } from '../../actors/kinds/workflow-schedule/machine.js';
 import { TroupeError } from '../../ops/kernel/errors.js';
 import { findSchedule } from '../../storage/workflows/schedules.js';
 import { schedulePauseReply } from '../../schemas/workflows/http.js';
 import { orgPrincipal, requesterOf } from '../principal.js';
 import { route } from '../route.js';
 import type { Route } from '../types.js';
-import { onWorkflow } from './workflows.js';
+import { onWorkflow } from './own-workflow.js';
 
 /**
  * Pausing a workflow's schedule (issue 36, decision 0079). The schedule actor decides: while paused, each fire that

@@ -1,18 +1,18 @@
 import { TroupeError } from '../../ops/kernel/errors.js';
-import type { Deps } from '../../actors/deps.js';
-import { newTrackerSessionId, publicSessionId, sessionAddress, sessionKey, type SessionReply } from '../../actors/session/index.js';
+import type { Deps } from '../../actors/services/deps.js';
+import { newTrackerSessionId, publicSessionId, sessionAddress, sessionKey, type SessionReply } from '../../actors/kinds/session/index.js';
 import { rememberSession, sessionKeyByTracker } from '../../storage/sessions/queries.js';
 import { trackerIssueProblem } from '../../storage/sessions/github-issue-ref.js';
 import { dispatchReads, recordRoutingDecision } from '../../storage/analytics/router.js';
-import { chooseProvider, DEFAULT_WORK_TYPE } from '../../actors/analytics/router.js';
+import { chooseProvider, DEFAULT_WORK_TYPE } from '../../actors/services/analytics/router.js';
 import type { Route } from '../types.js';
 import { route } from '../route.js';
 import { orgPrincipal, requesterOf } from '../principal.js';
-import { assertSignedDispatch, releaseNonceAfter } from '../../actors/integrations/requesters/signed-dispatch.js';
+import { assertSignedDispatch, releaseNonceAfter } from '../../actors/services/integrations/requesters/signed-dispatch.js';
 import { refOfDispatch, repositoryOfDispatch, workspaceInputProblem } from './dispatch-workspace.js';
 import { queueingOfDispatch, supersedeHolders } from './dispatch-concurrency.js';
 import { dispatchBody, sessionIdParam } from './session-schemas.js';
-import { assertSpendBelow } from '../../actors/budgets/budgets.js';
+import { assertSpendBelow } from '../../actors/services/budgets/budgets.js';
 import { budgetExceededError } from '../../schemas/budgets/http.js';
 
 /**

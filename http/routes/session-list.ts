@@ -1,6 +1,6 @@
-import type { Deps } from '../../actors/deps.js';
-import type { OrgPrincipal } from '../../actors/identity/principal.js';
-import { sessionStatuses } from '../../actors/session/machine.js';
+import type { Deps } from '../../actors/services/deps.js';
+import type { OrgPrincipal } from '../../actors/services/identity/principal.js';
+import { sessionStatuses } from '../../actors/kinds/session/machine.js';
 import { listProjects } from '../../storage/identity/orgs.js';
 import { sessionsByTrackerIssue } from '../../storage/sessions/queries.js';
 import { listSessions } from '../../storage/sessions/listing.js';

@@ -1,4 +1,4 @@
-import type { SessionReply } from '../../actors/session/index.js';
+import type { SessionReply } from '../../actors/kinds/session/index.js';
 import { MAX_PROMPT_LENGTH } from '../../schemas/sessions/session-actor.js';
 import { sessionRepositorySchema } from '../../schemas/repositories/http.js';
 import { dispatchWorkspaceMembers } from './dispatch-workspace.js';

@@ -1,16 +1,16 @@
 import { TroupeError } from '../../ops/kernel/errors.js';
-import type { Deps } from '../../actors/deps.js';
-import { publicIdPattern, sessionAddress, type SessionReply } from '../../actors/session/index.js';
-import { daemonServices } from '../../actors/daemon-host/services.js';
+import type { Deps } from '../../actors/services/deps.js';
+import { publicIdPattern, sessionAddress, type SessionReply } from '../../actors/kinds/session/index.js';
+import { daemonServices } from '../../actors/services/daemon/services.js';
 import { findSession } from '../../storage/sessions/queries.js';
 import type { Route } from '../types.js';
 import { route } from '../route.js';
 import { orgPrincipal } from '../principal.js';
-import { owePullRequestForRun } from '../../actors/integrations/pull-requests/owe.js';
+import { owePullRequestForRun } from '../../actors/services/integrations/pull-requests/owe.js';
 import { recordRunReport } from '../../storage/sessions/run-reports.js';
 import { statusBody, transitionReply, withoutKind } from './session-schemas.js';
-import { stopRunOverBudget } from '../../actors/budgets/budgets.js';
-import { isTerminal } from '../../actors/session/machine.js';
+import { stopRunOverBudget } from '../../actors/services/budgets/budgets.js';
+import { isTerminal } from '../../actors/kinds/session/machine.js';
 
 /** `POST /api/sessions/:id/status`: a worker moves a session it holds through the status machine, with what it knows of the run. */
 export function workerStatusRoute(): Route<Deps> {

@@ -1,4 +1,4 @@
-import type { Deps } from '../../actors/deps.js';
+import type { Deps } from '../../actors/services/deps.js';
 import type { Route } from '../types.js';
 import { dispatchRoute } from './session-dispatch.js';
 import { workerStatusRoute } from './session-status.js';

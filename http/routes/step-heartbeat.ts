@@ -1,7 +1,7 @@
-import type { Deps } from '../../actors/deps.js';
-import type { Principal } from '../../actors/identity/principal.js';
-import { daemonServices, type DaemonServices } from '../../actors/daemon-host/services.js';
-import { publicIdPattern } from '../../actors/session/index.js';
+import type { Deps } from '../../actors/services/deps.js';
+import type { Principal } from '../../actors/services/identity/principal.js';
+import { daemonServices, type DaemonServices } from '../../actors/services/daemon/services.js';
+import { publicIdPattern } from '../../actors/kinds/session/index.js';
 import type { Route } from '../types.js';
 import { route } from '../route.js';
 

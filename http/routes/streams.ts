@@ -1,10 +1,10 @@
 import { TroupeError } from '../../ops/kernel/errors.js';
-import type { Deps } from '../../actors/deps.js';
-import { interviewBatcher, interviewIdPattern, MAX_FRAME_DELAY_MS, MAX_TOKENS_PER_FRAME } from '../../actors/interview/batcher.js';
-import { interviewChannel, nodeStreams, type SessionEvent, type StampedEvent } from '../../actors/fleet/node-streams.js';
+import type { Deps } from '../../actors/services/deps.js';
+import { interviewBatcher, interviewIdPattern, MAX_FRAME_DELAY_MS, MAX_TOKENS_PER_FRAME } from '../../actors/services/interview/batcher.js';
+import { interviewChannel, nodeStreams, type SessionEvent, type StampedEvent } from '../../actors/services/fleet/node-streams.js';
 import { interviewDeltasBody, interviewDeltasReply } from '../../schemas/daemon-extras/bodies.js';
 import { orgPrincipal } from '../principal.js';
-import { publicIdPattern } from '../../actors/session/index.js';
+import { publicIdPattern } from '../../actors/kinds/session/index.js';
 import { findSession } from '../../storage/sessions/queries.js';
 import type { OrgPrincipal } from '../../schemas/identity/principal.js';
 import { interviewDeltaEventSchema, sessionStatusEventSchema, streamResetEvent } from '../../schemas/sessions/stream-events.js';

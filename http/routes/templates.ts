@@ -1,9 +1,9 @@
-import type { Deps } from '../../actors/deps.js';
+import type { Deps } from '../../actors/services/deps.js';
 import { TroupeError } from '../../ops/kernel/errors.js';
-import type { Principal } from '../../actors/identity/principal.js';
-import { templateAddress, type TemplateMsg, type TemplateView } from '../../actors/template/index.js';
-import { analyseDefinition } from '../../actors/workflow/definition.js';
-import { diffVersions } from '../../actors/workflow/diff.js';
+import type { Principal } from '../../actors/services/identity/principal.js';
+import { templateAddress, type TemplateMsg, type TemplateView } from '../../actors/kinds/template/index.js';
+import { analyseDefinition } from '../../actors/kinds/workflow/definition.js';
+import { diffVersions } from '../../actors/kinds/workflow/diff.js';
 import { findTemplate, templateVersions, type TemplateRow } from '../../storage/templates/templates.js';
 import {
   publishTemplateBody, putTemplateBody, templateDiffReply, templateReply, templateSlugPattern, templateStateReply, TEMPLATE_SLUG_PATTERN,

@@ -1,8 +1,8 @@
 import { createECDH } from 'node:crypto';
-import type { Deps } from '../../actors/deps.js';
+import type { Deps } from '../../actors/services/deps.js';
 import { TroupeError } from '../../ops/kernel/errors.js';
-import { notifyUser, vapidKeys } from '../../actors/integrations/web-push/index.js';
-import { OutboundRefused } from '../../actors/integrations/outbound/index.js';
+import { notifyUser, vapidKeys } from '../../actors/services/integrations/web-push/index.js';
+import { OutboundRefused } from '../../actors/services/integrations/outbound/index.js';
 import { publicKeyReply, subscribeBody, subscribeReply, testSendBody, testSendReply, unsubscribeBody, unsubscribeReply } from '../../schemas/agents/web-push.js';
 import { deleteSubscription, upsertSubscription } from '../../storage/integrations/web-push.js';
 import type { HttpRequest, Route } from '../types.js';

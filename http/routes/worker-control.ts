@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import type { Deps } from '../../actors/deps.js';
-import { daemonHostAddress, type DaemonHostReply } from '../../actors/daemon-host/index.js';
-import { daemonServices } from '../../actors/daemon-host/services.js';
-import { announceQueueControl } from '../../actors/fleet/worker-signals.js';
+import type { Deps } from '../../actors/services/deps.js';
+import { daemonHostAddress, type DaemonHostReply } from '../../actors/kinds/daemon-host/index.js';
+import { daemonServices } from '../../actors/services/daemon/services.js';
+import { announceQueueControl } from '../../actors/kinds/session/worker-signals.js';
 import { TroupeError } from '../../ops/kernel/errors.js';
 import { workerInOrg } from '../../storage/sessions/daemon.js';
 import { pauseWorker, pendingDrainOf, resumeWorker, type PauseChange } from '../../storage/queue-control/pauses.js';

@@ -1,6 +1,6 @@
-import type { Deps } from '../../actors/deps.js';
-import { workerStreams } from '../../actors/fleet/worker-streams.js';
-import { daemonServices } from '../../actors/daemon-host/services.js';
+import type { Deps } from '../../actors/services/deps.js';
+import { workerStreams } from '../../actors/services/fleet/worker-streams.js';
+import { daemonServices } from '../../actors/services/daemon/services.js';
 import { sessionsHeldBy } from '../../storage/sessions/output.js';
 import { offeredSessionSchema } from '../../schemas/sessions/daemon.js';
 import type { Route } from '../types.js';

@@ -1,11 +1,11 @@
-import type { Deps } from '../../actors/deps.js';
-import { CronSchedule } from '../../actors/workflow-schedule/cron.js';
+import type { Deps } from '../../actors/services/deps.js';
+import { CronSchedule } from '../../actors/kinds/workflow-schedule/cron.js';
 import { findSchedule, recentFires } from '../../storage/workflows/schedules.js';
 import { scheduleReply } from '../../schemas/workflows/http.js';
 import type { Route } from '../types.js';
 import { route } from '../route.js';
 import { orgPrincipal } from '../principal.js';
-import { onWorkflow } from './workflows.js';
+import { onWorkflow } from './own-workflow.js';
 
 /** Fires listed ahead and behind (issue 17: "next fire times and the last ten fires and their runs"). */
 const NEXT_FIRES = 5;

@@ -1,22 +1,21 @@
 import { randomUUID } from 'node:crypto';
-import type { Deps } from '../../actors/deps.js';
+import type { Deps } from '../../actors/services/deps.js';
 import { TroupeError } from '../../ops/kernel/errors.js';
-import type { OrgPrincipal } from '../../actors/identity/principal.js';
-import type { ResourceRef } from '../../actors/identity/ports.js';
-import type { Action } from '../../actors/identity/authorizer.js';
-import type { HttpRequest, Route, RouteAuthorization } from '../types.js';
+import type { OrgPrincipal } from '../../actors/services/identity/principal.js';
+import type { HttpRequest, Route } from '../types.js';
 import { route } from '../route.js';
 import { orgPrincipal } from '../principal.js';
-import { workflowAddress } from '../../actors/workflow/actor.js';
-import { changeWorkflow } from '../../actors/workflow/change.js';
-import { changeActorOf } from '../../actors/workflow/change-actor.js';
-import { diffVersions } from '../../actors/workflow/diff.js';
-import type { ContentChanges, WorkflowMsg, WorkflowView } from '../../actors/workflow/machine.js';
+import { workflowAddress } from '../../actors/kinds/workflow/actor.js';
+import { changeWorkflow } from '../../actors/kinds/workflow/change.js';
+import { changeActorOf } from '../../actors/kinds/workflow/change-actor.js';
+import { diffVersions } from '../../actors/kinds/workflow/diff.js';
+import type { ContentChanges, WorkflowMsg, WorkflowView } from '../../actors/kinds/workflow/machine.js';
 import { projectsInOrg } from '../../storage/identity/orgs.js';
 import {
-  findVersion, findWorkflow, listVersions, listWorkflows, type VersionRecord, type WorkflowRecord,
+  findVersion, listVersions, listWorkflows, type VersionRecord, type WorkflowRecord,
 } from '../../storage/workflows/workflows.js';
 import * as schemas from '../../schemas/workflows/http.js';
+import { onWorkflow, workflowResource } from './own-workflow.js';
 import { runRoutes } from './workflow-runs.js';
 import { scheduleRoutes } from './workflow-schedule.js';
 
@@ -27,27 +26,7 @@ import { scheduleRoutes } from './workflow-schedule.js';
  * Editing is Cedar `edit` on the Workflow; a change that leaves it published also needs `publish` (decision 0008).
  */
 
-export const workflowResource = (w: { id: string; orgId: string; projectId: string }): ResourceRef =>
-  ({ type: 'Workflow', id: w.id, orgId: w.orgId, projectId: w.projectId });
 
-/** The workflow, or 404 when it is absent or another org's. */
-export async function loadWorkflow(deps: Deps, p: OrgPrincipal, id: string | undefined): Promise<WorkflowRecord> {
-  const workflow = id === undefined ? undefined : await findWorkflow(deps.db, p.orgId, id);
-  if (!workflow) throw new TroupeError('NOT_FOUND', 'workflow not found');
-  return workflow;
-}
-
-/**
- * `action` on the workflow `:id` names (or on what `resource` derives from it), found in the caller's org first (404
- * otherwise); the handler gets the workflow as `found`.
- */
-export const onWorkflow = (
-  action: Action, resource: (w: WorkflowRecord) => ResourceRef = workflowResource,
-): RouteAuthorization<Deps, any, WorkflowRecord> => ({
-  find: (req, deps, p) => loadWorkflow(deps, p, req.params.id),
-  action,
-  resource: (_req, _p, w) => resource(w),
-});
 
 function fromView(view: WorkflowView) {
   const c = view.current;

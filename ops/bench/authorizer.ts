@@ -3,8 +3,8 @@
 // A figure, not a goal: PERFORMANCE.md has none for it, but it bounds every authorised route.
 //   npx tsx ops/bench/authorizer.ts [--decisions 5000]
 import { parseArgs } from 'node:util';
-import { createAuthorizer } from '../../actors/identity/authorizer.js';
-import type { Principal } from '../../actors/identity/principal.js';
+import { createAuthorizer } from '../../actors/services/identity/authorizer.js';
+import type { Principal } from '../../actors/services/identity/principal.js';
 import { printTable } from './harness.js';
 
 const { values } = parseArgs({ options: { decisions: { type: 'string', default: '5000' } } });

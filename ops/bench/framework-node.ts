@@ -18,7 +18,7 @@ import { httpMetrics } from '../../http/metrics.js';
 import { answerRead, compileRoute, isPending, JSON_TYPE, refusal, settle, type SettledReply } from '../../http/pipeline.js';
 import { allRoutes } from '../../http/routes.js';
 import type { Reply } from '../../http/types.js';
-import { EdgeTrace, withTrace } from '../../ops/kernel/trace-context.js';
+import { EdgeTrace, withTrace } from '../kernel/trace-context.js';
 
 const HEARTBEAT = '/api/daemon/heartbeat';
 const route = allRoutes().find((r) => r.method === 'post' && r.path === HEARTBEAT) ?? fail(`the node has no POST ${HEARTBEAT}`);

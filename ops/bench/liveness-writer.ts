@@ -15,7 +15,7 @@ import { createDb } from '../../storage/db.js';
 import { migrate } from '../../storage/migrations/runner.js';
 import { insertOrg } from '../../storage/identity/orgs.js';
 import { writeLiveness } from '../../storage/sessions/daemon.js';
-import { CoalescingWriter } from '../../actors/daemon-host/services.js';
+import { CoalescingWriter } from '../../actors/services/daemon/services.js';
 import { silentLogger } from '../kernel/logger.js';
 import { median, printTable } from './harness.js';
 

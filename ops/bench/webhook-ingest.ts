@@ -17,7 +17,7 @@ import { loadConfig } from '../config.js';
 import { silentLogger } from '../kernel/logger.js';
 import { generateAdminToken, generateMasterKey } from '../secrets.js';
 import { startNode } from '../node.js';
-import { signatureHeaderFor } from '../../actors/integrations/webhooks/providers.js';
+import { signatureHeaderFor } from '../../actors/services/integrations/webhooks/providers.js';
 import { median, printTable } from './harness.js';
 
 const { values } = parseArgs({ options: { deliveries: { type: 'string', default: '40' }, requests: { type: 'string', default: '200' } } });

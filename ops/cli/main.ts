@@ -59,6 +59,3 @@ export async function runCli(argv: string[]): Promise<number> {
   }
 }
 
-export function printJson(value: unknown): void {
-  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
-}

@@ -92,7 +92,7 @@ export const listingListQuery = {
 } as const;
 export const updatePreviewReply = { type: 'object', required: ['update'], properties: { update: { type: 'object' } } } as const;
 
-// Records: a card as the agent-card actor holds it and the read models store it (actors/agent-card, storage/agent-cards).
+// Records: a card as the agent-card actor holds it and the read models store it (actors/kinds/agent-card, storage/agent-cards).
 
 export interface AgentCardPayload {
   readonly name: string;

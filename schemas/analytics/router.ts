@@ -1,7 +1,7 @@
 /**
  * The provider router's stored model (decision 0013): each (provider, workType) arm is a Beta posterior over its
  * success probability, kept in `router_arms` and bumped by every terminal run; a routed dispatch is recorded with
- * the draws that chose it. The bandit itself is actors/analytics/router.ts.
+ * the draws that chose it. The bandit itself is actors/services/analytics/router.ts.
  */
 
 /** Every arm starts from the uniform prior Beta(1, 1). */

@@ -1,6 +1,6 @@
 /**
  * Wire shapes of policies (spec 2.4): the HTTP bodies and replies, and the policy actor's messages. Cedar text is
- * bounded here (64 KiB) and checked for syntax and against the Cedar schema by `actors/policy/cedar-text.ts`.
+ * bounded here (64 KiB) and checked for syntax and against the Cedar schema by `actors/kinds/policy/cedar-text.ts`.
  */
 export const policyStatuses = ['draft', 'active', 'archived'] as const;
 export type PolicyStatus = (typeof policyStatuses)[number];
@@ -125,7 +125,7 @@ export const policyMessageSchema = {
   ],
 } as const;
 
-// Records: a policy as the policy actor holds it and the read models store it (actors/policy, storage/governance).
+// Records: a policy as the policy actor holds it and the read models store it (actors/kinds/policy, storage/governance).
 
 export interface PolicyRecord {
   readonly id: string;

@@ -1,6 +1,6 @@
 import { MAX_PROMPT_LENGTH } from '../sessions/session-actor.js';
 
-/** Messages of the `provider-event` actor (actors/integrations/webhooks/machine.ts), checked on admission. */
+/** Messages of the `provider-event` actor (actors/services/integrations/webhooks/machine.ts), checked on admission. */
 const uuid = { type: 'string', format: 'uuid' } as const;
 const label = { type: 'string', minLength: 1, maxLength: 200 } as const;
 

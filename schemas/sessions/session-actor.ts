@@ -70,7 +70,12 @@ export const sessionMessageSchema = {
       type: 'object',
       additionalProperties: false,
       required: ['type', 'requestedBy'],
-      properties: { type: { const: 'session.stop' }, requestedBy: shortText },
+      properties: {
+        type: { const: 'session.stop' }, requestedBy: shortText,
+        // Why the server stopped it (a budget, a superseding session), and what its audit entry says of it.
+        reason: shortText,
+        details: { type: 'object', maxProperties: 8, additionalProperties: { type: ['string', 'number', 'null'], maxLength: 500 } },
+      },
     },
     {
       type: 'object',

@@ -1,9 +1,9 @@
 /**
- * The session actor's snapshot and the effects its turns leave, as the actor decides them (actors/session) and
+ * The session actor's snapshot and the effects its turns leave, as the actor decides them (actors/kinds/session) and
  * its projection writes them to the read models (storage/sessions, storage/analytics).
  */
 
-/** What each status means: actors/session/machine.ts. */
+/** What each status means: actors/kinds/session/machine.ts. */
 export const sessionStatuses = ['absent', 'pending', 'claimed', 'running', 'paused', 'finalizing', 'completed', 'failed', 'stopped'] as const;
 
 export type SessionStatus = (typeof sessionStatuses)[number];
@@ -78,6 +78,30 @@ export type SessionEffect =
       readonly status: TerminalStatus;
       readonly costUsd: number;
       readonly workerId: string | null;
+    }
+  /**
+   * Someone or something stopped the run (`session.stop`): the stop is audited, with the reason the server stopped it
+   * for when it did (`budget`, `superseded`), in the same statement as the snapshot, so exactly once per stop.
+   */
+  | {
+      readonly type: 'stopRecorded';
+      readonly requestedBy: string;
+      readonly previousStatus: string;
+      readonly reason: string | null;
+      readonly details: Readonly<Record<string, string | number | null>>;
+    }
+  /**
+   * The worker holding the session no longer does (a stop, a reclaim or a failure after a lost lease): it is told to
+   * end the agent and report nothing, once the change is durable.
+   */
+  | {
+      readonly type: 'workerStopped';
+      readonly orgId: string;
+      /** The public id: workers know sessions by it (decision 0068). */
+      readonly sessionId: string;
+      readonly workerId: string;
+      readonly status: string;
+      readonly reason: string;
     }
   /**
    * The session was started by a workflow run's agent step (`requestedBy: workflow-run:<runId>`): its terminal

@@ -1,7 +1,7 @@
 import { MAX_DEFINITION_BYTES } from '../workflows/definition.js';
 
 /**
- * Wire and message schemas of workflow templates (actors/template). A slug is lower-case letters, digits and
+ * Wire and message schemas of workflow templates (actors/kinds/template). A slug is lower-case letters, digits and
  * inner hyphens: it is part of the actor address and of URLs, so nothing else is allowed in it.
  */
 export const TEMPLATE_SLUG_PATTERN = '^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$';

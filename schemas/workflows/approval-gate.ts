@@ -1,8 +1,8 @@
 import type { OrgRole } from '../identity/principal.js';
 
 /**
- * An approval gate as its actor holds it (actors/approval-gate) and the `approval_gates` read model stores it
- * (storage/workflows/runs.ts). What each status means: actors/approval-gate/machine.ts.
+ * An approval gate as its actor holds it (actors/kinds/approval-gate) and the `approval_gates` read model stores it
+ * (storage/workflows/runs.ts). What each status means: actors/kinds/approval-gate/machine.ts.
  */
 export const gateStatuses = ['absent', 'pending', 'approved', 'rejected', 'escalated'] as const;
 export type GateStatus = (typeof gateStatuses)[number];

@@ -36,7 +36,7 @@ const filterValue = { type: ['string', 'number', 'boolean'], maxLength: 500 } as
  * The trigger (issue 17): `manual` starts runs only through `POST /runs`; `schedule` fires on a cron expression
  * (5 fields, or 6 with leading seconds) in an IANA time zone (UTC by default); `webhook` starts a run for each
  * verified delivery of `provider` whose event type is `event` and whose payload matches `filter`. The cron text
- * and the zone are checked beyond the schema when a definition is analysed (actors/workflow/trigger.ts).
+ * and the zone are checked beyond the schema when a definition is analysed (actors/kinds/workflow/trigger.ts).
  */
 const trigger = {
   type: 'object',
@@ -116,7 +116,7 @@ const nodeKinds = {
       additionalProperties: false,
     },
     {
-      // A plugin verb snapshotted by a daemon; a run dispatches it as an agent session (actors/workflow/definition.ts).
+      // A plugin verb snapshotted by a daemon; a run dispatches it as an agent session (actors/kinds/workflow/definition.ts).
       type: 'object', required: ['id', 'kind', 'verb'],
       properties: {
         id: nodeId, kind: { const: 'plugin' }, verb: { type: 'string', maxLength: 257, pattern: PLUGIN_VERB_PATTERN },
@@ -168,7 +168,7 @@ export const definitionV11Schema = {
   additionalProperties: false,
 } as const;
 
-/** A trigger as deployed: checked, defaults filled in (actors/workflow/trigger.ts `triggerOf`). */
+/** A trigger as deployed: checked, defaults filled in (actors/kinds/workflow/trigger.ts `triggerOf`). */
 export type OverlapPolicy = 'skip' | 'allow';
 export type WebhookTriggerProvider = (typeof WEBHOOK_TRIGGER_PROVIDERS)[number];
 export type FilterValue = string | number | boolean;

@@ -217,7 +217,7 @@ export const startRunReply = {
   properties: { runId: { type: 'string' }, version: { type: 'integer' } },
 } as const;
 
-/** One step of a run (actors/workflow-run Step): which node, how it went, and what it waits on. */
+/** One step of a run (actors/kinds/workflow-run Step): which node, how it went, and what it waits on. */
 const runStep = {
   type: 'object',
   required: ['nodeId', 'kind', 'status', 'startedAt'],

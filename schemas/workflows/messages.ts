@@ -58,7 +58,7 @@ export const gateMessageSchema = {
   },
 } as const;
 
-/** The schedule actor's messages (actors/workflow-schedule/machine.ts). */
+/** The schedule actor's messages (actors/kinds/workflow-schedule/machine.ts). */
 export const scheduleMessageSchema = {
   $id: 'troupe:workflow-schedule-message',
   type: 'object',

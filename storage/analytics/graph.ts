@@ -104,7 +104,7 @@ export interface GraphNode {
   recall: { sessions: number; lastRecalled: string };
   position: { x: number; y: number };
 }
-/** A node as stored, before the canvas layout places it (actors/analytics/graph.ts). */
+/** A node as stored, before the canvas layout places it (actors/services/analytics/graph.ts). */
 export type StoredGraphNode = Omit<GraphNode, 'position'>;
 export interface GraphEdge { id: string; source: string; target: string; relationshipName: string }
 export interface GraphProjection { nodes: GraphNode[]; edges: GraphEdge[]; truncated: boolean; edgesTruncated: boolean; window: { days: number } }

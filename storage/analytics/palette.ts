@@ -23,7 +23,7 @@ export type PaletteKind = (typeof paletteKinds)[number];
 
 const providerKinds: Record<string, PaletteKind> = { linear: 'tracker', github: 'repo', circleci: 'ci', vercel: 'hosting' };
 const providerNames: Record<string, string> = { linear: 'Linear', github: 'GitHub', circleci: 'CircleCI', vercel: 'Vercel', sentry: 'Sentry' };
-/** The providers of integration OAuth (actors/integrations/oauth/providers.ts; storage does not import actors). */
+/** The providers of integration OAuth (actors/services/integrations/oauth/providers.ts; storage does not import actors). */
 const oauthKinds: Record<string, PaletteKind> = { linear: 'tracker', github: 'repo', sentry: 'errors' };
 
 export interface PaletteEntry {

@@ -92,12 +92,6 @@ export async function orgBudgets(db: Knex, orgId: string, now: number): Promise<
   }));
 }
 
-/** Records why the server stopped a session's run; a repeat for the same run keeps the first reason. */
-export async function recordStopReason(db: Knex, orgId: string, sessionKey: string, epoch: number, reason: string, at: Date): Promise<void> {
-  await db('session_stop_reasons').insert({ session_id: sessionKey, org_id: orgId, epoch, reason, stopped_at: at })
-    .onConflict(['session_id', 'epoch']).ignore();
-}
-
 /** Why the server stopped the session's current run, or null (not stopped, or stopped by a person or its worker). */
 export async function stopReasonOf(db: Knex, orgId: string, sessionKey: string): Promise<string | null> {
   const row = await db('session_stop_reasons as r')

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 
 /**
- * The queries behind `GET /api/security/metrics` (actors/governance/security-metrics.ts says what each figure
+ * The queries behind `GET /api/security/metrics` (actors/services/governance/security-metrics.ts says what each figure
  * means). All are scoped by org and by a time window; all read existing tables: `audit_log` (the org's hash
  * chain), `incidents`, `policies`, `incident_io_connections`, and `users` for actor names.
  */

@@ -4,7 +4,7 @@ import { isoOrNull } from '../identity/rows.js';
 /**
  * Integration OAuth storage (migrations 0013, 0018). States are looked up only by the hash of the state value and
  * are consumed by deleting them, so a state works once however many callbacks race for it. Connections keep the
- * provider's token response sealed; only the actors that call the provider (actors/integrations/oauth) open it.
+ * provider's token response sealed; only the actors that call the provider (actors/services/integrations/oauth) open it.
  */
 export interface PendingAuthorization {
   readonly orgId: string;

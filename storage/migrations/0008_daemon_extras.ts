@@ -4,7 +4,7 @@ import type { Migration } from './index.js';
 /**
  * Daemon extras (decision 0012): stored credentials, who listens for their rotation, and plugin option snapshots.
  * - `org_credentials`: one per (org, kind). `provider` names the entry of the provider registry that resolves it
- *   (actors/credentials/providers.ts); `sealed_value` is the static provider's value sealed with the master key
+ *   (actors/services/credentials/providers.ts); `sealed_value` is the static provider's value sealed with the master key
  *   under the context `<orgId>:<kind>`, so a row copied to another org or kind does not open.
  * - `credential_stream_presence`: per (org, node), how many rotate-stream subscribers that node holds and when it
  *   last said so. A rotation answers the sum over rows refreshed within the presence window; a dead node's row

@@ -3,7 +3,7 @@ import type { Migration } from './index.js';
 import { dropImmutableRowsFunction, makeRowsImmutable } from './immutable-rows.js';
 
 /**
- * Workflow templates (actors/template). Both tables are read models projected by the template actor in its
+ * Workflow templates (actors/kinds/template). Both tables are read models projected by the template actor in its
  * snapshot transaction.
  * - `templates`: one row per (org, slug): the current draft and which version is live.
  * - `template_versions`: every publish, frozen. A trigger refuses UPDATE, DELETE and TRUNCATE, so a version, once

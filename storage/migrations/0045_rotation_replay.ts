@@ -5,7 +5,7 @@ import type { Migration } from './index.js';
  * The value each credential's last rotation pushed, kept with its `rotated_at` (decision 0064): a rotate stream
  * that resumes with `Last-Event-ID` is sent the rotations it missed exactly as they were pushed, even when the stored
  * value has been replaced since without a rotation. Sealed under the rotation's own context
- * (`rotation:<org>:<kind>:<rotatedAt>`, actors/fleet/node-streams.ts), as on the broker.
+ * (`rotation:<org>:<kind>:<rotatedAt>`, actors/services/fleet/node-streams.ts), as on the broker.
  */
 export const rotationReplayMigration: Migration = {
   name: '0045_rotation_replay',

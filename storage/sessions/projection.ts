@@ -44,6 +44,9 @@ export function projectSessionStatement(
           select ${st.list([effect.key, id, spec.orgId, effect.kind, effect.body, new Date(now)])} where ${APPLIED}
           on conflict (id) do nothing`);
         break;
+      case 'stopRecorded':
+        recordStop(st, i, id, next, effect, now);
+        break;
       case 'terminal': {
         const followUp = terminalEffects(st, id, next, effect, now);
         if (followUp !== undefined) followUps.push(followUp);
@@ -52,6 +55,24 @@ export function projectSessionStatement(
     }
   });
   return chain(followUps);
+}
+
+/**
+ * A stop's audit entry goes to the audit outbox (decision 0041) and the reason the server stopped it to
+ * `session_stop_reasons`, both with the snapshot: the stop is audited exactly once, whoever asked for it.
+ */
+function recordStop(
+  st: TransitionStatement, i: number, id: string, next: SessionState, effect: Extract<SessionEffect, { type: 'stopRecorded' }>, now: number,
+): void {
+  const orgId = next.spec!.orgId;
+  const payload = { previousStatus: effect.previousStatus, ...(effect.reason === null ? {} : { stopReason: effect.reason }), ...effect.details };
+  st.part(`s_stop_audit_${i}`, `insert into audit_outbox (org_id, type, actor, subject, payload, at)
+    select ${st.list([orgId, 'session.stopped', effect.requestedBy, publicSessionId(next.spec!.trackerSessionId)])}, ${st.value(JSON.stringify(payload))}::jsonb, ${st.value(new Date(now))}
+    where ${APPLIED}`);
+  if (effect.reason === null) return;
+  st.part(`s_stop_reason_${i}`, `insert into session_stop_reasons (session_id, org_id, epoch, reason, stopped_at)
+    select ${st.list([id, orgId, next.epoch, effect.reason, new Date(now)])} where ${APPLIED}
+    on conflict (session_id, epoch) do nothing`);
 }
 
 /** The follow-ups in order, as one; none is no follow-up (the transition stays one statement). */

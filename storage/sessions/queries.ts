@@ -138,7 +138,7 @@ export async function sessionDetail(db: Knex, orgId: string, sessionId: string):
 
 /**
  * The run (and so the pinned workflow version) behind a session a workflow run dispatched: its `requestedBy` is
- * `workflow-run:<runId>` (actors/workflow-run/ports.ts). Scoped by org like every other read.
+ * `workflow-run:<runId>` (actors/kinds/workflow-run/ports.ts). Scoped by org like every other read.
  */
 async function workflowRunOf(db: Knex, orgId: string, requestedBy: string | null): Promise<{ runId: string; workflowId: string; version: number } | null> {
   const prefix = 'workflow-run:';

@@ -3,7 +3,7 @@ import type { Knex } from 'knex';
 /**
  * An agent's tool steps, as its worker reports them (`POST /api/sessions/{id}/steps`, issue 34): each one a session
  * activity of kind `tool`, listed in the session detail with the others. Activities are append-only rows outside the
- * session actor's state (as a provider's note is, actors/integrations/webhooks/actor.ts), so they are written here
+ * session actor's state (as a provider's note is, actors/services/integrations/webhooks/actor.ts), so they are written here
  * without a round trip through the actor, in one statement that checks the worker still holds the session.
  */
 export interface ToolStepRow {

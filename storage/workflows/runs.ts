@@ -20,7 +20,7 @@ export interface RunRow {
   readonly updatedAt: string;
 }
 
-/** How a run started (actors/workflow-run `RunTrigger`). */
+/** How a run started (actors/kinds/workflow-run `RunTrigger`). */
 export interface RunTriggerRecord {
   readonly kind: 'manual' | 'schedule' | 'webhook';
   readonly fireTime?: string;

@@ -20,7 +20,7 @@ import { engines, skipEngine } from '../support/engines.js';
 import { openSse, type SseClient } from '../integration/streams/sse-client.js';
 import { killNode, startNodeProcess, stopAll, type NodeProcess } from './processes.js';
 import { joiningNodeId, primaryShardsOf } from './joining-node.js';
-import { sessionKey } from '../../actors/session/index.js';
+import { sessionKey } from '../../actors/kinds/session/index.js';
 
 const SHARDS = 16;
 const label = randomBytes(4).toString('hex');

@@ -81,7 +81,7 @@ function request(url: string, method: string, path: string, token: string, body?
   });
 }
 
-// The path a worker reports (actors/session/machine.ts): running → completed is refused (409), so a walk without
+// The path a worker reports (actors/kinds/session/machine.ts): running → completed is refused (409), so a walk without
 // `finalizing` left every session running for ever and the terminal side effects unchecked.
 const transitionsOf = ['claimed', 'running', 'finalizing', 'completed'] as const;
 

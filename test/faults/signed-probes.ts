@@ -1,7 +1,7 @@
 import { createHash, generateKeyPairSync, randomBytes, randomUUID, sign as signEd25519, type KeyObject } from 'node:crypto';
 import type { NodeProcess } from '../cluster/processes.js';
-import { canonicalEnvelope } from '../../actors/integrations/requesters/signed-dispatch.js';
-import { secretKey, sign as signWebhook } from '../../actors/governance/standard-webhooks.js';
+import { canonicalEnvelope } from '../../actors/services/integrations/requesters/signed-dispatch.js';
+import { secretKey, sign as signWebhook } from '../../actors/services/governance/standard-webhooks.js';
 import type { Tenant } from './scenario.js';
 
 /**

@@ -13,7 +13,7 @@ import { expect } from 'chai';
 import { saveNodeLogsIfFailed, startFaultWorld, type FaultWorld } from './world.js';
 import { callNode, msUntil, provisionTenant, readyz, sleep, type Tenant } from './scenario.js';
 import { openSse, type SseClient } from '../integration/streams/sse-client.js';
-import { sessionKey } from '../../actors/session/index.js';
+import { sessionKey } from '../../actors/kinds/session/index.js';
 
 const skip = process.env.TEST_SKIP_FAULTS === '1';
 

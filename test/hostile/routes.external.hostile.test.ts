@@ -5,7 +5,7 @@ import { expect } from 'chai';
 import type { TestNode } from '../support/node.js';
 import type { WalkedOperation } from '../support/openapi-walk.js';
 import type { World } from './world.js';
-import { signatureHeaderFor } from '../../actors/integrations/webhooks/providers.js';
+import { signatureHeaderFor } from '../../actors/services/integrations/webhooks/providers.js';
 import { CONCURRENCY, describeWalk, Findings, isClientError, pool, send, type Answer } from './walk.js';
 
 describeWalk('addresses and webhooks', (walk) => {

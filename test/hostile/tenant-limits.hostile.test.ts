@@ -13,7 +13,7 @@ import { provisionOrg, type ProvisionedOrg } from '../integration/governance/gov
 import { deliverySettled } from '../integration/integrations/delivery-fixtures.js';
 import { openSse, type SseClient } from '../integration/streams/sse-client.js';
 import { findWebhookEvent } from '../../storage/integrations/webhook-events.js';
-import { INTERVIEW_HISTORY_BYTES } from '../../actors/fleet/node-streams.js';
+import { INTERVIEW_HISTORY_BYTES } from '../../actors/services/fleet/node-streams.js';
 import { eventually } from '../support/transport.js';
 
 const MiB = 1024 * 1024;

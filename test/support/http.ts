@@ -3,8 +3,8 @@ import { Registry } from 'prom-client';
 import { pino, type Logger } from 'pino';
 import { Writable } from 'node:stream';
 import { TroupeError } from '../../ops/kernel/errors.js';
-import type { Authenticator } from '../../actors/identity/ports.js';
-import type { Principal } from '../../actors/identity/principal.js';
+import type { Authenticator } from '../../actors/services/identity/ports.js';
+import type { Principal } from '../../actors/services/identity/principal.js';
 import { startHttpServer, type HttpServer } from '../../http/server.js';
 import type { SseOptions } from '../../http/sse.js';
 import type { EdgeHooks } from '../../http/pipeline.js';
@@ -13,7 +13,7 @@ import type { Route } from '../../http/types.js';
 
 /**
  * TEST DOUBLE. Maps fixed bearer tokens (and one session cookie) to principals, so HTTP-edge tests can exercise every
- * auth mode without the identity room. The real Authenticator lives in actors/identity; this one only honours the
+ * auth mode without the identity room. The real Authenticator lives in actors/services/identity; this one only honours the
  * port's contract: undefined for no credential, AUTH_INVALID for an unknown one.
  */
 export class FakeAuthenticator implements Authenticator {

@@ -42,7 +42,7 @@ worker.addEventListener('notificationclick', (event) => {
   })());
 });
 
-/** Gate notifications are tagged `approval-gate:<id>`, session ones `session:<id>` (actors/integrations/web-push). */
+/** Gate notifications are tagged `approval-gate:<id>`, session ones `session:<id>` (actors/services/integrations/web-push). */
 function urlFor(tag: string | undefined): string {
   if (tag?.startsWith('approval-gate:')) return '/approvals';
   if (tag?.startsWith('session:')) return `/sessions/${encodeURIComponent(tag.slice('session:'.length))}`;

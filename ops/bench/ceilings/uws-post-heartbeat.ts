@@ -4,7 +4,7 @@
 import { jwtVerify } from 'jose';
 import { loadUws } from '../../../http/uws.js';
 import { Secrets } from '../../kernel/secrets.js';
-import { deriveSigningKeys } from '../../../actors/identity/tokens.js';
+import { deriveSigningKeys } from '../../../actors/services/identity/tokens.js';
 
 const mode = process.env.CEILING_MODE ?? 'parse';
 const keys = deriveSigningKeys(Secrets.fromBase64(process.env.TROUPE_MASTER_KEY ?? ''));

@@ -1,7 +1,7 @@
 import { Command } from 'commander';
 import { unwrap } from '../../../http/client/index.js';
 import { adminApi, CliFinding, type ClientOptions } from '../client.js';
-import { printJson } from '../main.js';
+import { printJson } from '../print-json.js';
 
 export function auditCommands(): Command {
   const audit = new Command('audit').description("an org's hash-chained audit log");

@@ -1,8 +1,10 @@
 import { Command } from 'commander';
-import { unwrap } from '../../../http/client/index.js';
+import { unwrap, type paths } from '../../../http/client/index.js';
 import { adminApi, type ClientOptions } from '../client.js';
-import { printJson } from '../main.js';
-import type { ClusterStatus } from '../../../transport/cluster/index.js';
+import { printJson } from '../print-json.js';
+
+/** What `GET /api/admin/cluster` answers, as the generated client types it. */
+type ClusterStatus = paths['/api/admin/cluster']['get']['responses'][200]['content']['application/json'];
 
 /** `troupe cluster status`: the members one node hears and the shards each holds, as a table (JSON with --json). */
 export function clusterCommands(): Command {

@@ -1,7 +1,7 @@
 import { Command, Option } from 'commander';
 import { unwrap } from '../../../http/client/index.js';
 import { adminApi, CliError, CliFinding, type ClientOptions } from '../client.js';
-import { printJson } from '../main.js';
+import { printJson } from '../print-json.js';
 
 interface SelectionOptions {
   id?: string[];

@@ -1,7 +1,7 @@
 import { Command } from 'commander';
 import { unwrap } from '../../../http/client/index.js';
 import { orgApi, type ClientOptions } from '../client.js';
-import { printJson } from '../main.js';
+import { printJson } from '../print-json.js';
 
 export function keyCommands(): Command {
   const key = new Command('key').description("an org's API keys (needs a credential of an org admin or owner)");

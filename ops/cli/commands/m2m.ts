@@ -1,7 +1,7 @@
 import { Command } from 'commander';
 import { unwrap } from '../../../http/client/index.js';
 import { adminApi, CliError, type ClientOptions } from '../client.js';
-import { printJson } from '../main.js';
+import { printJson } from '../print-json.js';
 
 /** Checked here rather than by a commander parser: a parser's refusal would exit the process, not return a code. */
 function overlapBody(overlap: string | undefined): { overlapSeconds?: number } {

@@ -1,7 +1,7 @@
 import { Command } from 'commander';
 import { unwrap } from '../../../http/client/index.js';
 import { orgApi, type ClientOptions } from '../client.js';
-import { printJson } from '../main.js';
+import { printJson } from '../print-json.js';
 import { renderTable } from './sessions.js';
 
 export function mutationsCommand(): Command {

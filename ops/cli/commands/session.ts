@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { unwrap } from '../../../http/client/index.js';
 import { CliError, CliFinding, orgApi, type ClientOptions } from '../client.js';
-import { printJson } from '../main.js';
+import { printJson } from '../print-json.js';
 import { readDetail, watchSession, type SessionDetail, type WatchPrinter } from '../session-watch.js';
 import { AGENT_PRESETS, type AgentPreset } from '../../../schemas/repositories/repository.js';
 

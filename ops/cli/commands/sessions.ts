@@ -1,7 +1,7 @@
 import { Command } from 'commander';
 import { unwrap } from '../../../http/client/index.js';
 import { CliError, orgApi, type ClientOptions } from '../client.js';
-import { printJson } from '../main.js';
+import { printJson } from '../print-json.js';
 
 /**
  * Operator views print a readable table on a terminal and the route's JSON with `--json` (or when stdout is not a

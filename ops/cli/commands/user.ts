@@ -1,7 +1,7 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { unwrap } from '../../../http/client/index.js';
 import { adminApi, type ClientOptions } from '../client.js';
-import { printJson } from '../main.js';
+import { printJson } from '../print-json.js';
 
 const orgRoles = ['owner', 'admin', 'member', 'viewer'] as const;
 const projectRoles = ['admin', 'editor', 'viewer'] as const;

@@ -5,7 +5,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
-import { OutboundGuard, OutboundRefused } from '../../../actors/integrations/outbound/index.js';
+import { OutboundGuard, OutboundRefused } from '../../../actors/services/integrations/outbound/index.js';
 
 describe('outbound guard against loopback servers', () => {
   let server: http.Server;

@@ -9,7 +9,7 @@ import { insertProject } from '../../../storage/identity/orgs.js';
 import { upsertOptionSnapshots } from '../../../storage/plugins/option-snapshots.js';
 import { upsertProviderIntegration } from '../../../storage/integrations/provider-integrations.js';
 import { upsertOAuthConnection } from '../../../storage/integrations/oauth.js';
-import { connectionSealContext } from '../../../actors/integrations/oauth/index.js';
+import { connectionSealContext } from '../../../actors/services/integrations/oauth/index.js';
 import { describeAnalytics, DAY } from './analytics-fixtures.js';
 
 describeAnalytics((node) => {

@@ -10,7 +10,7 @@
 import { expect } from 'chai';
 import type { TestNode } from '../../support/node.js';
 import { dispatch, registerDaemon, report, type Org } from '../sessions/support.js';
-import { chooseArm } from '../../../actors/analytics/router.js';
+import { chooseArm } from '../../../actors/services/analytics/router.js';
 import { sessionKeyOf } from '../../support/session-keys.js';
 import { describeAnalytics, DAY } from './analytics-fixtures.js';
 

@@ -8,8 +8,8 @@ import { expect } from 'chai';
 import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
 import { addUser, nonHumanTokens, provisionOrg, type ProvisionedOrg } from '../governance/governance-fixtures.js';
 import { expectRuntimeUnchanged } from './authoring-fixtures.js';
-import { loadVocabulary } from '../../../actors/authoring/vocabulary.js';
-import { assertValidPlan } from '../../../actors/authoring/plan.js';
+import { loadVocabulary } from '../../../actors/kinds/authoring/vocabulary.js';
+import { assertValidPlan } from '../../../actors/kinds/authoring/plan.js';
 
 const request = (extra: Record<string, unknown> = {}) => ({
   kind: 'synthesis-request', schemaVersion: '1', target: 'workflow', goal: 'Fix flaky tests', outcome: 'Flaky tests are fixed',

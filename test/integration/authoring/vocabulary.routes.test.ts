@@ -6,8 +6,8 @@
 import { expect } from 'chai';
 import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
 import { provisionOrg, type ProvisionedOrg } from '../governance/governance-fixtures.js';
-import { authoringSnapshot } from '../../../actors/authoring/snapshot.js';
-import { assertValidPlan } from '../../../actors/authoring/plan.js';
+import { authoringSnapshot } from '../../../actors/kinds/authoring/snapshot.js';
+import { assertValidPlan } from '../../../actors/kinds/authoring/plan.js';
 import { expectRuntimeUnchanged } from './authoring-fixtures.js';
 
 const verb = 'plugin:com.acme.deploy.run';

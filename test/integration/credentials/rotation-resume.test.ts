@@ -3,8 +3,8 @@
 // its kind: the same rotation goes once, and an older one published late never leaves the subscriber on a stale value.
 import { expect } from 'chai';
 import type { Knex } from 'knex';
-import { createCredentialServices, type OpenedRotation } from '../../../actors/credentials/rotation.js';
-import { rotationSealContext, streamTopics, type SealedRotation } from '../../../actors/fleet/node-streams.js';
+import { createCredentialServices, type OpenedRotation } from '../../../actors/services/credentials/rotation.js';
+import { rotationSealContext, streamTopics, type SealedRotation } from '../../../actors/services/fleet/node-streams.js';
 import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
 import { eventually } from '../../support/transport.js';
 import { provisionOrg, type Org } from '../sessions/support.js';

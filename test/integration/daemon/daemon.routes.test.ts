@@ -5,8 +5,8 @@
 import { expect } from 'chai';
 import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
 import { eventually } from '../../support/transport.js';
-import { signToken } from '../../../actors/identity/tokens.js';
-import { daemonServices } from '../../../actors/daemon-host/services.js';
+import { signToken } from '../../../actors/services/identity/tokens.js';
+import { daemonServices } from '../../../actors/services/daemon/services.js';
 import { dispatch, provisionOrg, registerDaemon, report, type Daemon, type Org } from '../sessions/support.js';
 
 for (const { set, skip } of engineSets) describe(`daemon routes (${set} engines)`, function () {

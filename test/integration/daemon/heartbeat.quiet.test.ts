@@ -6,8 +6,8 @@ import { randomUUID } from 'node:crypto';
 import sinon from 'sinon';
 import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
 import { eventually } from '../../support/transport.js';
-import { daemonServices } from '../../../actors/daemon-host/services.js';
-import { daemonHostAddress } from '../../../actors/daemon-host/index.js';
+import { daemonServices } from '../../../actors/services/daemon/services.js';
+import { daemonHostAddress } from '../../../actors/kinds/daemon-host/index.js';
 import { provisionOrg, registerDaemon, type Daemon } from '../sessions/support.js';
 
 for (const { set, skip } of engineSets) describe(`quiet heartbeats (${set} engines)`, function () {

@@ -43,7 +43,7 @@ describe('glue: node services start at boot and flush on close', function () {
   it('reads the session lease from TROUPE_SESSION_LEASE_MS', async () => {
     const nodes = nodesOver(db, 'lease');
     node = await nodes.boot({ sessionLeaseMs: 4_000 });
-    const { daemonServices } = await import('../../../actors/daemon-host/services.js');
+    const { daemonServices } = await import('../../../actors/services/daemon/services.js');
     expect(daemonServices(node.deps).leaseMs).to.equal(4_000);
     await node.close();
     node = undefined;

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
-import { deriveSigningKeys, signToken } from '../../../actors/identity/tokens.js';
+import { deriveSigningKeys, signToken } from '../../../actors/services/identity/tokens.js';
 import type { EngineSet, TestNode } from '../../support/node.js';
 import { skipEngine } from '../../support/engines.js';
 

@@ -5,8 +5,8 @@
 import { expect } from 'chai';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { startTestNode, type TestNode } from '../../support/node.js';
-import { secretKey, sign } from '../../../actors/governance/standard-webhooks.js';
-import { sealContext } from '../../../actors/governance/incident-webhook.js';
+import { secretKey, sign } from '../../../actors/services/governance/standard-webhooks.js';
+import { sealContext } from '../../../actors/services/governance/incident-webhook.js';
 import { Secrets } from '../../../ops/kernel/secrets.js';
 import { generateMasterKey } from '../../../ops/secrets.js';
 import { provisionOrg, type ProvisionedOrg, governanceEngineSets } from './governance-fixtures.js';

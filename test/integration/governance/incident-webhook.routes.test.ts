@@ -7,8 +7,8 @@ import { expect } from 'chai';
 import sinon from 'sinon';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { startTestNode, type TestNode } from '../../support/node.js';
-import { secretKey, sign } from '../../../actors/governance/standard-webhooks.js';
-import { receiveIncidentIoWebhook } from '../../../actors/governance/incident-webhook.js';
+import { secretKey, sign } from '../../../actors/services/governance/standard-webhooks.js';
+import { receiveIncidentIoWebhook } from '../../../actors/services/governance/incident-webhook.js';
 import { addUser, nonHumanTokens, provisionOrg, type ProvisionedOrg, governanceEngineSets } from './governance-fixtures.js';
 
 const PATH = '/api/webhooks/ingest/incident-io';

@@ -5,7 +5,7 @@
 import { expect } from 'chai';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { startTestNode, type TestNode } from '../../support/node.js';
-import { secretKey, sign } from '../../../actors/governance/standard-webhooks.js';
+import { secretKey, sign } from '../../../actors/services/governance/standard-webhooks.js';
 import { provisionOrg, type ProvisionedOrg, governanceEngineSets } from './governance-fixtures.js';
 
 const INCIDENTS = 7;

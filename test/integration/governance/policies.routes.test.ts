@@ -7,7 +7,7 @@ import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
 import { startTestNode, type TestNode } from '../../support/node.js';
 import { addUser, nonHumanTokens, provisionOrg, type ProvisionedOrg, governanceEngineSets } from './governance-fixtures.js';
-import type { Principal } from '../../../actors/identity/principal.js';
+import type { Principal } from '../../../actors/services/identity/principal.js';
 
 const permitRead = 'permit (principal is Troupe::User, action == Troupe::Action::"read", resource is Troupe::Incident)\nwhen { principal.orgId == resource.orgId };';
 const forbidViewerReads = '@id("no-viewer-incidents")\nforbid (principal is Troupe::User, action == Troupe::Action::"read", resource is Troupe::Incident)\nwhen { principal.orgRole == "viewer" };';

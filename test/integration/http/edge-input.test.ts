@@ -6,7 +6,7 @@
 import { expect } from 'chai';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { startTestNode, type TestNode } from '../../support/node.js';
-import { signatureHeaderFor } from '../../../actors/integrations/webhooks/providers.js';
+import { signatureHeaderFor } from '../../../actors/services/integrations/webhooks/providers.js';
 import { MAX_JSON_DEPTH } from '../../../ops/kernel/json-text.js';
 
 describe('edge: JSON text and integer query parameters (issue 16)', function () {

@@ -5,8 +5,8 @@
 // with tenancy (404) ahead of Cedar (403).
 import { expect } from 'chai';
 import { TroupeError } from '../../../ops/kernel/errors.js';
-import type { Principal } from '../../../actors/identity/principal.js';
-import type { ResourceRef } from '../../../actors/identity/ports.js';
+import type { Principal } from '../../../actors/services/identity/principal.js';
+import type { ResourceRef } from '../../../actors/services/identity/ports.js';
 import type { EdgeHooks } from '../../../http/pipeline.js';
 import type { Route } from '../../../http/types.js';
 import { orgPrincipal } from '../../../http/principal.js';

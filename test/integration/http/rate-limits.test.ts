@@ -6,7 +6,7 @@
 import { expect } from 'chai';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
-import { signatureHeaderFor } from '../../../actors/integrations/webhooks/providers.js';
+import { signatureHeaderFor } from '../../../actors/services/integrations/webhooks/providers.js';
 import { LOGIN_FAILURES_PER_SOURCE_PER_MINUTE } from '../../../storage/rate-limits.js';
 
 const LOGIN_FAILURES_PER_EMAIL = 25;

@@ -12,10 +12,10 @@ import { startAmqpTransport, startLocalTransport, testPrefix, eventually, type S
 import { skipEngine } from '../../support/engines.js';
 import { generateMasterKey } from '../../../ops/secrets.js';
 import { Secrets } from '../../../ops/kernel/secrets.js';
-import { createAuthenticator, type IdentityAuthenticator } from '../../../actors/identity/authenticator.js';
-import { deriveSigningKeys, signToken } from '../../../actors/identity/tokens.js';
-import { apiKeyPrefix, mintSecret } from '../../../actors/identity/secrets-format.js';
-import { publishRevocation, tags } from '../../../actors/identity/revocation.js';
+import { createAuthenticator, type IdentityAuthenticator } from '../../../actors/services/identity/authenticator.js';
+import { deriveSigningKeys, signToken } from '../../../actors/services/identity/tokens.js';
+import { apiKeyPrefix, mintSecret } from '../../../actors/services/identity/secrets-format.js';
+import { publishRevocation, tags } from '../../../actors/services/identity/revocation.js';
 import { ensureUser, insertOrg, setOrgRole } from '../../../storage/identity/orgs.js';
 import { markApiKeyRevoked, writeApiKey } from '../../../storage/identity/credentials.js';
 

@@ -8,7 +8,7 @@ import { TroupeError } from '../../../ops/kernel/errors.js';
 import sinon from 'sinon';
 import { startTestNode, type EngineSet, type TestNode } from '../../support/node.js';
 import { skipEngine } from '../../support/engines.js';
-import { verifyRegistrationToken } from '../../../actors/identity/registration.js';
+import { verifyRegistrationToken } from '../../../actors/services/identity/registration.js';
 
 const json = (token?: string) => (token === undefined ? {} : { token });
 

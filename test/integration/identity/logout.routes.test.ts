@@ -13,7 +13,7 @@ import { loadConfig } from '../../../ops/config.js';
 import { silentLogger } from '../../../ops/kernel/logger.js';
 import { generateAdminToken, generateMasterKey } from '../../../ops/secrets.js';
 import { Secrets } from '../../../ops/kernel/secrets.js';
-import { deriveSigningKeys } from '../../../actors/identity/tokens.js';
+import { deriveSigningKeys } from '../../../actors/services/identity/tokens.js';
 import { startNode, type TroupeNode } from '../../../ops/node.js';
 import { AmqpTransport } from '../../../transport/amqp/index.js';
 import { call, engineSets, startTestNode, type CallInit, type EngineSet, type TestNode } from '../../support/node.js';

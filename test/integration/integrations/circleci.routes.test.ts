@@ -8,7 +8,7 @@ import { engineSets, startTestNode, type TestNode } from '../../support/node.js'
 import { eventually } from '../../support/transport.js';
 import { deliverySettled, dispatchSession, sessionActivities } from './delivery-fixtures.js';
 import { provision, type Org } from '../agents/fixtures.js';
-import { providerEventAddress } from '../../../actors/integrations/webhooks/actor.js';
+import { providerEventAddress } from '../../../actors/services/integrations/webhooks/actor.js';
 import { findWebhookEvent } from '../../../storage/integrations/webhook-events.js';
 import { sessionKeyOf } from '../../support/session-keys.js';
 

@@ -7,8 +7,8 @@ import { expect } from 'chai';
 import { createHash, generateKeyPairSync, randomUUID, sign, type KeyObject } from 'node:crypto';
 import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
 import { addUser, nonHumanTokens, provisionOrg, type ProvisionedOrg } from '../governance/governance-fixtures.js';
-import { canonicalEnvelope } from '../../../actors/integrations/requesters/signed-dispatch.js';
-import { deriveSigningKeys, signToken } from '../../../actors/identity/tokens.js';
+import { canonicalEnvelope } from '../../../actors/services/integrations/requesters/signed-dispatch.js';
+import { deriveSigningKeys, signToken } from '../../../actors/services/identity/tokens.js';
 import sinon from 'sinon';
 import { TroupeError } from '../../../ops/kernel/errors.js';
 

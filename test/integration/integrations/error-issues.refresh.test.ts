@@ -7,8 +7,8 @@ import { expect } from 'chai';
 import { engineSets, type TestNode } from '../../support/node.js';
 import { provision } from '../agents/fixtures.js';
 import { sentryWorld, CLIENT_ID, sentryIssue, type FakeSentry } from './sentry-fixtures.js';
-import { errorIssuesForSession } from '../../../actors/integrations/error-tracker/index.js';
-import { ConnectionTokenRefreshes } from '../../../actors/integrations/oauth/connection-token.js';
+import { errorIssuesForSession } from '../../../actors/services/integrations/error-tracker/index.js';
+import { ConnectionTokenRefreshes } from '../../../actors/services/integrations/oauth/connection-token.js';
 
 for (const { set, skip } of engineSets) describe(`integrations: session error-tracker issues, token refresh (Sentry OAuth connection) (${set} engines)`, function () {
   if (skip) return;

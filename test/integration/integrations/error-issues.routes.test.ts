@@ -10,7 +10,7 @@ import { expect } from 'chai';
 import { engineSets, startTestNode } from '../../support/node.js';
 import { provision, type Org } from '../agents/fixtures.js';
 import { sentryWorld, TOKEN, sentryIssue, type FakeSentry } from './sentry-fixtures.js';
-import { connectionSealContext } from '../../../actors/integrations/oauth/index.js';
+import { connectionSealContext } from '../../../actors/services/integrations/oauth/index.js';
 import { upsertOAuthConnection } from '../../../storage/integrations/oauth.js';
 
 for (const { set, skip } of engineSets) describe(`integrations: session error-tracker issues, lookups (Sentry OAuth connection) (${set} engines)`, function () {

@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
 import { addUser, provision, type Org } from '../agents/fixtures.js';
-import { connectionSealContext, hashState } from '../../../actors/integrations/oauth/index.js';
+import { connectionSealContext, hashState } from '../../../actors/services/integrations/oauth/index.js';
 
 const CLIENT_ID = 'troupe-test-client';
 const CLIENT_SECRET = 'troupe-test-secret';

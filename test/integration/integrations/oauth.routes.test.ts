@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { ClientCredentials } from 'simple-oauth2';
 import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
 import { provisionOrg, type ProvisionedOrg } from '../governance/governance-fixtures.js';
-import { MACHINE_TOKEN_TTL_SECONDS } from '../../../actors/identity/tokens.js';
+import { MACHINE_TOKEN_TTL_SECONDS } from '../../../actors/services/identity/tokens.js';
 
 const TOKEN_PATH = '/api/oauth/token';
 

@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { startTestNode, type EngineSet, type TestNode } from '../../support/node.js';
 import { provision, type Org } from '../agents/fixtures.js';
 import { dispatchSession } from './delivery-fixtures.js';
-import { connectionSealContext } from '../../../actors/integrations/oauth/index.js';
+import { connectionSealContext } from '../../../actors/services/integrations/oauth/index.js';
 import { upsertOAuthConnection } from '../../../storage/integrations/oauth.js';
 
 export const TOKEN = 'sntrys_test_access_token';

@@ -7,10 +7,10 @@ import { expect } from 'chai';
 import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
 import { eventually } from '../../support/transport.js';
 import { provisionOrg, type ProvisionedOrg } from '../governance/governance-fixtures.js';
-import { planRoute } from '../../../actors/integrations/webhooks/routing.js';
-import { providerEventAddress } from '../../../actors/integrations/webhooks/actor.js';
-import { initialProviderEventState, type ProviderEventMsg } from '../../../actors/integrations/webhooks/machine.js';
-import { publicSessionId, sessionKey } from '../../../actors/session/index.js';
+import { planRoute } from '../../../actors/services/integrations/webhooks/routing.js';
+import { providerEventAddress } from '../../../actors/services/integrations/webhooks/actor.js';
+import { initialProviderEventState, type ProviderEventMsg } from '../../../actors/services/integrations/webhooks/machine.js';
+import { publicSessionId, sessionKey } from '../../../actors/kinds/session/index.js';
 
 for (const { set, skip } of engineSets) describe(`integrations: the webhook sweeper re-sends stuck deliveries (${set} engines)`, function () {
   if (skip) return;

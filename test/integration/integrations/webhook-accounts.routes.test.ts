@@ -10,7 +10,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
 import { eventually } from '../../support/transport.js';
 import { addUser, provisionOrg, type ProvisionedOrg } from '../governance/governance-fixtures.js';
-import { signatureHeaderFor, type WebhookProvider } from '../../../actors/integrations/webhooks/providers.js';
+import { signatureHeaderFor, type WebhookProvider } from '../../../actors/services/integrations/webhooks/providers.js';
 import { findWebhookEvent } from '../../../storage/integrations/webhook-events.js';
 import { githubIssueOpened, vercelDeployment } from '../../support/provider-payloads.js';
 

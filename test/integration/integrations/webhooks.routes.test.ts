@@ -11,7 +11,7 @@ import { sign as octokitSign, verify as octokitVerify } from '@octokit/webhooks-
 import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
 import { eventually } from '../../support/transport.js';
 import { addUser, nonHumanTokens, provisionOrg, type ProvisionedOrg } from '../governance/governance-fixtures.js';
-import { signatureHeaderFor, signedWith, type WebhookProvider } from '../../../actors/integrations/webhooks/providers.js';
+import { signatureHeaderFor, signedWith, type WebhookProvider } from '../../../actors/services/integrations/webhooks/providers.js';
 import { findWebhookEvent } from '../../../storage/integrations/webhook-events.js';
 
 const ingest = (provider: string, org?: string) => `/api/webhooks/ingest/${provider}${org ? `?org=${org}` : ''}`;

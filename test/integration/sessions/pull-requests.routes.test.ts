@@ -12,7 +12,7 @@ import { engineSets, startTestNode, type TestNode } from '../../support/node.js'
 import { eventually } from '../../support/transport.js';
 import { dispatch, provisionOrg, registerDaemon, report, type Daemon, type Org } from './support.js';
 import { upsertOAuthConnection } from '../../../storage/integrations/oauth.js';
-import { connectionSealContext } from '../../../actors/integrations/oauth/index.js';
+import { connectionSealContext } from '../../../actors/services/integrations/oauth/index.js';
 
 interface PullRequest { readonly repository: string; readonly number: number; readonly title: string; readonly head: string; readonly base: string; readonly body: string; readonly token: string }
 

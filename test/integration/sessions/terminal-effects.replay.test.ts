@@ -7,7 +7,7 @@ import { expect } from 'chai';
 import { dbEngines } from '../../support/db.js';
 import type { TestDb } from '../../support/db.js';
 import { runCommand } from '../../support/harness.js';
-import { createSessionBehavior, initialSessionState, sessionKey, type SessionMsg, type SessionState } from '../../../actors/session/index.js';
+import { createSessionBehavior, initialSessionState, sessionKey, type SessionMsg, type SessionState } from '../../../actors/kinds/session/index.js';
 import { projectSession } from '../../../storage/sessions/projection.js';
 import { inSqlTransaction } from '../../../storage/sql-tx.js';
 

@@ -10,7 +10,7 @@ import { engineSets, startTestNode, type TestNode } from '../../support/node.js'
 import { eventually } from '../../support/transport.js';
 import { dispatch, provisionOrg, registerDaemon, report, type Daemon, type Org } from './support.js';
 import { upsertOAuthConnection } from '../../../storage/integrations/oauth.js';
-import { connectionSealContext } from '../../../actors/integrations/oauth/index.js';
+import { connectionSealContext } from '../../../actors/services/integrations/oauth/index.js';
 
 interface Received { readonly tracker: 'linear' | 'github'; readonly issue: string; readonly body: string; readonly token: string }
 

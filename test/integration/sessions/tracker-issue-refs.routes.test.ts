@@ -11,9 +11,9 @@ import { engineSets, startTestNode, type TestNode } from '../../support/node.js'
 import { eventually } from '../../support/transport.js';
 import { dispatch, provisionOrg, type Org } from './support.js';
 import { upsertOAuthConnection } from '../../../storage/integrations/oauth.js';
-import { connectionSealContext } from '../../../actors/integrations/oauth/index.js';
-import { OutboundGuard } from '../../../actors/integrations/outbound/index.js';
-import { postTrackerComment } from '../../../actors/integrations/trackers/post-comment.js';
+import { connectionSealContext } from '../../../actors/services/integrations/oauth/index.js';
+import { OutboundGuard } from '../../../actors/services/integrations/outbound/index.js';
+import { postTrackerComment } from '../../../actors/services/integrations/trackers/post-comment.js';
 import { sessionKeyOf } from '../../support/session-keys.js';
 
 const BAD_REFS = ['../..#2', 'acme/..#2', './x#1', 'a%2F..#1', 'acme/%2e%2e#3', '..%2F..#2', 'acme/api/../..#4', 'ac me/api#1'];

@@ -5,7 +5,7 @@
  */
 import { expect } from 'chai';
 import { Registry } from 'prom-client';
-import { ChannelFanout } from '../../../actors/fleet/channel-fanout.js';
+import { ChannelFanout } from '../../../actors/services/fleet/channel-fanout.js';
 import type { AmqpTransport } from '../../../transport/amqp/transport.js';
 import { skipEngine } from '../../support/engines.js';
 import { eventually, startAmqpTransport, type StartedTransport } from '../../support/transport.js';

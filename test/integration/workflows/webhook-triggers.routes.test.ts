@@ -13,9 +13,9 @@ import { provisionOrg, type ProvisionedOrg } from '../governance/governance-fixt
 import { deliverySettled } from '../integrations/delivery-fixtures.js';
 import { githubIssueOpened } from '../../support/provider-payloads.js';
 import { findWebhookEvent } from '../../../storage/integrations/webhook-events.js';
-import { providerEventAddress } from '../../../actors/integrations/webhooks/actor.js';
-import { initialProviderEventState, type ProviderEventMsg } from '../../../actors/integrations/webhooks/machine.js';
-import { webhookRunId } from '../../../actors/integrations/webhooks/workflow-triggers.js';
+import { providerEventAddress } from '../../../actors/services/integrations/webhooks/actor.js';
+import { initialProviderEventState, type ProviderEventMsg } from '../../../actors/services/integrations/webhooks/machine.js';
+import { webhookRunId } from '../../../actors/services/integrations/webhooks/workflow-triggers.js';
 
 const triggered = (name: string, repo: string) => `schemaVersion: v2
 name: ${name}

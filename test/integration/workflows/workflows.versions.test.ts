@@ -3,7 +3,7 @@
 // on the stored snapshots; another org, a wrong credential kind and a viewer are refused on every route.
 import { expect } from 'chai';
 import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
-import { publicSessionId, sessionKey } from '../../../actors/session/index.js';
+import { publicSessionId, sessionKey } from '../../../actors/kinds/session/index.js';
 
 const v2 = `schemaVersion: v2
 name: triage

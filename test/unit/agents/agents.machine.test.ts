@@ -4,9 +4,9 @@
 import { expect } from 'chai';
 import { runCommand } from '../../support/harness.js';
 import { walkTable } from '../../support/table-walk.js';
-import { agentCardLifecycle, createAgentCardBehavior, type AgentCardMsg, type AgentCardState } from '../../../actors/agent-card/index.js';
-import { createExternalAgentBehavior, type ExternalAgentMsg, type ExternalAgentState } from '../../../actors/integrations/a2a/index.js';
-import { normalizePayload } from '../../../actors/marketplace/payload.js';
+import { agentCardLifecycle, createAgentCardBehavior, type AgentCardMsg, type AgentCardState } from '../../../actors/kinds/agent-card/index.js';
+import { createExternalAgentBehavior, type ExternalAgentMsg, type ExternalAgentState } from '../../../actors/services/integrations/a2a/index.js';
+import { normalizePayload } from '../../../actors/services/marketplace/payload.js';
 
 const ORG = 'org-1';
 const payload = normalizePayload({ name: 'Bot', prompt: 'p', config: { a: 1, b: { c: 2 } } });

@@ -2,7 +2,7 @@
 // loopback, link-local, unspecified, multicast, shared, documentation nor reserved — in IPv4, IPv6 and every IPv6
 // form that embeds an IPv4 address — and the allow list opens exactly the hosts and CIDRs it names.
 import { expect } from 'chai';
-import { classifyAddress, OutboundAllowList, OutboundGuard, OutboundRefused, parseAddress } from '../../../actors/integrations/outbound/index.js';
+import { classifyAddress, OutboundAllowList, OutboundGuard, OutboundRefused, parseAddress } from '../../../actors/services/integrations/outbound/index.js';
 
 describe('outbound address classification', () => {
   const cases: [string, string][] = [

@@ -2,7 +2,7 @@
 // whatever order they arrive in, every position lies on the canvas, and linked nodes end up nearer each other
 // than unlinked ones (the layout carries information, it is not a hash scatter).
 import { expect } from 'chai';
-import { LAYOUT_SIZE, layoutGraph } from '../../../actors/analytics/layout.js';
+import { LAYOUT_SIZE, layoutGraph } from '../../../actors/services/analytics/layout.js';
 
 const nodes = Array.from({ length: 40 }, (_, i) => ({ key: `concept\u0000n${i}` }));
 const edges = Array.from({ length: 39 }, (_, i) => ({ source: `concept\u0000n${i}`, target: `concept\u0000n${(i * 7 + 3) % 40}` }));

@@ -2,8 +2,8 @@
 // different sequences), and the Gamma and Beta samplers built on it have the moments of their distributions, so
 // Thompson sampling over recorded posteriors can be replayed exactly and explores in the right proportions.
 import { expect } from 'chai';
-import { betaSample, gamma, seededRandom } from '../../../actors/analytics/random.js';
-import { chooseArm } from '../../../actors/analytics/router.js';
+import { betaSample, gamma, seededRandom } from '../../../actors/services/analytics/random.js';
+import { chooseArm } from '../../../actors/services/analytics/router.js';
 
 const draws = (seed: string, n: number): number[] => {
   const rng = seededRandom(seed);

@@ -2,7 +2,7 @@
 // down skips only the replay check: the signature still binds the state, so a changed state is refused regardless.
 import { expect } from 'chai';
 import { randomBytes } from 'node:crypto';
-import { answerConversation, CONVERSATION_TTL_MS, startConversation, type ConversationPorts } from '../../../actors/authoring/conversation.js';
+import { answerConversation, CONVERSATION_TTL_MS, startConversation, type ConversationPorts } from '../../../actors/kinds/authoring/conversation.js';
 
 describe('builder conversation (pure)', () => {
   const scope = { orgId: 'o', projectId: 'p', caller: 'user:u' };

@@ -2,9 +2,9 @@
 // compiles into the agent node a run dispatches, with the verb, its options and any instructions in the prompt and
 // workType `plugin`; a canvas node `plugin:<p>.<v>` stands for exactly that definition node.
 import { expect } from 'chai';
-import { analyseDefinition } from '../../../actors/workflow/definition.js';
-import { definitionOf } from '../../../actors/authoring/plan.js';
-import { pluginNodeKey, pluginVerbOf } from '../../../actors/authoring/vocabulary.js';
+import { analyseDefinition } from '../../../actors/kinds/workflow/definition.js';
+import { definitionOf } from '../../../actors/kinds/authoring/plan.js';
+import { pluginNodeKey, pluginVerbOf } from '../../../actors/kinds/authoring/vocabulary.js';
 
 const definition = (node: Record<string, unknown>) => JSON.stringify({
   schemaVersion: 'v2', name: 'p', trigger: { type: 'manual' }, nodes: [{ id: 'deploy', kind: 'plugin', ...node }], edges: [],

@@ -4,8 +4,8 @@
 import { expect } from 'chai';
 import { runCommand } from '../../support/harness.js';
 import { walkTable } from '../../support/table-walk.js';
-import { createProposalBehavior } from '../../../actors/authoring/proposal-actor.js';
-import { initialProposalState, type ProposalState } from '../../../actors/authoring/proposal-machine.js';
+import { createProposalBehavior } from '../../../actors/kinds/authoring/proposal-actor.js';
+import { initialProposalState, type ProposalState } from '../../../actors/kinds/authoring/proposal-machine.js';
 
 const orgId = '11111111-1111-4111-8111-111111111111';
 const projectId = '22222222-2222-4222-8222-222222222222';

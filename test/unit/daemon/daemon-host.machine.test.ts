@@ -7,7 +7,7 @@ import { walkTable } from '../../support/table-walk.js';
 import {
   createDaemonHostBehavior, initialDaemonHostState,
   MAX_PENDING_MUTATIONS, type DaemonHostMsg, type DaemonHostState,
-} from '../../../actors/daemon-host/index.js';
+} from '../../../actors/kinds/daemon-host/index.js';
 
 const behavior = createDaemonHostBehavior();
 const ORG = '11111111-1111-4111-8111-111111111111';

@@ -2,7 +2,7 @@
 // undelivered mutations — and a reconciliation with the read model never overwrites a change (an actor's
 // announcement) that arrived while its query was in flight; before the first reconciliation every worker is asked.
 import { expect } from 'chai';
-import { parsePendingEvent, PendingIndex } from '../../../actors/daemon-host/pending-index.js';
+import { parsePendingEvent, PendingIndex } from '../../../actors/services/daemon/pending-index.js';
 
 function deferred<T>(): { promise: Promise<T>; resolve(v: T): void; reject(e: unknown): void } {
   let resolve!: (v: T) => void;

@@ -3,7 +3,7 @@
 // when a change arrives during a read); once read, deliveries run at once until the copy is older than its bound;
 // a read that fails hands `undefined` (the caller then nudges a poll) and is tried again on next use.
 import { expect } from 'chai';
-import { OfferPauses, type OrgPauses } from '../../../actors/fleet/offer-pauses.js';
+import { OfferPauses, type OrgPauses } from '../../../actors/services/fleet/offer-pauses.js';
 
 const ORG = 'org-1';
 

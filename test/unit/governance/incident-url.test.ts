@@ -3,9 +3,9 @@
 // beside a bad permalink is taken instead); the incident actor drops such a link whoever sends it.
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
-import { mapIncidentEvent } from '../../../actors/governance/incident-io-events.js';
+import { mapIncidentEvent } from '../../../actors/services/governance/incident-io-events.js';
 import { runCommand } from '../../support/harness.js';
-import { createIncidentBehavior } from '../../../actors/incident/index.js';
+import { createIncidentBehavior } from '../../../actors/kinds/incident/index.js';
 import { incidentUrl } from '../../../schemas/governance/incident.js';
 
 const BAD = ['javascript:alert(document.cookie)', 'JAVASCRIPT:alert(1)', 'data:text/html,<script>alert(1)</script>', 'vbscript:x', 'ftp://x/y', '//evil/x', 'https://a b', 'https://x\n'];

@@ -5,8 +5,8 @@ import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
 import { runCommand } from '../../support/harness.js';
 import { walkTable } from '../../support/table-walk.js';
-import { createPolicyBehavior, type PolicyState } from '../../../actors/policy/index.js';
-import { createIncidentBehavior, type IncidentState } from '../../../actors/incident/index.js';
+import { createPolicyBehavior, type PolicyState } from '../../../actors/kinds/policy/index.js';
+import { createIncidentBehavior, type IncidentState } from '../../../actors/kinds/incident/index.js';
 
 const orgId = randomUUID();
 const policy = createPolicyBehavior();

@@ -4,7 +4,7 @@
 import { expect } from 'chai';
 import {
   assertFresh, parseSignedHeaders, secretKey, sign, signedBy, WebhookRefusal,
-} from '../../../actors/governance/standard-webhooks.js';
+} from '../../../actors/services/governance/standard-webhooks.js';
 
 // From standard-webhooks/standard-webhooks libraries/javascript/src/webhook.test.ts ("sign function works").
 const vector = {

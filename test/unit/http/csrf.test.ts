@@ -2,7 +2,7 @@
 // origin; reads, and credentials a browser never attaches by itself (bearer tokens), are not checked.
 import { expect } from 'chai';
 import { assertSameOriginWrite } from '../../../http/csrf.js';
-import type { Principal } from '../../../actors/identity/principal.js';
+import type { Principal } from '../../../actors/services/identity/principal.js';
 
 const cookieUser: Principal = { kind: 'user', userId: 'u', orgId: 'o', orgRole: 'member', via: 'cookie' };
 const bearerUser: Principal = { ...cookieUser, via: 'token' };

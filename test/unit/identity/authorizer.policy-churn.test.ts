@@ -5,11 +5,11 @@
  */
 import { expect } from 'chai';
 import fc from 'fast-check';
-import * as cedar from '../../../actors/cedar/engine.js';
-import { createAuthorizer, loadDefaultPolicySet, splitPolicies, type Action, type CedarAuthorizer } from '../../../actors/identity/authorizer.js';
-import { enforcementText } from '../../../actors/policy/cedar-text.js';
-import type { ResourceRef } from '../../../actors/identity/ports.js';
-import type { OrgRole, Principal } from '../../../actors/identity/principal.js';
+import * as cedar from '../../../actors/services/cedar/engine.js';
+import { createAuthorizer, loadDefaultPolicySet, splitPolicies, type Action, type CedarAuthorizer } from '../../../actors/services/identity/authorizer.js';
+import { enforcementText } from '../../../actors/kinds/policy/cedar-text.js';
+import type { ResourceRef } from '../../../actors/services/identity/ports.js';
+import type { OrgRole, Principal } from '../../../actors/services/identity/principal.js';
 import { CEDAR_NAMESPACE, cedarSchemaText } from '../../../schemas/cedar/index.js';
 
 const orgs = [

@@ -6,9 +6,9 @@ import { expect } from 'chai';
 import sinon from 'sinon';
 import { cedarSchemaText } from '../../../schemas/cedar/index.js';
 import { defaultPolicyText } from '../../../schemas/cedar/index.js';
-import { createAuthorizer, namesEntityById, splitPolicies, validatePolicies, type Action } from '../../../actors/identity/authorizer.js';
-import type { ResourceRef } from '../../../actors/identity/ports.js';
-import type { OrgRole, Principal, ProjectRole } from '../../../actors/identity/principal.js';
+import { createAuthorizer, namesEntityById, splitPolicies, validatePolicies, type Action } from '../../../actors/services/identity/authorizer.js';
+import type { ResourceRef } from '../../../actors/services/identity/ports.js';
+import type { OrgRole, Principal, ProjectRole } from '../../../actors/services/identity/principal.js';
 
 const ORG = '11111111-1111-4111-8111-111111111111';
 const OTHER_ORG = '22222222-2222-4222-8222-222222222222';

@@ -10,9 +10,9 @@ import { generateMasterKey } from '../../../ops/secrets.js';
 import { Secrets } from '../../../ops/kernel/secrets.js';
 import {
   apiKeyPrefix, hashesEqual, mintSecret, parseSecret, randomBase62, registrationTokenPrefix,
-} from '../../../actors/identity/secrets-format.js';
-import { deriveSigningKeys, signToken, verifyToken, USER_TOKEN_TTL_SECONDS } from '../../../actors/identity/tokens.js';
-import { hashPassword, verifyPassword } from '../../../actors/identity/passwords.js';
+} from '../../../actors/services/identity/secrets-format.js';
+import { deriveSigningKeys, signToken, verifyToken, USER_TOKEN_TTL_SECONDS } from '../../../actors/services/identity/tokens.js';
+import { hashPassword, verifyPassword } from '../../../actors/services/identity/passwords.js';
 
 const ORG = '11111111-1111-4111-8111-111111111111';
 const USER = '22222222-2222-4222-8222-222222222222';
@@ -146,7 +146,7 @@ describe('passwords', () => {
 
 describe('revocable memo', () => {
   it('refuses to keep a lookup that was in flight when a revocation of its tag arrived', async () => {
-    const { RevocableMemo } = await import('../../../actors/identity/memo.js');
+    const { RevocableMemo } = await import('../../../actors/services/identity/memo.js');
     const memo = new RevocableMemo<string>(10, 10);
     const started = memo.begin();
     memo.revoke(['apiKey:1']);
@@ -157,7 +157,7 @@ describe('revocable memo', () => {
     expect(memo.get('k', Date.now())).to.equal('principal');
   });
   it('evicts the least recently used entry beyond its bound', async () => {
-    const { RevocableMemo } = await import('../../../actors/identity/memo.js');
+    const { RevocableMemo } = await import('../../../actors/services/identity/memo.js');
     const memo = new RevocableMemo<number>(2, 10);
     const far = Date.now() + 60_000;
     memo.set('a', 1, far, [], memo.begin());

@@ -2,7 +2,7 @@
 // was in flight), never outlives its expiry, and the memo stays within its size, evicting the least recently used
 // entry (recency refreshed at most once a second).
 import { expect } from 'chai';
-import { RevocableMemo } from '../../../actors/identity/memo.js';
+import { RevocableMemo } from '../../../actors/services/identity/memo.js';
 
 describe('revocable memo', () => {
   it('answers until expiry, then forgets', () => {

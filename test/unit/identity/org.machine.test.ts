@@ -11,8 +11,8 @@ import { walkTable } from '../../support/table-walk.js';
 import {
   createOrgBehavior, initialOrgState, MAX_CREDENTIALS_PER_KIND,
   type OrgMsg, type OrgState, type CredentialStatus,
-} from '../../../actors/org/index.js';
-import { mintSecret, apiKeyPrefix, registrationTokenPrefix } from '../../../actors/identity/secrets-format.js';
+} from '../../../actors/kinds/org/index.js';
+import { mintSecret, apiKeyPrefix, registrationTokenPrefix } from '../../../actors/services/identity/secrets-format.js';
 import { orgReplySchema, orgStateSchema } from '../../../schemas/identity/org-actor.js';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;

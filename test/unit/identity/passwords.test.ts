@@ -2,7 +2,7 @@
 // addresses cannot keep every thread hashing; past the line a check is refused with 503 OVERLOADED, and every
 // check that was let in still answers right.
 import { expect } from 'chai';
-import { hashPassword, verifyPassword } from '../../../actors/identity/passwords.js';
+import { hashPassword, verifyPassword } from '../../../actors/services/identity/passwords.js';
 import { TroupeError } from '../../../ops/kernel/errors.js';
 
 describe('password checks', function () {

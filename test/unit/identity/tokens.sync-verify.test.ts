@@ -9,7 +9,7 @@ import { createHmac, generateKeyPairSync, sign } from 'node:crypto';
 import { generateMasterKey } from '../../../ops/secrets.js';
 import { Secrets } from '../../../ops/kernel/secrets.js';
 import { TroupeError } from '../../../ops/kernel/errors.js';
-import { deriveSigningKeys, signToken, userTokenId, verifyTokenSync, RUNTIME_TOKEN_TTL_SECONDS, type SigningKeys } from '../../../actors/identity/tokens.js';
+import { deriveSigningKeys, signToken, userTokenId, verifyTokenSync, RUNTIME_TOKEN_TTL_SECONDS, type SigningKeys } from '../../../actors/services/identity/tokens.js';
 
 const ORG = '11111111-1111-4111-8111-111111111111';
 const claims = { wid: 'w-1', org: ORG, prj: ['p-1'], reg: '33333333-3333-4333-8333-333333333333', scope: ['daemon'] };

@@ -5,7 +5,7 @@ import { expect } from 'chai';
 import { createHash, createPrivateKey, sign } from 'node:crypto';
 import {
   canonicalEnvelope, decodeStrictBase64, ed25519PublicKey, SIGNATURE_WINDOW_SECONDS, verifyDispatchSignature, type SignedRequest,
-} from '../../../actors/integrations/requesters/signed-dispatch.js';
+} from '../../../actors/services/integrations/requesters/signed-dispatch.js';
 import { TroupeError } from '../../../ops/kernel/errors.js';
 
 // RFC 8032 §7.1, TEST 1.

@@ -3,7 +3,7 @@
 // identifier shaped like a bad GitHub reference is not kept as the session's trackerIssue (issue 30, finding 7).
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
-import { planRoute } from '../../../actors/integrations/webhooks/routing.js';
+import { planRoute } from '../../../actors/services/integrations/webhooks/routing.js';
 import { githubIssueOpened } from '../../support/provider-payloads.js';
 
 const orgId = randomUUID();

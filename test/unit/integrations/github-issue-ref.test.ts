@@ -4,7 +4,7 @@
 // a reference is always exactly `{base}/repos/{owner}/{repo}/issues/{n}/comments` or nothing (issue 30, finding 7).
 import { expect } from 'chai';
 import { parseGithubIssueRef, trackerIssueProblem } from '../../../storage/sessions/github-issue-ref.js';
-import { githubCommentsUrl } from '../../../actors/integrations/trackers/github-comments-url.js';
+import { githubCommentsUrl } from '../../../actors/services/integrations/trackers/github-comments-url.js';
 
 const malformed = [
   '../..#2', 'acme/..#2', 'acme/.#2', '../api#2', './x#1', 'a%2F..#1', 'acme/%2e%2e#3', 'acme/api/../..#4', 'acme/api#0',

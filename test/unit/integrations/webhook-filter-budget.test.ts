@@ -5,8 +5,8 @@
 import { expect } from 'chai';
 import {
   FILTER_VISIT_LIMIT, filterMatches, filterVisitBound, MAX_WILDCARD_ELEMENTS, pathVisitBound, VisitBudget,
-} from '../../../actors/integrations/webhooks/filter-budget.js';
-import { triggerOf } from '../../../actors/workflow/trigger.js';
+} from '../../../actors/services/integrations/webhooks/filter-budget.js';
+import { triggerOf } from '../../../actors/kinds/workflow/trigger.js';
 import { TroupeError } from '../../../ops/kernel/errors.js';
 
 const plenty = () => new VisitBudget(1_000_000);

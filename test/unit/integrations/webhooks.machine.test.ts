@@ -6,10 +6,10 @@ import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
 import { runCommand } from '../../support/harness.js';
 import { walkTable } from '../../support/table-walk.js';
-import { createProviderEventBehavior } from '../../../actors/integrations/webhooks/actor.js';
-import type { ProviderEventState } from '../../../actors/integrations/webhooks/machine.js';
-import { planRoute } from '../../../actors/integrations/webhooks/routing.js';
-import { eventMatches, webhookRunId } from '../../../actors/integrations/webhooks/workflow-triggers.js';
+import { createProviderEventBehavior } from '../../../actors/services/integrations/webhooks/actor.js';
+import type { ProviderEventState } from '../../../actors/services/integrations/webhooks/machine.js';
+import { planRoute } from '../../../actors/services/integrations/webhooks/routing.js';
+import { eventMatches, webhookRunId } from '../../../actors/services/integrations/webhooks/workflow-triggers.js';
 
 const behavior = createProviderEventBehavior({ ask: () => Promise.reject(new Error('not used in table tests')) });
 const orgId = randomUUID();

@@ -5,8 +5,8 @@
 // ignored with a reason. Payloads are shaped like the providers' own examples (test/support/provider-payloads.ts).
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
-import { planRoute } from '../../../actors/integrations/webhooks/routing.js';
-import type { WebhookProvider } from '../../../actors/integrations/webhooks/providers.js';
+import { planRoute } from '../../../actors/services/integrations/webhooks/routing.js';
+import type { WebhookProvider } from '../../../actors/services/integrations/webhooks/providers.js';
 import { MAX_PROMPT_LENGTH } from '../../../schemas/sessions/session-actor.js';
 import {
   githubCheckRunCompleted, githubIssueOpened, githubPullRequestOpened, githubWorkflowRunCompleted, vercelDeployment,

@@ -2,8 +2,8 @@
 // telling its run of a decision) waits as long as the node is configured to (`askTimeoutMs`,
 // TROUPE_ASK_TIMEOUT_MS), like every other ask on the node.
 import { expect } from 'chai';
-import { actorKinds } from '../../../actors/kinds.js';
-import type { GateEffect } from '../../../actors/approval-gate/machine.js';
+import { actorKinds } from '../../../actors/kinds/index.js';
+import type { GateEffect } from '../../../actors/kinds/approval-gate/machine.js';
 import type { EffectContext } from '../../../actors/runtime/machine.js';
 import { silentLogger } from '../../../ops/kernel/logger.js';
 import { LocalTransport } from '../../../transport/local.js';

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { NodeDrain } from '../../../actors/node-drain.js';
+import { NodeDrain } from '../../../actors/services/node-drain.js';
 
 describe('node drain', () => {
   it('is serving only between the end of its start and the first moment of a drain', () => {

@@ -9,7 +9,7 @@ import { walkTable } from '../../support/table-walk.js';
 import {
   createSessionBehavior, initialSessionState, publicSessionId, sessionKey, reportableStatuses, isHeld, isTerminal, MAX_LEASE_RECLAIMS,
   type SessionEffect, type SessionMsg, type SessionReply, type SessionState, type SessionStatus,
-} from '../../../actors/session/index.js';
+} from '../../../actors/kinds/session/index.js';
 
 const behavior = createSessionBehavior();
 const ORG = '11111111-1111-4111-8111-111111111111';

@@ -1,11 +1,11 @@
 // Invariant: a session's durable changes tell workers exactly what they must act on: entering the queue offers the
 // session (or, behind a tracker issue, asks the project's workers to poll); losing its holder other than by the
-// holder's own report sends that worker a stop; a queued prompt asks the holder to poll; a follow-up (a prompt to an
+// holder's own report sends that worker a stop (declared by the machine); a queued prompt asks the holder to poll; a follow-up (a prompt to an
 // ended session) asks only the worker that ran it to poll; nothing else is sent.
 import { expect } from 'chai';
 import { runCommand } from '../../support/harness.js';
-import { createSessionBehavior, initialSessionState, publicSessionId, sessionKey, type SessionMsg, type SessionState } from '../../../actors/session/index.js';
-import { workerSignalsOf } from '../../../actors/fleet/worker-signals.js';
+import { createSessionBehavior, initialSessionState, publicSessionId, sessionKey, type SessionMsg, type SessionState } from '../../../actors/kinds/session/index.js';
+import { workerSignalsOf, type WorkerSignal, type WorkerSignalBatch } from '../../../actors/kinds/session/worker-signals.js';
 
 const behavior = createSessionBehavior();
 const ORG = '11111111-1111-4111-8111-111111111111';
@@ -18,17 +18,22 @@ const dispatch = (trackerIssue: string | null): SessionMsg => ({
   agentCardId: null, trackerIssue, workType: 'fix', provider: null, requestedBy: 'apiKey:k',
 });
 
-/** Runs `messages` from the initial state; returns the signals of the last one. */
-function signalsAfter(messages: SessionMsg[]) {
+/**
+ * Runs `messages` from the initial state; returns what the last one tells workers, in the order a node sends it: the
+ * announcements derived from the change, then the stops the machine declared (`workerStopped`).
+ */
+function signalsAfter(messages: SessionMsg[]): WorkerSignalBatch | undefined {
   let state: SessionState = initialSessionState();
-  let signals: ReturnType<typeof workerSignalsOf>;
+  let told: WorkerSignal[] = [];
   for (const m of messages) {
     const r = runCommand(behavior, state, m, { id: key });
     if (!r.ok) throw new Error(`${m.type} refused: ${JSON.stringify(r)}`);
-    signals = workerSignalsOf(state, r.state, key, m);
+    const stops = r.effects.flatMap((e): WorkerSignal[] =>
+      (e.type === 'workerStopped' ? [{ kind: 'stop', workerId: e.workerId, sessionId: e.sessionId, status: e.status, reason: e.reason }] : []));
+    told = [...(workerSignalsOf(state, r.state, key, m)?.signals ?? []), ...stops];
     state = r.state;
   }
-  return signals!;
+  return told.length === 0 ? undefined : { orgId: ORG, signals: told };
 }
 
 const claim: SessionMsg = { type: 'session.transition', orgId: ORG, projectIds: [PROJECT], status: 'claimed', workerId: 'w1' };
@@ -66,7 +71,7 @@ describe('worker signals of session changes', () => {
     const prompt: SessionMsg = { type: 'session.prompt', promptId: 'p1', prompt: 'more', requestedBy: 'user:u' };
     expect(signalsAfter([dispatch(null), claim, run, prompt])!.signals).to.deep.equal([{ kind: 'prompt', workerId: 'w1', sessionId: id }]);
     expect(signalsAfter([dispatch(null), prompt]), 'nobody holds a pending session').to.equal(undefined);
-    expect(signalsAfter([dispatch('ENG-1'), claim, run, stop])!.signals.map((s) => s.kind)).to.deep.equal(['stop', 'poll']);
+    expect(signalsAfter([dispatch('ENG-1'), claim, run, stop])!.signals.map((s) => s.kind)).to.deep.equal(['poll', 'stop']);
   });
 
   it('marks a keyed session\'s offer with its key, and asks the project to poll when a keyed session ends (decision 0081)', () => {
@@ -76,7 +81,7 @@ describe('worker signals of session changes', () => {
     }]);
     const complete = (status: string): SessionMsg => ({ type: 'session.transition', orgId: ORG, projectIds: [PROJECT], status, workerId: 'w1' } as SessionMsg);
     expect(signalsAfter([keyed, claim, run, complete('finalizing'), complete('completed')])!.signals).to.deep.equal([{ kind: 'poll', projectId: PROJECT }]);
-    expect(signalsAfter([keyed, claim, run, stop])!.signals.map((s) => s.kind)).to.deep.equal(['stop', 'poll']);
+    expect(signalsAfter([keyed, claim, run, stop])!.signals.map((s) => s.kind)).to.deep.equal(['poll', 'stop']);
   });
 
   it('sends a follow-up only to the worker that ran it, as a nudge to poll (the poll reads the conversation to resume)', () => {

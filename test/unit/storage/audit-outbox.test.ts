@@ -6,7 +6,7 @@
 import { expect } from 'chai';
 import { listAudit, verifyAudit } from '../../../storage/audit-log.js';
 import { auditOutboxDepth, drainAuditOutbox, recordAuditLater } from '../../../storage/audit-outbox.js';
-import { AuditOutbox } from '../../../actors/audit/outbox-drain.js';
+import { AuditOutbox } from '../../../actors/services/audit/outbox-drain.js';
 import { silentLogger } from '../../../ops/kernel/logger.js';
 import { dbEngines, type TestDb } from '../../support/db.js';
 

@@ -3,8 +3,8 @@
 // so when that id is no longer remembered, with its memory bounded by ring and channel caps.
 import { expect } from 'chai';
 import sinon from 'sinon';
-import { InterviewBatcher, MAX_FRAME_DELAY_MS } from '../../../actors/interview/batcher.js';
-import { ChannelFanout } from '../../../actors/fleet/channel-fanout.js';
+import { InterviewBatcher, MAX_FRAME_DELAY_MS } from '../../../actors/services/interview/batcher.js';
+import { ChannelFanout } from '../../../actors/services/fleet/channel-fanout.js';
 
 describe('interview batcher', () => {
   let clock: sinon.SinonFakeTimers;

@@ -4,7 +4,7 @@
 import { expect } from 'chai';
 import { runCommand } from '../../support/harness.js';
 import { walkTable } from '../../support/table-walk.js';
-import { createTemplateBehavior, initialTemplateState, type TemplateState } from '../../../actors/template/index.js';
+import { createTemplateBehavior, initialTemplateState, type TemplateState } from '../../../actors/kinds/template/index.js';
 
 const behavior = createTemplateBehavior();
 const ORG = '11111111-1111-4111-8111-111111111111';

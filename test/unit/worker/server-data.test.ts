@@ -7,7 +7,7 @@ import { expect } from 'chai';
 import { existsSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { publicIdPattern } from '../../../actors/session/index.js';
+import { publicIdPattern } from '../../../actors/kinds/session/index.js';
 import { freshDir } from '../../../ops/cli/worker/agent.js';
 import { insideDir } from '../../../ops/cli/worker/inside-dir.js';
 import { createLog } from '../../../ops/cli/worker/log.js';

@@ -5,9 +5,9 @@
 import { expect } from 'chai';
 import { runCommand } from '../../support/harness.js';
 import { silentLogger } from '../../../ops/kernel/logger.js';
-import { createWorkflowRunBehavior } from '../../../actors/workflow-run/actor.js';
-import type { LiveRun, RunEffect, RunMsg, RunState } from '../../../actors/workflow-run/machine.js';
-import { analyseDefinition } from '../../../actors/workflow/definition.js';
+import { createWorkflowRunBehavior } from '../../../actors/kinds/workflow-run/actor.js';
+import type { LiveRun, RunEffect, RunMsg, RunState } from '../../../actors/kinds/workflow-run/machine.js';
+import { analyseDefinition } from '../../../actors/kinds/workflow/definition.js';
 
 const ORG = '00000000-0000-4000-8000-000000000001';
 const OTHER_ORG = '00000000-0000-4000-8000-000000000009';

@@ -5,13 +5,13 @@
 import { expect } from 'chai';
 import { runCommand } from '../../support/harness.js';
 import { walkTable } from '../../support/table-walk.js';
-import { createWorkflowBehavior } from '../../../actors/workflow/actor.js';
-import { workflowStatuses, type WorkflowState } from '../../../actors/workflow/machine.js';
-import { createWorkflowRunBehavior } from '../../../actors/workflow-run/actor.js';
-import { runStatuses, type RunState, type LiveRun } from '../../../actors/workflow-run/machine.js';
-import { createApprovalGateBehavior } from '../../../actors/approval-gate/actor.js';
-import { gateStatuses, type GateState } from '../../../actors/approval-gate/machine.js';
-import { analyseDefinition, type Plan, type PlanNode } from '../../../actors/workflow/definition.js';
+import { createWorkflowBehavior } from '../../../actors/kinds/workflow/actor.js';
+import { workflowStatuses, type WorkflowState } from '../../../actors/kinds/workflow/machine.js';
+import { createWorkflowRunBehavior } from '../../../actors/kinds/workflow-run/actor.js';
+import { runStatuses, type RunState, type LiveRun } from '../../../actors/kinds/workflow-run/machine.js';
+import { createApprovalGateBehavior } from '../../../actors/kinds/approval-gate/actor.js';
+import { gateStatuses, type GateState } from '../../../actors/kinds/approval-gate/machine.js';
+import { analyseDefinition, type Plan, type PlanNode } from '../../../actors/kinds/workflow/definition.js';
 
 const ORG = '00000000-0000-4000-8000-000000000001';
 const PROJECT = '00000000-0000-4000-8000-000000000002';

@@ -5,8 +5,8 @@
 // finds nothing; a snapshot from before pauses existed fires as before.
 import { expect } from 'chai';
 import { runCommand, harnessNow } from '../../support/harness.js';
-import { createScheduleBehavior } from '../../../actors/workflow-schedule/actor.js';
-import { scheduledRunId, type ScheduleEffect, type ScheduleState } from '../../../actors/workflow-schedule/machine.js';
+import { createScheduleBehavior } from '../../../actors/kinds/workflow-schedule/actor.js';
+import { scheduledRunId, type ScheduleEffect, type ScheduleState } from '../../../actors/kinds/workflow-schedule/machine.js';
 
 const ORG = '00000000-0000-4000-8000-000000000001';
 const PROJECT = '00000000-0000-4000-8000-000000000002';

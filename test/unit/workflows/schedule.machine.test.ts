@@ -4,10 +4,10 @@
 import { expect } from 'chai';
 import { runCommand, harnessNow } from '../../support/harness.js';
 import { walkTable } from '../../support/table-walk.js';
-import { createScheduleBehavior } from '../../../actors/workflow-schedule/actor.js';
-import { scheduledRunId, type ScheduleEffect, type ScheduleMsg, type ScheduleReply, type ScheduleState } from '../../../actors/workflow-schedule/machine.js';
-import { triggerOf } from '../../../actors/workflow/trigger.js';
-import { CronSchedule } from '../../../actors/workflow-schedule/cron.js';
+import { createScheduleBehavior } from '../../../actors/kinds/workflow-schedule/actor.js';
+import { scheduledRunId, type ScheduleEffect, type ScheduleMsg, type ScheduleReply, type ScheduleState } from '../../../actors/kinds/workflow-schedule/machine.js';
+import { triggerOf } from '../../../actors/kinds/workflow/trigger.js';
+import { CronSchedule } from '../../../actors/kinds/workflow-schedule/cron.js';
 
 const ORG = '00000000-0000-4000-8000-000000000001';
 const PROJECT = '00000000-0000-4000-8000-000000000002';
