@@ -2,6 +2,7 @@ import {
   createTroupeClient, TroupeApiError, TroupeUnreachableError, unwrap, type components, type paths,
 } from '../../../http/client/index.js';
 import { sameOriginFetch } from './redirects.js';
+import { ServerPace, type CallKind } from './server-pace.js';
 
 /**
  * Every HTTP call the worker makes, through the typed client generated from the OpenAPI document (http/client,
@@ -72,12 +73,15 @@ export function concurrencyLimit(max: number): <T>(task: () => Promise<T>) => Pr
   };
 }
 
-/** Maps the client's failures onto the worker's two. */
-async function call<T>(pending: Promise<T>): Promise<T> {
+/** Maps the client's failures onto the worker's two; a refusal asking to slow down holds back its kind (./server-pace.ts). */
+async function call<T>(pending: Promise<T>, pace?: { readonly pace: ServerPace; readonly kind: CallKind }): Promise<T> {
   try {
     return await pending;
   } catch (err) {
-    if (err instanceof TroupeApiError) throw new ApiError(err.status, err.code, err.message, err.body);
+    if (err instanceof TroupeApiError) {
+      pace?.pace.heard(pace.kind, err.status, err.body);
+      throw new ApiError(err.status, err.code, err.message, err.body);
+    }
     if (err instanceof TroupeUnreachableError || (err instanceof Error && (err.name === 'AbortError' || err.name === 'TimeoutError'))) {
       throw new Unreachable(err.message);
     }
@@ -86,23 +90,27 @@ async function call<T>(pending: Promise<T>): Promise<T> {
 }
 
 /** `onRedirectRefused` hears of each redirect to another origin, which fails its call as Unreachable (redirects.ts). */
-export function createWorkerApi(baseUrl: string, timeoutMs = 15_000, onRedirectRefused: (from: string, to: string) => void = () => undefined): WorkerApi {
+export function createWorkerApi(
+  baseUrl: string, timeoutMs = 15_000, onRedirectRefused: (from: string, to: string) => void = () => undefined, pace = new ServerPace(),
+): WorkerApi {
   const api = createTroupeClient({ baseUrl, timeoutMs, fetch: sameOriginFetch(onRedirectRefused) });
   // The heartbeat and the streams never wait behind a burst of session calls.
   const inTurn = concurrencyLimit(8);
   const auth = (token: string) => ({ authorization: `Bearer ${token}` });
+  /** A call of `kind`, sent once the server's last word on that kind allows it. */
+  const paced = <T>(kind: CallKind, send: () => Promise<T>): Promise<T> => call(pace.ready(kind).then(send), { pace, kind });
   return {
     register: (body) => call(unwrap(api.POST('/v1/daemon/register', { body }))),
     heartbeat: async (token, body) => {
-      const reply = await call(unwrap(api.POST('/api/daemon/heartbeat', { body, headers: auth(token) })));
+      const reply = await paced('control', () => unwrap(api.POST('/api/daemon/heartbeat', { body, headers: auth(token) })));
       return { mutations: reply.mutations, ...(reply.runtimeJwt ? { runtimeJwt: reply.runtimeJwt } : {}) };
     },
-    poll: (token, body) => call(inTurn(() => unwrap(api.POST('/api/daemon/poll', { body, headers: auth(token) })))),
-    status: (token, id, body) => call(inTurn(() => unwrap(api.POST('/api/sessions/{id}/status', { params: { path: { id } }, body, headers: auth(token) })))),
-    output: (token, id, body) => call(inTurn(() => unwrap(api.POST('/api/sessions/{id}/output', { params: { path: { id } }, body, headers: auth(token) })))),
-    steps: (token, id, body) => call(inTurn(() => unwrap(api.POST('/api/sessions/{id}/steps', { params: { path: { id } }, body, headers: auth(token) })))),
-    stepHeartbeat: (token, id, body) => call(inTurn(() => unwrap(api.POST('/api/sessions/{id}/step-heartbeat', { params: { path: { id } }, body, headers: auth(token) })))),
-    heldSessions: (token) => call(inTurn(() => unwrap(api.GET('/api/daemon/sessions', { headers: auth(token) })))),
+    poll: (token, body) => paced('control', () => inTurn(() => unwrap(api.POST('/api/daemon/poll', { body, headers: auth(token) })))),
+    status: (token, id, body) => paced('reports', () => inTurn(() => unwrap(api.POST('/api/sessions/{id}/status', { params: { path: { id } }, body, headers: auth(token) })))),
+    output: (token, id, body) => paced('reports', () => inTurn(() => unwrap(api.POST('/api/sessions/{id}/output', { params: { path: { id } }, body, headers: auth(token) })))),
+    steps: (token, id, body) => paced('reports', () => inTurn(() => unwrap(api.POST('/api/sessions/{id}/steps', { params: { path: { id } }, body, headers: auth(token) })))),
+    stepHeartbeat: (token, id, body) => paced('reports', () => inTurn(() => unwrap(api.POST('/api/sessions/{id}/step-heartbeat', { params: { path: { id } }, body, headers: auth(token) })))),
+    heldSessions: (token) => paced('control', () => inTurn(() => unwrap(api.GET('/api/daemon/sessions', { headers: auth(token) })))),
     async stream(token, path, signal, lastEventId) {
       const headers = { ...auth(token), accept: 'text/event-stream', ...(lastEventId === undefined ? {} : { 'last-event-id': lastEventId }) };
       const outcome = await call(api.GET(path, { headers, parseAs: 'stream', signal }));
