@@ -2,7 +2,7 @@ import { TroupeError } from '../ops/kernel/errors.js';
 import type { Logger } from '../ops/kernel/logger.js';
 import type { AccessLog } from './access-log.js';
 import type { CopiedRequest, Exchange } from './exchange.js';
-import type { HttpMetrics } from './metrics.js';
+import type { HttpMetrics, OrgStreamReading } from './metrics.js';
 import type { ServerState } from './server-state.js';
 import { defaultSseOptions, parseLastEventId, UwsSseStream, type SseOptions } from './sse.js';
 import { HeartbeatWheel } from './sse-heartbeats.js';
@@ -37,6 +37,17 @@ export class EventStreams {
   /** Open streams of `orgId` on this server. */
   openFor(orgId: string): number {
     return this.openByOrg.get(orgId) ?? 0;
+  }
+
+  /** The org holding the most streams here, and how many orgs hold their whole share (`troupe_http_sse_org_streams`). */
+  orgReading(): OrgStreamReading {
+    let busiest = 0;
+    let atLimit = 0;
+    for (const open of this.openByOrg.values()) {
+      busiest = Math.max(busiest, open);
+      if (open >= this.streamsPerOrg) atLimit++;
+    }
+    return { busiest, atLimit };
   }
 
   /** TOO_MANY_STREAMS when a stream for `orgId` may not open now, else undefined (streams of no org are not counted). */

@@ -13,7 +13,12 @@ export interface HttpMetrics {
   watchAdmission(read: () => { serving: number; waiting: number }): () => void;
   /** Reports a server's requests in flight in `troupe_http_requests_in_flight` at each scrape. */
   watchInFlight(read: () => number): () => void;
+  /** Reports how close orgs are to TROUPE_STREAMS_PER_ORG in `troupe_http_sse_org_streams` at each scrape. */
+  watchOrgStreams(read: () => OrgStreamReading): () => void;
 }
+
+/** The org holding the most streams, and how many orgs hold their whole share. */
+export interface OrgStreamReading { readonly busiest: number; readonly atLimit: number }
 
 type AdmissionReader = () => { serving: number; waiting: number };
 
@@ -60,6 +65,29 @@ export function httpMetrics(registry: Registry): HttpMetrics {
     });
     return Object.assign(gauge, { readers });
   });
+  // Not one series per org (unbounded label cardinality): the busiest org's count against the limit says whether any
+  // tenant is near its share, and how many hold all of it says whether refusals are one tenant's or many.
+  const orgStreams = registeredMetric(registry, 'troupe_http_sse_org_streams', () => {
+    const readers = new Set<() => OrgStreamReading>();
+    const gauge = new Gauge<'measure'>({
+      name: 'troupe_http_sse_org_streams',
+      help: 'Per-org event streams on this node: busiest = the most one org holds, at_limit = orgs holding TROUPE_STREAMS_PER_ORG (decision 0082).',
+      labelNames: ['measure'],
+      registers: [registry],
+      collect() {
+        let busiest = 0;
+        let atLimit = 0;
+        for (const read of readers) {
+          const now = read();
+          busiest = Math.max(busiest, now.busiest);
+          atLimit += now.atLimit;
+        }
+        this.set({ measure: 'busiest' }, busiest);
+        this.set({ measure: 'at_limit' }, atLimit);
+      },
+    });
+    return Object.assign(gauge, { readers });
+  });
   return {
     duration: registeredMetric(registry, 'troupe_http_request_duration_seconds', () => new LabelledHistogram<'method' | 'route' | 'status'>({
       name: 'troupe_http_request_duration_seconds',
@@ -96,6 +124,10 @@ export function httpMetrics(registry: Registry): HttpMetrics {
     watchInFlight: (read) => {
       inFlight.readers.add(read);
       return () => inFlight.readers.delete(read);
+    },
+    watchOrgStreams: (read) => {
+      orgStreams.readers.add(read);
+      return () => orgStreams.readers.delete(read);
     },
   };
 }

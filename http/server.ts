@@ -51,12 +51,13 @@ export async function startHttpServer<D extends AuthDeps>(options: HttpServerOpt
   const state = new ServerState();
   const access = new AccessLog(log, metrics.duration);
   const gate = options.admission === undefined ? undefined : new AdmissionGate(options.admission, { onShed: (reason) => metrics.shed.labels(reason).inc() });
+  const streams = new EventStreams(state, options.sse, metrics, access, log, options.streamsPerOrg ?? Number.POSITIVE_INFINITY);
   const flow = new RequestFlow<D>({
-    deps: options.deps, hooks: options, log, state, access, gate, trustProxyHops: options.trustProxyHops ?? 0,
-    streams: new EventStreams(state, options.sse, metrics, access, log, options.streamsPerOrg ?? Number.POSITIVE_INFINITY),
+    deps: options.deps, hooks: options, log, state, access, gate, trustProxyHops: options.trustProxyHops ?? 0, streams,
   });
   const unwatchAdmission = gate === undefined ? undefined : metrics.watchAdmission(() => ({ serving: gate.serving, waiting: gate.waiting }));
   const unwatchInFlight = metrics.watchInFlight(() => state.inFlight.size);
+  const unwatchOrgStreams = metrics.watchOrgStreams(() => streams.orgReading());
 
   const app = uws.App();
   registerRoutes(app, compiled, flow);
@@ -71,6 +72,7 @@ export async function startHttpServer<D extends AuthDeps>(options: HttpServerOpt
       state.draining = true;
       unwatchAdmission?.();
       unwatchInFlight();
+      unwatchOrgStreams();
       uws.us_listen_socket_close(listenSocket);
       await state.drain(graceMs, log);
       // Closes idle kept-alive connections too, so nothing of ours keeps the event loop alive.

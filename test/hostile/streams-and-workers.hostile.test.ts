@@ -56,6 +56,14 @@ describe('hostile: an org\'s streams and a worker\'s requests are bounded on the
     return client;
   }
 
+  /** `troupe_http_sse_org_streams` as the node's /metrics shows it. */
+  async function orgStreams(): Promise<Record<string, number>> {
+    const text = (await t.call('GET', '/metrics')).text;
+    const reading: Record<string, number> = {};
+    for (const m of text.matchAll(/^troupe_http_sse_org_streams\{measure="(\w+)"[^}]*\} (\d+)$/gm)) reading[m[1]!] = Number(m[2]);
+    return reading;
+  }
+
   it('refuses the stream one past the org\'s cap, whatever route opens it, and leaves other orgs alone', async () => {
     const noisyWorker = await worker(noisy, 'streamer');
     // Three routes, two credentials, one org: all count against the same places.
@@ -74,8 +82,12 @@ describe('hostile: an org\'s streams and a worker\'s requests are bounded on the
     expect(Number(refused.headers.get('retry-after'))).to.be.at.least(1);
     expect((await stream('/api/daemon/events', noisyWorker.runtimeJwt)).status).to.equal(429);
 
+    // An operator sees it without a series per org: the busiest org holds its whole share, one org is at its limit.
+    expect(await orgStreams()).to.deep.equal({ busiest: STREAMS_PER_ORG, at_limit: 1 });
+
     // Another org is untouched: it opens as many as its own cap.
     for (let i = 0; i < STREAMS_PER_ORG; i++) expect((await stream('/api/sessions/events', quiet.ownerToken)).status).to.equal(200);
+    expect(await orgStreams()).to.deep.equal({ busiest: STREAMS_PER_ORG, at_limit: 2 });
 
     // A closed stream frees its place (once the node has seen the socket close).
     held[0]!.close();
