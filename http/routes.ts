@@ -34,6 +34,8 @@ import { budgetRoutes } from './routes/budgets.js';
 import { concurrencyControlRoutes } from './routes/concurrency-control.js';
 import { workerControlRoutes } from './routes/worker-control.js';
 import { scheduleControlRoutes } from './routes/schedule-control.js';
+import { ssoSettingsRoutes } from './routes/sso.js';
+import { ssoSignInRoutes } from './routes/sso-sign-in.js';
 import type { Route } from './types.js';
 
 /**
@@ -76,6 +78,8 @@ export function allRoutes(): Route<Deps>[] {
     ...workerControlRoutes(),
     ...scheduleControlRoutes(),
     authSessionRoute(),
+    ...ssoSettingsRoutes(),
+    ...ssoSignInRoutes(),
   ];
   return routes;
 }

@@ -2129,6 +2129,62 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/org/{orgId}/sso": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The org's single sign-on settings, never the client secret (admins and owners; 404 when none are set) */
+        get: operations["getApiOrgOrgIdSso"];
+        /**
+         * Set the org's single sign-on at an OpenID provider: issuer, client, email domains, group → role map (owners only; 409 when another org holds a domain)
+         * @description The client secret is sealed with the master key and never returned. A person signing in with an email of one of `emailDomains` is sent to the issuer (authorization code with PKCE); the callback `GET /auth/oidc/callback` provisions them and sets their org role from the `groupsClaim` groups through `roleMap` at every sign-in (the highest wins; none mapped: `defaultRole`, `null` refusing them; an owner is never demoted by a missing claim, nor while the only owner). With `enforce`, password sign-in to this org by its domains' people answers 403 `SSO_REQUIRED`. Audited as `sso.configured`.
+         */
+        put: operations["putApiOrgOrgIdSso"];
+        post?: never;
+        /** Remove the org's single sign-on: its domains sign in with passwords again, sign-ins under way are void (owners only; 404 when none is set) */
+        delete: operations["deleteApiOrgOrgIdSso"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/auth/oidc/start": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Start signing in with an email: when its domain belongs to an org's single sign-on, the provider's authorization URL to send the browser to (and the troupe_oidc cookie binding the sign-in to this browser); otherwise sso: false and the password form applies */
+        post: operations["postApiAuthOidcStart"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/oidc/callback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Where the OpenID provider sends the browser back: the state must be unused, unexpired and this browser's; the ID token is verified (issuer, audience, nonce); the person is provisioned and given their role, and the troupe_session cookie is set (a page that moves on to the console at once). Refusals are 4xx, or a 303 to /sign-in?ssoError=CODE for a browser asking for HTML */
+        get: operations["getAuthOidcCallback"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -2137,7 +2193,7 @@ export interface components {
             /** @description Human-readable message; never a stack trace. */
             error: string;
             /** @enum {string} */
-            code: "HTTP_BAD_JSON" | "HTTP_BAD_UTF8" | "HTTP_BAD_QUERY" | "VALIDATION_FAILED" | "AUTH_MISSING" | "AUTH_INVALID" | "AUTH_FORBIDDEN" | "AUTH_HUMAN_ONLY" | "AUTH_ADMIN_ONLY" | "AUTHZ_DENIED" | "TENANT_MISMATCH" | "NOT_FOUND" | "ROUTE_NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "ILLEGAL_TRANSITION" | "ALREADY_EXISTS" | "CONCURRENCY_LIMIT" | "BUDGET_EXCEEDED" | "HTTP_BODY_TOO_LARGE" | "HTTP_UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "TOO_MANY_STREAMS" | "UPSTREAM_FAILED" | "STORAGE_UNAVAILABLE" | "STORAGE_STALE_VERSION" | "CACHE_UNAVAILABLE" | "TRANSPORT_UNAVAILABLE" | "TRANSPORT_TIMEOUT" | "ACTOR_STOPPED" | "SHUTTING_DOWN" | "OVERLOADED" | "INTERNAL";
+            code: "HTTP_BAD_JSON" | "HTTP_BAD_UTF8" | "HTTP_BAD_QUERY" | "VALIDATION_FAILED" | "AUTH_MISSING" | "AUTH_INVALID" | "AUTH_FORBIDDEN" | "AUTH_HUMAN_ONLY" | "AUTH_ADMIN_ONLY" | "AUTHZ_DENIED" | "TENANT_MISMATCH" | "SSO_REQUIRED" | "NOT_FOUND" | "ROUTE_NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "ILLEGAL_TRANSITION" | "ALREADY_EXISTS" | "CONCURRENCY_LIMIT" | "BUDGET_EXCEEDED" | "HTTP_BODY_TOO_LARGE" | "HTTP_UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "TOO_MANY_STREAMS" | "UPSTREAM_FAILED" | "STORAGE_UNAVAILABLE" | "STORAGE_STALE_VERSION" | "CACHE_UNAVAILABLE" | "TRANSPORT_UNAVAILABLE" | "TRANSPORT_TIMEOUT" | "ACTOR_STOPPED" | "SHUTTING_DOWN" | "OVERLOADED" | "INTERNAL";
             /** @description Machine-readable detail, e.g. the field a validation error is about. */
             details?: Record<string, unknown>;
         };
@@ -15760,6 +15816,439 @@ export interface operations {
                         /** @description The troupe_session cookie names a live user session */
                         signedIn: boolean;
                     };
+                };
+            };
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server or dependency error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getApiOrgOrgIdSso: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                orgId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The org's single sign-on settings, never the client secret (admins and owners; 404 when none are set) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        orgId: string;
+                        issuer: string;
+                        clientId: string;
+                        /** @constant */
+                        clientSecretSet: true;
+                        emailDomains: string[];
+                        groupsClaim: string;
+                        roleMap: {
+                            [key: string]: "owner" | "admin" | "member" | "viewer";
+                        };
+                        defaultRole: ("owner" | "admin" | "member" | "viewer") | null;
+                        enforce: boolean;
+                        /** @description The redirect URI to register at the provider */
+                        redirectUri: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                        updatedBy: string;
+                    };
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated but not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server or dependency error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    putApiOrgOrgIdSso: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                orgId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Format: uri
+                     * @description The provider's issuer identifier: https, or http on a loopback address only
+                     */
+                    issuer: string;
+                    clientId: string;
+                    /** @description Sealed with the master key; never returned */
+                    clientSecret: string;
+                    /** @description Email domains whose people sign in at this provider; each belongs to one org */
+                    emailDomains: string[];
+                    /**
+                     * @description ID token claim holding the groups (default "groups")
+                     * @default groups
+                     */
+                    groupsClaim?: string;
+                    /** @description Group → org role; the highest role any group maps to wins */
+                    roleMap?: {
+                        [key: string]: "owner" | "admin" | "member" | "viewer";
+                    };
+                    /** @description Role of a person no group maps (default "member"); null refuses them */
+                    defaultRole?: ("owner" | "admin" | "member" | "viewer") | null;
+                    /** @description Refuse password sign-in to this org for its domains' people (default false) */
+                    enforce?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description Set the org's single sign-on at an OpenID provider: issuer, client, email domains, group → role map (owners only; 409 when another org holds a domain) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        orgId: string;
+                        issuer: string;
+                        clientId: string;
+                        /** @constant */
+                        clientSecretSet: true;
+                        emailDomains: string[];
+                        groupsClaim: string;
+                        roleMap: {
+                            [key: string]: "owner" | "admin" | "member" | "viewer";
+                        };
+                        defaultRole: ("owner" | "admin" | "member" | "viewer") | null;
+                        enforce: boolean;
+                        /** @description The redirect URI to register at the provider */
+                        redirectUri: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                        updatedBy: string;
+                    };
+                };
+            };
+            /** @description Malformed or invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated but not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body larger than the route accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server or dependency error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteApiOrgOrgIdSso: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                orgId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Remove the org's single sign-on: its domains sign in with passwords again, sign-ins under way are void (owners only; 404 when none is set) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        deleted: true;
+                    };
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated but not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server or dependency error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postApiAuthOidcStart: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** Format: email */
+                    email: string;
+                    /** @description Console path to land on after signing in (a path on this node; anything else is "/") */
+                    next?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Start signing in with an email: when its domain belongs to an org's single sign-on, the provider's authorization URL to send the browser to (and the troupe_oidc cookie binding the sign-in to this browser); otherwise sso: false and the password form applies */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Whether the email's domain signs in at an org's provider */
+                        sso: boolean;
+                        /** @description Where to send the browser (present when sso is true) */
+                        authorizationUrl?: string;
+                        /** Format: date-time */
+                        expiresAt?: string;
+                    };
+                };
+            };
+            /** @description Malformed or invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body larger than the route accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server or dependency error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getAuthOidcCallback: {
+        parameters: {
+            query: {
+                state: string;
+                code?: string;
+                error?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Where the OpenID provider sends the browser back: the state must be unused, unexpired and this browser's; the ID token is verified (issuer, audience, nonce); the person is provisioned and given their role, and the troupe_session cookie is set (a page that moves on to the console at once). Refusals are 4xx, or a 303 to /sign-in?ssoError=CODE for a browser asking for HTML */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description A refusal, to a browser asking for HTML: to /sign-in?ssoError=CODE */
+            303: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": string;
+                };
+            };
+            /** @description Malformed or invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Client error */

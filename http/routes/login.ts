@@ -10,6 +10,7 @@ import { tags } from '../../actors/services/identity/revocation.js';
 import { announceRevocation } from './announce-revocation.js';
 import { listMemberships } from '../../storage/identity/orgs.js';
 import { findLoginByEmail } from '../../storage/identity/users.js';
+import { ssoForDomain } from '../../storage/identity/sso.js';
 import { revokeUserToken } from '../../storage/identity/revoked-user-tokens.js';
 import * as schemas from '../../schemas/identity/http.js';
 import { auditTrail } from './audit-trail.js';
@@ -24,7 +25,8 @@ import { requesterOf } from '../principal.js';
 /** The token a user acts with in `orgId`: handed out by login and to a newly provisioned user. */
 export const userToken = (deps: Deps, userId: string, orgId: string) => signToken(deps.services.keys, deps.clock, 'user', { sub: userId, org: orgId });
 
-function sessionCookie(deps: Deps, value: string, maxAgeSeconds: number): string {
+/** The troupe_session cookie, as password sign-in and single sign-on (sso-sign-in.ts) set it. */
+export function sessionCookie(deps: Deps, value: string, maxAgeSeconds: number): string {
   return `${SESSION_COOKIE}=${value}; HttpOnly; SameSite=Lax; Path=/; Max-Age=${maxAgeSeconds}${deps.config.behindTls ? '; Secure' : ''}`;
 }
 
@@ -32,6 +34,12 @@ export async function login(req: HttpRequest<BodyOf<typeof schemas.loginBody>>, 
   const email = req.body.email.trim().toLowerCase();
   const limits = loginLimits(deps.services.rateLimits, email, req.clientAddress());
   await limits.assertOpen();
+  // An org that enforces single sign-on takes no password for its domains (decision 0083); the answer depends on the
+  // domain and the org named only, never on whether the person exists. Naming another org still signs in there.
+  const sso = await ssoForDomain(deps.db, email.slice(email.lastIndexOf('@') + 1));
+  if (sso?.enforce && (req.body.orgId === undefined || req.body.orgId === sso.orgId)) {
+    throw new TroupeError('SSO_REQUIRED', "this email's org signs in with single sign-on only; continue with single sign-on");
+  }
   const found = await findLoginByEmail(deps.db, email);
   // Unknown email, no password set, and wrong password all run one scrypt verification and end in the same 401.
   const stored = found?.passwordHash ?? (await decoyPasswordHash());

@@ -17,6 +17,7 @@ export const errorRegistry = {
   AUTH_ADMIN_ONLY: { status: 403, retryable: false, message: 'this operation takes the platform admin token' },
   AUTHZ_DENIED: { status: 403, retryable: false, message: 'denied by policy' },
   TENANT_MISMATCH: { status: 403, retryable: false, message: 'orgId does not match the authenticated org' },
+  SSO_REQUIRED: { status: 403, retryable: false, message: "this email's org signs in with single sign-on only" },
   // 404 / 405 / 409 / 413 / 415 / 429
   NOT_FOUND: { status: 404, retryable: false, message: 'not found' },
   ROUTE_NOT_FOUND: { status: 404, retryable: false, message: 'no such route' },

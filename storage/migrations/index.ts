@@ -34,6 +34,7 @@ import { sessionRunReportsMigration } from './0049_session_run_reports.js';
 import { queueControlMigration } from './0050_queue_control.js';
 import { sessionPriorityConcurrencyMigration } from './0051_session_priority_concurrency.js';
 import { projectBudgetsMigration } from './0052_project_budgets.js';
+import { orgSsoMigration } from './0053_org_sso.js';
 
 /**
  * Every migration, in order. A static list rather than a directory scan, so the same source runs under tsx,
@@ -82,4 +83,5 @@ export const migrations: readonly Migration[] = [
   queueControlMigration, // 0050
   sessionPriorityConcurrencyMigration, // 0051
   projectBudgetsMigration, // 0052
+  orgSsoMigration, // 0053
 ];
