@@ -28,6 +28,7 @@ import { a2aRoutes } from './routes/a2a.js';
 import { templateRoutes } from './routes/templates.js';
 import { webPushRoutes } from './routes/web-push.js';
 import { integrationOAuthRoutes } from './routes/integration-oauth.js';
+import { integrationAdminRoutes } from './routes/integration-admin.js';
 import { authSessionRoute } from './routes/auth-session.js';
 import { queueControlRoutes } from './routes/queue-control.js';
 import { budgetRoutes } from './routes/budgets.js';
@@ -72,6 +73,7 @@ export function allRoutes(): Route<Deps>[] {
     ...a2aRoutes(),
     ...webPushRoutes(),
     ...integrationOAuthRoutes(),
+    ...integrationAdminRoutes(),
     ...queueControlRoutes(),
     ...budgetRoutes(),
     ...concurrencyControlRoutes(),

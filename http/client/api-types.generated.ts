@@ -426,7 +426,8 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /** The org's API keys, newest first, revoked ones included (admin/owner); never the key itself */
+        get: operations["getApiOrgOrgIdKeys"];
         put?: never;
         /** Issue an org API key (admin/owner); fullKey is returned only here; scopes default to [read, write]. orgId must be the caller's org (403 TENANT_MISMATCH otherwise). */
         post: operations["postApiOrgOrgIdKeys"];
@@ -480,7 +481,8 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /** The org's daemon registration tokens, newest first, revoked ones included (admin/owner); never the token itself */
+        get: operations["getApiOrgOrgIdRegistrationTokens"];
         put?: never;
         /** Issue a daemon registration token (admin/owner), optionally limited to projects of the org. orgId must be the caller's org (403 TENANT_MISMATCH otherwise). */
         post: operations["postApiOrgOrgIdRegistrationTokens"];
@@ -507,7 +509,25 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/org/teams": {
+    "/api/org/{orgId}/members": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The org's members with their role, oldest first (anyone in the org). orgId must be the caller's org (403 TENANT_MISMATCH otherwise) */
+        get: operations["getApiOrgOrgIdMembers"];
+        put?: never;
+        /** Add a person to the org with a role (admin/owner; only an owner adds an owner): an existing user joins as they are, a new one is created, with the password given if any. 409 when they are already a member (change their role instead) */
+        post: operations["postApiOrgOrgIdMembers"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/org/{orgId}/members/{userId}": {
         parameters: {
             query?: never;
             header?: never;
@@ -516,9 +536,45 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        post?: never;
+        /** Remove a member from the org, its projects and teams (admin/owner; only an owner removes an owner); their sessions of this org stop working at once. 409 for the last owner, 404 for someone not in the org */
+        delete: operations["deleteApiOrgOrgIdMembersUserId"];
+        options?: never;
+        head?: never;
+        /** Change a member's org role (admin/owner; only an owner makes or unmakes an owner); 409 when it would leave the org without an owner, 404 for someone not in the org */
+        patch: operations["patchApiOrgOrgIdMembersUserId"];
+        trace?: never;
+    };
+    "/api/org/teams": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The caller's org's teams with how many members each has, oldest first */
+        get: operations["getApiOrgTeams"];
+        put?: never;
         /** Create a team in the caller's org (admin/owner) */
         post: operations["postApiOrgTeams"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/org/teams/{id}/members/{userId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Take a member off a team (admin/owner); 404 for another org's team or someone not on it */
+        delete: operations["deleteApiOrgTeamsIdMembersUserId"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1903,11 +1959,48 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Finish a provider connection: the state must be this user's, unused and unexpired; the code is exchanged at the provider's token endpoint and the tokens stored encrypted */
+        /**
+         * Finish a provider connection: the state must be this user's, unused and unexpired; the code is exchanged at the provider's token endpoint and the tokens stored encrypted
+         * @description A browser arriving from the provider (a navigation: `Sec-Fetch-Mode: navigate`, or without Sec-Fetch headers, `Accept` naming text/html) is answered 303 to the console's integrations page instead, with `connected={provider}` or `provider={provider}&error={what went wrong}` in its query, so the person lands back where they started; any other client gets this JSON or the error.
+         */
         get: operations["getApiIntegrationsProviderOauthCallback"];
         put?: never;
         post?: never;
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/org/{orgId}/integrations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The org's integrations: each OAuth provider with whether this deployment can connect it and the org's connection, and each webhook provider with whether its signing secret is stored and its webhook URL. orgId must be the caller's org (403 TENANT_MISMATCH otherwise) */
+        get: operations["getApiOrgOrgIdIntegrations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/integrations/{provider}/oauth": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Disconnect an OAuth provider from the caller's org: its stored tokens are forgotten (admin/owner); 404 when it is not connected or the provider is unknown */
+        delete: operations["deleteApiIntegrationsProviderOauth"];
         options?: never;
         head?: never;
         patch?: never;
@@ -4914,6 +5007,81 @@ export interface operations {
             };
         };
     };
+    getApiOrgOrgIdKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                orgId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The org's API keys, newest first, revoked ones included (admin/owner); never the key itself */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Newest first, revoked ones included, at most 500 */
+                        keys: {
+                            /** Format: uuid */
+                            id: string;
+                            name: string;
+                            /** @description The lookup prefix that names the key; never its secret */
+                            prefix: string;
+                            scopes: string[];
+                            requesterId: string | null;
+                            /** @description The user the key acts for */
+                            createdBy: string | null;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            revokedAt: string | null;
+                        }[];
+                    };
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated but not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server or dependency error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     postApiOrgOrgIdKeys: {
         parameters: {
             query?: never;
@@ -5219,6 +5387,78 @@ export interface operations {
             };
         };
     };
+    getApiOrgOrgIdRegistrationTokens: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                orgId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The org's daemon registration tokens, newest first, revoked ones included (admin/owner); never the token itself */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Newest first, revoked ones included, at most 500 */
+                        registrationTokens: {
+                            /** Format: uuid */
+                            id: string;
+                            name: string;
+                            prefix: string;
+                            /** @description The projects its workers may serve; empty for all of the org */
+                            projects: string[];
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            revokedAt: string | null;
+                        }[];
+                    };
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated but not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server or dependency error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     postApiOrgOrgIdRegistrationTokens: {
         parameters: {
             query?: never;
@@ -5405,6 +5645,475 @@ export interface operations {
             };
         };
     };
+    getApiOrgOrgIdMembers: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                orgId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The org's members with their role, oldest first (anyone in the org). orgId must be the caller's org (403 TENANT_MISMATCH otherwise) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Oldest membership first, at most 1000 */
+                        members: {
+                            user: {
+                                /** Format: uuid */
+                                id: string;
+                                email: string;
+                                firstName: string | null;
+                                lastName: string | null;
+                                profilePictureUrl: string | null;
+                            };
+                            /** @enum {unknown} */
+                            role: "owner" | "admin" | "member" | "viewer";
+                            /** Format: date-time */
+                            joinedAt: string;
+                            /** @description Whether they can sign in with a password (false: single sign-on only, or not yet) */
+                            hasPassword: boolean;
+                        }[];
+                    };
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated but not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server or dependency error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postApiOrgOrgIdMembers: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                orgId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** Format: email */
+                    email: string;
+                    /** @enum {unknown} */
+                    role: "owner" | "admin" | "member" | "viewer";
+                    firstName?: string;
+                    lastName?: string;
+                    /** @description Sets the password of a user this request creates; an existing user keeps how they sign in */
+                    password?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Add a person to the org with a role (admin/owner; only an owner adds an owner): an existing user joins as they are, a new one is created, with the password given if any. 409 when they are already a member (change their role instead) */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        member: {
+                            user: {
+                                /** Format: uuid */
+                                id: string;
+                                email: string;
+                                firstName: string | null;
+                                lastName: string | null;
+                                profilePictureUrl: string | null;
+                            };
+                            /** @enum {unknown} */
+                            role: "owner" | "admin" | "member" | "viewer";
+                            /** Format: date-time */
+                            joinedAt: string;
+                            /** @description Whether they can sign in with a password (false: single sign-on only, or not yet) */
+                            hasPassword: boolean;
+                        };
+                        /** @description True when this request created the user; false when an existing user was added to the org */
+                        created: boolean;
+                    };
+                };
+            };
+            /** @description Malformed or invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated but not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body larger than the route accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server or dependency error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteApiOrgOrgIdMembersUserId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                orgId: string;
+                userId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Remove a member from the org, its projects and teams (admin/owner; only an owner removes an owner); their sessions of this org stop working at once. 409 for the last owner, 404 for someone not in the org */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        userId: string;
+                        /** @constant */
+                        removed: true;
+                    };
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated but not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server or dependency error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    patchApiOrgOrgIdMembersUserId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                orgId: string;
+                userId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @enum {unknown} */
+                    role: "owner" | "admin" | "member" | "viewer";
+                };
+            };
+        };
+        responses: {
+            /** @description Change a member's org role (admin/owner; only an owner makes or unmakes an owner); 409 when it would leave the org without an owner, 404 for someone not in the org */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        member: {
+                            user: {
+                                /** Format: uuid */
+                                id: string;
+                                email: string;
+                                firstName: string | null;
+                                lastName: string | null;
+                                profilePictureUrl: string | null;
+                            };
+                            /** @enum {unknown} */
+                            role: "owner" | "admin" | "member" | "viewer";
+                            /** Format: date-time */
+                            joinedAt: string;
+                            /** @description Whether they can sign in with a password (false: single sign-on only, or not yet) */
+                            hasPassword: boolean;
+                        };
+                        /** @description True when this request created the user; false when an existing user was added to the org */
+                        created: boolean;
+                    };
+                };
+            };
+            /** @description Malformed or invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated but not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body larger than the route accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server or dependency error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getApiOrgTeams: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller's org's teams with how many members each has, oldest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        teams: {
+                            /** Format: uuid */
+                            id: string;
+                            /** Format: uuid */
+                            orgId: string;
+                            name: string;
+                            /** Format: date-time */
+                            createdAt: string;
+                            memberCount: number;
+                        }[];
+                    };
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated but not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server or dependency error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     postApiOrgTeams: {
         parameters: {
             query?: never;
@@ -5477,6 +6186,83 @@ export interface operations {
             };
             /** @description Unsupported content type */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server or dependency error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteApiOrgTeamsIdMembersUserId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                userId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Take a member off a team (admin/owner); 404 for another org's team or someone not on it */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        teamId: string;
+                        /** Format: uuid */
+                        userId: string;
+                        /** @constant */
+                        removed: true;
+                    };
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated but not allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -14764,6 +15550,169 @@ export interface operations {
             /** @description Authenticated but not allowed */
             403: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server or dependency error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getApiOrgOrgIdIntegrations: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                orgId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The org's integrations: each OAuth provider with whether this deployment can connect it and the org's connection, and each webhook provider with whether its signing secret is stored and its webhook URL. orgId must be the caller's org (403 TENANT_MISMATCH otherwise) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        oauth: {
+                            /** @enum {unknown} */
+                            provider: "linear" | "github" | "sentry";
+                            /** @description Whether this deployment has the provider's OAuth app (TROUPE_<PROVIDER>_OAUTH_CLIENT_ID and _SECRET) */
+                            configured: boolean;
+                            connection: {
+                                /**
+                                 * @description reauthorization_required: the provider refused the stored grant; connect again
+                                 * @enum {unknown}
+                                 */
+                                status: "connected" | "reauthorization_required";
+                                scope: string | null;
+                                /** @description The user who connected it */
+                                connectedBy: string;
+                                /** Format: date-time */
+                                connectedAt: string;
+                                /** Format: date-time */
+                                expiresAt: string | null;
+                            } | null;
+                        }[];
+                        webhooks: {
+                            /** @enum {unknown} */
+                            provider: "linear" | "github" | "circleci" | "vercel";
+                            /** @description Whether a signing secret is stored (set it with PUT /api/org/{orgId}/integrations/{provider}) */
+                            connected: boolean;
+                            /** @description The path to give the provider as its webhook URL, after this service's address */
+                            webhookUrl: string;
+                            projectId: string | null;
+                            /** Format: date-time */
+                            updatedAt: string | null;
+                        }[];
+                    };
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated but not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server or dependency error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteApiIntegrationsProviderOauth: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                provider: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Disconnect an OAuth provider from the caller's org: its stored tokens are forgotten (admin/owner); 404 when it is not connected or the provider is unknown */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        provider: string;
+                        /** @constant */
+                        connected: false;
+                    };
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated but not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {

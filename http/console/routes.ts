@@ -11,6 +11,7 @@ import { consoleHeaders } from './headers.js';
 export const CONSOLE_PAGES = [
   '/', '/sign-in', '/fleet', '/sessions', '/sessions/:id', '/approvals', '/approvals/:id', '/workflows', '/workflows/:id',
   '/policies', '/policies/:id', '/incidents', '/audit',
+  '/settings', '/settings/members', '/settings/api-keys', '/settings/registration-tokens', '/settings/integrations', '/settings/budgets',
 ] as const;
 
 export function consoleRoutes<D>(assets: ConsoleAssets): Route<D>[] {

@@ -13,6 +13,8 @@ import { provisioningRoutes } from './provisioning.js';
 import { loginRoutes } from './login.js';
 import { apiKeyRoutes } from './api-keys.js';
 import { teamRoutes } from './teams.js';
+import { memberRoutes } from './members.js';
+import { credentialListRoutes } from './credential-lists.js';
 
 /**
  * Identity routes: provisioning (platform admin, provisioning.ts), login/logout (login.ts), caller context (here),
@@ -93,6 +95,8 @@ export function identityRoutes(): Route<Deps>[] {
       responseSchema: schemas.whoamiReply, handler: whoami,
     }),
     ...apiKeyRoutes(),
+    ...credentialListRoutes(),
+    ...memberRoutes(),
     ...teamRoutes(),
   ];
 }

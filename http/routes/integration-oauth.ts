@@ -48,6 +48,17 @@ const connectingUser: RouteAuthorization<Deps, any, ConnectingUser> = {
   resource: (_req, _p, who) => ({ type: 'Integration', id: who.provider, orgId: who.orgId }),
 };
 
+/** A browser's page load, not a script's call; browsers send no Sec-Fetch headers to a plain-http origin other than loopback. */
+function isNavigation(req: HttpRequest): boolean {
+  const mode = req.headers['sec-fetch-mode'];
+  return mode === undefined ? (req.headers.accept ?? '').includes('text/html') : mode === 'navigate';
+}
+
+/** The console's integrations page (a relative Location: the browser stays on the address it reached us at). */
+function backToConsole(query: Record<string, string>) {
+  return { status: 303, headers: { location: `/settings/integrations?${new URLSearchParams(query).toString()}` }, body: {} };
+}
+
 function redirectUriFor(req: HttpRequest, deps: Deps, provider: OAuthProvider): string {
   const path = `/api/integrations/${provider}/oauth/callback`;
   if (deps.config.publicUrl) return `${deps.config.publicUrl}${path}`;
@@ -76,12 +87,21 @@ export function integrationOAuthRoutes(): Route<Deps>[] {
       summary: "Finish a provider connection: the state must be this user's, unused and unexpired; the code is exchanged at the provider's token endpoint and the tokens stored encrypted",
       querySchema: callbackQuery, responseSchema: callbackReply,
       authorize: connectingUser,
+      description: 'A browser arriving from the provider (a navigation: `Sec-Fetch-Mode: navigate`, or without Sec-Fetch headers, `Accept` naming text/html) is answered 303 to the console\'s '
+        + 'integrations page instead, with `connected={provider}` or `provider={provider}&error={what went wrong}` in its query, so the '
+        + 'person lands back where they started; any other client gets this JSON or the error.',
       async handler(req, deps, { found: who }) {
-        return {
-          body: await completeAuthorization(deps, {
-            ...who, state: req.query.get('state') ?? '', code: req.query.get('code') ?? undefined, providerError: req.query.get('error') ?? undefined,
-          }),
-        };
+        const finish = () => completeAuthorization(deps, {
+          ...who, state: req.query.get('state') ?? '', code: req.query.get('code') ?? undefined, providerError: req.query.get('error') ?? undefined,
+        });
+        if (!isNavigation(req)) return { body: await finish() };
+        return finish().then(
+          (done) => backToConsole({ connected: done.provider }),
+          (err: unknown) => {
+            if (!(err instanceof TroupeError)) throw err;
+            return backToConsole({ provider: who.provider, error: err.message });
+          },
+        );
       },
     }),
   ];

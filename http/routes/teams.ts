@@ -6,10 +6,12 @@ import { route, type BodyOf } from '../route.js';
 import { findOrgMember } from '../../storage/identity/users.js';
 import { findTeam, insertTeam, listTeamMembers, upsertTeamMember } from '../../storage/identity/teams.js';
 import * as schemas from '../../schemas/identity/http.js';
+import { listTeams, removeTeamMember } from '../../storage/identity/org-admin.js';
+import { teamMemberRemovedReply, teamsReply } from '../../schemas/identity/admin-http.js';
 import { auditTrail } from './audit-trail.js';
 import { orgPrincipal, requesterOf } from '../principal.js';
 
-/** Teams of the caller's org: created and given members by its admins, read by its members; another org's team is 404. */
+/** Teams of the caller's org: created, given and relieved of members by its admins, read by its members; another org's team is 404. */
 
 /** The new team's id is chosen before Cedar is asked, so the decision names the team that is then created. */
 const newTeam: RouteAuthorization<Deps, any, string> = {
@@ -52,8 +54,32 @@ export async function listMembersOfTeam(_req: HttpRequest, deps: Deps, { found: 
   return { body: { members: await listTeamMembers(deps.db, team.orgId, team.id) } };
 }
 
+export async function listOrgTeams(req: HttpRequest, deps: Deps): Promise<Reply> {
+  return { body: { teams: await listTeams(deps.db, orgPrincipal(req).orgId) } };
+}
+
+export async function removeFromTeam(req: HttpRequest, deps: Deps, { found: team }: RouteCall<Team>): Promise<Reply> {
+  const p = orgPrincipal(req);
+  const userId = req.params.userId ?? '';
+  if (!(await removeTeamMember(deps.db, team.orgId, team.id, userId))) throw new TroupeError('NOT_FOUND', 'not a member of this team');
+  await auditTrail(deps, team.orgId, 'team.member_removed', requesterOf(p), team.id, { userId });
+  return { body: { teamId: team.id, userId, removed: true } };
+}
+
 export function teamRoutes(): Route<Deps>[] {
   return [
+    route({
+      method: 'get', path: '/api/org/teams', auth: 'org', tags: ['teams'],
+      summary: "The caller's org's teams with how many members each has, oldest first",
+      responseSchema: teamsReply,
+      authorize: { action: 'read', resource: (_req, p) => ({ type: 'Org', id: p.orgId, orgId: p.orgId }) },
+      handler: listOrgTeams,
+    }),
+    route({
+      method: 'delete', path: '/api/org/teams/:id/members/:userId', auth: 'org', tags: ['teams'],
+      summary: "Take a member off a team (admin/owner); 404 for another org's team or someone not on it",
+      responseSchema: teamMemberRemovedReply, authorize: onTeam('manage-members'), handler: removeFromTeam,
+    }),
     route({
       method: 'post', path: '/api/org/teams', auth: 'org', tags: ['teams'], successStatus: 201,
       summary: 'Create a team in the caller\'s org (admin/owner)',

@@ -9,6 +9,11 @@ import { Policies } from './policies.js';
 import { PolicyPage } from './policy.js';
 import { Incidents } from './incidents.js';
 import { Audit } from './audit.js';
+import { MembersPage } from './admin/members.js';
+import { ApiKeysPage } from './admin/api-keys.js';
+import { RegistrationTokensPage } from './admin/registration-tokens.js';
+import { IntegrationsPage } from './admin/integrations.js';
+import { BudgetsPage } from './admin/budgets.js';
 
 /** Every signed-in page: its path (the node serves the same paths, see http/console/routes.ts) and nav section. */
 export const pages: readonly { path: string; section: string; component: FunctionComponent<any> }[] = [
@@ -24,4 +29,10 @@ export const pages: readonly { path: string; section: string; component: Functio
   { path: '/policies/:id', section: 'policies', component: PolicyPage },
   { path: '/incidents', section: 'incidents', component: Incidents },
   { path: '/audit', section: 'audit', component: Audit },
+  { path: '/settings', section: 'settings', component: MembersPage },
+  { path: '/settings/members', section: 'settings', component: MembersPage },
+  { path: '/settings/api-keys', section: 'settings', component: ApiKeysPage },
+  { path: '/settings/registration-tokens', section: 'settings', component: RegistrationTokensPage },
+  { path: '/settings/integrations', section: 'settings', component: IntegrationsPage },
+  { path: '/settings/budgets', section: 'settings', component: BudgetsPage },
 ];

@@ -9,6 +9,7 @@ const sections = [
   ['policies', '/policies', 'Policies'],
   ['incidents', '/incidents', 'Incidents'],
   ['audit', '/audit', 'Audit'],
+  ['settings', '/settings/members', 'Settings'],
 ] as const;
 
 export function Shell({ current, onSignOut, children }: { current: string; onSignOut: () => void; children: ComponentChildren }) {
