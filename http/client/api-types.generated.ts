@@ -2055,7 +2055,11 @@ export interface paths {
         };
         /** The project's queue: whether it is paused (by whom, since when) and how many sessions wait in it (project readers) */
         get: operations["getApiProjectsProjectIdQueue"];
-        put?: never;
+        /**
+         * Set the project's weight in its org's fair offer rounds (org admins and owners)
+         * @description Within the org, projects with pending sessions are offered in turns, least recently served first; a turn offers up to `weight` sessions of the project (highest priority first, first come first served within a priority). A change is audited (`queue.weight_changed`, with the weight before and after); setting what is set changes nothing.
+         */
+        put: operations["putApiProjectsProjectIdQueue"];
         post?: never;
         delete?: never;
         options?: never;
@@ -15929,6 +15933,8 @@ export interface operations {
                         pausedBy: string | null;
                         /** @description Sessions of the project waiting to be claimed (while paused, they wait for the resume) */
                         pending: number;
+                        /** @description The project's share of its org's offer rounds (decision 0085): each round offers every project with pending sessions up to this many before the next project; 1 when never set */
+                        weight: number;
                     };
                 };
             };
@@ -15944,6 +15950,124 @@ export interface operations {
             /** @description Authenticated but not allowed */
             403: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server or dependency error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    putApiProjectsProjectIdQueue: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                projectId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The project's share of its org's offer rounds (decision 0085): each round offers every project with pending sessions up to this many before the next project; 1 when never set */
+                    weight: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Set the project's weight in its org's fair offer rounds (org admins and owners) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        projectId: string;
+                        paused: boolean;
+                        /**
+                         * Format: date-time
+                         * @description When the pause began; null while not paused
+                         */
+                        pausedAt: string | null;
+                        /** @description Who paused: `user:<id>`, `apiKey:<id>` or `machine:<id>`; null while not paused */
+                        pausedBy: string | null;
+                        /** @description Sessions of the project waiting to be claimed (while paused, they wait for the resume) */
+                        pending: number;
+                        /** @description The project's share of its org's offer rounds (decision 0085): each round offers every project with pending sessions up to this many before the next project; 1 when never set */
+                        weight: number;
+                    };
+                };
+            };
+            /** @description Malformed or invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated but not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body larger than the route accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {

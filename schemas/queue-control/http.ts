@@ -1,7 +1,7 @@
 import { mutationViewSchema } from '../sessions/daemon.js';
 
 /**
- * Replies of the queue controls (issue 36, decision 0079): pausing and resuming a project's queue and a worker, and
+ * Replies of the queue controls (issue 36, decisions 0079, 0085): pausing and resuming a project's queue and a worker, and
  * draining a worker. Pausing what is paused, or resuming what runs, answers the same shape with nothing changed.
  */
 const pauseMembers = {
@@ -16,13 +16,28 @@ export const projectQueuePauseReply = {
   properties: { projectId: { type: 'string', format: 'uuid' }, ...pauseMembers },
 } as const;
 
+const weight = {
+  type: 'integer', minimum: 1, maximum: 100,
+  description: "The project's share of its org's offer rounds (decision 0085): each round offers every project with pending "
+    + 'sessions up to this many before the next project; 1 when never set',
+} as const;
+
 export const projectQueueReply = {
   type: 'object',
-  required: ['projectId', 'paused', 'pausedAt', 'pausedBy', 'pending'],
+  required: ['projectId', 'paused', 'pausedAt', 'pausedBy', 'pending', 'weight'],
   properties: {
     projectId: { type: 'string', format: 'uuid' }, ...pauseMembers,
     pending: { type: 'integer', minimum: 0, description: 'Sessions of the project waiting to be claimed (while paused, they wait for the resume)' },
+    weight,
   },
+} as const;
+
+/** `PUT /api/projects/{projectId}/queue`: the project's weight in the org's fair offer rounds. */
+export const projectQueueBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['weight'],
+  properties: { weight },
 } as const;
 
 export const workerPauseReply = {

@@ -61,6 +61,8 @@ const trigger = {
         type: { const: 'webhook' },
         provider: { enum: WEBHOOK_TRIGGER_PROVIDERS },
         event: text(128),
+        // The priority of the sessions its runs dispatch from agent nodes that set none (decision 0085).
+        priority: { type: 'integer', minimum: 0, maximum: 9 },
         filter: {
           type: 'object', maxProperties: MAX_FILTER_ENTRIES,
           propertyNames: { pattern: '^[A-Za-z0-9_*-]{1,64}(\\.[A-Za-z0-9_*-]{1,64}){0,9}$' },
@@ -187,6 +189,8 @@ export type Trigger =
       readonly provider: WebhookTriggerProvider;
       readonly event: string;
       readonly filter: Readonly<Record<string, FilterValue | readonly FilterValue[]>>;
+      /** The priority of the sessions its runs' agent nodes dispatch when a node sets none (decision 0085). */
+      readonly priority?: number;
     };
 
 export type ScheduleTrigger = Extract<Trigger, { type: 'schedule' }>;

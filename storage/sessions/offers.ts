@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import type { SessionRepository } from '../../schemas/sessions/session-state.js';
 import { agentSessionIdOf } from './run-reports.js';
 import { HOLDING_STATUSES, roomUnderKeys } from '../queue-control/concurrency.js';
+import { recordTurns, type Turn } from '../queue-control/fair-turns.js';
 
 /**
  * What a worker is offered (`POST /api/daemon/poll`, the `offer` event of `GET /api/daemon/events`): the protocol of
@@ -109,12 +110,74 @@ async function withinKeyLimits(db: Knex, orgId: string, ordered: readonly Row[])
   });
 }
 
+/** The turn columns of a row outside the rounds (a worker's own follow-up), so the two scans' rows have one shape. */
+const noTurn = (db: Knex) => ['null::smallint as turn_weight', 'null::int as turn_used', 'null::timestamptz as turn_at', 'null::bigint as turn_rank']
+  .map((c) => db.raw(c));
+
+/** A follow-up goes to the worker that ran it while that worker is live and the grace has not run out (decision 0075). */
+const mayTakeFollowUp = (db: Knex, workerId: string, routing: FollowUpRouting) => (q: Knex.QueryBuilder) => q
+  .where('s.epoch', '<=', 1).orWhereNull('s.last_worker_id').orWhere('s.last_worker_id', workerId)
+  .orWhere('s.updated_at', '<', new Date(routing.graceSince))
+  .orWhereNotExists(db('daemon_workers as w').whereRaw('w.id = s.last_worker_id').where('w.last_seen_at', '>=', new Date(routing.liveSince)));
+
+/**
+ * The sessions a worker may take, in fair turns (decision 0085): the first `capacity` of each of its projects' queues
+ * (highest priority first, FIFO within one: one descent of the per-project index of migration 0055 each, however long
+ * a queue is), ranked by the round each falls in given its project's turn (`weight` offers a turn), then by the time
+ * the project last finished a turn (never first), then priority and age. A burst in one project therefore waits its
+ * turn behind the head of every other project's queue. Paused projects and a paused worker are offered nothing.
+ * Exported for the bench that prints its plan (ops/bench/lifecycle-queue.ts).
+ */
+export function fairOfferQuery(db: Knex, orgId: string, projectIds: readonly string[], workerId: string, capacity: number, routing: FollowUpRouting) {
+  const head = db('sessions as s').select(OFFER_COLUMNS)
+    .whereRaw('s.project_id = p.id')
+    .where({ 's.org_id': orgId, 's.status': 'pending' })
+    .whereNot('s.lock_state', 'waiting')
+    .where((q) => q.whereNull('s.concurrency_key').orWhereNotExists(keyAtItsLimit(db)))
+    .where(mayTakeFollowUp(db, workerId, routing))
+    .orderBy([{ column: 's.priority', order: 'desc' }, { column: 's.created_at' }, { column: 's.id' }])
+    .limit(capacity);
+  return db.raw(`select * from (
+      select c.*, coalesce(t.weight, 1) as turn_weight, coalesce(t.turn_used, 0) as turn_used, t.turn_at,
+        row_number() over (partition by p.id order by c.priority desc, c.created_at, c.id) as turn_rank
+      from unnest(?::uuid[]) as p(id)
+      left join project_queue_turns t on t.project_id = p.id and t.org_id = ?
+      cross join lateral ? as c
+      where not exists (select from project_queue_pauses qp where qp.project_id = p.id)
+        and not exists (select from worker_pauses wp where wp.worker_id = ?)
+    ) f
+    order by (f.turn_used + f.turn_rank - 1) / f.turn_weight, f.turn_at nulls first, f.priority desc, f.created_at, f.id
+    limit ?`, [[...projectIds], orgId, head, workerId, capacity]);
+}
+
+const turnOf = (r: Row): Turn => ({
+  weight: Number(r.turn_weight), used: Number(r.turn_used), turnAt: r.turn_at === null || r.turn_at === undefined ? null : new Date(r.turn_at as string).getTime(),
+});
+const roundOf = (r: Row): number => (r.turn_rank === null || r.turn_rank === undefined ? 0 : Math.floor((Number(r.turn_used) + Number(r.turn_rank) - 1) / Number(r.turn_weight)));
+const turnTime = (r: Row): number => (r.turn_at === null || r.turn_at === undefined ? -Infinity : new Date(r.turn_at as string).getTime());
+
+/** The fair query's order, again for the merge with the worker's own follow-ups (which have no turn: round 0). */
+const inTurn = (a: Row, b: Row): number => roundOf(a) - roundOf(b) || turnTime(a) - turnTime(b)
+  || Number(b.priority) - Number(a.priority) || timeOf(a) - timeOf(b) || String(a.id).localeCompare(String(b.id));
+
+/** How many sessions of each project in the rounds this poll offers, with the turn each was read at. */
+function turnsOffered(rows: readonly Row[]): Map<string, { before: Turn; offered: number }> {
+  const turns = new Map<string, { before: Turn; offered: number }>();
+  for (const r of rows) {
+    if (r.turn_rank === null || r.turn_rank === undefined) continue;
+    const projectId = String(r.project_id);
+    const seen = turns.get(projectId);
+    turns.set(projectId, { before: seen?.before ?? turnOf(r), offered: (seen?.offered ?? 0) + 1 });
+  }
+  return turns;
+}
+
 /**
  * What a poll offers a worker: pending sessions of its projects that are not waiting for an issue lock, whose
- * project's queue is not paused and whose concurrency key has room (decision 0081), highest priority first and oldest
- * first within a priority, none while the worker itself is paused (decision 0079),
- * up to its capacity; plus, for sessions it holds, prompts queued for it, claimed with one UPDATE so two polls never
- * deliver the same prompt. A follow-up is offered to the worker that ran the session while that worker is live and the
+ * project's queue is not paused and whose concurrency key has room (decision 0081), none while the worker itself is
+ * paused (decision 0079), up to its capacity: the org's projects in fair turns, and within a project highest priority
+ * first and oldest first within a priority (decision 0085); each project offered something moves on in its turn. Plus,
+ * for sessions it holds, prompts queued for it, claimed with one UPDATE so two polls never deliver the same prompt. A follow-up is offered to the worker that ran the session while that worker is live and the
  * grace has not run out; to any worker after. This worker's own follow-ups come first: it holds their workspaces.
  */
 export async function pollForWorker(
@@ -133,22 +196,20 @@ export async function pollForWorker(
       // Under an OR, not an anti-join: the planner keeps reading the priority index in order and probes only the
       // keyed rows it meets, instead of joining every pending session to the settings before it can stop.
       .where((q) => q.whereNull('s.concurrency_key').orWhereNotExists(keyAtItsLimit(db)))
-      // Highest priority first, first come first served within one: the order of the partial index of migration 0051.
+      // The worker's own follow-ups, highest priority first: the order of the partial index of migration 0051.
       .orderBy([{ column: 's.priority', order: 'desc' }, { column: 's.created_at' }, { column: 's.id' }])
       .limit(capacity);
-    // Two ordered scans in one statement, each by an index: this worker's own follow-ups (the partial index of
-    // migration 0048), then everything it may take, oldest first; a row in both is offered once.
-    const ownFollowUps = pending().where('s.epoch', '>', 1).where('s.last_worker_id', workerId);
-    const mayTake = pending()
-      .where((q) => q.where('s.epoch', '<=', 1).orWhereNull('s.last_worker_id').orWhere('s.last_worker_id', workerId)
-        .orWhere('s.updated_at', '<', new Date(routing.graceSince))
-        .orWhereNotExists(db('daemon_workers as w').whereRaw('w.id = s.last_worker_id').where('w.last_seen_at', '>=', new Date(routing.liveSince))));
-    const both = await db.unionAll([db.select('*').from(ownFollowUps.as('own')), db.select('*').from(mayTake.as('any'))], true) as Row[];
-    const byId = new Map(both.map((r) => [String(r.id), r]));
+    // Two scans in one statement: this worker's own follow-ups (the partial index of migration 0048), then the head of
+    // each project's queue it may take, in fair turns (decision 0085); a row in both is offered once.
+    const ownFollowUps = pending().where('s.epoch', '>', 1).where('s.last_worker_id', workerId).select(noTurn(db));
+    const both = await db.unionAll([db.select('*').from(ownFollowUps.as('own')), fairOfferQuery(db, orgId, projectIds, workerId, capacity, routing)], true) as Row[];
+    // A row in both keeps its turn, so the offer counts in its project's turn.
+    const byId = new Map<string, Row>();
+    for (const r of both) if (!byId.has(String(r.id)) || r.turn_rank !== null) byId.set(String(r.id), r);
     const own = (r: Row): number => (Number(r.epoch) > 1 && r.last_worker_id === workerId ? 0 : 1);
-    const ordered = [...byId.values()]
-      .sort((a, b) => own(a) - own(b) || Number(b.priority) - Number(a.priority) || timeOf(a) - timeOf(b) || String(a.id).localeCompare(String(b.id)));
+    const ordered = [...byId.values()].sort((a, b) => own(a) - own(b) || inTurn(a, b));
     const rows = (await withinKeyLimits(db, orgId, ordered)).slice(0, capacity);
+    await recordTurns(db, orgId, turnsOffered(rows), now);
     const resumable = await Promise.all(rows.map((r) => (Number(r.epoch) > 1 ? agentSessionIdOf(db, orgId, String(r.id)) : undefined)));
     rows.forEach((r, i) => offered.push(offerOf({
       id: String(r.public_id), projectId: String(r.project_id), prompt: String(r.prompt),

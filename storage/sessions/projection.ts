@@ -3,6 +3,7 @@ import { APPLIED, TransitionStatement, type FollowUp } from '../transition-state
 import { DEFAULT_PRIORITY, type SessionEffect, type SessionState } from '../../schemas/sessions/session-state.js';
 import { publicSessionId } from '../../schemas/sessions/session-ids.js';
 import { oweTrackerComment, trackerTargetOf } from './tracker-comments.js';
+import { checkKeyRoomAtClaim } from '../queue-control/claim-check.js';
 
 const isTerminal = (status: string): boolean => status === 'completed' || status === 'failed' || status === 'stopped';
 
@@ -31,6 +32,11 @@ export function projectSessionStatement(
         if (next.status === 'pending' && previous.status !== 'pending' && spec.trackerIssue !== null) {
           const issue = spec.trackerIssue;
           followUps.push((tx) => acquireIssueLock(tx, spec.orgId, issue, id, next.updatedAt));
+        }
+        // A claim of a keyed session is refused, and nothing of it written, past its project's limit (decision 0085).
+        const key = spec.concurrencyKey;
+        if (next.status === 'claimed' && previous.status === 'pending' && key !== undefined && key !== null) {
+          followUps.push((tx) => checkKeyRoomAtClaim(tx, spec.orgId, spec.projectId, key));
         }
         break;
       }

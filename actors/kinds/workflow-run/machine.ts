@@ -331,13 +331,15 @@ function effectFor(run: LiveRun, pending: Pending, ctx: DecideContext): RunEffec
   switch (pending.kind) {
     case 'agent': {
       const agent = node as Extract<PlanNode, { kind: 'agent' }>;
+      // The node's own priority, else, in a run a webhook trigger started, the trigger's (decision 0085).
+      const priority = agent.priority ?? (run.trigger?.kind === 'webhook' ? run.plan.webhookPriority : undefined);
       return {
         type: 'dispatchAgent', runId: ctx.id, orgId: run.orgId, projectId: run.projectId, nodeId: pending.nodeId,
         sessionId: pending.sessionId, trackerSessionId: trackerSessionIdFor(ctx.id, pending.nodeId, run.visits), prompt: agent.prompt,
         ...(agent.provider ? { provider: agent.provider } : {}), ...(agent.workType ? { workType: agent.workType } : {}),
         ...(agent.agentCardId ? { agentCardId: agent.agentCardId } : {}),
         ...(agent.repository ? { repository: agent.repository } : {}), ...(agent.ref ? { ref: agent.ref } : {}),
-        ...(agent.priority !== undefined ? { priority: agent.priority } : {}),
+        ...(priority !== undefined ? { priority } : {}),
       };
     }
     case 'gate': {

@@ -53,6 +53,8 @@ export interface Plan {
   readonly start?: string;
   readonly nodes: readonly PlanNode[];
   readonly edges: readonly PlanEdge[];
+  /** A webhook trigger's `priority`: what a run the trigger started gives agent nodes that set none (decision 0085). */
+  readonly webhookPriority?: number;
 }
 
 export interface AnalysedDefinition {
@@ -124,6 +126,7 @@ export function analyseDefinition(yamlText: string): AnalysedDefinition {
     ...(nodes[0] ? { start: nodes[0].id } : {}),
     nodes: nodes.map((n) => compileNode(stripNames(n))),
     edges,
+    ...(deployedTrigger.type === 'webhook' && deployedTrigger.priority !== undefined ? { webhookPriority: deployedTrigger.priority } : {}),
   };
   return {
     definitionVersion: version,

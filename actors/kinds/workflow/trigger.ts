@@ -41,7 +41,10 @@ export function triggerOf(raw: Record<string, unknown>): Trigger {
         throw invalid('filter', `could visit ${visits} payload values, more than the limit of ${FILTER_VISIT_LIMIT}: `
           + `each '*' may expand to ${MAX_WILDCARD_ELEMENTS} array elements, so use fewer wildcards or fewer paths`);
       }
-      return { type: 'webhook', provider: raw.provider as WebhookTriggerProvider, event: String(raw.event), filter };
+      return {
+        type: 'webhook', provider: raw.provider as WebhookTriggerProvider, event: String(raw.event), filter,
+        ...(typeof raw.priority === 'number' ? { priority: raw.priority } : {}),
+      };
     }
     default:
       return { type: 'manual' };

@@ -56,7 +56,7 @@ for (const { set, skip } of engineSets) describe(`project queue pause and resume
     // What was claimed before the pause runs on and ends.
     for (const status of ['running', 'finalizing', 'completed']) expect((await report(t, d, running, status)).status, status).to.equal(200);
 
-    expect(await queue(acme, who.projectViewer)).to.deep.equal({ ...paused.json, pending: 2 });
+    expect(await queue(acme, who.projectViewer)).to.deep.equal({ ...paused.json, pending: 2, weight: 1 });
     const stats = (await t.call('GET', '/api/fleet/stats', { token: acme.apiKey })).json;
     expect(stats.queue.pausedProjects).to.deep.equal([{ projectId: acme.projectId, pausedAt: paused.json.pausedAt, pausedBy: paused.json.pausedBy }]);
     expect(stats.queue.depth).to.equal(2);

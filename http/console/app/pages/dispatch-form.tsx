@@ -16,6 +16,8 @@ export function DispatchForm({ onDispatched, repositoriesRevision }: { onDispatc
   const [projectId, setProjectId] = useState(me.projects[0]?.id ?? '');
   const [prompt, setPrompt] = useState('');
   const [code, setCode] = useState<{ repository: string; ref: string; agent: AgentPreset | '' }>({ repository: '', ref: '', agent: '' });
+  // 5 is the server's default: sent only when the person chose another (decision 0081).
+  const [priority, setPriority] = useState(5);
   const [error, setError] = useState<ApiError | undefined>(undefined);
   const [busy, setBusy] = useState(false);
   const repositories = useRepositories(me.role !== 'viewer' && projectId ? projectId : undefined, repositoriesRevision).data?.repositories ?? [];
@@ -31,6 +33,7 @@ export function DispatchForm({ onDispatched, repositoriesRevision }: { onDispatc
       ...(chosen ? { repository: chosen.id } : {}),
       ...(chosen && code.ref.trim() ? { ref: code.ref.trim() } : {}),
       ...(code.agent ? { agent: code.agent } : {}),
+      ...(priority !== 5 ? { priority } : {}),
     };
     try {
       const reply = await post<Dispatched>('/api/agent-dispatch', body);
@@ -66,6 +69,10 @@ export function DispatchForm({ onDispatched, repositoriesRevision }: { onDispatc
       <select id="dispatch-agent" value={code.agent} onChange={(e) => setCode((c) => ({ ...c, agent: (e.target as HTMLSelectElement).value as AgentPreset | '' }))}>
         <option value="">The worker's own (its --agent)</option>
         {Object.entries(AGENT_PRESETS).map(([preset, label]) => <option key={preset} value={preset}>{label}</option>)}
+      </select>
+      <label for="dispatch-priority">Priority (within the project, higher first)</label>
+      <select id="dispatch-priority" value={String(priority)} onChange={(e) => setPriority(Number((e.target as HTMLSelectElement).value))}>
+        {[9, 8, 7, 6, 5, 4, 3, 2, 1, 0].map((p) => <option key={p} value={String(p)}>{p === 9 ? '9 (highest)' : p === 5 ? '5 (default)' : p === 0 ? '0 (lowest)' : String(p)}</option>)}
       </select>
       <ErrorNote error={error} title="Not dispatched" />
       <button type="submit" disabled={busy}>{busy ? 'Dispatching…' : 'Dispatch'}</button>

@@ -2,6 +2,7 @@ import { useEffect, useRef } from 'preact/hooks';
 import type { FleetStats, FleetWorkerList } from '../api-types.js';
 import { useApi, useEventStream, useInterval } from '../data.js';
 import { Empty, ErrorNote, Live, Loading, money, PageHeader, Status, Time } from '../ui/bits.js';
+import { ProjectQueueSection, WorkerControls } from './queue-controls.js';
 
 /** Workers and the queue, refreshed every few seconds and whenever a session changes status. */
 export function Fleet() {
@@ -27,6 +28,7 @@ export function Fleet() {
           <div class="tile"><span class="tile-value">{money(s.quota.costUsd)}</span><span class="tile-label">{s.quota.sessions} sessions in {s.quota.period}</span></div>
         </div>
       ) : !stats.error ? <Loading what="fleet statistics" /> : null}
+      <ProjectQueueSection />
       <h2>Workers</h2>
       {!workers.data ? (workers.error ? null : <Loading what="workers" />) : workers.data.workers.length === 0 ? (
         <Empty title="No worker has registered yet.">
@@ -37,15 +39,16 @@ export function Fleet() {
         <div class="table-wrap" tabIndex={0}>
           <table class="list">
             <caption class="sr-only">Workers, latest heartbeat first</caption>
-            <thead><tr><th scope="col">Worker</th><th scope="col">State</th><th scope="col">Load</th><th scope="col">Last heartbeat</th><th scope="col">Projects</th></tr></thead>
+            <thead><tr><th scope="col">Worker</th><th scope="col">State</th><th scope="col">Load</th><th scope="col">Last heartbeat</th><th scope="col">Projects</th><th scope="col"><span class="sr-only">Controls</span></th></tr></thead>
             <tbody>
               {workers.data.workers.map((w) => (
                 <tr key={w.id} data-worker={w.id}>
                   <td>{w.hostname}<span class="row-title"><code>{w.id.slice(0, 8)}</code></span></td>
-                  <td><Status value={w.live ? 'live' : 'silent'} /></td>
+                  <td><Status value={w.live ? 'live' : 'silent'} />{w.paused ? <> <span data-worker-paused><Status value="paused" /></span></> : null}</td>
                   <td><meter min={0} max={w.maxAgents} value={w.activeSessions} aria-label={`${w.activeSessions} of ${w.maxAgents} slots in use`} /> {w.activeSessions} / {w.maxAgents}</td>
                   <td><Time at={w.lastSeenAt} /></td>
                   <td>{w.projects.map((p) => p.name ?? p.id?.slice(0, 8)).join(', ') || '—'}</td>
+                  <td><WorkerControls worker={w} onChanged={refresh} /></td>
                 </tr>
               ))}
             </tbody>

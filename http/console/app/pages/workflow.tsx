@@ -5,6 +5,7 @@ import { asApiError, useApi, type Loaded } from '../data.js';
 import { actorName, projectName, useMe, type Me } from '../me.js';
 import { Empty, ErrorNote, Loading, PageHeader, Status, Time } from '../ui/bits.js';
 import { VersionDiff } from './version-diff.js';
+import { ScheduleSection } from './queue-controls.js';
 
 const liveVersionOf = (w: Workflow): number | null => w.publishedVersion ?? null;
 
@@ -59,6 +60,8 @@ export function WorkflowPage({ id }: { id: string }) {
       <p class="muted">In {projectName(me, w.projectId)} · current version {w.version}{liveVersion !== null ? ` · live version ${liveVersion}` : ' · not published'}</p>
       <ErrorNote error={error} title="Refused" />
       {notice ? <p class="note" role="status">{notice}</p> : null}
+
+      <ScheduleSection workflowId={w.id} mayControl={w.can.publish} />
 
       <VersionsTable w={w} me={me} versions={versions} from={from} to={to} onCompare={setCompare} act={act} />
 
