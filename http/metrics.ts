@@ -65,29 +65,7 @@ export function httpMetrics(registry: Registry): HttpMetrics {
     });
     return Object.assign(gauge, { readers });
   });
-  // Not one series per org (unbounded label cardinality): the busiest org's count against the limit says whether any
-  // tenant is near its share, and how many hold all of it says whether refusals are one tenant's or many.
-  const orgStreams = registeredMetric(registry, 'troupe_http_sse_org_streams', () => {
-    const readers = new Set<() => OrgStreamReading>();
-    const gauge = new Gauge<'measure'>({
-      name: 'troupe_http_sse_org_streams',
-      help: 'Per-org event streams on this node: busiest = the most one org holds, at_limit = orgs holding TROUPE_STREAMS_PER_ORG (decision 0082).',
-      labelNames: ['measure'],
-      registers: [registry],
-      collect() {
-        let busiest = 0;
-        let atLimit = 0;
-        for (const read of readers) {
-          const now = read();
-          busiest = Math.max(busiest, now.busiest);
-          atLimit += now.atLimit;
-        }
-        this.set({ measure: 'busiest' }, busiest);
-        this.set({ measure: 'at_limit' }, atLimit);
-      },
-    });
-    return Object.assign(gauge, { readers });
-  });
+  const orgStreams = orgStreamsGauge(registry);
   return {
     duration: registeredMetric(registry, 'troupe_http_request_duration_seconds', () => new LabelledHistogram<'method' | 'route' | 'status'>({
       name: 'troupe_http_request_duration_seconds',
@@ -130,4 +108,33 @@ export function httpMetrics(registry: Registry): HttpMetrics {
       return () => orgStreams.readers.delete(read);
     },
   };
+}
+
+/**
+ * `troupe_http_sse_org_streams`: not one series per org (unbounded label cardinality): the busiest org's count against
+ * the limit says whether any tenant is near its share, and how many hold all of it says whether refusals are one
+ * tenant's or many.
+ */
+function orgStreamsGauge(registry: Registry) {
+  return registeredMetric(registry, 'troupe_http_sse_org_streams', () => {
+    const readers = new Set<() => OrgStreamReading>();
+    const gauge = new Gauge<'measure'>({
+      name: 'troupe_http_sse_org_streams',
+      help: 'Per-org event streams on this node: busiest = the most one org holds, at_limit = orgs holding TROUPE_STREAMS_PER_ORG (decision 0082).',
+      labelNames: ['measure'],
+      registers: [registry],
+      collect() {
+        let busiest = 0;
+        let atLimit = 0;
+        for (const read of readers) {
+          const now = read();
+          busiest = Math.max(busiest, now.busiest);
+          atLimit += now.atLimit;
+        }
+        this.set({ measure: 'busiest' }, busiest);
+        this.set({ measure: 'at_limit' }, atLimit);
+      },
+    });
+    return Object.assign(gauge, { readers });
+  });
 }
