@@ -211,7 +211,7 @@ export interface SettledReply {
 export const JSON_TYPE = 'application/json; charset=utf-8';
 
 /** The status, headers and bytes of a handler's JSON or text reply; throws (a 500) when the handler got them wrong. */
-export function settle(route: Route<any>, reply: Exclude<Reply, { kind: 'sse' }>): SettledReply {
+export function settle(route: Route<any>, reply: Exclude<Reply, { kind: 'sse' } | { kind: 'chunks' }>): SettledReply {
   const status = reply.status ?? route.successStatus ?? 200;
   if (!Number.isInteger(status) || status < 200 || status > 599) throw new Error(`handler returned status ${status}`);
   // Most replies (every heartbeat) set no headers of their own: nothing to copy or check then. The edge's own

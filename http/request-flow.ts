@@ -8,10 +8,11 @@ import type { AuthDeps } from './authenticate.js';
 import { ClientAborted, collectBody, EMPTY_BODY, readBody } from './body.js';
 import { clientAddressOf } from './client-address.js';
 import type { EventStreams } from './event-streams.js';
-import { copyRequest, Exchange, type CopiedRequest } from './exchange.js';
+import { sendChunked } from './chunked-reply.js';
+import { assertSafeHeaders, copyRequest, Exchange, type CopiedRequest } from './exchange.js';
 import { answer, answerRead, isPending, JSON_TYPE, refusal, settle, type CompiledRoute, type EdgeHooks, type ErrorAnswer } from './pipeline.js';
 import type { ServerState } from './server-state.js';
-import type { Reply } from './types.js';
+import type { ChunkedReply, Reply } from './types.js';
 import type { UwsRequest, UwsResponse } from './uws.js';
 
 /**
@@ -130,8 +131,12 @@ export class RequestFlow<D extends AuthDeps> {
       void this.serveReply(c, exchange, copied, reply, started, false);
       return;
     }
+    if (reply.kind === 'chunks') {
+      void this.serveReply(c, exchange, copied, Promise.resolve(reply), started, false);
+      return;
+    }
     try {
-      this.deliver(c, exchange, copied, reply, started);
+      void this.deliver(c, exchange, copied, reply, started);
     } catch (err) {
       log.error({ err, reqId: copied.requestId }, 'request pipeline failed');
     } finally {
@@ -160,7 +165,7 @@ export class RequestFlow<D extends AuthDeps> {
       } catch (err) {
         return this.failed(c, exchange, copied, started, err);
       }
-      this.deliver(c, exchange, copied, reply, started);
+      await this.deliver(c, exchange, copied, reply, started);
     } catch (err) {
       this.parts.log.error({ err, reqId: copied.requestId }, 'request pipeline failed');
     } finally {
@@ -170,7 +175,7 @@ export class RequestFlow<D extends AuthDeps> {
   }
 
   /** Sends a handler's reply: opens its event stream, or writes its status, headers and body. */
-  private deliver(c: CompiledRoute<D>, exchange: Exchange, copied: CopiedRequest, reply: Reply, started: number): void {
+  private deliver(c: CompiledRoute<D>, exchange: Exchange, copied: CopiedRequest, reply: Reply, started: number): void | Promise<void> {
     const { access, log } = this.parts;
     if (exchange.clientGone) return access.record(copied, c.route.path, 499, started);
     if (reply.kind === 'sse') {
@@ -179,6 +184,7 @@ export class RequestFlow<D extends AuthDeps> {
       if (full !== undefined) return this.finishWithError(exchange, copied, c.route.path, started, refusal(c.route, full, log, logContext(copied, c.route.path)));
       return this.parts.streams.open(exchange, copied, c.route.path, reply, started);
     }
+    if (reply.kind === 'chunks') return this.deliverChunks(c, exchange, copied, reply, started);
     try {
       const settled = settle(c.route, reply);
       exchange.respond(settled.status, settled.headers, settled.contentType, copied.requestId, settled.body);
@@ -186,6 +192,17 @@ export class RequestFlow<D extends AuthDeps> {
     } catch (err) {
       this.finishWithError(exchange, copied, c.route.path, started, refusal(undefined, err, log, logContext(copied, c.route.path)));
     }
+  }
+
+  /** A body produced a chunk at a time (a download): the exchange stays in flight until its last chunk is taken. */
+  private async deliverChunks(c: CompiledRoute<D>, exchange: Exchange, copied: CopiedRequest, reply: ChunkedReply, started: number): Promise<void> {
+    const own: Record<string, string> = { ...reply.headers };
+    delete own['x-request-id'];
+    delete own['content-type'];
+    assertSafeHeaders({ ...own, 'content-type': reply.contentType });
+    const headers = { ...own, 'content-type': reply.contentType, 'x-request-id': copied.requestId };
+    const status = await sendChunked(exchange, reply.status ?? c.route.successStatus ?? 200, headers, reply.chunks, this.parts.log, copied.requestId);
+    this.parts.access.record(copied, c.route.path, status, started);
   }
 
   /** What the pipeline threw: nothing for a client that is gone, otherwise its `{error, code}` answer. */

@@ -37,6 +37,8 @@ import { workerControlRoutes } from './routes/worker-control.js';
 import { scheduleControlRoutes } from './routes/schedule-control.js';
 import { ssoSettingsRoutes } from './routes/sso.js';
 import { ssoSignInRoutes } from './routes/sso-sign-in.js';
+import { transcriptRoutes } from './routes/transcripts.js';
+import { orgSettingsRoutes } from './routes/org-settings.js';
 import type { Route } from './types.js';
 
 /**
@@ -82,6 +84,8 @@ export function allRoutes(): Route<Deps>[] {
     authSessionRoute(),
     ...ssoSettingsRoutes(),
     ...ssoSignInRoutes(),
+    ...transcriptRoutes(),
+    ...orgSettingsRoutes(),
   ];
   return routes;
 }

@@ -50,7 +50,20 @@ export interface SseReply {
   readonly orgId?: string;
 }
 
-export type Reply = JsonReply | TextReply | SseReply;
+/**
+ * A body produced a chunk at a time, for a download too large to hold (a session's whole transcript as NDJSON): the
+ * edge writes each chunk as the client takes it (http/chunked-reply.ts). An error after the first chunk cuts the
+ * connection; check what can be refused before returning the reply.
+ */
+export interface ChunkedReply {
+  readonly kind: 'chunks';
+  readonly status?: number;
+  readonly contentType: string;
+  readonly headers?: Readonly<Record<string, string>>;
+  readonly chunks: AsyncIterable<string>;
+}
+
+export type Reply = JsonReply | TextReply | SseReply | ChunkedReply;
 
 export interface SseStream {
   /** Writes one event; false when the client is gone or was cut off for being too slow. */
@@ -59,6 +72,11 @@ export interface SseStream {
   readonly lastEventId: string | undefined;
   /** Registers cleanup to run once when the stream ends for any reason. */
   onClose(fn: () => void): void;
+  /**
+   * Bytes written and not yet taken by the client, where the stream knows: a producer catching a client up on a long
+   * backlog waits while it is high rather than being cut off for it.
+   */
+  readonly unsentBytes?: number;
   close(): void;
   readonly closed: boolean;
 }

@@ -72,6 +72,7 @@ const bindings: EnvBinding[] = [
   { env: 'TROUPE_MARKETPLACE_LISTINGS_PER_ORG', key: 'marketplaceListingsPerOrg', schema: { type: 'integer', minimum: 1 }, parse: integer },
   { env: 'TROUPE_ALLOW_FILE_REPOSITORIES', key: 'allowFileRepositories', schema: { type: 'boolean' }, parse: boolean },
   { env: 'TROUPE_FOLLOW_UP_GRACE_MS', key: 'followUpGraceMs', schema: { type: 'integer', minimum: 0, maximum: 86400000 }, parse: integer },
+  { env: 'TROUPE_TRANSCRIPT_MAX_BYTES', key: 'transcriptMaxBytes', schema: { type: 'integer', minimum: 1024, maximum: 1099511627776 }, parse: integer },
 ];
 
 /** TROUPE_<PROVIDER>_OAUTH_{BASE_URL,CLIENT_ID,CLIENT_SECRET} for one integration OAuth provider. */
@@ -162,6 +163,8 @@ const defaults = (): Config => ({
   // Decision 0075: long enough for a busy worker to finish a session and poll, short enough that a follow-up never
   // waits long for a worker that will not come back.
   followUpGraceMs: 60_000,
+  // Issue 35 §1, decision 0084: a coding agent's session is megabytes; 64 MiB keeps any real one whole.
+  transcriptMaxBytes: 64 * 1024 * 1024,
 });
 
 export class ConfigError extends Error {

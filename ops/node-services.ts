@@ -5,6 +5,8 @@ import { createDaemonServices } from '../actors/services/daemon/services.js';
 import { createCredentialServices } from '../actors/services/credentials/rotation.js';
 import { createNodeStreams } from '../actors/services/fleet/node-streams.js';
 import { createInterviewBatcher } from '../actors/services/interview/batcher.js';
+import { TranscriptFollowers } from '../actors/services/transcripts/followers.js';
+import { TranscriptRetentionSweeper } from '../actors/services/transcripts/retention-sweeper.js';
 import { createWorkerStreams } from '../actors/services/fleet/worker-streams.js';
 import { OutboundGuard } from '../actors/services/integrations/outbound/guarded-request.js';
 import { VapidKeyStore } from '../actors/services/integrations/web-push/vapid.js';
@@ -46,6 +48,8 @@ export function buildNodeServices(base: Omit<Deps, 'services'>, parts: ServicePa
     streams,
     credentials: createCredentialServices(base, streams),
     interviews: createInterviewBatcher(base),
+    transcripts: new TranscriptFollowers(base.transport, base.log.child({ component: 'transcript-followers' })),
+    transcriptRetention: new TranscriptRetentionSweeper(),
     workers: createWorkerStreams(base),
     vapid: new VapidKeyStore(base),
     connectionTokens: new ConnectionTokenRefreshes(),

@@ -5,6 +5,8 @@ import type { DaemonServices } from './daemon/services.js';
 import type { CredentialServices } from './credentials/rotation.js';
 import type { NodeStreams } from './fleet/node-streams.js';
 import type { InterviewBatcher } from './interview/batcher.js';
+import type { TranscriptFollowers } from './transcripts/followers.js';
+import type { TranscriptRetentionSweeper } from './transcripts/retention-sweeper.js';
 import type { WorkerStreams } from './fleet/worker-streams.js';
 import type { OutboundGuard } from './integrations/outbound/guarded-request.js';
 import type { VapidKeyStore } from './integrations/web-push/vapid.js';
@@ -43,6 +45,10 @@ export interface NodeServices {
   readonly credentials: CredentialServices & NodeService;
   /** Interview token deltas, batched into frames. */
   readonly interviews: InterviewBatcher & NodeService;
+  /** Who follows which session's transcript on this node, and the nudges that wake them (decision 0084). */
+  readonly transcripts: TranscriptFollowers & NodeService;
+  /** Deletes transcripts older than their org's retention, in small batches. */
+  readonly transcriptRetention: TranscriptRetentionSweeper & NodeService;
   /** Workers connected to this node's daemon event stream, and the offers, stops and nudges sent to them. */
   readonly workers: WorkerStreams;
   /** The deployment's VAPID key pair, loaded (or made) once. */
@@ -83,6 +89,6 @@ export function lifecycleOf(services: NodeServices): NodeService[] {
   return [
     services.audit, services.policies, services.streams, services.workers, services.daemon, services.credentials, services.interviews,
     services.pushOnEvents, services.webhookSweeper, services.schedules, services.trackerOutbox,
-    services.pullRequestOutbox,
+    services.pullRequestOutbox, services.transcripts, services.transcriptRetention,
   ];
 }

@@ -961,7 +961,7 @@ export interface paths {
         put?: never;
         /**
          * Agent output of a session the worker holds: kept with the session (its last 64 KiB) and relayed live on the session's interview stream
-         * @description Each chunk (an agent's stdout line with its newline) is appended to the session's kept output, of which the last 65536 bytes of the current run are shown in `GET /api/public/sessions/{id}` as `output`, and relayed as token deltas on `GET /api/interview/{id}/stream` (the interview named by the session id; frames of at most 20 tokens, at most 100 ms late). 409 when the worker no longer holds the session (stopped, reclaimed, ended): the worker stops relaying it.
+         * @description Each chunk (an agent's stdout line with its newline) is appended to the session's kept output, of which the last 65536 bytes of the current run are shown in `GET /api/public/sessions/{id}` as `output`, added to its whole transcript (one `output` entry per chunk, without its newline: `GET /api/public/sessions/{id}/transcript`), and relayed as token deltas on `GET /api/interview/{id}/stream` (the interview named by the session id; frames of at most 20 tokens, at most 100 ms late). 409 when the worker no longer holds the session (stopped, reclaimed, ended): the worker stops relaying it.
          */
         post: operations["postApiSessionsIdOutput"];
         delete?: never;
@@ -981,7 +981,7 @@ export interface paths {
         put?: never;
         /**
          * The agent's tool steps in a session the worker holds: listed in the session's activities (kind `tool`)
-         * @description Each step becomes an activity of `GET /api/public/sessions/{id}` with kind `tool` and body `<tool>: <summary>`. A retried request adds nothing twice: a step is known by its `id` when it has one, else by its `at`, tool and summary. The call is also a step heartbeat (`lastToolCalledAt`, as `POST /api/sessions/{id}/step-heartbeat`). 409 when the worker no longer holds the session (stopped, reclaimed, ended); 404 for a session outside its org and projects.
+         * @description Each step becomes an activity of `GET /api/public/sessions/{id}` with kind `tool` and body `<tool>: <summary>`. and a `tool` entry of its transcript. A retried request adds nothing twice: a step is known by its `id` when it has one, else by its `at`, tool and summary. The call is also a step heartbeat (`lastToolCalledAt`, as `POST /api/sessions/{id}/step-heartbeat`). 409 when the worker no longer holds the session (stopped, reclaimed, ended); 404 for a session outside its org and projects.
          */
         post: operations["postApiSessionsIdSteps"];
         delete?: never;
@@ -2282,6 +2282,67 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/public/sessions/{id}/transcript": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The whole transcript of a session, a page at a time: every output line, prompt, tool step and status change, numbered by a gap-free `seq`
+         * @description Entries with `seq` greater than `after`, at most `limit` (1-1000, default 200), oldest first; `q` keeps those whose text contains it (any case). `next` is the `after` of the next page, null at the end. With `format=ndjson` the reply is every entry after `after`, one JSON object a line (`application/x-ndjson`), streamed as a download. To follow a live session without missing or repeating an entry, read up to a seq N, then follow `GET /api/public/sessions/{id}/transcript/stream?after=N`. Another org's session is 404.
+         */
+        get: operations["getApiPublicSessionsIdTranscript"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/sessions/{id}/transcript/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Follow a session's transcript live (SSE): `transcript.entry` events, each the entry with its `seq` as the event id, from `after` (or `Last-Event-ID`) on
+         * @description Sends the stored entries after `after`, then each new one as it is stored, in seq order, each once: the same entries `GET /api/public/sessions/{id}/transcript` reads. A client reconnecting with `Last-Event-ID` resumes after that seq. The stream stays open after the session ends (a terminal session may be prompted again); a `status` entry with a terminal status (`completed`, `failed`, `stopped`) tells a client it may stop. Another org's session is 404.
+         */
+        get: operations["getApiPublicSessionsIdTranscriptStream"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/org/{orgId}/settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The org's settings: `transcriptRetentionDays` (30 until set; 0 keeps transcripts forever) */
+        get: operations["getApiOrgOrgIdSettings"];
+        /**
+         * Change the org's settings (admins and owners): `transcriptRetentionDays`, days a session's transcript is kept after its last entry (0: forever)
+         * @description Members absent from the body keep their value. Transcripts older than the retention are deleted by every node's sweeper in small batches within minutes; the last 64 KiB of output in a session's detail stay. A change is audited (`org.settings.changed`).
+         */
+        put: operations["putApiOrgOrgIdSettings"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -2374,6 +2435,39 @@ export interface components {
              * @description When the session decided the change
              */
             at: string;
+        };
+        /** @description One entry. `seq` numbers the entries of one session from 1 without gaps; the members after `run` depend on the kind. */
+        TranscriptEntry: {
+            seq: number;
+            /**
+             * Format: date-time
+             * @description When it happened (an output line: when the node took it in)
+             */
+            at: string;
+            /**
+             * @description `output`: a line the agent wrote (without its newline); `prompt`: a prompt sent to the session; `tool`: a tool step (`<tool>: <summary>`); `status`: a status change (`from → to`); `notice`: what the server says about the session or the transcript itself (why it stopped a run, where the size limit cut the output)
+             * @enum {unknown}
+             */
+            kind: "output" | "prompt" | "tool" | "status" | "notice";
+            text: string;
+            /** @description The run (epoch) it belongs to; a terminal session prompted again starts the next */
+            run: number | null;
+            /** @description `status` entries: the new status */
+            status?: string;
+            /** @description `status` entries */
+            previousStatus?: string;
+            /** @description `status` entries: the worker holding the session, when one does */
+            workerId?: string;
+            /** @description `prompt` entries */
+            promptId?: string;
+            /** @description `prompt` entries: sent to a live agent (true) or starting a run (false) */
+            queued?: boolean;
+            /** @description `tool` entries: the tool's name */
+            tool?: string;
+            /** @description `tool` entries: the step's own id, when the worker sent one */
+            stepId?: string;
+            /** @description `notice` entries of a run the server stopped: why (`budget`, `superseded`), with its figures beside */
+            stopReason?: string;
         };
     };
     responses: never;
@@ -17318,6 +17412,383 @@ export interface operations {
             /** @description Malformed or invalid request */
             400: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server or dependency error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getApiPublicSessionsIdTranscript: {
+        parameters: {
+            query?: {
+                after?: string;
+                limit?: string;
+                q?: string;
+                format?: "json" | "ndjson";
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The whole transcript of a session, a page at a time: every output line, prompt, tool step and status change, numbered by a gap-free `seq` */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        entries: {
+                            seq: number;
+                            /**
+                             * Format: date-time
+                             * @description When it happened (an output line: when the node took it in)
+                             */
+                            at: string;
+                            /**
+                             * @description `output`: a line the agent wrote (without its newline); `prompt`: a prompt sent to the session; `tool`: a tool step (`<tool>: <summary>`); `status`: a status change (`from → to`); `notice`: what the server says about the session or the transcript itself (why it stopped a run, where the size limit cut the output)
+                             * @enum {unknown}
+                             */
+                            kind: "output" | "prompt" | "tool" | "status" | "notice";
+                            text: string;
+                            /** @description The run (epoch) it belongs to; a terminal session prompted again starts the next */
+                            run: number | null;
+                            /** @description `status` entries: the new status */
+                            status?: string;
+                            /** @description `status` entries */
+                            previousStatus?: string;
+                            /** @description `status` entries: the worker holding the session, when one does */
+                            workerId?: string;
+                            /** @description `prompt` entries */
+                            promptId?: string;
+                            /** @description `prompt` entries: sent to a live agent (true) or starting a run (false) */
+                            queued?: boolean;
+                            /** @description `tool` entries: the tool's name */
+                            tool?: string;
+                            /** @description `tool` entries: the step's own id, when the worker sent one */
+                            stepId?: string;
+                            /** @description `notice` entries of a run the server stopped: why (`budget`, `superseded`), with its figures beside */
+                            stopReason?: string;
+                        }[];
+                        /** @description The `after` of the next page while more entries are stored; null when this page reached the end (a live session writes more later: read again after the last `seq`, or follow the stream from it) */
+                        next: number | null;
+                        /** @description The newest entry's seq when this was read (0: no entries yet) */
+                        lastSeq: number;
+                        /** @description Entries up to this seq were deleted by the org's retention (0: none) */
+                        purgedThrough: number;
+                        /** @description Set when the transcript reached TROUPE_TRANSCRIPT_MAX_BYTES: the seq of the notice that ends it, and what was not kept since */
+                        cut: {
+                            atSeq: number;
+                            droppedEntries: number;
+                            droppedBytes: number;
+                        } | null;
+                    };
+                };
+            };
+            /** @description Malformed or invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated but not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server or dependency error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getApiPublicSessionsIdTranscriptStream: {
+        parameters: {
+            query?: {
+                after?: string;
+            };
+            header?: {
+                /** @description Resume after this event. */
+                "Last-Event-ID"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description An event stream of `transcript.entry` (data: TranscriptEntry) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description Malformed or invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated but not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The caller's org holds as many event streams on this node as it may (TOO_MANY_STREAMS) */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server or dependency error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getApiOrgOrgIdSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                orgId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The org's settings: `transcriptRetentionDays` (30 until set; 0 keeps transcripts forever) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        orgId: string;
+                        /** @description Days a session's transcript is kept after its last entry (0: forever; 30 until set) */
+                        transcriptRetentionDays: number;
+                        /** Format: date-time */
+                        updatedAt: string | null;
+                        updatedBy: string | null;
+                    };
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated but not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server or dependency error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    putApiOrgOrgIdSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                orgId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description 0 keeps transcripts forever */
+                    transcriptRetentionDays?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Change the org's settings (admins and owners): `transcriptRetentionDays`, days a session's transcript is kept after its last entry (0: forever) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        orgId: string;
+                        /** @description Days a session's transcript is kept after its last entry (0: forever; 30 until set) */
+                        transcriptRetentionDays: number;
+                        /** Format: date-time */
+                        updatedAt: string | null;
+                        updatedBy: string | null;
+                    };
+                };
+            };
+            /** @description Malformed or invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated but not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body larger than the route accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {

@@ -7,6 +7,7 @@ import { daemonServices } from '../../actors/services/daemon/services.js';
 import { findSession } from '../../storage/sessions/queries.js';
 import { appendSessionOutput, MAX_OUTPUT_TAIL_BYTES } from '../../storage/sessions/output.js';
 import { appendToolSteps, type ToolStepRow } from '../../storage/sessions/tool-steps.js';
+import { recordOutputInTranscript, recordToolStepsInTranscript } from './transcript-writes.js';
 import type { HttpRequest, Route } from '../types.js';
 import { route } from '../route.js';
 import { runtimeWorker } from './runtime-caller.js';
@@ -74,6 +75,7 @@ export function agentRelayRoutes(): Route<Deps>[] {
       summary: "Agent output of a session the worker holds: kept with the session (its last 64 KiB) and relayed live on the session's interview stream",
       description: `Each chunk (an agent's stdout line with its newline) is appended to the session's kept output, of which `
         + `the last ${MAX_OUTPUT_TAIL_BYTES} bytes of the current run are shown in \`GET /api/public/sessions/{id}\` as \`output\`, `
+        + 'added to its whole transcript (one `output` entry per chunk, without its newline: `GET /api/public/sessions/{id}/transcript`), '
         + 'and relayed as token deltas on `GET /api/interview/{id}/stream` (the interview named by the session id; frames of at '
         + 'most 20 tokens, at most 100 ms late). 409 when the worker no longer holds the session (stopped, reclaimed, ended): '
         + 'the worker stops relaying it.',
@@ -97,6 +99,7 @@ export function agentRelayRoutes(): Route<Deps>[] {
         const now = deps.clock.now();
         const appended = await appendSessionOutput(deps.db, p.orgId, session.key, p.workerId, body.chunks.join(''), now);
         if (!appended) throw new TroupeError('CONFLICT', 'this worker does not hold the session (stopped, reclaimed or ended)');
+        await recordOutputInTranscript(deps, p.orgId, session, body.chunks, now);
         interviewBatcher(deps).add(p.orgId, session.publicId, body.chunks);
         daemonServices(deps).liveness.record(p.workerId, now);
         return { status: 202, body: { ok: true, accepted: body.chunks.length, ...appended } };
@@ -108,7 +111,7 @@ export function agentRelayRoutes(): Route<Deps>[] {
       auth: 'runtime',
       summary: "The agent's tool steps in a session the worker holds: listed in the session's activities (kind `tool`)",
       description: 'Each step becomes an activity of `GET /api/public/sessions/{id}` with kind `tool` and body `<tool>: <summary>`. '
-        + 'A retried request adds nothing twice: a step is known by its `id` when it has one, else by its `at`, tool and summary. '
+        + 'and a `tool` entry of its transcript. A retried request adds nothing twice: a step is known by its `id` when it has one, else by its `at`, tool and summary. '
         + 'The call is also a step heartbeat (`lastToolCalledAt`, as `POST /api/sessions/{id}/step-heartbeat`). 409 when the '
         + 'worker no longer holds the session (stopped, reclaimed, ended); 404 for a session outside its org and projects.',
       tags: ['sessions', 'daemon'],
@@ -126,8 +129,10 @@ export function agentRelayRoutes(): Route<Deps>[] {
         const body = req.body;
         const { p, id, session } = await workerAndSession(req, deps);
         const now = deps.clock.now();
-        const written = await appendToolSteps(deps.db, p.orgId, session.key, p.workerId, toolStepRows(body.steps), new Date(now));
+        const rows = toolStepRows(body.steps);
+        const written = await appendToolSteps(deps.db, p.orgId, session.key, p.workerId, rows, new Date(now));
         if (!written.held) throw new TroupeError('CONFLICT', 'this worker does not hold the session (stopped, reclaimed or ended)');
+        await recordToolStepsInTranscript(deps, p.orgId, session, body.steps.filter((_, i) => written.newKeys.has(rows[i]!.key)), now);
         // The same coalesced write as a step heartbeat, under the same key, so the two never race each other.
         const services = daemonServices(deps);
         services.steps.record(`${p.orgId}/${id}`, { orgId: p.orgId, sessionId: id, workerId: p.workerId, at: now });

@@ -11,6 +11,7 @@ import type { Route, RouteAuthorization } from '../types.js';
 import { route } from '../route.js';
 import { orgPrincipal, requesterOf } from '../principal.js';
 import { auditTrail } from './audit-trail.js';
+import { transcriptFollowers } from '../../actors/services/transcripts/followers.js';
 import { errorIssuesForSession } from '../../actors/services/integrations/error-tracker/index.js';
 import { sessionDetailReply, sessionIdParam, withoutKind } from './session-schemas.js';
 
@@ -83,6 +84,8 @@ function sessionControlRoutes(): Route<Deps>[] {
         });
         // The prompt's text is the user's prose: the chain records that one was sent, not what it said.
         if (reply.kind === 'prompted') {
+          // The prompt is in the transcript with the session's transition: its followers read it now, not at their next look.
+          transcriptFollowers(deps).announce(p.orgId, session.publicId, 0);
           await auditTrail(deps, p.orgId, 'session.prompted', requesterOf(p), session.publicId, { promptId: reply.promptId, status: reply.status });
         }
         return { body: withoutKind(reply) };

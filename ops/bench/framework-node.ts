@@ -60,7 +60,7 @@ function heartbeat(request: CopiedRequest, rawBody: Buffer, clientAddress: () =>
     return done({ status: answer.status, headers: answer.headers, contentType: JSON_TYPE, body: JSON.stringify(answer.body) });
   };
   const sent = (reply: Reply): SettledReply => {
-    if (reply.kind === 'sse') throw new Error(`POST ${HEARTBEAT} answered with an event stream`);
+    if (reply.kind === 'sse' || reply.kind === 'chunks') throw new Error(`POST ${HEARTBEAT} answered with a stream`);
     return done(settle(route, reply));
   };
   return withTrace(new EdgeTrace(request.headers.traceparent, request.requestId), () => {

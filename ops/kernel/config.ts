@@ -159,4 +159,9 @@ export interface Config {
    * for at most this long; then to any worker of the project, which rebuilds the workspace (decision 0075). @default 60000
    */
   readonly followUpGraceMs: number;
+  /**
+   * The most bytes of text one session's transcript keeps (`TROUPE_TRANSCRIPT_MAX_BYTES`); the batch that passes it ends
+   * the transcript with a `notice` entry saying what was cut (decision 0084). @default 67108864 (64 MiB)
+   */
+  readonly transcriptMaxBytes: number;
 }

@@ -35,6 +35,7 @@ import { queueControlMigration } from './0050_queue_control.js';
 import { sessionPriorityConcurrencyMigration } from './0051_session_priority_concurrency.js';
 import { projectBudgetsMigration } from './0052_project_budgets.js';
 import { orgSsoMigration } from './0053_org_sso.js';
+import { sessionTranscriptsMigration } from './0054_session_transcripts.js';
 import { queueFairnessMigration } from './0055_queue_fairness.js';
 
 /**
@@ -85,5 +86,6 @@ export const migrations: readonly Migration[] = [
   sessionPriorityConcurrencyMigration, // 0051
   projectBudgetsMigration, // 0052
   orgSsoMigration, // 0053
+  sessionTranscriptsMigration, // 0054
   queueFairnessMigration, // 0055
 ];

@@ -4,6 +4,7 @@ import { DEFAULT_PRIORITY, type SessionEffect, type SessionState } from '../../s
 import { publicSessionId } from '../../schemas/sessions/session-ids.js';
 import { oweTrackerComment, trackerTargetOf } from './tracker-comments.js';
 import { checkKeyRoomAtClaim } from '../queue-control/claim-check.js';
+import { transcriptParts, type GatedEntry } from './transcript-statement.js';
 
 const isTerminal = (status: string): boolean => status === 'completed' || status === 'failed' || status === 'stopped';
 
@@ -23,10 +24,13 @@ export function projectSessionStatement(
   const spec = next.spec;
   if (spec === null) return undefined;
   const followUps: FollowUp[] = [];
+  // What the transition adds to the session's transcript (issue 35 §1), each entry gated on its fact being new.
+  const transcript: GatedEntry[] = [];
   effects.forEach((effect, i) => {
     switch (effect.type) {
       case 'sessionWritten': {
         writeSessionRow(st, id, next, previous);
+        if (next.status !== previous.status) transcript.push(statusEntry(next, previous));
         // A session (re-)entering the queue with a tracker issue takes the issue's lock, or waits for it: it reads the
         // lock under an advisory lock, so after the row is written.
         if (next.status === 'pending' && previous.status !== 'pending' && spec.trackerIssue !== null) {
@@ -43,7 +47,11 @@ export function projectSessionStatement(
       case 'promptRecorded':
         st.part(`s_prompt_${i}`, `insert into session_prompts (id, session_id, org_id, epoch, text, queued, created_at)
           select ${st.list([effect.promptId, id, spec.orgId, next.epoch, effect.text, effect.queued, new Date(now)])} where ${APPLIED}
-          on conflict (id) do nothing`);
+          on conflict (id) do nothing returning 1`);
+        transcript.push({
+          gate: `exists (select from s_prompt_${i})`,
+          entry: { kind: 'prompt', text: effect.text, at: new Date(now), run: next.epoch, data: { promptId: effect.promptId, queued: effect.queued } },
+        });
         break;
       case 'activity':
         st.part(`s_activity_${i}`, `insert into session_activities (id, session_id, org_id, kind, body, created_at)
@@ -52,6 +60,7 @@ export function projectSessionStatement(
         break;
       case 'stopRecorded':
         recordStop(st, i, id, next, effect, now);
+        if (effect.reason !== null) transcript.push(stopNotice(i, next, effect, now));
         break;
       case 'terminal': {
         const followUp = terminalEffects(st, id, next, effect, now);
@@ -60,7 +69,20 @@ export function projectSessionStatement(
       }
     }
   });
+  transcriptParts(st, spec.orgId, id, transcript, now);
   return chain(followUps);
+}
+
+/** A status change as a transcript entry: `claimed → running`, with the reason of a failure. */
+function statusEntry(next: SessionState, previous: SessionState): GatedEntry {
+  const text = `${previous.status} → ${next.status}${next.error !== null && next.status === 'failed' ? `: ${next.error}` : ''}`;
+  return {
+    gate: 'exists (select from s_transition)',
+    entry: {
+      kind: 'status', text, at: new Date(next.updatedAt), run: next.epoch,
+      data: { status: next.status, previousStatus: previous.status, ...(next.workerId !== null ? { workerId: next.workerId } : {}) },
+    },
+  };
 }
 
 /**
@@ -78,7 +100,19 @@ function recordStop(
   if (effect.reason === null) return;
   st.part(`s_stop_reason_${i}`, `insert into session_stop_reasons (session_id, org_id, epoch, reason, stopped_at)
     select ${st.list([id, orgId, next.epoch, effect.reason, new Date(now)])} where ${APPLIED}
-    on conflict (session_id, epoch) do nothing`);
+    on conflict (session_id, epoch) do nothing returning 1`);
+}
+
+/** Why the server stopped the run (`budget`, `superseded`), as a transcript notice beside its status change. */
+function stopNotice(i: number, next: SessionState, effect: Extract<SessionEffect, { type: 'stopRecorded' }>, now: number): GatedEntry {
+  const details = Object.entries(effect.details).map(([k, v]) => `${k} ${v}`).join(', ');
+  return {
+    gate: `exists (select from s_stop_reason_${i})`,
+    entry: {
+      kind: 'notice', text: `The server stopped this run: ${effect.reason}${details === '' ? '' : ` (${details})`}.`, at: new Date(now), run: next.epoch,
+      data: { stopReason: effect.reason!, ...effect.details },
+    },
+  };
 }
 
 /** The follow-ups in order, as one; none is no follow-up (the transition stays one statement). */
@@ -146,7 +180,7 @@ function writeSessionRow(st: TransitionStatement, id: string, s: SessionState, p
   if (s.status === previous.status) return;
   const transition = [`${s.updatedAt}.${id}.${s.epoch}.${s.status}`, id, spec.orgId, s.epoch, previous.status, s.status, s.workerId, new Date(s.updatedAt)];
   st.part('s_transition', `insert into session_transitions (id, session_id, org_id, epoch, from_status, to_status, worker_id, at)
-    select ${st.list(transition)} where ${APPLIED} on conflict (id) do nothing`);
+    select ${st.list(transition)} where ${APPLIED} on conflict (id) do nothing returning 1`);
 }
 
 /**

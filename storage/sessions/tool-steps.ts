@@ -16,11 +16,12 @@ export interface ToolStepRow {
 
 /**
  * Appends the steps to the current run of the session (key `sessionKey`) if `workerId` holds it. `held: false`
- * writes nothing; `inserted` counts the steps that were new.
+ * writes nothing; `inserted` counts the steps that were new, `newKeys` names them (their transcript entries are
+ * written for these only, so a retried request adds none twice).
  */
 export async function appendToolSteps(
   db: Knex, orgId: string, sessionKey: string, workerId: string, steps: readonly ToolStepRow[], now: Date,
-): Promise<{ held: boolean; inserted: number }> {
+): Promise<{ held: boolean; inserted: number; newKeys: ReadonlySet<string> }> {
   const result = await db.raw(
     `with s as (
        select id, org_id, epoch, claimed_at from sessions
@@ -31,14 +32,17 @@ export async function appendToolSteps(
               greatest(least(v.at, ?::timestamptz), coalesce(s.claimed_at, ?::timestamptz))
          from s cross join unnest(?::text[], ?::text[], ?::timestamptz[]) as v(step_key, body, at)
        on conflict (id) do nothing
-       returning 1
+       returning id
      )
-     select (select count(*) from s)::int as held, (select count(*) from ins)::int as inserted`,
+     select (select count(*) from s)::int as held, (select count(*) from ins)::int as inserted,
+            coalesce((select array_agg(id) from ins), '{}') as ids`,
     [
       sessionKey, orgId, workerId, now, now,
       steps.map((s) => s.key), steps.map((s) => s.body), steps.map((s) => s.at.toISOString()),
     ],
   );
-  const row = (result.rows as { held: number; inserted: number }[])[0]!;
-  return { held: Number(row.held) > 0, inserted: Number(row.inserted) };
+  const row = (result.rows as { held: number; inserted: number; ids: string[] }[])[0]!;
+  // Ids are `<session>:<epoch>:tool:<step key>`; the step key is what the caller knows its steps by.
+  const newKeys = new Set(row.ids.map((id) => id.split(':tool:').slice(1).join(':tool:')));
+  return { held: Number(row.held) > 0, inserted: Number(row.inserted), newKeys };
 }

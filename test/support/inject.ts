@@ -89,6 +89,15 @@ export async function inject<D extends AuthDeps>(route: Route<D>, req: InjectReq
     return refused(refusal(route, err, log, { reqId: requestId, method: c.method, route: route.path }), requestId);
   }
   if (reply.kind === 'sse') throw new Error(`${c.method} ${route.path} answers with an event stream: test it through a socket`);
+  if (reply.kind === 'chunks') {
+    // A streamed body, gathered whole: tests of a download read it as any other reply (the socket path streams it).
+    let text = '';
+    for await (const chunk of reply.chunks) text += chunk;
+    const replyHeaders = new Headers(reply.headers);
+    replyHeaders.set('content-type', reply.contentType);
+    replyHeaders.set('x-request-id', requestId);
+    return { status: reply.status ?? route.successStatus ?? 200, headers: replyHeaders, json: parsed(text), text };
+  }
   let settled;
   try {
     settled = settle(route, reply);

@@ -65,3 +65,5 @@ export const AGENT_PRESETS = {
   codex: 'Codex',
   gemini: 'Gemini',
 } as const satisfies Record<AgentPreset, string>;
+export type TranscriptEntry = Schemas['TranscriptEntry'];
+export type TranscriptPage = JsonOf<operations['getApiPublicSessionsIdTranscript']['responses'][200]>;

@@ -3,11 +3,12 @@ import { Command } from 'commander';
 import { unwrap } from '../../../http/client/index.js';
 import { CliError, CliFinding, orgApi, type ClientOptions } from '../client.js';
 import { printJson } from '../print-json.js';
+import { addTranscriptCommand } from './session-transcript.js';
 import { readDetail, watchSession, type SessionDetail, type WatchPrinter } from '../session-watch.js';
 import { AGENT_PRESETS, type AgentPreset } from '../../../schemas/repositories/repository.js';
 
 /**
- * `troupe session dispatch|show|stop|watch`: one agent session, with an org credential (a user token or API key).
+ * `troupe session dispatch|show|stop|watch|transcript`: one agent session, with an org credential (a user token or API key).
  * Readable text by default; `--json` for scripts (`watch --json` prints one JSON object a line).
  *
  * Exit codes: 0 done (for watch: the session completed); 1 the node refused or could not be reached, or a flag is
@@ -105,6 +106,8 @@ export function sessionCommands(): Command {
     .option('--token <token>', tokenHelp)
     .addHelpText('after', exitCodesHelp)
     .action(async (id: string, opts: { json?: boolean }, cmd: Command) => watchAndExit(cmd, id, opts.json === true));
+
+  addTranscriptCommand(session, tokenHelp);
 
   return session;
 }

@@ -5,6 +5,7 @@ import { asApiError, useApi, useEventStream, useInterval } from '../data.js';
 import { Empty, ErrorNote, Live, Loading, money, PageHeader, Status, Time } from '../ui/bits.js';
 import { actorName, useMe, type Me } from '../me.js';
 import { SessionCode } from './session-code.js';
+import { SessionTranscript } from './session-transcript.js';
 
 const TERMINAL = ['completed', 'failed', 'stopped'];
 /**
@@ -58,9 +59,10 @@ export function SessionPage({ id }: { id: string }) {
         {s.output?.truncated ? <p class="muted">Showing the last 64 KiB of {s.output.totalBytes} bytes.</p> : null}
         {shown === '' ? (
           <p class="muted">{live ? 'Waiting for the agent to stream its output… (shown as it arrives)' : 'The agent printed nothing.'}</p>
-        ) : <pre class="output" aria-live="polite" data-tokens={output.tokens}>{shown}</pre>}
+        ) : <pre class="output" aria-live="polite" data-tokens={output.tokens} tabIndex={0}>{shown}</pre>}
       </section>
 
+      <SessionTranscript id={s.id} />
       <SessionTimeline timeline={s.timeline} />
       <SessionPromptsAndActivity s={s} />
     </article>
