@@ -1,5 +1,5 @@
 import { mkdir, rm, writeFile } from 'node:fs/promises';
-import { join, basename } from 'node:path';
+import { join, basename, resolve } from 'node:path';
 import { brotliCompressSync, constants as zlib, gzipSync } from 'node:zlib';
 import { build, type BuildOptions } from 'esbuild';
 import { consoleSourceDir, MANIFEST, type ConsoleManifest, type ManifestEntry } from './location.js';
@@ -17,10 +17,18 @@ export async function buildConsole(outDir: string): Promise<ConsoleManifest> {
     bundle: true, minify: true, sourcemap: false, legalComments: 'none', target: ['chrome109', 'firefox115', 'safari16'],
     jsx: 'automatic', jsxImportSource: 'preact', logLevel: 'warning', write: false,
   };
+  // Splitting: a page imported with `import()` (the workflow editor and builder, with CodeMirror and the graph layout)
+  // becomes chunks of its own, fetched when first opened, so the first load does not carry them (decision 0089).
   const page = await build({
     ...common, entryPoints: { main: join(consoleSourceDir, 'main.tsx') }, format: 'esm', outdir: join(outDir, 'assets'),
-    entryNames: '[name]-[hash]', assetNames: '[name]-[hash]', metafile: true,
+    entryNames: '[name]-[hash]', chunkNames: 'chunk-[hash]', assetNames: '[name]-[hash]', metafile: true, splitting: true,
   });
+  // The shell names the main entry's own script and stylesheet; the script fetches its chunks itself (the pages loaded
+  // with `import()` are entry points of the metafile too, hence the match on the main entry's path).
+  const mainEntry = resolve(consoleSourceDir, 'main.tsx');
+  const entryOutputs = new Set(Object.entries(page.metafile?.outputs ?? {})
+    .filter(([, o]) => o.entryPoint !== undefined && resolve(o.entryPoint) === mainEntry)
+    .flatMap(([path, o]) => [basename(path), ...(o.cssBundle ? [basename(o.cssBundle)] : [])]));
   const worker = await build({ ...common, entryPoints: { sw: join(consoleSourceDir, 'service-worker.ts') }, format: 'iife', outdir: outDir });
 
   const files: ManifestEntry[] = [];
@@ -37,6 +45,7 @@ export async function buildConsole(outDir: string): Promise<ConsoleManifest> {
   for (const out of page.outputFiles ?? []) {
     const name = basename(out.path);
     await emit(`/assets/${name}`, `assets/${name}`, out.contents, true);
+    if (!entryOutputs.has(name)) continue;
     if (name.endsWith('.js')) script = `/assets/${name}`;
     if (name.endsWith('.css')) style = `/assets/${name}`;
   }

@@ -9,7 +9,7 @@ import { consoleHeaders } from './headers.js';
  * so not in the OpenAPI document; anything else outside `/api` and `/v1` stays a JSON 404.
  */
 export const CONSOLE_PAGES = [
-  '/', '/sign-in', '/fleet', '/sessions', '/sessions/:id', '/approvals', '/approvals/:id', '/workflows', '/workflows/:id',
+  '/', '/sign-in', '/fleet', '/sessions', '/sessions/:id', '/approvals', '/approvals/:id', '/workflows', '/workflows/:id', '/workflows/new', '/workflows/builder', '/workflows/:id/edit',
   '/policies', '/policies/:id', '/incidents', '/audit',
   '/settings', '/settings/members', '/settings/api-keys', '/settings/registration-tokens', '/settings/integrations', '/settings/budgets',
 ] as const;

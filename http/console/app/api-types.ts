@@ -21,6 +21,8 @@ export type SessionDetail = JsonOf<operations['getApiPublicSessionsId']['respons
 export type SessionPromptRequest = JsonOf<operations['postApiPublicSessionsIdPrompt']['requestBody']>;
 export type SessionStatusEvent = Schemas['SessionStatusEvent'];
 export type InterviewDeltaEvent = Schemas['InterviewDeltaEvent'];
+export type TranscriptEntry = Schemas['TranscriptEntry'];
+export type TranscriptPage = JsonOf<operations['getApiPublicSessionsIdTranscript']['responses'][200]>;
 export type RepositoryList = JsonOf<operations['getApiProjectsProjectIdRepositories']['responses'][200]>;
 export type Repository = RepositoryList['repositories'][number];
 export type NewRepository = JsonOf<operations['postApiProjectsProjectIdRepositories']['requestBody']>;
@@ -54,6 +56,18 @@ export type WorkflowChange = JsonOf<operations['patchApiWorkflowsId']['requestBo
 export type WorkflowVersionList = JsonOf<operations['getApiWorkflowsIdVersions']['responses'][200]>;
 export type WorkflowVersion = JsonOf<operations['getApiWorkflowsIdVersionsVersion']['responses'][200]>;
 export type WorkflowRunList = JsonOf<operations['getApiWorkflowsIdRuns']['responses'][200]>;
+export type NewWorkflow = JsonOf<operations['postApiProjectsProjectIdWorkflows']['requestBody']>;
+export type WorkflowWritten = JsonOf<operations['postApiProjectsProjectIdWorkflows']['responses'][201]>;
+
+export type BuilderTurnRequest = JsonOf<operations['postApiProjectsProjectIdAuthoringConversation']['requestBody']>;
+export type BuilderTurn = JsonOf<operations['postApiProjectsProjectIdAuthoringConversation']['responses'][200]>;
+export type SynthesisRequest = NonNullable<BuilderTurn['synthesisRequest']>;
+export type SynthesizeRequest = JsonOf<operations['postApiProjectsProjectIdAuthoringSynthesize']['requestBody']>;
+export type Synthesized = JsonOf<operations['postApiProjectsProjectIdAuthoringSynthesize']['responses'][200]>;
+export type CandidatePlan = NonNullable<NonNullable<Synthesized['candidate']>['plan']>;
+export type ApplyRequest = JsonOf<operations['postApiProjectsProjectIdAuthoringApply']['requestBody']>;
+export type Applied = JsonOf<operations['postApiProjectsProjectIdAuthoringApply']['responses'][200]>;
+export type ProposalDetail = JsonOf<operations['getApiProjectsProjectIdAuthoringProposalsId']['responses'][200]>;
 
 export type WebPushPublicKey = JsonOf<operations['getApiNotificationsWebPushPublicKey']['responses'][200]>;
 export type WebPushSubscription = JsonOf<operations['postApiNotificationsWebPushSubscribe']['requestBody']>;
@@ -65,5 +79,3 @@ export const AGENT_PRESETS = {
   codex: 'Codex',
   gemini: 'Gemini',
 } as const satisfies Record<AgentPreset, string>;
-export type TranscriptEntry = Schemas['TranscriptEntry'];
-export type TranscriptPage = JsonOf<operations['getApiPublicSessionsIdTranscript']['responses'][200]>;

@@ -6,7 +6,8 @@ import type { ErrorBody } from './api-types.js';
  * session ended: listeners (the shell) send the person back to sign-in.
  */
 export class ApiError extends Error {
-  constructor(readonly status: number, message: string, readonly code: string | undefined) {
+  /** `details` is the error body's machine-readable part, e.g. the `field` a validation error is about. */
+  constructor(readonly status: number, message: string, readonly code: string | undefined, readonly details?: Record<string, unknown>) {
     super(message);
   }
 }
@@ -42,7 +43,7 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
     // A refusal from something in front of the node (a proxy's page) is not the API's error body, so nothing in it is certain.
     const error = parsed as Partial<ErrorBody> | undefined;
     if (response.status === 401 && path !== '/api/auth/login') for (const listener of sessionEndedListeners) listener();
-    throw new ApiError(response.status, error?.error ?? `The server answered ${response.status} ${response.statusText}`, error?.code);
+    throw new ApiError(response.status, error?.error ?? `The server answered ${response.status} ${response.statusText}`, error?.code, error?.details);
   }
   return parsed as T;
 }

@@ -5,6 +5,7 @@ import { SessionPage } from './session.js';
 import { Approvals } from './approvals.js';
 import { Workflows } from './workflows.js';
 import { WorkflowPage } from './workflow.js';
+import { BuilderRoute, EditWorkflowRoute, NewWorkflowRoute } from './workflow-editor/index.js';
 import { Policies } from './policies.js';
 import { PolicyPage } from './policy.js';
 import { Incidents } from './incidents.js';
@@ -24,7 +25,11 @@ export const pages: readonly { path: string; section: string; component: Functio
   { path: '/approvals', section: 'approvals', component: Approvals },
   { path: '/approvals/:id', section: 'approvals', component: Approvals },
   { path: '/workflows', section: 'workflows', component: Workflows },
+  // Before `/workflows/:id`: the first pattern that matches wins.
+  { path: '/workflows/new', section: 'workflows', component: NewWorkflowRoute },
+  { path: '/workflows/builder', section: 'workflows', component: BuilderRoute },
   { path: '/workflows/:id', section: 'workflows', component: WorkflowPage },
+  { path: '/workflows/:id/edit', section: 'workflows', component: EditWorkflowRoute },
   { path: '/policies', section: 'policies', component: Policies },
   { path: '/policies/:id', section: 'policies', component: PolicyPage },
   { path: '/incidents', section: 'incidents', component: Incidents },

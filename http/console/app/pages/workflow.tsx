@@ -50,6 +50,7 @@ export function WorkflowPage({ id }: { id: string }) {
     <article aria-labelledby="page-title">
       <PageHeader title={w.name}>
         <Status value={w.status} />
+        <a class="button-link" href={`/workflows/${w.id}/edit`}>{w.can.edit ? 'Edit definition' : 'View definition'}</a>
         {w.can.publish && w.status !== 'published' ? (
           <button type="button" onClick={() => act('Published.', () => patch(`/api/workflows/${w.id}`, { status: 'published', changeReason: 'published from the console' } satisfies WorkflowChange))}>Publish</button>
         ) : null}
@@ -72,10 +73,10 @@ export function WorkflowPage({ id }: { id: string }) {
   );
 }
 
-type Act = (done: string, call: () => Promise<unknown>) => Promise<void>;
+export type Act = (done: string, call: () => Promise<unknown>) => Promise<void>;
 
-/** The versions, newest first: two picked to compare, and a rollback to any but the current one for editors. */
-function VersionsTable({ w, me, versions, from, to, onCompare, act }: {
+/** The versions, newest first: two picked to compare, and a rollback to any but the current one for editors (also on the editor page). */
+export function VersionsTable({ w, me, versions, from, to, onCompare, act }: {
   w: Workflow; me: Me; versions: Loaded<WorkflowVersionList>; from: number | undefined; to: number | undefined;
   onCompare: (pick: { from?: number; to?: number }) => void; act: Act;
 }) {

@@ -6,13 +6,19 @@ import { Empty, ErrorNote, Loading, PageHeader, Status, Time } from '../ui/bits.
 export function Workflows() {
   const me = useMe();
   const list = useApi<WorkflowList>('/api/workflows');
+  // A viewer may not create workflows (the server refuses it too); every other org role may in its projects.
+  const mayAuthor = me.role !== 'viewer' && me.projects.length > 0;
   return (
     <section aria-labelledby="page-title">
-      <PageHeader title="Workflows" />
+      <PageHeader title="Workflows">
+        {mayAuthor ? <><a class="button-link" href="/workflows/new">New workflow</a><a class="button-link button-quiet" href="/workflows/builder">Draft with the builder</a></> : null}
+      </PageHeader>
       <ErrorNote error={list.error} title="Workflows could not be read" />
       {!list.data ? (list.error ? null : <Loading what="workflows" />) : list.data.workflows.length === 0 ? (
         <Empty title="No workflows yet.">
-          <p>Create one with <code>POST /api/projects/PROJECT/workflows</code> (a name and a definition YAML), or draft one with the authoring helpers.</p>
+          {mayAuthor
+            ? <p><a href="/workflows/new">Write one in the editor</a>, or <a href="/workflows/builder">draft one with the builder</a> by answering three questions.</p>
+            : <p>Your role may read workflows but not create them.</p>}
         </Empty>
       ) : (
         <div class="table-wrap" tabIndex={0}>
