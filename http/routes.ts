@@ -39,6 +39,7 @@ import { ssoSettingsRoutes } from './routes/sso.js';
 import { ssoSignInRoutes } from './routes/sso-sign-in.js';
 import { transcriptRoutes } from './routes/transcripts.js';
 import { orgSettingsRoutes } from './routes/org-settings.js';
+import { sessionAgentLineRoutes } from './routes/session-agent-line.js';
 import type { Route } from './types.js';
 
 /**
@@ -82,10 +83,11 @@ export function allRoutes(): Route<Deps>[] {
     ...workerControlRoutes(),
     ...scheduleControlRoutes(),
     authSessionRoute(),
-    ...ssoSettingsRoutes(),
-    ...ssoSignInRoutes(),
     ...transcriptRoutes(),
     ...orgSettingsRoutes(),
+    ...sessionAgentLineRoutes(),
+    ...ssoSettingsRoutes(),
+    ...ssoSignInRoutes(),
   ];
   return routes;
 }

@@ -2226,62 +2226,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/org/{orgId}/sso": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The org's single sign-on settings, never the client secret (admins and owners; 404 when none are set) */
-        get: operations["getApiOrgOrgIdSso"];
-        /**
-         * Set the org's single sign-on at an OpenID provider: issuer, client, email domains, group → role map (owners only; 409 when another org holds a domain)
-         * @description The client secret is sealed with the master key and never returned. A person signing in with an email of one of `emailDomains` is sent to the issuer (authorization code with PKCE); the callback `GET /auth/oidc/callback` provisions them and sets their org role from the `groupsClaim` groups through `roleMap` at every sign-in (the highest wins; none mapped: `defaultRole`, `null` refusing them; an owner is never demoted by a missing claim, nor while the only owner). With `enforce`, password sign-in to this org by its domains' people answers 403 `SSO_REQUIRED`. Audited as `sso.configured`.
-         */
-        put: operations["putApiOrgOrgIdSso"];
-        post?: never;
-        /** Remove the org's single sign-on: its domains sign in with passwords again, sign-ins under way are void (owners only; 404 when none is set) */
-        delete: operations["deleteApiOrgOrgIdSso"];
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/auth/oidc/start": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Start signing in with an email: when its domain belongs to an org's single sign-on, the provider's authorization URL to send the browser to (and the troupe_oidc cookie binding the sign-in to this browser); otherwise sso: false and the password form applies */
-        post: operations["postApiAuthOidcStart"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/auth/oidc/callback": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Where the OpenID provider sends the browser back: the state must be unused, unexpired and this browser's; the ID token is verified (issuer, audience, nonce); the person is provisioned and given their role, and the troupe_session cookie is set (a page that moves on to the console at once). Refusals are 4xx, or a 303 to /sign-in?ssoError=CODE for a browser asking for HTML */
-        get: operations["getAuthOidcCallback"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/api/public/sessions/{id}/transcript": {
         parameters: {
             query?: never;
@@ -2336,6 +2280,199 @@ export interface paths {
          * @description Members absent from the body keep their value. Transcripts older than the retention are deleted by every node's sweeper in small batches within minutes; the last 64 KiB of output in a session's detail stay. A change is audited (`org.settings.changed`).
          */
         put: operations["putApiOrgOrgIdSettings"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/sessions/{id}/agent-token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A token for the agent of a session the worker holds: it acts for this run of this session only (decision 0088)
+         * @description The worker hands it to its agent as `TROUPE_SESSION_TOKEN`, with `TROUPE_URL`, for `troupe mcp`. It is refused by every route but those of the agent line (`/api/sessions/{id}/agent/...`) of this session, and by those once the run ends (stopped, completed, failed, reclaimed, or followed by another run). 404 for a session outside the worker's org and projects; 409 when the worker does not hold it.
+         */
+        post: operations["postApiSessionsIdAgentToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/sessions/{id}/agent/approvals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The session's agent asks a person to approve something: opens an approval gate linked to the session
+         * @description Takes the session token (`Authorization: Bearer <TROUPE_SESSION_TOKEN>`). The gate appears in the approvals inbox (`GET /api/approval-gates`, its title the summary; the details at `GET /api/approval-gates/{id}/agent-request`) and is pushed to its deciders; the session's phase is `waiting for approval` until it is decided. Wait for the decision with `GET /api/sessions/{id}/agent/approvals/{gateId}`.
+         */
+        post: operations["postApiSessionsIdAgentApprovals"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/sessions/{id}/agent/tool-permissions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The session's agent asks to use a tool: allowed at once where policy permits `agent-tool` on it, else a person decides
+         * @description Takes the session token. Cedar decides first: the action `agent-tool`, the resource `AgentTool::"<toolName>"` in the session's project, the principal the worker running it. Allowed → 200 `{decision: allowed}` and nothing is opened. Otherwise an approval gate titled with the tool and its input is opened as for `agent/approvals` (201 `{decision: pending, request}`), and the full input is shown to the approver.
+         */
+        post: operations["postApiSessionsIdAgentToolPermissions"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/sessions/{id}/agent/approvals/{gateId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An agent's request as it stands, waiting up to `waitSeconds` for a person's decision or the end of the run
+         * @description Takes the session token; answers also after the run ended (then `status: ended` with the session's status, unless the request was decided first). `waitSeconds` (0–30, default 25) holds the request open until something changes; `pending` means nothing did: ask again.
+         */
+        get: operations["getApiSessionsIdAgentApprovalsGateId"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/sessions/{id}/agent/progress": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The session's agent reports progress: a step on the session's timeline (activity kind `agent.progress`)
+         * @description Takes the session token. Also a `tool` entry (`report_progress`) of the session's transcript.
+         */
+        post: operations["postApiSessionsIdAgentProgress"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/sessions/{id}/agent/tracker-comments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The session's agent writes a comment on the tracker issue the session came from, through the tracker outbox
+         * @description Takes the session token. The comment is owed to the outbox (decision 0028: sent by any node, retried with backoff) and listed in the session detail's `trackerComments` with `kind: agent`. 409 when the session came from no Linear or GitHub issue, or the org has no connection to that tracker.
+         */
+        post: operations["postApiSessionsIdAgentTrackerComments"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/approval-gates/{id}/agent-request": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What a session's agent asked in an approval gate it opened: the summary and details, or the tool and its whole input */
+        get: operations["getApiApprovalGatesIdAgentRequest"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/org/{orgId}/sso": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The org's single sign-on settings, never the client secret (admins and owners; 404 when none are set) */
+        get: operations["getApiOrgOrgIdSso"];
+        /**
+         * Set the org's single sign-on at an OpenID provider: issuer, client, email domains, group → role map (owners only; 409 when another org holds a domain)
+         * @description The client secret is sealed with the master key and never returned. A person signing in with an email of one of `emailDomains` is sent to the issuer (authorization code with PKCE); the callback `GET /auth/oidc/callback` provisions them and sets their org role from the `groupsClaim` groups through `roleMap` at every sign-in (the highest wins; none mapped: `defaultRole`, `null` refusing them; an owner is never demoted by a missing claim, nor while the only owner). With `enforce`, password sign-in to this org by its domains' people answers 403 `SSO_REQUIRED`. Audited as `sso.configured`.
+         */
+        put: operations["putApiOrgOrgIdSso"];
+        post?: never;
+        /** Remove the org's single sign-on: its domains sign in with passwords again, sign-ins under way are void (owners only; 404 when none is set) */
+        delete: operations["deleteApiOrgOrgIdSso"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/auth/oidc/start": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Start signing in with an email: when its domain belongs to an org's single sign-on, the provider's authorization URL to send the browser to (and the troupe_oidc cookie binding the sign-in to this browser); otherwise sso: false and the password form applies */
+        post: operations["postApiAuthOidcStart"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/oidc/callback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Where the OpenID provider sends the browser back: the state must be unused, unexpired and this browser's; the ID token is verified (issuer, audience, nonce); the person is provisioned and given their role, and the troupe_session cookie is set (a page that moves on to the console at once). Refusals are 4xx, or a 303 to /sign-in?ssoError=CODE for a browser asking for HTML */
+        get: operations["getAuthOidcCallback"];
+        put?: never;
         post?: never;
         delete?: never;
         options?: never;
@@ -6623,7 +6760,7 @@ export interface operations {
                      * @enum {unknown}
                      */
                     agent?: "command" | "claude-code" | "codex" | "gemini";
-                    /** @description Offered to workers before sessions of lower priority, first come first served within one; 5 when absent */
+                    /** @description Within its project, offered to workers before sessions of lower priority, first come first served within one; projects take turns (decision 0085); 5 when absent */
                     priority?: number;
                     /** @description Sessions sharing a key are held to the project's concurrency limit. When absent: `repo:<repository id>:<ref or default branch>` for a session on a repository, `issue:<trackerIssue>` for one from a tracker issue, none otherwise */
                     concurrencyKey?: string;
@@ -7109,7 +7246,7 @@ export interface operations {
                         };
                         /** @description The branch, tag or commit the session starts from */
                         ref?: string | null;
-                        /** @description Offered to workers before sessions of lower priority, oldest first within one (decision 0081) */
+                        /** @description Within its project, offered to workers before sessions of lower priority, oldest first within one; projects take turns (decisions 0081, 0085) */
                         priority?: number;
                         /** @description The key the project's concurrency limit counts the session under; null for none */
                         concurrencyKey?: string | null;
@@ -7180,7 +7317,7 @@ export interface operations {
                             tracker: "linear" | "github";
                             issue: string;
                             /** @enum {unknown} */
-                            kind: "terminal" | "stop";
+                            kind: "terminal" | "stop" | "agent";
                             run: number;
                             sessionStatus: string;
                             /** @enum {unknown} */
@@ -17005,6 +17142,962 @@ export interface operations {
             };
         };
     };
+    getApiPublicSessionsIdTranscript: {
+        parameters: {
+            query?: {
+                after?: string;
+                limit?: string;
+                q?: string;
+                format?: "json" | "ndjson";
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The whole transcript of a session, a page at a time: every output line, prompt, tool step and status change, numbered by a gap-free `seq` */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        entries: {
+                            seq: number;
+                            /**
+                             * Format: date-time
+                             * @description When it happened (an output line: when the node took it in)
+                             */
+                            at: string;
+                            /**
+                             * @description `output`: a line the agent wrote (without its newline); `prompt`: a prompt sent to the session; `tool`: a tool step (`<tool>: <summary>`); `status`: a status change (`from → to`); `notice`: what the server says about the session or the transcript itself (why it stopped a run, where the size limit cut the output)
+                             * @enum {unknown}
+                             */
+                            kind: "output" | "prompt" | "tool" | "status" | "notice";
+                            text: string;
+                            /** @description The run (epoch) it belongs to; a terminal session prompted again starts the next */
+                            run: number | null;
+                            /** @description `status` entries: the new status */
+                            status?: string;
+                            /** @description `status` entries */
+                            previousStatus?: string;
+                            /** @description `status` entries: the worker holding the session, when one does */
+                            workerId?: string;
+                            /** @description `prompt` entries */
+                            promptId?: string;
+                            /** @description `prompt` entries: sent to a live agent (true) or starting a run (false) */
+                            queued?: boolean;
+                            /** @description `tool` entries: the tool's name */
+                            tool?: string;
+                            /** @description `tool` entries: the step's own id, when the worker sent one */
+                            stepId?: string;
+                            /** @description `notice` entries of a run the server stopped: why (`budget`, `superseded`), with its figures beside */
+                            stopReason?: string;
+                        }[];
+                        /** @description The `after` of the next page while more entries are stored; null when this page reached the end (a live session writes more later: read again after the last `seq`, or follow the stream from it) */
+                        next: number | null;
+                        /** @description The newest entry's seq when this was read (0: no entries yet) */
+                        lastSeq: number;
+                        /** @description Entries up to this seq were deleted by the org's retention (0: none) */
+                        purgedThrough: number;
+                        /** @description Set when the transcript reached TROUPE_TRANSCRIPT_MAX_BYTES: the seq of the notice that ends it, and what was not kept since */
+                        cut: {
+                            atSeq: number;
+                            droppedEntries: number;
+                            droppedBytes: number;
+                        } | null;
+                    };
+                };
+            };
+            /** @description Malformed or invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated but not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server or dependency error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getApiPublicSessionsIdTranscriptStream: {
+        parameters: {
+            query?: {
+                after?: string;
+            };
+            header?: {
+                /** @description Resume after this event. */
+                "Last-Event-ID"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description An event stream of `transcript.entry` (data: TranscriptEntry) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description Malformed or invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated but not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The caller's org holds as many event streams on this node as it may (TOO_MANY_STREAMS) */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server or dependency error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getApiOrgOrgIdSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                orgId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The org's settings: `transcriptRetentionDays` (30 until set; 0 keeps transcripts forever) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        orgId: string;
+                        /** @description Days a session's transcript is kept after its last entry (0: forever; 30 until set) */
+                        transcriptRetentionDays: number;
+                        /** Format: date-time */
+                        updatedAt: string | null;
+                        updatedBy: string | null;
+                    };
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated but not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server or dependency error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    putApiOrgOrgIdSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                orgId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description 0 keeps transcripts forever */
+                    transcriptRetentionDays?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Change the org's settings (admins and owners): `transcriptRetentionDays`, days a session's transcript is kept after its last entry (0: forever) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        orgId: string;
+                        /** @description Days a session's transcript is kept after its last entry (0: forever; 30 until set) */
+                        transcriptRetentionDays: number;
+                        /** Format: date-time */
+                        updatedAt: string | null;
+                        updatedBy: string | null;
+                    };
+                };
+            };
+            /** @description Malformed or invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated but not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body larger than the route accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server or dependency error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postApiSessionsIdAgentToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    workerId: string;
+                };
+            };
+        };
+        responses: {
+            /** @description A token for the agent of a session the worker holds: it acts for this run of this session only (decision 0088) */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        token: string;
+                        /** Format: date-time */
+                        expiresAt: string;
+                        run: number;
+                    };
+                };
+            };
+            /** @description Malformed or invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated but not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body larger than the route accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many reports from this worker this minute */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server or dependency error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postApiSessionsIdAgentApprovals: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    summary: string;
+                    details?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The session's agent asks a person to approve something: opens an approval gate linked to the session */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * Format: uuid
+                         * @description The approval gate the request opened
+                         */
+                        id: string;
+                        /** @constant */
+                        status: "pending";
+                        /** @enum {unknown} */
+                        kind: "approval" | "tool";
+                        summary: string;
+                    };
+                };
+            };
+            /** @description Malformed or invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body larger than the route accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server or dependency error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postApiSessionsIdAgentToolPermissions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    toolName: string;
+                    input: Record<string, unknown>;
+                };
+            };
+        };
+        responses: {
+            /** @description The session's agent asks to use a tool: allowed at once where policy permits `agent-tool` on it, else a person decides */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        decision: "allowed" | "pending";
+                        /** @description The policies that allowed it */
+                        policies?: string[];
+                        request?: {
+                            /**
+                             * Format: uuid
+                             * @description The approval gate the request opened
+                             */
+                            id: string;
+                            /** @constant */
+                            status: "pending";
+                            /** @enum {unknown} */
+                            kind: "approval" | "tool";
+                            summary: string;
+                        };
+                    };
+                };
+            };
+            /** @description Malformed or invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body larger than the route accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server or dependency error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getApiSessionsIdAgentApprovalsGateId: {
+        parameters: {
+            query?: {
+                waitSeconds?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+                gateId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description An agent's request as it stands, waiting up to `waitSeconds` for a person's decision or the end of the run */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description `ended`: the session's run ended (a stop) before a decision
+                         * @enum {unknown}
+                         */
+                        status: "pending" | "approved" | "rejected" | "escalated" | "ended";
+                        comment?: string | null;
+                        decidedBy?: {
+                            userId: string;
+                            role: string;
+                            email?: string | null;
+                        } | null;
+                        /** Format: date-time */
+                        decidedAt?: string | null;
+                        sessionStatus?: string;
+                    };
+                };
+            };
+            /** @description Malformed or invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server or dependency error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postApiSessionsIdAgentProgress: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    message: string;
+                    key?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The session's agent reports progress: a step on the session's timeline (activity kind `agent.progress`) */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description false for a repeated key */
+                        recorded: boolean;
+                    };
+                };
+            };
+            /** @description Malformed or invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body larger than the route accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server or dependency error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postApiSessionsIdAgentTrackerComments: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    text: string;
+                    key?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The session's agent writes a comment on the tracker issue the session came from, through the tracker outbox */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        tracker: "linear" | "github";
+                        issue: string;
+                        /** @constant */
+                        status: "pending";
+                    };
+                };
+            };
+            /** @description Malformed or invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body larger than the route accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server or dependency error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getApiApprovalGatesIdAgentRequest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description What a session's agent asked in an approval gate it opened: the summary and details, or the tool and its whole input */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        gateId: string;
+                        sessionId: string;
+                        run: number;
+                        /** @enum {unknown} */
+                        kind: "approval" | "tool";
+                        summary: string;
+                        details: string | null;
+                        tool: {
+                            name: string;
+                            input: Record<string, unknown>;
+                        } | null;
+                        /** Format: date-time */
+                        createdAt: string;
+                    };
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated but not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server or dependency error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     getApiOrgOrgIdSso: {
         parameters: {
             query?: never;
@@ -17412,383 +18505,6 @@ export interface operations {
             /** @description Malformed or invalid request */
             400: {
                 headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Client error */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Server or dependency error */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    getApiPublicSessionsIdTranscript: {
-        parameters: {
-            query?: {
-                after?: string;
-                limit?: string;
-                q?: string;
-                format?: "json" | "ndjson";
-            };
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The whole transcript of a session, a page at a time: every output line, prompt, tool step and status change, numbered by a gap-free `seq` */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        entries: {
-                            seq: number;
-                            /**
-                             * Format: date-time
-                             * @description When it happened (an output line: when the node took it in)
-                             */
-                            at: string;
-                            /**
-                             * @description `output`: a line the agent wrote (without its newline); `prompt`: a prompt sent to the session; `tool`: a tool step (`<tool>: <summary>`); `status`: a status change (`from → to`); `notice`: what the server says about the session or the transcript itself (why it stopped a run, where the size limit cut the output)
-                             * @enum {unknown}
-                             */
-                            kind: "output" | "prompt" | "tool" | "status" | "notice";
-                            text: string;
-                            /** @description The run (epoch) it belongs to; a terminal session prompted again starts the next */
-                            run: number | null;
-                            /** @description `status` entries: the new status */
-                            status?: string;
-                            /** @description `status` entries */
-                            previousStatus?: string;
-                            /** @description `status` entries: the worker holding the session, when one does */
-                            workerId?: string;
-                            /** @description `prompt` entries */
-                            promptId?: string;
-                            /** @description `prompt` entries: sent to a live agent (true) or starting a run (false) */
-                            queued?: boolean;
-                            /** @description `tool` entries: the tool's name */
-                            tool?: string;
-                            /** @description `tool` entries: the step's own id, when the worker sent one */
-                            stepId?: string;
-                            /** @description `notice` entries of a run the server stopped: why (`budget`, `superseded`), with its figures beside */
-                            stopReason?: string;
-                        }[];
-                        /** @description The `after` of the next page while more entries are stored; null when this page reached the end (a live session writes more later: read again after the last `seq`, or follow the stream from it) */
-                        next: number | null;
-                        /** @description The newest entry's seq when this was read (0: no entries yet) */
-                        lastSeq: number;
-                        /** @description Entries up to this seq were deleted by the org's retention (0: none) */
-                        purgedThrough: number;
-                        /** @description Set when the transcript reached TROUPE_TRANSCRIPT_MAX_BYTES: the seq of the notice that ends it, and what was not kept since */
-                        cut: {
-                            atSeq: number;
-                            droppedEntries: number;
-                            droppedBytes: number;
-                        } | null;
-                    };
-                };
-            };
-            /** @description Malformed or invalid request */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid credentials */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Authenticated but not allowed */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Client error */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Server or dependency error */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    getApiPublicSessionsIdTranscriptStream: {
-        parameters: {
-            query?: {
-                after?: string;
-            };
-            header?: {
-                /** @description Resume after this event. */
-                "Last-Event-ID"?: string;
-            };
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description An event stream of `transcript.entry` (data: TranscriptEntry) */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "text/event-stream": string;
-                };
-            };
-            /** @description Malformed or invalid request */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid credentials */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Authenticated but not allowed */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description The caller's org holds as many event streams on this node as it may (TOO_MANY_STREAMS) */
-            429: {
-                headers: {
-                    /** @description Seconds until the credential may try again */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Client error */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Server or dependency error */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    getApiOrgOrgIdSettings: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                orgId: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The org's settings: `transcriptRetentionDays` (30 until set; 0 keeps transcripts forever) */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** Format: uuid */
-                        orgId: string;
-                        /** @description Days a session's transcript is kept after its last entry (0: forever; 30 until set) */
-                        transcriptRetentionDays: number;
-                        /** Format: date-time */
-                        updatedAt: string | null;
-                        updatedBy: string | null;
-                    };
-                };
-            };
-            /** @description Missing or invalid credentials */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Authenticated but not allowed */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Client error */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Server or dependency error */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    putApiOrgOrgIdSettings: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                orgId: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    /** @description 0 keeps transcripts forever */
-                    transcriptRetentionDays?: number;
-                };
-            };
-        };
-        responses: {
-            /** @description Change the org's settings (admins and owners): `transcriptRetentionDays`, days a session's transcript is kept after its last entry (0: forever) */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** Format: uuid */
-                        orgId: string;
-                        /** @description Days a session's transcript is kept after its last entry (0: forever; 30 until set) */
-                        transcriptRetentionDays: number;
-                        /** Format: date-time */
-                        updatedAt: string | null;
-                        updatedBy: string | null;
-                    };
-                };
-            };
-            /** @description Malformed or invalid request */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid credentials */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Authenticated but not allowed */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Body larger than the route accepts */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unsupported content type */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Too many writes from this credential */
-            429: {
-                headers: {
-                    /** @description Seconds until the credential may try again */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {

@@ -74,7 +74,7 @@ export const sessionDetailReply = {
       description: 'The project repository the session runs on, as it was when dispatched; null when it names none',
     },
     ref: { ...nullableString, description: 'The branch, tag or commit the session starts from' },
-    priority: { type: 'integer', minimum: 0, maximum: 9, description: 'Offered to workers before sessions of lower priority, oldest first within one (decision 0081)' },
+    priority: { type: 'integer', minimum: 0, maximum: 9, description: 'Within its project, offered to workers before sessions of lower priority, oldest first within one; projects take turns (decisions 0081, 0085)' },
     concurrencyKey: { ...nullableString, description: "The key the project's concurrency limit counts the session under; null for none" },
     phase: nullableString, error: nullableString, costUsd: { type: 'number' },
     run: { type: 'integer', description: 'How many times the session was dispatched (a prompt after it ended dispatches it again)' },
@@ -122,7 +122,7 @@ export const sessionDetailReply = {
       items: {
         type: 'object', required: ['tracker', 'issue', 'kind', 'run', 'sessionStatus', 'status', 'attempts', 'lastError', 'url', 'sentAt', 'createdAt'],
         properties: {
-          tracker: { enum: ['linear', 'github'] }, issue: { type: 'string' }, kind: { enum: ['terminal', 'stop'] }, run: { type: 'integer' },
+          tracker: { enum: ['linear', 'github'] }, issue: { type: 'string' }, kind: { enum: ['terminal', 'stop', 'agent'] }, run: { type: 'integer' },
           sessionStatus: { type: 'string' }, status: { enum: ['pending', 'sent', 'failed'] }, attempts: { type: 'integer' },
           lastError: nullableString, url: nullableString, sentAt: nullableTime, createdAt: { type: 'string', format: 'date-time' },
         },

@@ -14,6 +14,7 @@ import { auditCommands } from './commands/audit.js';
 import { deadLetterCommands } from './commands/dead-letters.js';
 import { m2mCommands } from './commands/m2m.js';
 import { workerCommand } from './worker/command.js';
+import { mcpCommand } from './commands/mcp.js';
 
 /**
  * `troupe <command>`: every command prints JSON on stdout (so scripts can pipe it to jq) and a one-line reason on
@@ -41,6 +42,7 @@ export function buildProgram(): Command {
   program.addCommand(deadLetterCommands());
   program.addCommand(m2mCommands());
   program.addCommand(workerCommand());
+  program.addCommand(mcpCommand());
   return program;
 }
 

@@ -16,7 +16,7 @@ export const MAX_CONCURRENCY_KEY_LENGTH = 200;
 export const dispatchQueueMembers = {
   priority: {
     type: 'integer', minimum: 0, maximum: 9,
-    description: 'Offered to workers before sessions of lower priority, first come first served within one; 5 when absent',
+    description: 'Within its project, offered to workers before sessions of lower priority, first come first served within one; projects take turns (decision 0085); 5 when absent',
   },
   concurrencyKey: {
     // Printable: no control characters, so a key shows and logs as it was sent.

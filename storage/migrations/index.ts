@@ -37,6 +37,7 @@ import { projectBudgetsMigration } from './0052_project_budgets.js';
 import { orgSsoMigration } from './0053_org_sso.js';
 import { sessionTranscriptsMigration } from './0054_session_transcripts.js';
 import { queueFairnessMigration } from './0055_queue_fairness.js';
+import { sessionAgentLineMigration } from './0056_session_agent_line.js';
 
 /**
  * Every migration, in order. A static list rather than a directory scan, so the same source runs under tsx,
@@ -88,4 +89,5 @@ export const migrations: readonly Migration[] = [
   orgSsoMigration, // 0053
   sessionTranscriptsMigration, // 0054
   queueFairnessMigration, // 0055
+  sessionAgentLineMigration, // 0056
 ];

@@ -68,11 +68,14 @@ export interface OwedComment {
   readonly epoch: number;
   readonly tracker: Tracker;
   readonly issue: string;
-  readonly kind: 'terminal' | 'stop';
+  /** `agent`: a comment the session's agent wrote (decision 0088), posted as its `body`. */
+  readonly kind: 'terminal' | 'stop' | 'agent';
   readonly sessionStatus: string;
   readonly costUsd: number;
   readonly durationMs: number | null;
   readonly attempts: number;
+  /** The agent's text for `kind: 'agent'`; null for the comments a session's end owes (composed when sent). */
+  readonly body: string | null;
   /** When the transition owed it. */
   readonly createdAt: Date;
 }
@@ -80,7 +83,7 @@ export interface OwedComment {
 const toOwed = (r: Record<string, any>): OwedComment => ({
   id: r.id, orgId: r.org_id, sessionId: r.session_id, epoch: Number(r.epoch), tracker: r.tracker, issue: r.issue, kind: r.kind,
   sessionStatus: r.session_status, costUsd: Number(r.cost_usd), durationMs: r.duration_ms === null ? null : Number(r.duration_ms),
-  attempts: Number(r.attempts), createdAt: new Date(r.created_at),
+  attempts: Number(r.attempts), createdAt: new Date(r.created_at), body: r.body ?? null,
 });
 
 /**
@@ -124,7 +127,7 @@ export async function commentFailed(db: Knex, id: string, error: string, at: Dat
 export interface TrackerCommentView {
   readonly tracker: Tracker;
   readonly issue: string;
-  readonly kind: 'terminal' | 'stop';
+  readonly kind: 'terminal' | 'stop' | 'agent';
   readonly run: number;
   readonly sessionStatus: string;
   readonly status: 'pending' | 'sent' | 'failed';

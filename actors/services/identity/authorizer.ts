@@ -26,12 +26,15 @@ import { REVOCATION_TOPIC, parseRevocation, tags as revocationTag } from './revo
 export const actions = [
   'read', 'edit', 'publish', 'dispatch', 'operate', 'decide', 'report',
   'manage-keys', 'manage-members', 'manage-credentials', 'manage-policies', 'manage-org', 'enqueue-mutation',
+  // An agent's tool use in a session, which policy may allow without asking a person (decision 0088).
+  'agent-tool',
 ] as const;
 export type Action = (typeof actions)[number];
 
 export const resourceTypes = [
   'Org', 'Project', 'Workflow', 'WorkflowRun', 'Session', 'Policy', 'ApprovalGate', 'Team', 'Credential', 'Integration',
   'DaemonHost', 'Mutation', 'Incident', 'Template', 'AgentCard', 'Proposal', 'Requester', 'Audit', 'Registration', 'Repository',
+  'AgentTool',
 ] as const;
 export type ResourceType = (typeof resourceTypes)[number];
 

@@ -14,8 +14,13 @@ export const ISSUER = 'troupe';
 export const USER_TOKEN_TTL_SECONDS = 12 * 60 * 60;
 export const RUNTIME_TOKEN_TTL_SECONDS = 15 * 60;
 export const MACHINE_TOKEN_TTL_SECONDS = 60 * 60;
+/**
+ * A session token (decision 0088) lives at most this long, and in practice ends with its session's run: every use
+ * checks the run is still live and the same one, so the time limit only bounds a token whose node lost track of it.
+ */
+export const SESSION_TOKEN_TTL_SECONDS = 7 * 24 * 60 * 60;
 
-export type TokenType = 'user' | 'runtime' | 'machine';
+export type TokenType = 'user' | 'runtime' | 'machine' | 'session';
 
 /** Ed25519 PKCS#8 DER header for a raw 32-byte seed (RFC 8410): node builds the key from it without any JWK step. */
 const ED25519_PKCS8_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex');
@@ -50,7 +55,20 @@ export interface MachineClaims {
   readonly rqid?: string;
 }
 
-export type ClaimsOf<T extends TokenType> = T extends 'user' ? UserClaims : T extends 'runtime' ? RuntimeClaims : MachineClaims;
+/** Acts for one run of one session only: the agent's line to the team (`troupe mcp`, decision 0088). */
+export interface SessionClaims {
+  /** The session's key (its actor address and rows). */
+  readonly sid: string;
+  readonly org: string;
+  readonly prj: string;
+  /** The run (epoch) the token was given for; a later run of the same session needs its own. */
+  readonly ep: number;
+  /** The worker that held the run when the token was given. */
+  readonly wid: string;
+}
+
+export type ClaimsOf<T extends TokenType> = T extends 'user' ? UserClaims : T extends 'runtime' ? RuntimeClaims
+  : T extends 'session' ? SessionClaims : MachineClaims;
 
 export interface IssuedToken { readonly token: string; readonly expiresAt: number }
 
@@ -58,6 +76,7 @@ const defaultTtl: Record<TokenType, number> = {
   user: USER_TOKEN_TTL_SECONDS,
   runtime: RUNTIME_TOKEN_TTL_SECONDS,
   machine: MACHINE_TOKEN_TTL_SECONDS,
+  session: SESSION_TOKEN_TTL_SECONDS,
 };
 
 /** Signs a token of the given type; `expiresAt` (ms) lets callers decide when to refresh. */
@@ -173,7 +192,7 @@ function decodeJsonObject(encoded: string): Record<string, unknown> | undefined 
   }
 }
 
-function claimsOf(typ: TokenType, p: JWTPayload): UserClaims | RuntimeClaims | MachineClaims | undefined {
+function claimsOf(typ: TokenType, p: JWTPayload): UserClaims | RuntimeClaims | MachineClaims | SessionClaims | undefined {
   const c = p as Record<string, unknown>;
   if (typeof c.org !== 'string' || !uuidPattern.test(c.org)) return undefined;
   switch (typ) {
@@ -187,6 +206,11 @@ function claimsOf(typ: TokenType, p: JWTPayload): UserClaims | RuntimeClaims | M
       if (typeof c.cid !== 'string' || !isStringArray(c.scope)) return undefined;
       if (c.rqid !== undefined && typeof c.rqid !== 'string') return undefined;
       return c.rqid === undefined ? { cid: c.cid, org: c.org, scope: c.scope } : { cid: c.cid, org: c.org, scope: c.scope, rqid: c.rqid };
+    case 'session':
+      return typeof c.sid === 'string' && typeof c.prj === 'string' && uuidPattern.test(c.prj) && typeof c.wid === 'string'
+        && typeof c.ep === 'number' && Number.isInteger(c.ep) && c.ep > 0
+        ? { sid: c.sid, org: c.org, prj: c.prj, ep: c.ep, wid: c.wid }
+        : undefined;
   }
 }
 

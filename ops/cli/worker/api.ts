@@ -43,6 +43,8 @@ export interface WorkerApi {
   output(token: string, sessionId: string, body: { workerId: string; chunks: string[] }): Promise<unknown>;
   stepHeartbeat(token: string, sessionId: string, body: { workerId: string }): Promise<unknown>;
   heldSessions(token: string): Promise<{ sessions: { id: string; status: string }[] }>;
+  /** The token of a session's run for its agent's line to the team (decision 0088). */
+  agentToken(token: string, sessionId: string, body: { workerId: string }): Promise<{ token: string; expiresAt: string; run: number }>;
   /** Opens an event stream; the caller reads `body`. */
   /** Opens an event stream; `lastEventId` resumes it after that event. */
   stream(token: string, path: '/api/daemon/events' | '/api/daemon/credentials/stream', signal: AbortSignal, lastEventId?: string): Promise<Response>;
@@ -111,6 +113,7 @@ export function createWorkerApi(
     steps: (token, id, body) => paced('reports', () => inTurn(() => unwrap(api.POST('/api/sessions/{id}/steps', { params: { path: { id } }, body, headers: auth(token) })))),
     stepHeartbeat: (token, id, body) => paced('reports', () => inTurn(() => unwrap(api.POST('/api/sessions/{id}/step-heartbeat', { params: { path: { id } }, body, headers: auth(token) })))),
     heldSessions: (token) => paced('control', () => inTurn(() => unwrap(api.GET('/api/daemon/sessions', { headers: auth(token) })))),
+    agentToken: (token, id, body) => paced('reports', () => inTurn(() => unwrap(api.POST('/api/sessions/{id}/agent-token', { params: { path: { id } }, body, headers: auth(token) })))),
     async stream(token, path, signal, lastEventId) {
       const headers = { ...auth(token), accept: 'text/event-stream', ...(lastEventId === undefined ? {} : { 'last-event-id': lastEventId }) };
       const outcome = await call(api.GET(path, { headers, parseAs: 'stream', signal }));

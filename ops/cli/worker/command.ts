@@ -9,6 +9,7 @@ import { nodeSupport } from '../../kernel/node-support.js';
 import { RegistrationRefused, Worker, type WorkerOptions } from './worker.js';
 import { AgentOptionError, resolveAgent } from './agents/index.js';
 import type { WorkerAgent } from './session-agent.js';
+import { ArgvSplitError, splitArgs } from './agents/argv-split.js';
 
 /**
  * `troupe worker`: runs agent sessions on this machine (issue 15 §1; the flags and their environment variables are
@@ -38,6 +39,8 @@ interface Flags {
   agentBin?: string;
   agentArgs?: string;
   priceTable?: string;
+  agentApprovals?: boolean;
+  mcpCommand?: string;
   keepWorkspaces?: string;
   capacity?: string;
   name?: string;
@@ -61,6 +64,7 @@ function workerAgent(flags: Flags): WorkerAgent {
     return resolveAgent({
       agent, agentCommand, agentBin: flags.agentBin ?? env.TROUPE_AGENT_BIN, agentArgs: flags.agentArgs ?? env.TROUPE_AGENT_ARGS,
       priceTable: flags.priceTable ?? env.TROUPE_PRICE_TABLE,
+      agentApprovals: flags.agentApprovals ?? env.TROUPE_AGENT_APPROVALS === '1',
     });
   } catch (err) {
     if (err instanceof AgentOptionError) throw new CliError(err.message);
@@ -75,6 +79,17 @@ function keepHours(value: string | undefined): number {
   return n;
 }
 
+/** `--mcp-command`, split as a shell would (never run by one); absent: the worker's own `mcp` subcommand. */
+function mcpCommandOf(text: string | undefined): string[] | undefined {
+  if (text === undefined || text.trim() === '') return undefined;
+  try {
+    return splitArgs(text);
+  } catch (err) {
+    if (err instanceof ArgvSplitError) throw new CliError(`--mcp-command ${err.message}`);
+    throw err;
+  }
+}
+
 export function resolveWorkerOptions(flags: Flags, globalUrl?: string): WorkerOptions {
   // Like every other command: the local node when nothing names one.
   const url = flags.url ?? globalUrl ?? process.env.TROUPE_URL ?? `http://127.0.0.1:${process.env.PORT ?? 8080}`;
@@ -87,9 +102,11 @@ export function resolveWorkerOptions(flags: Flags, globalUrl?: string): WorkerOp
   const workDir = path.resolve(flags.workDir ?? process.env.TROUPE_WORKER_WORK_DIR ?? path.join(stateDir, 'work'));
   const drainTimeoutSeconds = positive(flags.drainTimeout ?? process.env.TROUPE_WORKER_DRAIN_TIMEOUT, '--drain-timeout', 0) ?? 60;
   const pool = flags.pool ?? process.env.TROUPE_WORKER_POOL;
+  const mcpCommand = mcpCommandOf(flags.mcpCommand ?? process.env.TROUPE_WORKER_MCP_COMMAND);
   return {
     url, registrationToken, agent, capacity, name, stateDir, workDir, drainTimeoutSeconds,
     ...(pool ? { pool } : {}),
+    ...(mcpCommand ? { mcpCommand } : {}),
     keepWorkspacesHours: keepHours(flags.keepWorkspaces ?? process.env.TROUPE_KEEP_WORKSPACES),
     killGraceMs: envInt('TROUPE_WORKER_KILL_GRACE_MS') ?? 10_000,
     backoffBaseMs: envInt('TROUPE_WORKER_BACKOFF_BASE_MS') ?? 1000,
@@ -107,6 +124,8 @@ export function workerCommand(): Command {
     .option('--agent-bin <path>', "the agent CLI's program, else claude, codex or gemini on PATH (env TROUPE_AGENT_BIN)")
     .option('--agent-args <args>', "more flags for the agent CLI, split as a shell would, never run by one (env TROUPE_AGENT_ARGS)")
     .option('--price-table <file>', 'with --agent codex: USD per million tokens by model, JSON (env TROUPE_PRICE_TABLE)')
+    .option('--agent-approvals', "with --agent claude-code: its permission prompts go to a person through Troupe's approvals (env TROUPE_AGENT_APPROVALS=1)")
+    .option('--mcp-command <cmd>', "the MCP server agents get as TROUPE_MCP_COMMAND (env TROUPE_WORKER_MCP_COMMAND, default this program's own `mcp`)")
     .option('--keep-workspaces <hours>', "a session's worktree is removed after this long without a follow-up (env TROUPE_KEEP_WORKSPACES, default 24)")
     .option('--capacity <n>', 'sessions run at once (env TROUPE_WORKER_CAPACITY, default 4)')
     .option('--name <name>', 'name shown in the fleet (env TROUPE_WORKER_NAME, default the hostname)')

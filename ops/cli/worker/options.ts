@@ -22,6 +22,8 @@ export interface WorkerOptions {
   readonly pool?: string;
   /** SIGTERM → SIGKILL of an agent's process group. @default 10000 */
   readonly killGraceMs?: number;
+  /** argv of the MCP server each agent gets as its line to the team (`--mcp-command`). @default this program's `mcp` */
+  readonly mcpCommand?: readonly string[];
   readonly backoffBaseMs?: number;
   readonly backoffCapMs?: number;
 }

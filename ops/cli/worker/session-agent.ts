@@ -1,5 +1,6 @@
 import { rmSync } from 'node:fs';
 import { Agent, sessionDir, type AgentHooks } from './agent.js';
+import type { OpenedLine } from './agent-line.js';
 import { isAgentSessionId, type AgentInvocation, type AgentOptions, type AgentPreset } from './agents/index.js';
 import type { OfferedSession } from './api.js';
 import { isFollowUp } from './session-workspace.js';
@@ -71,19 +72,25 @@ export function discardPrepared(offer: OfferedSession, prepared: PreparedAgent):
   if (prepared.agentDir !== undefined && !isFollowUp(offer)) rmSync(prepared.agentDir, { recursive: true, force: true });
 }
 
-/** A follow-up resumes the agent's conversation when a run reported one; otherwise the preset starts afresh. */
-export function invocationFor(offer: OfferedSession, agent: WorkerAgent): AgentInvocation {
+/**
+ * A follow-up resumes the agent's conversation when a run reported one; otherwise the preset starts afresh. The
+ * run's agent line, when it has one, is the preset's to pass on (claude-code's `--mcp-config`).
+ */
+export function invocationFor(offer: OfferedSession, agent: WorkerAgent, line?: OpenedLine): AgentInvocation {
+  const options = line === undefined ? agent.options : { ...agent.options, mcpConfig: line.configFile };
   const resumed = isFollowUp(offer) ? offer.followUp?.agentSessionId : undefined;
   return isAgentSessionId(resumed)
-    ? agent.preset.followUp(offer.prompt, resumed, agent.options)
-    : agent.preset.firstRun(offer.prompt, agent.options);
+    ? agent.preset.followUp(offer.prompt, resumed, options)
+    : agent.preset.firstRun(offer.prompt, options);
 }
 
-/** Starts the agent in `dir`; throws when it was not prepared or its argv cannot be made. */
-export function startAgent(offer: OfferedSession, prepared: PreparedAgent, dir: string, agent: WorkerAgent, hooks: AgentHooks): Agent {
+/** Starts the agent in `dir`, with its agent line if it has one; throws when it was not prepared or its argv cannot be made. */
+export function startAgent(
+  offer: OfferedSession, prepared: PreparedAgent, dir: string, agent: WorkerAgent, hooks: AgentHooks, line?: OpenedLine,
+): Agent {
   if (prepared.error !== undefined || prepared.env === undefined) throw prepared.error ?? new Error('the agent was not prepared');
   return new Agent({
-    sessionId: offer.id, invocation: invocationFor(offer, agent), parser: agent.preset.createParser(agent.options),
-    workDir: dir, prompt: offer.prompt, env: prepared.env,
+    sessionId: offer.id, invocation: invocationFor(offer, agent, line), parser: agent.preset.createParser(agent.options),
+    workDir: dir, prompt: offer.prompt, env: line === undefined ? prepared.env : { ...prepared.env, ...line.env },
   }, hooks);
 }

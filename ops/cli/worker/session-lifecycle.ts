@@ -1,4 +1,5 @@
 import type { Agent, AgentExit } from './agent.js';
+import { openAgentLine, type AgentLinePlace, type OpenedLine } from './agent-line.js';
 import type { AgentEvent } from './agents/index.js';
 import { ApiError, type OfferedSession, type WorkerApi } from './api.js';
 import type { WorkerIdentity } from './identity.js';
@@ -22,6 +23,8 @@ export interface SessionLifecycleDeps {
   readonly agent: WorkerAgent;
   readonly workspaces: WorkspacePlace;
   readonly killGraceMs: number;
+  /** Where the agents' line to the team goes (decision 0088). */
+  readonly line: AgentLinePlace;
   /** A session ended and its slot is free again. */
   readonly slotFreed: () => void;
 }
@@ -33,6 +36,9 @@ export interface SessionLifecycleDeps {
  * ended it unreported.
  */
 export class SessionLifecycle {
+  /** The agent line of each running session, closed (its token file removed) when its agent has exited. */
+  private readonly lines = new Map<string, OpenedLine>();
+
   constructor(private readonly deps: SessionLifecycleDeps) {}
 
   /** Resolves once the agent started, or its failure to start was queued as the session's report. */
@@ -47,10 +53,20 @@ export class SessionLifecycle {
     }
     if (workspace) log('info', 'workspace.ready', `${workspace.start} worktree on ${workspace.branch} at ${workspace.baseCommit.slice(0, 12)}`, { sessionId: offer.id, dir: workspace.dir });
     const dir = workspace?.dir ?? prepared.agentDir ?? '';
-    this.run(offer, prepared, dir, workspace);
+    const line = await openAgentLine(offer.id, this.deps.line, this.deps).catch((err: unknown) => {
+      log('warn', 'agent_line.unavailable', `no agent line for this session: ${(err as Error).message}`, { sessionId: offer.id });
+      return undefined;
+    });
+    if (line) this.lines.set(offer.id, line);
+    this.run(offer, prepared, dir, workspace, line);
   }
 
-  private run(offer: OfferedSession, prepared: PreparedAgent, dir: string, workspace: PreparedWorkspace | undefined): void {
+  private closeLine(sessionId: string): void {
+    this.lines.get(sessionId)?.close();
+    this.lines.delete(sessionId);
+  }
+
+  private run(offer: OfferedSession, prepared: PreparedAgent, dir: string, workspace: PreparedWorkspace | undefined, line?: OpenedLine): void {
     const { table, log } = this.deps;
     const claimedAt = Date.now();
     let session: RunningSession | undefined;
@@ -59,9 +75,10 @@ export class SessionLifecycle {
     try {
       agent = startAgent(offer, prepared, dir, this.deps.agent, {
         onEvent: (event) => { if (session) this.take(session, event); },
-        onStderr: (line) => log('debug', 'agent.stderr', line, { sessionId: offer.id }),
-      });
+        onStderr: (text) => log('debug', 'agent.stderr', text, { sessionId: offer.id }),
+      }, line);
     } catch (err) {
+      this.closeLine(offer.id);
       if (workspace) void finishedWorkspace(workspace, this.deps.workspaces, log);
       this.startFailed(offer, err as Error);
       return;
@@ -130,6 +147,7 @@ export class SessionLifecycle {
     s.agentExited();
     // Kill whatever the agent left in its group before its worktree is read.
     s.agent.signal('SIGKILL');
+    this.closeLine(s.id);
     const seconds = ((Date.now() - s.startedAt) / 1000).toFixed(1);
     const how = describeExit(exit);
     const [workspace] = await Promise.all([

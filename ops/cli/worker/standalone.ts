@@ -1,5 +1,6 @@
 import { exitCodeOf } from '../client.js';
 import { workerCommand } from './command.js';
+import { mcpCommand } from '../commands/mcp.js';
 
 /**
  * `troupe-worker`, the worker package's command (`npm run pack:worker`, issue 31): exactly `troupe worker`, with its
@@ -8,12 +9,13 @@ import { workerCommand } from './command.js';
  * it gets SIGTERM itself and drains.
  */
 export async function runWorkerCli(argv: string[]): Promise<number> {
-  const program = workerCommand()
-    .name('troupe-worker')
+  // `troupe-worker mcp`: the agent line's MCP server (decision 0088), which this worker names in TROUPE_MCP_COMMAND.
+  const mcp = argv[2] === 'mcp';
+  const program = (mcp ? mcpCommand().name('troupe-worker mcp') : workerCommand().name('troupe-worker'))
     .showHelpAfterError()
     .exitOverride();
   try {
-    await program.parseAsync(argv);
+    await program.parseAsync(mcp ? [argv[0]!, argv[1]!, ...argv.slice(3)] : argv);
     return 0;
   } catch (err) {
     return exitCodeOf(err, 'troupe-worker');

@@ -17,6 +17,7 @@ import { Reconciler } from './reconcile.js';
 import { ReportQueue } from './report-queue.js';
 import { RefusalLog } from './server-data.js';
 import { SessionLifecycle } from './session-lifecycle.js';
+import { ownMcpCommand } from './agent-line.js';
 import { SessionTable } from './session-table.js';
 import { startWorkspaceSweeps, workspacesSettled, type WorkspacePlace } from './session-workspace.js';
 import { StateDir } from './state.js';
@@ -64,6 +65,7 @@ export class Worker {
     const workspaces = this.workspaces = { stateDir: opts.stateDir, workDir: opts.workDir, keepHours: opts.keepWorkspacesHours ?? 24 };
     const lifecycle = new SessionLifecycle({
       api, identity, table, reports, log, agent: opts.agent, workspaces, killGraceMs: opts.killGraceMs ?? 10_000, slotFreed: () => this.slotFreed(),
+      line: { url: opts.url, mcpCommand: opts.mcpCommand ?? ownMcpCommand() },
     });
     const claimer = this.claimer = new Claimer({
       api, identity, table, reports, connection, lifetime, refusals, log,

@@ -105,7 +105,11 @@ describe(`troupe worker --agent: agent CLIs in repository worktrees, as real pro
 
     const [first] = argvLog(log);
     expect(first!.bin).to.equal('claude');
-    expect(first!.argv).to.deep.equal(['-p', '--output-format', 'stream-json', '--verbose', '--', prompt]);
+    // The session's agent line (decision 0088) comes as `--mcp-config <a file outside the worktree>`.
+    const line = (argv: string[]) => argv.slice(argv.indexOf('--mcp-config'), argv.indexOf('--mcp-config') + 2);
+    expect(line(first!.argv)[0]).to.equal('--mcp-config');
+    expect(line(first!.argv)[1]!.startsWith(root)).to.equal(false);
+    expect(first!.argv).to.deep.equal(['-p', '--output-format', 'stream-json', '--verbose', ...line(first!.argv), '--', prompt]);
     const workDir = path.join(root, 'work-claude-code-worker', id);
     expect(first!.cwd).to.equal(workDir);
     for (const planted of ['pwned', 'pwned2']) {
@@ -134,7 +138,7 @@ describe(`troupe worker --agent: agent CLIs in repository worktrees, as real pro
     const second = await untilStatus(a, org, id, ['completed', 'failed'], 30_000).then(async (d) => (d.workspace?.commits?.length === 2 ? d : untilStatus(a, org, id, ['completed'], 30_000)));
     expect(second.status).to.equal('completed');
     const [, resumed] = argvLog(log);
-    expect(resumed!.argv).to.deep.equal(['-p', '--output-format', 'stream-json', '--verbose', '--resume', '6f0c6a3e-2b1d-4c55-9a3e-8f7d2c1b0a94', '--', 'Now say it twice']);
+    expect(resumed!.argv).to.deep.equal(['-p', '--output-format', 'stream-json', '--verbose', '--resume', '6f0c6a3e-2b1d-4c55-9a3e-8f7d2c1b0a94', ...line(resumed!.argv), '--', 'Now say it twice']);
     expect(resumed!.cwd, 'the same worktree').to.equal(workDir);
     const greeting = git(repo.dir, 'show', `troupe/${id}:greeting.txt`);
     expect(greeting.split('\n'), "the follow-up saw the first run's file and added to it").to.have.length(2);

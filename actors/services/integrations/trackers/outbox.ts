@@ -83,14 +83,8 @@ async function sendOne(deps: Deps, c: OwedComment): Promise<Outcome> {
     await commentPostponed(deps.db, c.id, new Date(now + Math.min(deps.config.trackerRetryBaseMs, POSTPONE_MAX_MS)), new Date(now));
     return 'postponed';
   }
-  const output = await sessionOutput(deps.db, c.orgId, c.sessionId, c.epoch);
-  // The comment names the session as people and the console know it: its public id.
-  const shown = (await publicIdOfKey(deps.db, c.orgId, c.sessionId)) ?? c.sessionId;
-  const body = commentBody({
-    kind: c.kind, sessionId: shown, sessionStatus: c.sessionStatus, durationMs: c.durationMs, costUsd: c.costUsd,
-    output: output?.tail ?? null, link: deps.config.publicUrl ? `${deps.config.publicUrl}/sessions/${shown}` : null,
-    pullRequest: link.pullRequest,
-  });
+  // An agent's own comment (decision 0088) is posted as it wrote it; a session's end is composed now.
+  const body = c.kind === 'agent' ? c.body ?? '' : await endCommentBody(deps, c, link.pullRequest);
   const apiUrl = (c.tracker === 'linear' ? deps.config.linearApiUrl : deps.config.githubApiUrl) ?? DEFAULT_TRACKER_API_URLS[c.tracker];
   let answer: TrackerAnswer;
   try {
@@ -115,6 +109,18 @@ async function sendOne(deps: Deps, c: OwedComment): Promise<Outcome> {
     case 'unavailable':
       return retryOrGiveUp(deps, c, answer.reason);
   }
+}
+
+/** The comment a session's end owes (decision 0028): its facts, output tail and link, read when it is sent. */
+async function endCommentBody(deps: Deps, c: OwedComment, pullRequest: { readonly number: number; readonly url: string } | null): Promise<string> {
+  const output = await sessionOutput(deps.db, c.orgId, c.sessionId, c.epoch);
+  // The comment names the session as people and the console know it: its public id.
+  const shown = (await publicIdOfKey(deps.db, c.orgId, c.sessionId)) ?? c.sessionId;
+  return commentBody({
+    kind: c.kind === 'stop' ? 'stop' : 'terminal', sessionId: shown, sessionStatus: c.sessionStatus, durationMs: c.durationMs, costUsd: c.costUsd,
+    output: output?.tail ?? null, link: deps.config.publicUrl ? `${deps.config.publicUrl}/sessions/${shown}` : null,
+    pullRequest,
+  });
 }
 
 async function giveUp(deps: Deps, c: OwedComment, reason: string): Promise<Outcome> {

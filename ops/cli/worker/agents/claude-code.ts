@@ -19,8 +19,17 @@ export const claudeCodePreset: AgentPreset = {
 
 const oneWord = /^[\w-]*$/;
 
+/** The permission-prompt tool of the agent line's MCP server (`troupe mcp`, server `troupe`), as Claude Code names it. */
+export const PERMISSION_PROMPT_TOOL = 'mcp__troupe__approval_prompt';
+
+/** The session's agent line (decision 0088): its MCP server, and with `--agent-approvals` its permission prompts. */
+function agentLineArgs(options: AgentOptions): string[] {
+  if (options.mcpConfig === undefined) return [];
+  return ['--mcp-config', options.mcpConfig, ...(options.approvals ? ['--permission-prompt-tool', PERMISSION_PROMPT_TOOL] : [])];
+}
+
 function invocation(prompt: string, resume: string[], options: AgentOptions): AgentInvocation {
-  const args = ['-p', '--output-format', 'stream-json', '--verbose', ...resume, ...options.extraArgs];
+  const args = ['-p', '--output-format', 'stream-json', '--verbose', ...resume, ...agentLineArgs(options), ...options.extraArgs];
   if (oneWord.test(prompt)) return { bin: options.bin ?? 'claude', args, stdin: { kind: 'text', text: prompt } };
   return { bin: options.bin ?? 'claude', args: [...args, '--', prompt], stdin: { kind: 'none' } };
 }

@@ -34,6 +34,8 @@ export interface AgentFlags {
   readonly agentBin?: string;
   readonly agentArgs?: string;
   readonly priceTable?: string;
+  /** `--agent-approvals` (claude-code only). */
+  readonly agentApprovals?: boolean;
 }
 
 const MAX_PRICE_TABLE_BYTES = 1 << 20;
@@ -45,6 +47,9 @@ const MAX_PRICE_TABLE_BYTES = 1 << 20;
  */
 export function resolveAgent(flags: AgentFlags, env: NodeJS.ProcessEnv = process.env): { preset: AgentPreset; options: AgentOptions } {
   const preset = presetNamed(flags.agent ?? 'command');
+  if (flags.agentApprovals && preset.name !== 'claude-code') {
+    throw new AgentOptionError(`--agent-approvals applies to --agent claude-code; ${preset.name} has no permission-prompt tool to send to Troupe`);
+  }
   if (preset.name === 'command') {
     for (const [flag, value] of [['--agent-bin', flags.agentBin], ['--agent-args', flags.agentArgs], ['--price-table', flags.priceTable]] as const) {
       if (value !== undefined) throw new AgentOptionError(`${flag} applies to --agent claude-code, codex or gemini; --agent command runs --agent-command as it is`);
@@ -63,6 +68,7 @@ export function resolveAgent(flags: AgentFlags, env: NodeJS.ProcessEnv = process
       extraArgs,
       prices,
       ...(preset.name === 'codex' ? { model: codexModel(extraArgs, env) } : {}),
+      ...(flags.agentApprovals ? { approvals: true } : {}),
     },
   };
 }

@@ -45,6 +45,10 @@ export interface AgentOptions {
   readonly prices: PriceTable;
   /** The model codex runs (from `--agent-args`, its config, or the table's default). */
   readonly model?: string;
+  /** `--agent-approvals` (claude-code): its permission prompts go to a person through the agent line (decision 0088). */
+  readonly approvals?: boolean;
+  /** Set per run, not by a flag: the MCP configuration of the session's agent line, when it has one. */
+  readonly mcpConfig?: string;
 }
 
 /**

@@ -1,0 +1,210 @@
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { TroupeError } from '../../ops/kernel/errors.js';
+import type { Deps } from '../../actors/services/deps.js';
+import { sessionAddress, type SessionReply } from '../../actors/kinds/session/index.js';
+import type { ReportableStatus } from '../../actors/kinds/session/machine.js';
+import { approvalGateAddress } from '../../actors/kinds/approval-gate/actor.js';
+import type { GateMsg, GateView } from '../../actors/kinds/approval-gate/machine.js';
+import type { Principal } from '../../actors/services/identity/principal.js';
+import { findGate } from '../../storage/workflows/runs.js';
+import {
+  findAgentRequest, recordAgentRequest, sessionRun, undecidedRequests, type AgentRequestKind, type SessionRun,
+} from '../../storage/sessions/agent-line.js';
+import type { SessionClaims } from '../../actors/services/identity/tokens.js';
+import { agentCaller } from './session-agent-token.js';
+import { route } from '../route.js';
+import type { Route } from '../types.js';
+
+/**
+ * The agent asks a person (issue 35 §3, decision 0088): `request_approval` and Claude Code's permission prompt, each
+ * an approval gate linked to the session (the approvals inbox lists it, its deciders get the gate's web push), then
+ * a wait for the decision. The wait is a long poll the MCP server repeats: every half second it reads the gate and
+ * the session, so a decision or a stop made on any node ends it within that time, and a node going away loses
+ * nothing (the next poll lands on another). The session's `phase` says `waiting for approval` meanwhile.
+ */
+
+export const WAITING_PHASE = 'waiting for approval';
+const DECIDED_PHASE = 'approval decided';
+const POLL_MS = 500;
+const MAX_WAIT_SECONDS = 30;
+const DEFAULT_WAIT_SECONDS = 25;
+const TITLE_MAX = 500;
+/** Undecided requests one run may have open: an agent in a loop must not flood its team's inbox. */
+export const MAX_OPEN_REQUESTS = 20;
+
+const requestReply = {
+  type: 'object', required: ['id', 'status', 'kind', 'summary'],
+  properties: {
+    id: { type: 'string', format: 'uuid', description: 'The approval gate the request opened' },
+    status: { const: 'pending' }, kind: { enum: ['approval', 'tool'] }, summary: { type: 'string' },
+  },
+} as const;
+
+const decisionReply = {
+  type: 'object', required: ['status'],
+  properties: {
+    status: { enum: ['pending', 'approved', 'rejected', 'escalated', 'ended'], description: '`ended`: the session\'s run ended (a stop) before a decision' },
+    comment: { type: ['string', 'null'] },
+    decidedBy: {
+      type: ['object', 'null'], required: ['userId', 'role'],
+      properties: { userId: { type: 'string' }, role: { type: 'string' }, email: { type: ['string', 'null'] } },
+    },
+    decidedAt: { type: ['string', 'null'], format: 'date-time' },
+    sessionStatus: { type: 'string' },
+  },
+} as const;
+
+/** Reports the phase on the worker's behalf (the session machine takes it as a repeat of the run's status). */
+async function setPhase(deps: Deps, orgId: string, run: SessionRun, phase: string): Promise<void> {
+  if (run.workerId === null) return;
+  try {
+    await deps.ask<SessionReply>(sessionAddress(run.key), {
+      type: 'session.transition', status: run.status as ReportableStatus, workerId: run.workerId, orgId, projectIds: [run.projectId], phase,
+    });
+  } catch (err) {
+    // The session moved on meanwhile (a stop, an end): its phase no longer matters, the request stands.
+    deps.log.debug({ err, sessionId: run.publicId }, 'agent line: phase not reported');
+  }
+}
+
+/** Opens the gate, keeps what the approver is shown beside its title, and marks the session as waiting. */
+async function openRequest(
+  deps: Deps, claims: SessionClaims, run: SessionRun,
+  what: { kind: AgentRequestKind; summary: string; title: string; details: string | null; toolName: string | null; toolInput: unknown },
+): Promise<{ id: string; status: 'pending'; kind: AgentRequestKind; summary: string }> {
+  if ((await undecidedRequests(deps.db, claims.org, run.key, claims.ep)) >= MAX_OPEN_REQUESTS) {
+    throw new TroupeError('CONFLICT', `this run already waits on ${MAX_OPEN_REQUESTS} undecided requests`);
+  }
+  const gateId = randomUUID();
+  await recordAgentRequest(deps.db, {
+    gateId, orgId: claims.org, sessionKey: run.key, epoch: claims.ep, kind: what.kind, summary: what.summary, details: what.details,
+    toolName: what.toolName, toolInput: what.toolInput, createdAt: new Date(deps.clock.now()),
+  });
+  const msg: GateMsg = {
+    type: 'gate.open', orgId: claims.org, projectId: run.projectId, title: cut(what.title, TITLE_MAX), issue: null,
+    sessionId: run.publicId, runId: null, nodeId: null, escalation: null, requiredRole: null,
+  };
+  await deps.ask<GateView>(approvalGateAddress(gateId), msg);
+  await setPhase(deps, claims.org, run, WAITING_PHASE);
+  return { id: gateId, status: 'pending', kind: what.kind, summary: what.summary };
+}
+
+const cut = (text: string, max: number): string => (text.length <= max ? text : `${text.slice(0, max - 1)}…`);
+
+/** The worker running the session, as Cedar's principal for `agent-tool`: the agent acts through it. */
+const workerPrincipal = (claims: SessionClaims, run: SessionRun): Principal => ({
+  kind: 'runtime', workerId: run.workerId ?? claims.wid, orgId: claims.org, projectIds: [run.projectId], registrationId: '', scopes: [],
+});
+
+export function agentAskRoutes(): Route<Deps>[] {
+  return [
+    route({
+      method: 'post', path: '/api/sessions/:id/agent/approvals', auth: 'none', tags: ['agent-line'],
+      summary: "The session's agent asks a person to approve something: opens an approval gate linked to the session",
+      description: 'Takes the session token (`Authorization: Bearer <TROUPE_SESSION_TOKEN>`). The gate appears in the approvals '
+        + 'inbox (`GET /api/approval-gates`, its title the summary; the details at `GET /api/approval-gates/{id}/agent-request`) '
+        + "and is pushed to its deciders; the session's phase is `waiting for approval` until it is decided. Wait for the "
+        + 'decision with `GET /api/sessions/{id}/agent/approvals/{gateId}`.',
+      bodySchema: {
+        type: 'object', additionalProperties: false, required: ['summary'],
+        properties: { summary: { type: 'string', minLength: 1, maxLength: TITLE_MAX }, details: { type: 'string', maxLength: 20_000 } },
+      },
+      successStatus: 201, responseSchema: requestReply,
+      async handler(req, deps) {
+        const { claims, run } = await agentCaller(req, deps);
+        const summary = req.body.summary.trim();
+        if (summary === '') throw new TroupeError('VALIDATION_FAILED', 'summary is empty');
+        const reply = await openRequest(deps, claims, run, {
+          kind: 'approval', summary, title: summary, details: req.body.details ?? null, toolName: null, toolInput: null,
+        });
+        return { status: 201, body: reply };
+      },
+    }),
+    route({
+      method: 'post', path: '/api/sessions/:id/agent/tool-permissions', auth: 'none', tags: ['agent-line'],
+      summary: "The session's agent asks to use a tool: allowed at once where policy permits `agent-tool` on it, else a person decides",
+      description: 'Takes the session token. Cedar decides first: the action `agent-tool`, the resource `AgentTool::"<toolName>"` '
+        + "in the session's project, the principal the worker running it. Allowed → 200 `{decision: allowed}` and nothing is "
+        + 'opened. Otherwise an approval gate titled with the tool and its input is opened as for `agent/approvals` (201 '
+        + '`{decision: pending, request}`), and the full input is shown to the approver.',
+      bodySchema: {
+        type: 'object', additionalProperties: false, required: ['toolName', 'input'],
+        properties: {
+          toolName: { type: 'string', minLength: 1, maxLength: 200, pattern: '^[A-Za-z0-9_.:-]+$' },
+          input: { type: 'object' },
+        },
+      },
+      responseSchema: {
+        type: 'object', required: ['decision'],
+        properties: {
+          decision: { enum: ['allowed', 'pending'] },
+          policies: { type: 'array', items: { type: 'string' }, description: 'The policies that allowed it' },
+          request: requestReply,
+        },
+      },
+      async handler(req, deps) {
+        const { claims, run } = await agentCaller(req, deps);
+        const { toolName, input } = req.body;
+        const decided = await deps.authz.check(workerPrincipal(claims, run), 'agent-tool', {
+          type: 'AgentTool', id: toolName, orgId: claims.org, projectId: run.projectId,
+        });
+        if (decided.allowed) return { body: { decision: 'allowed', policies: [...decided.determiningPolicies] } };
+        const inputText = JSON.stringify(input);
+        if (inputText.length > 100_000) throw new TroupeError('VALIDATION_FAILED', 'the tool input is over 100,000 characters');
+        const request = await openRequest(deps, claims, run, {
+          kind: 'tool', summary: `Allow ${toolName}`, title: `Allow ${toolName}: ${inputText}`, details: null, toolName, toolInput: input,
+        });
+        return { status: 201, body: { decision: 'pending', request } };
+      },
+    }),
+    waitRoute(),
+  ];
+}
+
+function waitRoute(): Route<Deps> {
+  return route({
+    method: 'get', path: '/api/sessions/:id/agent/approvals/:gateId', auth: 'none', tags: ['agent-line'],
+    summary: "An agent's request as it stands, waiting up to `waitSeconds` for a person's decision or the end of the run",
+    description: 'Takes the session token; answers also after the run ended (then `status: ended` with the session\'s status, '
+      + 'unless the request was decided first). `waitSeconds` (0–30, default 25) holds the request open until something '
+      + 'changes; `pending` means nothing did: ask again.',
+    querySchema: {
+      type: 'object', additionalProperties: false,
+      properties: { waitSeconds: { type: 'string', pattern: '^([0-9]|[12][0-9]|30)$', description: 'Seconds to wait, 0–30' } },
+    },
+    responseSchema: decisionReply,
+    async handler(req, deps) {
+      const { claims, run } = await agentCaller(req, deps, false);
+      const gateId = req.params.gateId ?? '';
+      const request = /^[0-9a-f-]{36}$/.test(gateId) ? await findAgentRequest(deps.db, claims.org, gateId) : undefined;
+      if (request === undefined || request.sessionKey !== run.key || request.epoch !== claims.ep) throw new TroupeError('NOT_FOUND', 'request not found');
+      const waitSeconds = Math.min(Number(req.query.get('waitSeconds') ?? DEFAULT_WAIT_SECONDS), MAX_WAIT_SECONDS);
+      const until = deps.clock.now() + waitSeconds * 1000;
+      for (;;) {
+        const answer = await requestState(deps, claims, gateId);
+        if (answer !== undefined) return { body: answer };
+        if (deps.clock.now() >= until) return { body: { status: 'pending', comment: null, decidedBy: null, decidedAt: null, sessionStatus: run.status } };
+        await sleep(POLL_MS);
+      }
+    },
+  });
+}
+
+/** The decision when there is one (and the phase it leaves), `ended` when the run ended first; undefined while pending. */
+async function requestState(deps: Deps, claims: SessionClaims, gateId: string): Promise<Record<string, unknown> | undefined> {
+  const [gate, run] = await Promise.all([findGate(deps.db, claims.org, gateId), sessionRun(deps.db, claims.org, claims.sid)]);
+  if (gate === undefined || run === undefined) throw new TroupeError('NOT_FOUND', 'request not found');
+  const live = run.epoch === claims.ep && run.workerId === claims.wid && ['claimed', 'running', 'paused', 'finalizing'].includes(run.status);
+  if (gate.status !== 'pending') {
+    if (live && (await undecidedRequests(deps.db, claims.org, run.key, run.epoch)) === 0) await setPhase(deps, claims.org, run, DECIDED_PHASE);
+    const decider = gate.decidedBy as { userId: string; role: string } | null;
+    const email = decider === null ? null : await deps.db('users').where({ id: decider.userId }).first('email').then((u) => u?.email ?? null);
+    return {
+      status: gate.status, comment: gate.comment, decidedBy: decider === null ? null : { ...decider, email },
+      decidedAt: gate.decidedAt, sessionStatus: run.status,
+    };
+  }
+  if (!live) return { status: 'ended', comment: null, decidedBy: null, decidedAt: null, sessionStatus: run.epoch === claims.ep ? run.status : 'ended' };
+  return undefined;
+}
