@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { TroupeError } from '../../ops/kernel/errors.js';
-import type { ProviderIntegration } from './provider-integrations.js';
+import type { ProviderIntegration } from './provider-integration-record.js';
 
 /**
  * The provider account ids each org registered with an integration (migration 0046, decision 0070): how a delivery

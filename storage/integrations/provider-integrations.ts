@@ -1,14 +1,9 @@
 import type { Knex } from 'knex';
 import { appendAudit, type AuditInput } from '../audit-log.js';
 import { replaceAccountIds } from './provider-accounts.js';
+import type { ProviderIntegration } from './provider-integration-record.js';
 
-/** One org's connection to a webhook provider. The secret stays sealed here; only the webhook path opens it. */
-export interface ProviderIntegration {
-  readonly orgId: string;
-  readonly provider: string;
-  readonly sealedSecret: string;
-  readonly projectId: string | null;
-}
+export type { ProviderIntegration } from './provider-integration-record.js';
 
 interface Row { org_id: string; provider: string; sealed_secret: string; project_id: string | null }
 

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { Migration } from './index.js';
+import type { Migration } from './migration.js';
 
 /**
  * One row per actor address: the durable state an actor rehydrates from, fenced by `version` (see

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { Migration } from './index.js';
+import type { Migration } from './migration.js';
 
 /**
  * Identity and tenancy tables. Orgs, users, memberships, projects and teams are written by the identity routes;

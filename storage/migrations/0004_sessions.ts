@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { Migration } from './index.js';
+import type { Migration } from './migration.js';
 
 /**
  * Sessions and the daemon protocol (decision 0007). Every table is a read model written by the session or

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { Migration } from './index.js';
+import type { Migration } from './migration.js';
 import { dropImmutableRowsFunction, makeRowsImmutable } from './immutable-rows.js';
 
 /**

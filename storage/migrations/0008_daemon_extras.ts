@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { Migration } from './index.js';
+import type { Migration } from './migration.js';
 
 /**
  * Daemon extras (decision 0012): stored credentials, who listens for their rotation, and plugin option snapshots.

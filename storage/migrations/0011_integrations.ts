@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { Migration } from './index.js';
+import type { Migration } from './migration.js';
 
 /**
  * Integrations (decision 0014): provider webhooks, signed-dispatch requesters, machine clients.

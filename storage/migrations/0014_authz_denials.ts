@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { Migration } from './index.js';
+import type { Migration } from './migration.js';
 
 /**
  * Authorization denials (decision 0009 "Recorded denials"): one row per refused `authorize`, append-only, written

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { Migration } from './index.js';
+import type { Migration } from './migration.js';
 
 /**
  * Every node reconciles its pending-mutation index from `daemon_mutations` every ~30 s (decision 0007): one grouped

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { Migration } from './index.js';
+import type { Migration } from './migration.js';
 
 /**
  * The batched liveness writer (decision 0007, PERFORMANCE.md G3b) rewrites `daemon_workers.last_seen_at` of every

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { Migration } from './index.js';
+import type { Migration } from './migration.js';
 
 /**
  * User tokens ended by logout (decision 0006). A row lives only as long as the token it revokes could still verify:

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { Migration } from './index.js';
+import type { Migration } from './migration.js';
 
 /**
  * Refreshing integration OAuth tokens (decision 0018). The expiry (`expires_at`) and the refresh token (inside

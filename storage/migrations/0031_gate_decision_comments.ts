@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { Migration } from './index.js';
+import type { Migration } from './migration.js';
 
 /** What an approver wrote beside a gate decision (decision 0030): shown in the inbox and the run's history. */
 export const gateDecisionCommentsMigration: Migration = {

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { Migration } from './index.js';
+import type { Migration } from './migration.js';
 
 /**
  * The tail of a session's agent output (decision 0022): the last 64 KiB its worker relayed for the session's current

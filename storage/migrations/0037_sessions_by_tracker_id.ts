@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { Migration } from './index.js';
+import type { Migration } from './migration.js';
 
 /**
  * Session ids are org-scoped (issue 16): a dispatch that names a tracker session id first looks for the org's session

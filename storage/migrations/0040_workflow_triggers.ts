@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { Migration } from './index.js';
+import type { Migration } from './migration.js';
 
 /**
  * Triggers that start runs by themselves (issue 17; decision 0027).

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { Migration } from './index.js';
+import type { Migration } from './migration.js';
 
 /**
  * The tracker outbox (issue 17; decision 0028): one row per terminal transition (or stop) of a session started from

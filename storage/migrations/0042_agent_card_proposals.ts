@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { Migration } from './index.js';
+import type { Migration } from './migration.js';
 
 /**
  * Agent-card drafts stored as proposals (issue 17; decision 0029): a proposal names the agent card it is about

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { Migration } from './index.js';
+import type { Migration } from './migration.js';
 
 /**
  * Audit entries recorded off the request path (decision 0041): a row here is written before the reply (in the

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { Migration } from './index.js';
+import type { Migration } from './migration.js';
 
 /**
  * The value each credential's last rotation pushed, kept with its `rotated_at` (decision 0064): a rotate stream

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { Migration } from './index.js';
+import type { Migration } from './migration.js';
 
 /**
  * Sessions get the public id of spec 2.7 beside their key (decision 0068): `id` stays the key every other table

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { Migration } from './index.js';
+import type { Migration } from './migration.js';
 
 /**
  * Repositories a project's sessions run on (issue 34, decision 0075), and what a session was dispatched with.

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { Migration } from './index.js';
+import type { Migration } from './migration.js';
 
 /**
  * What workers report about a run beyond its status (issue 34, decision 0076), and the pull requests runs owe.

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { Migration } from './index.js';
+import type { Migration } from './migration.js';
 
 const FIRE_OUTCOMES_BEFORE = `'starting','started','skipped-overlap','skipped-missed','failed'`;
 

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { Migration } from './index.js';
+import type { Migration } from './migration.js';
 
 /**
  * Priorities and concurrency keys (issue 36, decision 0081).

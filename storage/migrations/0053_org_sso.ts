@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { Migration } from './index.js';
+import type { Migration } from './migration.js';
 
 /**
  * Single sign-on per org with OpenID Connect (issue 37 §1, decision 0083).

@@ -1,4 +1,4 @@
-import type { Knex } from 'knex';
+import type { Migration } from './migration.js';
 import { actorSnapshots } from './0001-actor-snapshots.js';
 import { auditLog } from './0002-audit-log.js';
 import { identityMigration } from './0003_identity.js';
@@ -39,17 +39,12 @@ import { sessionTranscriptsMigration } from './0054_session_transcripts.js';
 import { queueFairnessMigration } from './0055_queue_fairness.js';
 import { sessionAgentLineMigration } from './0056_session_agent_line.js';
 
-/**
- * Every migration, in order. A static list rather than a directory scan, so the same source runs under tsx,
- * compiled output and bundlers alike. Names are permanent: knex records them in `knex_migrations`.
- */
-export interface Migration {
-  readonly name: string;
-  up(knex: Knex): Promise<void>;
-  down(knex: Knex): Promise<void>;
-}
+export type { Migration } from './migration.js';
 
-/** Ordered by number; a new migration takes the next number and goes at the end. */
+/**
+ * Every migration, in order. A static list rather than a directory scan, so the same source runs under tsx, compiled
+ * output and bundlers alike. Ordered by number; a new migration takes the next number and goes at the end.
+ */
 export const migrations: readonly Migration[] = [
   actorSnapshots, // 0001
   auditLog, // 0002

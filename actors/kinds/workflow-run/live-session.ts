@@ -1,5 +1,5 @@
 import type { PlanNode } from '../workflow/definition.js';
-import type { LiveRun, Pending, RunMsg } from './machine.js';
+import type { LiveRun, Pending, RunMsg } from './run-state.js';
 
 /**
  * The escalate-to-live-session gate (decision 0069): what the approver's session is asked, and which reports of its

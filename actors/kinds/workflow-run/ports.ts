@@ -4,7 +4,7 @@ import { DEFAULT_PRIORITY, type SessionRepository } from '../../../schemas/sessi
 import { defaultConcurrencyKey } from '../../../schemas/queue-control/concurrency.js';
 import { resolveRepository } from '../../../storage/repositories/repositories.js';
 import { publicIdOfKey } from '../../../storage/sessions/queries.js';
-import type { RunEffect } from './machine.js';
+import type { RunEffect } from './run-state.js';
 
 /**
  * What a run needs from outside its own actor. `ask` reaches other actors through the transport (approval gates,

@@ -1,4 +1,10 @@
-import type { WorkerAgent } from './session-agent.js';
+import type { AgentOptions, AgentPreset } from './agents/index.js';
+
+/** The worker's agent: its `--agent` preset and the options of its flags. */
+export interface WorkerAgent {
+  readonly preset: AgentPreset;
+  readonly options: AgentOptions;
+}
 
 /**
  * `troupe worker` (issue 15, decision 0023): registers with a registration token, heartbeats, takes sessions of its

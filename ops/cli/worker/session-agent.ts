@@ -1,10 +1,11 @@
 import { rmSync } from 'node:fs';
 import { Agent, sessionDir, type AgentHooks } from './agent.js';
 import type { OpenedLine } from './agent-line.js';
-import { isAgentSessionId, type AgentInvocation, type AgentOptions, type AgentPreset } from './agents/index.js';
+import { isAgentSessionId, type AgentInvocation } from './agents/index.js';
 import type { OfferedSession } from './api.js';
 import { isFollowUp } from './session-workspace.js';
 import type { StateDir } from './state.js';
+import type { WorkerAgent } from './options.js';
 
 /**
  * The one place an agent process is made for a session: its environment and, for a session without a repository,
@@ -20,11 +21,7 @@ export interface PreparedAgent {
   readonly error?: Error;
 }
 
-/** The worker's agent: its `--agent` preset and the options of its flags. */
-export interface WorkerAgent {
-  readonly preset: AgentPreset;
-  readonly options: AgentOptions;
-}
+export type { WorkerAgent } from './options.js';
 
 export interface AgentPlace {
   readonly workDir: string;
