@@ -9,7 +9,14 @@ import type { Cache } from '../../storage/cache.js';
 import type { Transport } from '../../transport/port.js';
 import type { Authorizer } from './identity/ports.js';
 import type { IdentityAuthenticator } from './identity/authenticator.js';
-import type { NodeServices } from './node-services.js';
+
+/**
+ * The node's long-lived machinery (writers, indexes, fan-outs, sweepers): one of each per node. Its members are declared
+ * in ./node-services.ts by declaration merging, so that this file, which every service imports for `Deps`, imports no
+ * service: no import loop runs through `Deps` (issue 33).
+ */
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type
+export interface NodeServices {}
 
 /**
  * Everything a handler or an actor effect may use, built once in `ops/main.ts` and passed explicitly.

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { Unsubscribe } from '../../../transport/port.js';
 import type { Deps } from '../../services/deps.js';
-import type { NodeService } from '../../services/node-services.js';
+import type { NodeService } from '../../services/node-service.js';
 import type { Clock } from '../../../ops/kernel/clock.js';
 import { activePolicies } from '../../../storage/governance/policies.js';
 import { enforcementText } from './cedar-text.js';

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { Logger } from '../../../ops/kernel/logger.js';
-import type { NodeService } from '../node-services.js';
+import type { NodeService } from '../node-service.js';
 import type { AuditInput } from '../../../storage/audit-log.js';
 import { drainAuditOutbox, recordAuditLater } from '../../../storage/audit-outbox.js';
 

@@ -3,7 +3,7 @@ import { TroupeError } from '../../../ops/kernel/errors.js';
 import type { Logger } from '../../../ops/kernel/logger.js';
 import { findCredential, recordRotation, rotationsAfter, type RecordedRotation, type RotationCursor } from '../../../storage/credentials/credentials.js';
 import { rotationSealContext, streamTopics, type NodeStreams, type SealedRotation } from '../fleet/node-streams.js';
-import type { NodeService } from '../node-services.js';
+import type { NodeService } from '../node-service.js';
 import { defaultCredentialProviders, type CredentialProviderRegistry } from './providers.js';
 import { credentialKind } from '../../../schemas/daemon-extras/bodies.js';
 import { createRotatePresence, type RotatePresence } from './rotation-presence.js';

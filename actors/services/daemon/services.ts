@@ -3,7 +3,7 @@ import { registeredMetric } from '../../../ops/kernel/registered-metric.js';
 import type { Deps } from '../deps.js';
 import type { Logger } from '../../../ops/kernel/logger.js';
 import type { SigningKeys } from '../identity/tokens.js';
-import type { NodeService } from '../node-services.js';
+import type { NodeService } from '../node-service.js';
 import { dbKind } from '../../../storage/db.js';
 import { writeLiveness } from '../../../storage/sessions/daemon.js';
 import { PendingIndex } from './pending-index.js';

@@ -1,5 +1,5 @@
 import type { Unsubscribe } from '../../../transport/port.js';
-import type { NodeService } from '../node-services.js';
+import type { NodeService } from '../node-service.js';
 import type { Deps } from '../deps.js';
 import { ChannelFanout, type StampedEvent } from './channel-fanout.js';
 

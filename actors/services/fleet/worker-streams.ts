@@ -1,6 +1,6 @@
 import type { Unsubscribe } from '../../../transport/port.js';
 import type { Deps } from '../deps.js';
-import type { NodeService } from '../node-services.js';
+import type { NodeService } from '../node-service.js';
 import { parsePendingEvent, PENDING_TOPIC } from '../daemon/pending-index.js';
 import { offerPausesOf } from '../../../storage/queue-control/pauses.js';
 import { WORKER_SIGNAL_PATTERN, type WorkerSignal, type WorkerSignalBatch } from '../../kinds/session/worker-signals.js';

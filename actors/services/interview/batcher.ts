@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Deps } from '../deps.js';
-import type { NodeService } from '../node-services.js';
+import type { NodeService } from '../node-service.js';
 import { streamTopics, type InterviewFrame } from '../fleet/node-streams.js';
 
 /**

@@ -1,5 +1,5 @@
 import type { Deps } from '../deps.js';
-import type { NodeService } from '../node-services.js';
+import type { NodeService } from '../node-service.js';
 import { unappliedScheduleDeployments, type Deployment } from '../../../storage/workflows/triggers.js';
 import { schedulesNeedingTick } from '../../../storage/workflows/schedules.js';
 import { workflowScheduleAddress, type SchedulePorts, type StartRunEffect, type StartRunOutcome } from '../../kinds/workflow-schedule/actor.js';

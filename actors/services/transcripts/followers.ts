@@ -1,6 +1,6 @@
 import type { Transport, Unsubscribe } from '../../../transport/port.js';
 import type { Logger } from '../../../ops/kernel/logger.js';
-import type { NodeService } from '../node-services.js';
+import type { NodeService } from '../node-service.js';
 import type { Deps } from '../deps.js';
 
 /**

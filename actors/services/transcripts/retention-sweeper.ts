@@ -1,5 +1,5 @@
 import type { Deps } from '../deps.js';
-import type { NodeService } from '../node-services.js';
+import type { NodeService } from '../node-service.js';
 import { expiredTranscripts, purgeTranscriptBatch } from '../../../storage/sessions/transcript-retention.js';
 
 /**

@@ -1,7 +1,7 @@
 import { Counter, type Registry } from 'prom-client';
 import { nextAttemptAt } from '../outbox-retries.js';
 import type { Deps } from '../../deps.js';
-import type { NodeService } from '../../node-services.js';
+import type { NodeService } from '../../node-service.js';
 import { registeredMetric } from '../../../../ops/kernel/registered-metric.js';
 import {
   claimDuePullRequests, pullRequestFailed, pullRequestOpened, pullRequestRetryLater, type OwedPullRequest,

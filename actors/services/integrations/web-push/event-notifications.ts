@@ -1,5 +1,5 @@
 import type { Deps } from '../../deps.js';
-import type { NodeService } from '../../node-services.js';
+import type { NodeService } from '../../node-service.js';
 import type { Principal } from '../../identity/principal.js';
 import { withAnnouncement } from '../../../runtime/announce.js';
 import type { ActorBehavior } from '../../../runtime/machine.js';

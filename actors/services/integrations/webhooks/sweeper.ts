@@ -1,5 +1,5 @@
 import type { Deps } from '../../deps.js';
-import type { NodeService } from '../../node-services.js';
+import type { NodeService } from '../../node-service.js';
 import { claimResend, giveUpDelivery, stuckDeliveries, type StuckDelivery } from '../../../../storage/integrations/webhook-resend.js';
 import { publicSessionId, sessionAddress, sessionKey } from '../../../kinds/session/index.js';
 import { providerEventAddress, sessionDispatchFor, startTriggeredRuns } from './actor.js';
