@@ -34,12 +34,6 @@ export async function login(req: HttpRequest<BodyOf<typeof schemas.loginBody>>, 
   const email = req.body.email.trim().toLowerCase();
   const limits = loginLimits(deps.services.rateLimits, email, req.clientAddress());
   await limits.assertOpen();
-  // An org that enforces single sign-on takes no password for its domains (decision 0083); the answer depends on the
-  // domain and the org named only, never on whether the person exists. Naming another org still signs in there.
-  const sso = await ssoForDomain(deps.db, email.slice(email.lastIndexOf('@') + 1));
-  if (sso?.enforce && (req.body.orgId === undefined || req.body.orgId === sso.orgId)) {
-    throw new TroupeError('SSO_REQUIRED', "this email's org signs in with single sign-on only; continue with single sign-on");
-  }
   const found = await findLoginByEmail(deps.db, email);
   // Unknown email, no password set, and wrong password all run one scrypt verification and end in the same 401.
   const stored = found?.passwordHash ?? (await decoyPasswordHash());
@@ -57,6 +51,13 @@ export async function login(req: HttpRequest<BodyOf<typeof schemas.loginBody>>, 
     const reason = found.passwordHash === null ? 'no password set' : !passwordOk ? 'wrong password' : 'not a member of the org named';
     for (const orgId of orgs) await auditTrail(deps, orgId, 'auth.login_failed', `user:${found.user.id}`, found.user.id, { reason });
     throw new TroupeError('AUTH_INVALID', 'email or password is wrong');
+  }
+  // An org that enforces single sign-on takes no password for itself (decision 0083). Asked only once the password is
+  // right and only of the org being signed into: a domain claim (unverified, first come) can neither lock another org's
+  // people out nor tell anyone whether an email has an account.
+  const sso = await ssoForDomain(deps.db, email.slice(email.lastIndexOf('@') + 1));
+  if (sso?.enforce && sso.orgId === chosen.org.id) {
+    throw new TroupeError('SSO_REQUIRED', 'this org signs in with single sign-on only; continue with single sign-on');
   }
   await limits.succeeded();
   const token = await userToken(deps, found.user.id, chosen.org.id);

@@ -87,7 +87,8 @@ function profileOf(claims: Readonly<Record<string, unknown>>, sso: OrgSso): SsoP
   if (email === undefined || !/^[^@\s]+@[^@\s]+$/.test(email) || email.length > 254) {
     throw new TroupeError('AUTH_FORBIDDEN', 'the ID token carries no email; ask the provider for the email scope');
   }
-  if (claims.email_verified === false) throw new TroupeError('AUTH_FORBIDDEN', 'the provider says this email is not verified');
+  // Only an email the provider says it verified links to an account: an editable or unverified email could be anyone's.
+  if (claims.email_verified !== true) throw new TroupeError('AUTH_FORBIDDEN', 'the provider does not say this email is verified');
   // The provider vouches only for the domains the org claimed: an email elsewhere could be another org's person.
   if (!sso.emailDomains.includes(email.slice(email.lastIndexOf('@') + 1))) {
     throw new TroupeError('AUTH_FORBIDDEN', "the ID token's email is not in one of the org's single sign-on domains");

@@ -27,10 +27,17 @@ export async function signInSsoMember(
 ): Promise<SsoMembership> {
   return db.transaction(async (trx) => {
     const existing = await trx('users').where({ email: profile.email }).first<{ id: string } | undefined>('id');
+    // A domain claim is not verified (first come, decision 0083): an org's provider vouches only for people of that org
+    // alone. Someone with a membership elsewhere is never signed in by it, so no org's provider can act as another's member.
+    if (existing && await trx('org_memberships').where({ user_id: existing.id }).whereNot({ org_id: orgId }).first('org_id')) {
+      return { refused: 'this email belongs to an account in another org, which single sign-on of this org cannot sign in; sign in with its password', user: undefined };
+    }
     const current = existing
       ? (await trx('org_memberships').where({ org_id: orgId, user_id: existing.id }).forUpdate().first<{ role: OrgRole } | undefined>('role'))?.role
       : undefined;
-    const owners = await trx('org_memberships').where({ org_id: orgId, role: 'owner' }).whereNot({ user_id: existing?.id ?? randomUUID() }).count<{ n: string | number }[]>({ n: '*' });
+    // Locked: two owners signing in at once, each demoted by a changed group, must not both see the other as the owner left.
+    const otherOwners = await trx('org_memberships').where({ org_id: orgId, role: 'owner' }).whereNot({ user_id: existing?.id ?? randomUUID() }).forUpdate().select('user_id');
+    const owners = [{ n: otherOwners.length }];
     const decision = decide(current, Number(owners[0]?.n ?? 0));
     if ('refused' in decision) {
       const user = existing ? await trx('users').where({ id: existing.id }).first() : undefined;

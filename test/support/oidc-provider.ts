@@ -19,6 +19,8 @@ export interface OidcAccount {
   readonly groups?: readonly string[];
   /** Leaves the groups claim out of the tokens altogether. */
   readonly omitGroups?: boolean;
+  /** The provider says nothing of whether the email is verified (no `email_verified` claim). */
+  readonly omitEmailVerified?: boolean;
 }
 
 export interface OidcClient {
@@ -201,7 +203,7 @@ class MemoryAdapter {
 
 function claimsOf(sub: string, account: OidcAccount): Record<string, unknown> {
   return {
-    sub, email: account.email, email_verified: true,
+    sub, email: account.email, ...(account.omitEmailVerified ? {} : { email_verified: true }),
     ...(account.givenName === undefined ? {} : { given_name: account.givenName }),
     ...(account.familyName === undefined ? {} : { family_name: account.familyName }),
     ...(account.picture === undefined ? {} : { picture: account.picture }),

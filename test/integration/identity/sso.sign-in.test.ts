@@ -195,6 +195,37 @@ for (const { set, skip } of engineSets) describe(`single sign-on (${set} engines
     expect((await login(acme.ownerEmail)).status, 'enforce lifted').to.equal(200);
   });
 
+  it('gives a domain claim no reach into another org: its provider signs in none of that org\'s people, and enforce locks none out', async () => {
+    // Someone of the claimed domain whose account is in another org (domain claims are first come, never verified).
+    const email = `bob@${acme.domain}`;
+    const other = await t.call('POST', '/api/admin/orgs', { token: t.adminToken, body: { name: 'Elsewhere', owner: { email, password: PASSWORD } } });
+    expect(other.status, other.text).to.equal(201);
+    provider.setAccount({ email, groups: ['eng-admins'] });
+    const impersonated = await signInWithSso(t, provider, email);
+    expect(impersonated.status, JSON.stringify(impersonated.json)).to.equal(403);
+    expect(impersonated.sessionCookie).to.equal(undefined);
+    const bob = (await t.node.deps.db('users').where({ email }).first()).id as string;
+    expect(await t.node.deps.db('org_memberships').where({ org_id: acme.orgId, user_id: bob }).first(), 'not made a member').to.equal(undefined);
+
+    expect((await put({ enforce: true })).status).to.equal(200);
+    const login = (body: Record<string, unknown>) => t.call('POST', '/api/auth/login', { body });
+    const ownOrg = await login({ email, password: PASSWORD });
+    expect(ownOrg.status, `enforce is the claiming org's alone: ${ownOrg.text}`).to.equal(200);
+    expect(ownOrg.json.orgId).to.equal(other.json.org.id);
+    // Only a right password into the enforcing org hears SSO_REQUIRED: a wrong one is the usual 401, telling nothing.
+    expect((await login({ email: acme.ownerEmail, password: 'not the password' })).status).to.equal(401);
+    expect((await login({ email: acme.ownerEmail, password: PASSWORD })).json.code).to.equal('SSO_REQUIRED');
+    expect((await put({ enforce: false })).status).to.equal(200);
+  });
+
+  it('links only an email the provider says it verified', async () => {
+    const email = `unverified@${acme.domain}`;
+    provider.setAccount({ email, groups: ['engineers'], omitEmailVerified: true });
+    const refused = await signInWithSso(t, provider, email);
+    expect(refused.status, JSON.stringify(refused.json)).to.equal(403);
+    expect(await usersNamed(email)).to.equal(0);
+  });
+
   it('lands only on a path of this node, whatever `next` the sign-in started with', async () => {
     const email = `wanderer@${acme.domain}`;
     provider.setAccount({ email, groups: ['engineers'] });
