@@ -14,6 +14,7 @@ import {
 import type { SessionClaims } from '../../actors/services/identity/tokens.js';
 import { agentCaller } from './session-agent-token.js';
 import { route } from '../route.js';
+import { agentGateTitle, visibleText } from './agent-text.js';
 import type { Route } from '../types.js';
 
 /**
@@ -82,15 +83,13 @@ async function openRequest(
     toolName: what.toolName, toolInput: what.toolInput, createdAt: new Date(deps.clock.now()),
   });
   const msg: GateMsg = {
-    type: 'gate.open', orgId: claims.org, projectId: run.projectId, title: cut(what.title, TITLE_MAX), issue: null,
+    type: 'gate.open', orgId: claims.org, projectId: run.projectId, title: what.title, issue: null,
     sessionId: run.publicId, runId: null, nodeId: null, escalation: null, requiredRole: null,
   };
   await deps.ask<GateView>(approvalGateAddress(gateId), msg);
   await setPhase(deps, claims.org, run, WAITING_PHASE);
   return { id: gateId, status: 'pending', kind: what.kind, summary: what.summary };
 }
-
-const cut = (text: string, max: number): string => (text.length <= max ? text : `${text.slice(0, max - 1)}…`);
 
 /** The worker running the session, as Cedar's principal for `agent-tool`: the agent acts through it. */
 const workerPrincipal = (claims: SessionClaims, run: SessionRun): Principal => ({
@@ -115,8 +114,10 @@ export function agentAskRoutes(): Route<Deps>[] {
         const { claims, run } = await agentCaller(req, deps);
         const summary = req.body.summary.trim();
         if (summary === '') throw new TroupeError('VALIDATION_FAILED', 'summary is empty');
+        const details = req.body.details === undefined ? null : visibleText(req.body.details);
         const reply = await openRequest(deps, claims, run, {
-          kind: 'approval', summary, title: summary, details: req.body.details ?? null, toolName: null, toolInput: null,
+          kind: 'approval', summary: visibleText(summary, { keepNewlines: false }), title: agentGateTitle('Agent asks', summary, TITLE_MAX),
+          details, toolName: null, toolInput: null,
         });
         return { status: 201, body: reply };
       },
@@ -153,7 +154,7 @@ export function agentAskRoutes(): Route<Deps>[] {
         const inputText = JSON.stringify(input);
         if (inputText.length > 100_000) throw new TroupeError('VALIDATION_FAILED', 'the tool input is over 100,000 characters');
         const request = await openRequest(deps, claims, run, {
-          kind: 'tool', summary: `Allow ${toolName}`, title: `Allow ${toolName}: ${inputText}`, details: null, toolName, toolInput: input,
+          kind: 'tool', summary: `Allow ${toolName}`, title: agentGateTitle(`Agent tool ${toolName}`, inputText, TITLE_MAX), details: null, toolName, toolInput: input,
         });
         return { status: 201, body: { decision: 'pending', request } };
       },

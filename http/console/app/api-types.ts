@@ -79,3 +79,4 @@ export const AGENT_PRESETS = {
   codex: 'Codex',
   gemini: 'Gemini',
 } as const satisfies Record<AgentPreset, string>;
+export type AgentRequest = JsonOf<operations['getApiApprovalGatesIdAgentRequest']['responses'][200]>;

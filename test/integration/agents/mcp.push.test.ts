@@ -56,6 +56,6 @@ describe("troupe mcp: an agent's approval request is pushed to its deciders", fu
     const tag = `approval-gate:${asked.json.id as string}`;
     const received = () => (inbox.get(browser.path) ?? []).map((body) => decryptPush(body, browser));
     await eventually(() => received().some((n) => n.tag === tag), 'the owner was notified');
-    expect(received().find((n) => n.tag === tag)).to.deep.include({ title: 'Approval needed', body: 'Rotate the signing key', url: `/approvals/${asked.json.id as string}` });
+    expect(received().find((n) => n.tag === tag)).to.deep.include({ title: 'Approval needed', body: 'Agent asks: Rotate the signing key', url: `/approvals/${asked.json.id as string}` });
   });
 });

@@ -102,7 +102,7 @@ for (const { set, skip } of engineSets) describe(`troupe mcp: the agent's line t
     const { client, sessionId } = await line();
     const asked = client.callTool({ name: 'request_approval', arguments: { summary: 'Run the orders migration', details: 'ALTER TABLE orders ...' } }, undefined, { timeout: 60_000 });
     const gate = await pendingGateOf(sessionId);
-    expect(gate).to.include({ title: 'Run the orders migration', projectId: acme.projectId, mayDecide: true });
+    expect(gate).to.include({ title: 'Agent asks: Run the orders migration', projectId: acme.projectId, mayDecide: true });
     expect((await detail(sessionId)).phase).to.equal('waiting for approval');
     const shown = await t.inject('GET', `/api/approval-gates/${gate.id}/agent-request`, { token: acme.memberToken });
     expect(shown.status, shown.text).to.equal(200);
@@ -204,7 +204,7 @@ for (const { set, skip } of engineSets) describe(`troupe mcp: the agent's line t
     const input = { command: 'rm -rf build/', description: 'clean' };
     const bash = client.callTool({ name: 'approval_prompt', arguments: { tool_name: 'Bash', input } }, undefined, { timeout: 60_000 });
     const gate = await pendingGateOf(sessionId);
-    expect(gate.title).to.equal(`Allow Bash: ${JSON.stringify(input)}`);
+    expect(gate.title).to.equal(`Agent tool Bash: ${JSON.stringify(input)}`);
     const shown = (await t.inject('GET', `/api/approval-gates/${gate.id}/agent-request`, { token: acme.ownerToken })).json;
     expect(shown).to.deep.include({ kind: 'tool', tool: { name: 'Bash', input } });
     expect((await decide(gate.id, 'approve')).status).to.equal(200);

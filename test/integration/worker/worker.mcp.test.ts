@@ -115,7 +115,7 @@ describe(`troupe worker: the agent's line to the team, as real processes (node o
     await w.waitFor((l) => l.event === 'worker.registered');
     const id = await dispatch(a, org, 'Migrate the users table');
     const gate = await pendingGate(id);
-    expect(gate.title).to.equal('May I run the migration?');
+    expect(gate.title).to.equal('Agent asks: May I run the migration?');
     const waiting = await detail(a, org, id);
     expect(waiting.phase).to.equal('waiting for approval');
     expect(waiting.activities.map((x: { kind: string; body: string }) => `${x.kind}: ${x.body}`)).to.include('agent.progress: looking around');
@@ -145,7 +145,7 @@ describe(`troupe worker: the agent's line to the team, as real processes (node o
     await w.waitFor((l) => l.event === 'worker.registered');
     const id = await dispatch(a, org, 'Deploy the fix');
     const gate = await pendingGate(id);
-    expect(gate.title).to.equal('Allow Bash: {"command":"make deploy"}');
+    expect(gate.title).to.equal('Agent tool Bash: {"command":"make deploy"}');
     const [seen] = logged(log);
     const at = seen!.argv.indexOf('--mcp-config');
     expect(at, 'the preset passes the line').to.be.greaterThan(-1);

@@ -1,10 +1,11 @@
 import { useState } from 'preact/hooks';
 import { post, type ApiError } from '../api.js';
-import type { ApprovalGate, ApprovalGateList, GateDecisionRequest } from '../api-types.js';
+import type { AgentRequest, ApprovalGate, ApprovalGateList, GateDecisionRequest } from '../api-types.js';
 import { asApiError, useApi, useInterval } from '../data.js';
 import { projectName, useMe } from '../me.js';
 import { Empty, ErrorNote, Loading, PageHeader, Status, Time } from '../ui/bits.js';
 import { PushOptIn } from '../ui/push-opt-in.js';
+import { visibleText } from '../../../routes/agent-text.js';
 
 /**
  * The approvals inbox: gates waiting on me (my role meets the gate's), then every gate of the org. Deciding shows
@@ -84,6 +85,8 @@ export function GateCard({ gate, onDecided }: { gate: ApprovalGate; onDecided: (
         {gate.sessionId ? <> · <a href={`/sessions/${gate.sessionId}`}>session</a></> : null}
       </p>
       {gate.run ? <GateRun run={gate.run} /> : null}
+      {/* A gate on a session without a workflow run is one its agent opened (decision 0088): show all it asked. */}
+      {gate.sessionId && !gate.run ? <AgentAsked gateId={gate.id} /> : null}
       {gate.status !== 'pending' ? (
         <p class="small">Decided <Time at={gate.decidedAt} />{decider ? ` by a ${decider}` : ''}{gate.comment ? `: “${gate.comment}”` : ''}</p>
       ) : gate.mayDecide ? (
@@ -115,4 +118,29 @@ function GateRun({ run }: { run: NonNullable<ApprovalGate['run']> }) {
 /** The API documents `decidedBy` as any value; the gate records its decider as `{ userId, role }`. */
 function deciderRole(decidedBy: unknown): string | undefined {
   return typeof decidedBy === 'object' && decidedBy !== null && 'role' in decidedBy && typeof decidedBy.role === 'string' ? decidedBy.role : undefined;
+}
+
+/**
+ * What the session's agent asked, whole: the title is cut for the list, and an approver must see every character of
+ * what they allow (the server has made hidden characters visible; http/routes/agent-text.ts).
+ */
+function AgentAsked({ gateId }: { gateId: string }) {
+  const asked = useApi<AgentRequest>(`/api/approval-gates/${gateId}/agent-request`);
+  if (!asked.data) return null;
+  const { kind, summary, details, tool } = asked.data;
+  return (
+    <div class="agent-request" data-agent-request={kind}>
+      {kind === 'tool' && tool ? (
+        <>
+          <p class="small">The agent asks to run <strong>{tool.name}</strong> with this input:</p>
+          <pre class="output" tabIndex={0}>{visibleText(JSON.stringify(tool.input, null, 2))}</pre>
+        </>
+      ) : (
+        <>
+          <p class="small">The agent asks: <strong>{summary}</strong></p>
+          {details ? <pre class="output" tabIndex={0}>{details}</pre> : null}
+        </>
+      )}
+    </div>
+  );
 }
