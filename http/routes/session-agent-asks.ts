@@ -9,7 +9,7 @@ import type { GateMsg, GateView } from '../../actors/kinds/approval-gate/machine
 import type { Principal } from '../../actors/services/identity/principal.js';
 import { findGate } from '../../storage/workflows/runs.js';
 import {
-  findAgentRequest, recordAgentRequest, sessionRun, undecidedRequests, type AgentRequestKind, type SessionRun,
+  findAgentRequest, recordAgentRequestWithin, sessionRun, undecidedRequests, type AgentRequestKind, type SessionRun,
 } from '../../storage/sessions/agent-line.js';
 import type { SessionClaims } from '../../actors/services/identity/tokens.js';
 import { agentCaller } from './session-agent-token.js';
@@ -74,14 +74,12 @@ async function openRequest(
   deps: Deps, claims: SessionClaims, run: SessionRun,
   what: { kind: AgentRequestKind; summary: string; title: string; details: string | null; toolName: string | null; toolInput: unknown },
 ): Promise<{ id: string; status: 'pending'; kind: AgentRequestKind; summary: string }> {
-  if ((await undecidedRequests(deps.db, claims.org, run.key, claims.ep)) >= MAX_OPEN_REQUESTS) {
-    throw new TroupeError('CONFLICT', `this run already waits on ${MAX_OPEN_REQUESTS} undecided requests`);
-  }
   const gateId = randomUUID();
-  await recordAgentRequest(deps.db, {
+  const recorded = await recordAgentRequestWithin(deps.db, {
     gateId, orgId: claims.org, sessionKey: run.key, epoch: claims.ep, kind: what.kind, summary: what.summary, details: what.details,
     toolName: what.toolName, toolInput: what.toolInput, createdAt: new Date(deps.clock.now()),
-  });
+  }, MAX_OPEN_REQUESTS);
+  if (!recorded) throw new TroupeError('CONFLICT', `this run already waits on ${MAX_OPEN_REQUESTS} undecided requests`, { limit: MAX_OPEN_REQUESTS });
   const msg: GateMsg = {
     type: 'gate.open', orgId: claims.org, projectId: run.projectId, title: what.title, issue: null,
     sessionId: run.publicId, runId: null, nodeId: null, escalation: null, requiredRole: null,
@@ -182,14 +180,45 @@ function waitRoute(): Route<Deps> {
       if (request === undefined || request.sessionKey !== run.key || request.epoch !== claims.ep) throw new TroupeError('NOT_FOUND', 'request not found');
       const waitSeconds = Math.min(Number(req.query.get('waitSeconds') ?? DEFAULT_WAIT_SECONDS), MAX_WAIT_SECONDS);
       const until = deps.clock.now() + waitSeconds * 1000;
-      for (;;) {
-        const answer = await requestState(deps, claims, gateId);
-        if (answer !== undefined) return { body: answer };
-        if (deps.clock.now() >= until) return { body: { status: 'pending', comment: null, decidedBy: null, decidedAt: null, sessionStatus: run.status } };
-        await sleep(POLL_MS);
+      const release = holdWait(deps, `${claims.org}:${run.key}:${claims.ep}`);
+      try {
+        for (;;) {
+          const answer = await requestState(deps, claims, gateId);
+          if (answer !== undefined) return { body: answer };
+          // A draining node answers at once: the agent asks again, of a node that stays.
+          if (deps.clock.now() >= until || !deps.services.drain.serving) {
+            return { body: { status: 'pending', comment: null, decidedBy: null, decidedAt: null, sessionStatus: run.status } };
+          }
+          await sleep(POLL_MS);
+        }
+      } finally {
+        release();
       }
     },
   });
+}
+
+/**
+ * Waits held open per run on this node, at most MAX_WAITS_PER_RUN: each costs the database two reads a poll, and an
+ * agent (or a prompt injected into it) must not multiply them (a review of issue 35 §3). Counted per node, in a map
+ * kept per `Deps`, so nodes sharing a process share nothing.
+ */
+const MAX_WAITS_PER_RUN = 4;
+const waitsByNode = new WeakMap<Deps, Map<string, number>>();
+
+function holdWait(deps: Deps, run: string): () => void {
+  let waits = waitsByNode.get(deps);
+  if (waits === undefined) waitsByNode.set(deps, (waits = new Map()));
+  const held = waits.get(run) ?? 0;
+  if (held >= MAX_WAITS_PER_RUN) {
+    throw new TroupeError('RATE_LIMITED', `this run already waits on ${MAX_WAITS_PER_RUN} requests on this node; wait on one at a time`, { retryAfterSeconds: 1 });
+  }
+  waits.set(run, held + 1);
+  return () => {
+    const left = (waits.get(run) ?? 1) - 1;
+    if (left <= 0) waits.delete(run);
+    else waits.set(run, left);
+  };
 }
 
 /** The decision when there is one (and the phase it leaves), `ended` when the run ended first; undefined while pending. */

@@ -9,6 +9,13 @@ import { recordToolStepsInTranscript } from './transcript-writes.js';
 import { agentCaller, sessionTokenRoute } from './session-agent-token.js';
 import { agentAskRoutes } from './session-agent-asks.js';
 import { route } from '../route.js';
+
+/**
+ * What one run of an agent may write through its line (a review of issue 35 §3): an agent, or a prompt injected into
+ * it, must not flood the timeline or spend the org's tracker quota. Generous for real work.
+ */
+const MAX_PROGRESS_PER_RUN = 1000;
+const MAX_COMMENTS_PER_RUN = 20;
 import type { Route } from '../types.js';
 
 /**
@@ -40,8 +47,11 @@ function progressRoute(): Route<Deps> {
       const message = req.body.message.trim();
       if (message === '') throw new TroupeError('VALIDATION_FAILED', 'message is empty');
       const now = deps.clock.now();
-      const written = await appendProgress(deps.db, claims.org, run.key, claims.ep, req.body.key ?? randomUUID(), message, new Date(now));
+      const written = await appendProgress(deps.db, claims.org, run.key, claims.ep, req.body.key ?? randomUUID(), message, new Date(now), MAX_PROGRESS_PER_RUN);
       if (!written.live) throw new TroupeError('AUTH_INVALID', "the session token's run has ended");
+      if (written.full && !written.inserted) {
+        throw new TroupeError('CONFLICT', `this run has reported progress ${MAX_PROGRESS_PER_RUN} times, the most one run may`, { limit: MAX_PROGRESS_PER_RUN });
+      }
       if (written.inserted) {
         const session = { key: run.key, publicId: run.publicId, projectId: run.projectId };
         await recordToolStepsInTranscript(deps, claims.org, session, [{ tool: 'report_progress', summary: message, at: new Date(now).toISOString() }], now);
@@ -79,8 +89,11 @@ function trackerCommentRoute(): Route<Deps> {
       const owed = await oweAgentComment(deps.db, {
         id, orgId: claims.org, sessionKey: run.key, epoch: claims.ep, tracker: target.tracker, issue: target.issue,
         sessionStatus: run.status, body: text, at: new Date(deps.clock.now()),
-      });
-      if (!owed) throw new TroupeError('CONFLICT', `the org has no ${target.tracker} connection`);
+      }, MAX_COMMENTS_PER_RUN);
+      if (owed === 'unconnected') throw new TroupeError('CONFLICT', `the org has no ${target.tracker} connection`);
+      if (owed === 'full') {
+        throw new TroupeError('CONFLICT', `this run has posted ${MAX_COMMENTS_PER_RUN} tracker comments, the most one run may`, { limit: MAX_COMMENTS_PER_RUN });
+      }
       return { status: 202, body: { tracker: target.tracker, issue: target.issue, status: 'pending' } };
     },
   });

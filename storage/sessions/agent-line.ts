@@ -63,11 +63,26 @@ export async function findAgentRequest(db: Knex, orgId: string, gateId: string):
 
 /** How many of the run's requests a person has not decided yet (their gates still pending). */
 export async function undecidedRequests(db: Knex, orgId: string, sessionKey: string, epoch: number): Promise<number> {
+  // A request whose gate is not written yet (its open is in flight) is undecided too.
   const r = await withStorageErrors(() => db('session_agent_requests as r')
-    .join('approval_gates as g', function joinGate() { this.on('g.id', 'r.gate_id').andOn('g.org_id', 'r.org_id'); })
-    .where({ 'r.org_id': orgId, 'r.session_id': sessionKey, 'r.epoch': epoch, 'g.status': 'pending' })
+    .leftJoin('approval_gates as g', function joinGate() { this.on('g.id', 'r.gate_id').andOn('g.org_id', 'r.org_id'); })
+    .where({ 'r.org_id': orgId, 'r.session_id': sessionKey, 'r.epoch': epoch })
+    .andWhere((q) => { void q.whereNull('g.status').orWhere('g.status', 'pending'); })
     .count<{ n: string }[]>('* as n'));
   return Number(r[0]?.n ?? 0);
+}
+
+/**
+ * Records a request unless its run already has `max` undecided: counted and written under a lock on the run, so
+ * requests sent at once cannot all pass the count (a review of issue 35 §3). False when the run is full.
+ */
+export async function recordAgentRequestWithin(db: Knex, r: AgentRequest, max: number): Promise<boolean> {
+  return db.transaction(async (trx) => {
+    await trx.raw('select pg_advisory_xact_lock(hashtextextended(?, 13))', [`${r.orgId}:${r.sessionKey}:${r.epoch}`]);
+    if ((await undecidedRequests(trx, r.orgId, r.sessionKey, r.epoch)) >= max) return false;
+    await recordAgentRequest(trx, r);
+    return true;
+  });
 }
 
 /**
@@ -75,23 +90,27 @@ export async function undecidedRequests(db: Knex, orgId: string, sessionKey: str
  * the run, so a retried call adds nothing twice. False when the run is no longer the live one.
  */
 export async function appendProgress(
-  db: Knex, orgId: string, sessionKey: string, epoch: number, key: string, body: string, at: Date,
-): Promise<{ live: boolean; inserted: boolean }> {
+  db: Knex, orgId: string, sessionKey: string, epoch: number, key: string, body: string, at: Date, maxPerRun: number,
+): Promise<{ live: boolean; inserted: boolean; full: boolean }> {
   const result = await withStorageErrors(() => db.raw(
     `with s as (
        select id, org_id, epoch from sessions
         where id = ? and org_id = ? and epoch = ? and status in ('claimed', 'running', 'paused', 'finalizing')
+     ), written as (
+       select count(*)::int as n from session_activities a, s
+        where a.session_id = s.id and a.org_id = s.org_id and a.kind = 'agent.progress' and a.id like s.id || ':' || s.epoch || ':progress:%'
      ), ins as (
        insert into session_activities (id, session_id, org_id, kind, body, created_at)
        select s.id || ':' || s.epoch || ':progress:' || ?, s.id, s.org_id, 'agent.progress', ?, ? from s
+        where (select n from written) < ?
        on conflict (id) do nothing
        returning id
      )
-     select (select count(*) from s)::int as live, (select count(*) from ins)::int as inserted`,
-    [sessionKey, orgId, epoch, key, body, at],
+     select (select count(*) from s)::int as live, (select count(*) from ins)::int as inserted, (select n from written) >= ? as full`,
+    [sessionKey, orgId, epoch, key, body, at, maxPerRun, maxPerRun],
   ));
-  const row = (result.rows as { live: number; inserted: number }[])[0]!;
-  return { live: Number(row.live) > 0, inserted: Number(row.inserted) > 0 };
+  const row = (result.rows as { live: number; inserted: number; full: boolean }[])[0]!;
+  return { live: Number(row.live) > 0, inserted: Number(row.inserted) > 0, full: row.full === true };
 }
 
 export interface AgentComment {
@@ -111,18 +130,21 @@ export interface AgentComment {
  * all). Keyed by the caller: a retried call owes nothing twice. False when the org has no connection to that
  * tracker (nothing could ever send it).
  */
-export async function oweAgentComment(db: Knex, c: AgentComment): Promise<boolean> {
+export async function oweAgentComment(db: Knex, c: AgentComment, maxPerRun: number): Promise<'owed' | 'unconnected' | 'full'> {
   const result = await withStorageErrors(() => db.raw(
-    `with connected as (select 1 from integration_oauth_connections where org_id = ? and provider = ? limit 1)
+    `with connected as (select 1 from integration_oauth_connections where org_id = ? and provider = ? limit 1),
+     written as (select count(*)::int as n from tracker_comments where org_id = ? and session_id = ? and epoch = ? and kind = 'agent')
      insert into tracker_comments (id, org_id, session_id, epoch, tracker, issue, kind, session_status, cost_usd, duration_ms,
        status, attempts, next_attempt_at, created_at, updated_at, body)
      select ?, ?, ?, ?, ?, ?, 'agent', ?, 0, null, 'pending', 0, ?, ?, ?, ? where exists (select 1 from connected)
+       and (select n from written) < ?
      on conflict (id) do nothing
      returning id`,
-    [c.orgId, c.tracker, c.id, c.orgId, c.sessionKey, c.epoch, c.tracker, c.issue, c.sessionStatus, c.at, c.at, c.at, c.body],
+    [c.orgId, c.tracker, c.orgId, c.sessionKey, c.epoch, c.id, c.orgId, c.sessionKey, c.epoch, c.tracker, c.issue, c.sessionStatus, c.at, c.at, c.at, c.body, maxPerRun],
   ));
-  if ((result.rows as unknown[]).length > 0) return true;
+  if ((result.rows as unknown[]).length > 0) return 'owed';
   // Already owed under this id (a retried call) counts as owed.
-  const existing = await db('tracker_comments').where({ id: c.id, org_id: c.orgId }).first('id');
-  return existing !== undefined;
+  if (await db('tracker_comments').where({ id: c.id, org_id: c.orgId }).first('id')) return 'owed';
+  const connected = await db('integration_oauth_connections').where({ org_id: c.orgId, provider: c.tracker }).first('org_id');
+  return connected ? 'full' : 'unconnected';
 }

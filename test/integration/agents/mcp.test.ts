@@ -169,6 +169,21 @@ for (const { set, skip } of engineSets) describe(`troupe mcp: the agent's line t
     expect((await t.inject('POST', `/api/sessions/${id}/agent/approvals`, { headers: bearer, body: { summary: 'one more' } })).status).to.equal(201);
   });
 
+  it('holds the cap when requests come at once, and lets a run hold at most 4 waits on a node', async () => {
+    const id = await running();
+    const bearer = { authorization: `Bearer ${await mint(id)}` };
+    const burst = await Promise.all(Array.from({ length: 30 }, (_, i) =>
+      t.call('POST', `/api/sessions/${id}/agent/approvals`, { headers: bearer, body: { summary: `at once ${i}` } })));
+    expect(burst.filter((r) => r.status === 201), 'counted and written under one lock').to.have.length(20);
+    expect(burst.filter((r) => r.status === 409)).to.have.length(10);
+
+    const gate = burst.find((r) => r.status === 201)!.json.id as string;
+    const waits = await Promise.all(Array.from({ length: 6 }, () =>
+      t.call('GET', `/api/sessions/${id}/agent/approvals/${gate}?waitSeconds=2`, { headers: bearer })));
+    expect(waits.map((r) => r.status).sort()).to.deep.equal([200, 200, 200, 200, 429, 429]);
+    expect(waits.find((r) => r.status === 429)!.headers.get('retry-after')).to.equal('1');
+  });
+
   it("report_progress is a step on the session's timeline", async () => {
     const { client, sessionId } = await line();
     expect(jsonOf(await client.callTool({ name: 'report_progress', arguments: { message: 'Tests pass; opening the pull request' } }))).to.deep.equal({ recorded: true });

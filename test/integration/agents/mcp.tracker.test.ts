@@ -75,6 +75,18 @@ for (const { set, skip } of engineSets) describe(`troupe mcp: the agent's tracke
     expect(comments[0]).to.include({ tracker: 'github', issue: 'acme/api#12', kind: 'agent', run: 1, status: 'sent' });
   });
 
+  it('a run posts at most 20 comments; a retry of one it posted is still answered', async () => {
+    const { id, bearer } = await runningWithToken(org, d);
+    const post = (key: string) => t.inject('POST', `/api/sessions/${id}/agent/tracker-comments`, { headers: bearer, body: { text: `note ${key}`, key } });
+    for (let i = 0; i < 20; i++) expect((await post(`n${i}`)).status).to.equal(202);
+    const over = await post('n20');
+    expect(over.status, over.text).to.equal(409);
+    expect(over.json.details).to.deep.equal({ limit: 20 });
+    expect((await post('n3')).status, 'a retried comment is not a new one').to.equal(202);
+    const comments = (await t.inject('GET', `/api/public/sessions/${id}`, { token: org.apiKey })).json.trackerComments as unknown[];
+    expect(comments).to.have.length(20);
+  });
+
   it('an org without the connection: 409, nothing owed', async () => {
     const { id, bearer } = await runningWithToken(bare, bareWorker);
     const res = await t.inject('POST', `/api/sessions/${id}/agent/tracker-comments`, { headers: bearer, body: { text: 'hello' } });
