@@ -2235,7 +2235,7 @@ export interface paths {
         };
         /**
          * The whole transcript of a session, a page at a time: every output line, prompt, tool step and status change, numbered by a gap-free `seq`
-         * @description Entries with `seq` greater than `after`, at most `limit` (1-1000, default 200), oldest first; `q` keeps those whose text contains it (any case). `next` is the `after` of the next page, null at the end. With `format=ndjson` the reply is every entry after `after`, one JSON object a line (`application/x-ndjson`), streamed as a download. To follow a live session without missing or repeating an entry, read up to a seq N, then follow `GET /api/public/sessions/{id}/transcript/stream?after=N`. Another org's session is 404.
+         * @description Entries with `seq` greater than `after`, at most `limit` (1-1000, default 200), oldest first; `q` keeps those whose text contains it (any case), looking at most 5,000 entries past `after` a page (a page may then be short or empty). `next` is the `after` of the next page, null at the end. With `format=ndjson` the reply is every entry after `after`, one JSON object a line (`application/x-ndjson`), streamed as a download. To follow a live session without missing or repeating an entry, read up to a seq N, then follow `GET /api/public/sessions/{id}/transcript/stream?after=N`. Another org's session is 404.
          */
         get: operations["getApiPublicSessionsIdTranscript"];
         put?: never;

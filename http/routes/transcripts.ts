@@ -3,7 +3,7 @@ import type { Deps } from '../../actors/services/deps.js';
 import { publicIdPattern } from '../../actors/kinds/session/index.js';
 import { FOLLOW_POLL_MS, transcriptFollowers } from '../../actors/services/transcripts/followers.js';
 import { findSession, type FoundSession } from '../../storage/sessions/queries.js';
-import { readTranscript, transcriptHead, transcriptPages } from '../../storage/sessions/transcript.js';
+import { readTranscript, SEARCH_WINDOW, transcriptHead, transcriptPages } from '../../storage/sessions/transcript.js';
 import {
   TRANSCRIPT_PAGE_DEFAULT, TRANSCRIPT_PAGE_MAX, transcriptEntrySchema, transcriptPageReply, transcriptQuery, transcriptStreamQuery,
 } from '../../schemas/sessions/transcript.js';
@@ -121,7 +121,7 @@ export function transcriptRoutes(): Route<Deps>[] {
       auth: 'org',
       summary: 'The whole transcript of a session, a page at a time: every output line, prompt, tool step and status change, numbered by a gap-free `seq`',
       description: `Entries with \`seq\` greater than \`after\`, at most \`limit\` (1-${TRANSCRIPT_PAGE_MAX}, default ${TRANSCRIPT_PAGE_DEFAULT}), `
-        + 'oldest first; `q` keeps those whose text contains it (any case). `next` is the `after` of the next page, null at the end. '
+        + 'oldest first; `q` keeps those whose text contains it (any case), looking at most 5,000 entries past `after` a page (a page may then be short or empty). `next` is the `after` of the next page, null at the end. '
         + 'With `format=ndjson` the reply is every entry after `after`, one JSON object a line (`application/x-ndjson`), streamed '
         + 'as a download. To follow a live session without missing or repeating an entry, read up to a seq N, then follow '
         + '`GET /api/public/sessions/{id}/transcript/stream?after=N`. Another org\'s session is 404.',
@@ -148,8 +148,10 @@ export function transcriptRoutes(): Route<Deps>[] {
           readTranscript(deps.db, p.orgId, session.key, after, limit, q), transcriptHead(deps.db, p.orgId, session.key),
         ]);
         const lastRead = entries.at(-1)?.seq ?? after;
-        // A full page may have more behind it; with a search, only a read after it can tell.
-        const next = entries.length === limit && lastRead < head.lastSeq ? lastRead : null;
+        // A full page may have more behind it; with a search, only a read after it can tell. A search that did not fill
+        // its page read its whole window: the next page starts after the window.
+        const searchedThrough = q === undefined || q === '' || entries.length === limit ? lastRead : after + SEARCH_WINDOW;
+        const next = (entries.length === limit || searchedThrough > lastRead) && searchedThrough < head.lastSeq ? searchedThrough : null;
         return { body: { entries, next, lastSeq: head.lastSeq, purgedThrough: head.purgedThrough, cut: head.cut } };
       },
     }),

@@ -160,8 +160,15 @@ function entryOf(row: EntryRow): TranscriptEntry {
 }
 
 /**
- * Entries after `after`, at most `limit`, in seq order; with `search`, only those whose text contains it (any case).
- * The primary key (org, session, seq) serves the read: one index range scan whatever the transcript's length.
+ * How many entries one search reads at most, from `after` on: a search that matches nothing must not read a whole
+ * 64 MiB transcript per request (a review of issue 35 §1); the reader goes on from `after + SEARCH_WINDOW`.
+ */
+export const SEARCH_WINDOW = 5000;
+
+/**
+ * Entries after `after`, at most `limit`, in seq order; with `search`, only those whose text contains it (any case),
+ * among the SEARCH_WINDOW entries after `after`. The primary key (org, session, seq) serves the read: one index range
+ * scan whatever the transcript's length.
  */
 export async function readTranscript(
   db: Knex, orgId: string, sessionKey: string, after: number, limit: number, search?: string,
@@ -172,8 +179,8 @@ export async function readTranscript(
         where org_id = $1 and session_id = $2 and seq > $3 order by seq limit $4`, [orgId, sessionKey, after, limit])
     : await sqlQuery<EntryRow>(db,
       `select seq, at, kind, run, text, data from session_transcript_entries
-        where org_id = $1 and session_id = $2 and seq > $3 and strpos(lower(text), lower($5)) > 0 order by seq limit $4`,
-      [orgId, sessionKey, after, limit, search]);
+        where org_id = $1 and session_id = $2 and seq > $3 and seq <= $6 and strpos(lower(text), lower($5)) > 0 order by seq limit $4`,
+      [orgId, sessionKey, after, limit, search, after + SEARCH_WINDOW]);
   return rows.map(entryOf);
 }
 

@@ -128,6 +128,17 @@ for (const { set, skip } of engineSets) describe(`session transcript routes (${s
     expect((await t.inject('GET', `/api/public/sessions/${id}/transcript?limit=1000`, { token: acme.apiKey })).status).to.equal(200);
   });
 
+  it('reads at most 5,000 entries a search page, and says where the search goes on', async () => {
+    const id = await runningSession(t, acme, daemon);
+    for (let i = 0; i < 12; i++) expect((await output(t, daemon, id, Array.from({ length: 500 }, (_, j) => `w${i * 500 + j}\n`))).status).to.equal(202);
+    const first = await entriesOf(t, acme, id, '?q=w5999');
+    expect(first.entries, 'the match lies past the first window').to.deep.equal([]);
+    expect(first.next).to.equal(5000);
+    const second = await entriesOf(t, acme, id, `?q=w5999&after=${first.next as number}`);
+    expect(second.entries.map((e: any) => e.text)).to.deep.equal(['w5999']);
+    expect(second.next, 'the window reached the end').to.equal(null);
+  });
+
   it("is 404 for another org's session, an unknown id and a malformed one, and 401 without a credential", async () => {
     const id = await runningSession(t, acme, daemon);
     for (const path of [`/api/public/sessions/${id}/transcript`, `/api/public/sessions/${id}/transcript?format=ndjson`]) {
