@@ -21,13 +21,13 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import knex, { type Knex } from 'knex';
 import pg from 'pg';
 import { cpuUs, median, pct, printTable, startFlags, startServer, ThrowAwayDatabases, type RunningServer } from './harness.js';
+import { closeConnections, ok, post } from './bench-http.js';
 import { generateMasterKey } from '../secrets.js';
 import { fairOfferQuery } from '../../storage/sessions/offers.js';
 
@@ -67,38 +67,6 @@ const workDir = mkdtempSync(path.join(os.tmpdir(), 'troupe-bench-lcq-'));
 const adminToken = `trpadm_bench_${Date.now()}_0123456789abcdef`;
 const masterKey = generateMasterKey();
 const tag = randomBytes(3).toString('hex');
-const agent = new http.Agent({ keepAlive: true, maxSockets: 4096 });
-
-interface Reply { readonly status: number; readonly body: any }
-
-function post(base: URL, pathname: string, token: string, body: unknown): Promise<Reply> {
-  const payload = JSON.stringify(body);
-  return new Promise((resolve, reject) => {
-    const req = http.request({
-      host: base.hostname, port: base.port, path: pathname, method: 'POST', agent,
-      headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), ...(token ? { authorization: `Bearer ${token}` } : {}) },
-    }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => { text += c; });
-      res.on('end', () => {
-        let parsed: unknown;
-        try { parsed = text ? JSON.parse(text) : undefined; } catch { parsed = text; }
-        resolve({ status: res.statusCode ?? 0, body: parsed });
-      });
-      res.on('error', reject);
-    });
-    req.setTimeout(30_000, () => req.destroy(new Error(`POST ${pathname} timed out`)));
-    req.on('error', reject);
-    req.end(payload);
-  });
-}
-
-async function ok(base: URL, pathname: string, token: string, body: unknown): Promise<any> {
-  const r = await post(base, pathname, token, body);
-  if (r.status >= 300) throw new Error(`POST ${pathname} answered ${r.status}: ${JSON.stringify(r.body)}`);
-  return r.body;
-}
 
 interface Daemon { workerId: string; runtimeJwt: string }
 interface Node {
@@ -174,7 +142,7 @@ async function startNode(name: string, loaded: boolean): Promise<Node> {
   };
   if (loaded) {
     await inParallel(projectIds.length, 8, async (i) => {
-      await put(base, `/api/projects/${projectIds[i]}/concurrency`, org.userToken, { defaultLimit: 1, strategy: 'queue' });
+      await ok(base, `/api/projects/${projectIds[i]}/concurrency`, org.userToken, { defaultLimit: 1, strategy: 'queue' }, 'PUT');
     });
     const began = performance.now();
     await inParallel(pendingTarget, 64, async (i) => {
@@ -187,22 +155,6 @@ async function startNode(name: string, loaded: boolean): Promise<Node> {
     try { await db.query('analyze sessions'); } finally { await db.end(); }
   }
   return node;
-}
-
-function put(base: URL, pathname: string, token: string, body: unknown): Promise<void> {
-  const payload = JSON.stringify(body);
-  return new Promise((resolve, reject) => {
-    const req = http.request({
-      host: base.hostname, port: base.port, path: pathname, method: 'PUT', agent,
-      headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), authorization: `Bearer ${token}` },
-    }, (res) => {
-      let text = '';
-      res.on('data', (c: Buffer) => { text += c.toString(); });
-      res.on('end', () => ((res.statusCode ?? 0) < 300 ? resolve() : reject(new Error(`PUT ${pathname} answered ${res.statusCode}: ${text}`))));
-    });
-    req.on('error', reject);
-    req.end(payload);
-  });
 }
 
 async function refreshTokens(node: Node): Promise<void> {
@@ -316,7 +268,7 @@ try {
   console.log(await explainOffer(loaded));
 } finally {
   await Promise.all(servers.map((s) => s.stop()));
-  agent.destroy();
+  closeConnections();
   await databases.dropAll();
   rmSync(workDir, { recursive: true, force: true });
 }

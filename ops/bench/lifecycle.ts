@@ -30,12 +30,12 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { cpuUs, median, printTable, startFlags, startServer, ThrowAwayDatabases, type RunningServer } from './harness.js';
+import { closeConnections, ok } from './bench-http.js';
 import { generateMasterKey } from '../secrets.js';
 
 const { values } = parseArgs({
@@ -81,38 +81,6 @@ const workDir = mkdtempSync(path.join(os.tmpdir(), 'troupe-bench-lifecycle-'));
 const adminToken = `trpadm_bench_${Date.now()}_0123456789abcdef`;
 const masterKey = generateMasterKey();
 const tag = randomBytes(3).toString('hex');
-const agent = new http.Agent({ keepAlive: true, maxSockets: 4096 });
-
-interface Reply { readonly status: number; readonly body: any }
-
-function post(base: URL, pathname: string, token: string, body: unknown): Promise<Reply> {
-  const payload = JSON.stringify(body);
-  return new Promise((resolve, reject) => {
-    const req = http.request({
-      host: base.hostname, port: base.port, path: pathname, method: 'POST', agent,
-      headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), ...(token ? { authorization: `Bearer ${token}` } : {}) },
-    }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => { text += c; });
-      res.on('end', () => {
-        let parsed: unknown;
-        try { parsed = text ? JSON.parse(text) : undefined; } catch { parsed = text; }
-        resolve({ status: res.statusCode ?? 0, body: parsed });
-      });
-      res.on('error', reject);
-    });
-    req.setTimeout(30_000, () => req.destroy(new Error(`POST ${pathname} timed out`)));
-    req.on('error', reject);
-    req.end(payload);
-  });
-}
-
-async function ok(base: URL, pathname: string, token: string, body: unknown): Promise<any> {
-  const r = await post(base, pathname, token, body);
-  if (r.status >= 300) throw new Error(`POST ${pathname} answered ${r.status}: ${JSON.stringify(r.body)}`);
-  return r.body;
-}
 
 interface Daemon { workerId: string; runtimeJwt: string }
 interface Node {
@@ -362,7 +330,7 @@ try {
   }
 } finally {
   await Promise.all(servers.map((s) => s.stop()));
-  agent.destroy();
+  closeConnections();
   await databases.dropAll();
   rmSync(workDir, { recursive: true, force: true });
 }
