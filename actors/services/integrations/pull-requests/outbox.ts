@@ -1,7 +1,7 @@
 import { Counter, type Registry } from 'prom-client';
 import { nextAttemptAt } from '../outbox-retries.js';
 import type { Deps } from '../../deps.js';
-import type { NodeService } from '../../node-service.js';
+import { PeriodicPass } from '../../periodic-pass.js';
 import { registeredMetric } from '../../../../ops/kernel/registered-metric.js';
 import {
   claimDuePullRequests, pullRequestFailed, pullRequestOpened, pullRequestRetryLater, type OwedPullRequest,
@@ -23,25 +23,9 @@ const BATCH = 20;
 
 type Outcome = 'opened' | 'failed' | 'retry';
 
-export class PullRequestOutbox implements NodeService {
-  readonly name = 'pull-request-outbox';
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
-
-  start(deps: Deps): void {
-    const counter = outcomesCounter(deps.metrics);
-    this.timer = setInterval(() => {
-      this.running ??= openDuePullRequests(deps, counter)
-        .then(() => undefined, (err: unknown) => deps.log.warn({ err }, 'pull-request outbox pass failed'))
-        .finally(() => { this.running = undefined; });
-    }, deps.config.trackerPollMs);
-    this.timer.unref();
-  }
-
-  async stop(): Promise<void> {
-    clearInterval(this.timer);
-    this.timer = undefined;
-    await this.running;
+export class PullRequestOutbox extends PeriodicPass {
+  constructor() {
+    super('pull-request-outbox', (deps) => openDuePullRequests(deps, outcomesCounter(deps.metrics)), (deps) => deps.config.trackerPollMs);
   }
 }
 

@@ -1,7 +1,7 @@
 import { Counter, type Registry } from 'prom-client';
 import { nextAttemptAt } from '../outbox-retries.js';
 import type { Deps } from '../../deps.js';
-import type { NodeService } from '../../node-service.js';
+import { PeriodicPass } from '../../periodic-pass.js';
 import { registeredMetric } from '../../../../ops/kernel/registered-metric.js';
 import { sessionOutput } from '../../../../storage/sessions/output.js';
 import { publicIdOfKey } from '../../../../storage/sessions/queries.js';
@@ -28,25 +28,9 @@ type Outcome = 'sent' | 'failed' | 'retry' | 'postponed';
 /** How soon a comment waiting for its run's pull request looks again. */
 const POSTPONE_MAX_MS = 5_000;
 
-export class TrackerOutbox implements NodeService {
-  readonly name = 'tracker-outbox';
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
-
-  start(deps: Deps): void {
-    const counter = outcomesCounter(deps.metrics);
-    this.timer = setInterval(() => {
-      this.running ??= sendDueComments(deps, counter)
-        .then(() => undefined, (err: unknown) => deps.log.warn({ err }, 'tracker outbox pass failed'))
-        .finally(() => { this.running = undefined; });
-    }, deps.config.trackerPollMs);
-    this.timer.unref();
-  }
-
-  async stop(): Promise<void> {
-    clearInterval(this.timer);
-    this.timer = undefined;
-    await this.running;
+export class TrackerOutbox extends PeriodicPass {
+  constructor() {
+    super('tracker-outbox', (deps) => sendDueComments(deps, outcomesCounter(deps.metrics)), (deps) => deps.config.trackerPollMs);
   }
 }
 
