@@ -236,7 +236,8 @@ describe('workflow authoring in the console, in Chromium (embedded engines)', fu
     await page.keyboard.press('Enter');
     // Each round takes the focus, so the answer is typed where the person is.
     await page.locator('form[data-round="outcome"]').waitFor();
-    expect(await page.evaluate('document.activeElement?.closest("form")?.dataset.round')).to.equal('outcome');
+    // The round takes the focus once drawn (an effect after the render): waited for, as for the rounds below.
+    await eventually(async () => (await page.evaluate('document.activeElement?.closest("form")?.dataset.round')) === 'outcome', 'focus on the outcome');
     await page.keyboard.type('The test suite passes three times in a row');
     await page.keyboard.press('Tab');
     await page.keyboard.press('Enter');
@@ -278,7 +279,7 @@ describe('workflow authoring in the console, in Chromium (embedded engines)', fu
     expect(await workflowsOf(org.projectId), 'a proposal changes no workflow').to.equal(before);
 
     // The link to the editor has the focus; the proposal opens there, named, and becomes a workflow.
-    expect(await page.evaluate('document.activeElement?.textContent')).to.equal('Open the proposal in the editor');
+    await eventually(async () => (await page.evaluate('document.activeElement?.textContent')) === 'Open the proposal in the editor', 'focus on the link to the editor');
     await page.keyboard.press('Enter');
     await page.waitForURL(/\/workflows\/new\?project=.*&proposal=/);
     await page.getByText('Opened proposal version 1').waitFor();
