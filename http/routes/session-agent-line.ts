@@ -49,7 +49,7 @@ function progressRoute(): Route<Deps> {
       const now = deps.clock.now();
       const written = await appendProgress(deps.db, claims.org, run.key, claims.ep, req.body.key ?? randomUUID(), message, new Date(now), MAX_PROGRESS_PER_RUN);
       if (!written.live) throw new TroupeError('AUTH_INVALID', "the session token's run has ended");
-      if (written.full && !written.inserted) {
+      if (written.full) {
         throw new TroupeError('CONFLICT', `this run has reported progress ${MAX_PROGRESS_PER_RUN} times, the most one run may`, { limit: MAX_PROGRESS_PER_RUN });
       }
       if (written.inserted) {

@@ -106,10 +106,12 @@ export async function appendProgress(
        on conflict (id) do nothing
        returning id
      )
-     select (select count(*) from s)::int as live, (select count(*) from ins)::int as inserted, (select n from written) >= ? as full`,
-    [sessionKey, orgId, epoch, key, body, at, maxPerRun, maxPerRun],
+     select (select count(*) from s)::int as live, (select count(*) from ins)::int as inserted,
+       (select n from written) >= ? and not exists (select 1 from session_activities a, s where a.id = s.id || ':' || s.epoch || ':progress:' || ?) as full`,
+    [sessionKey, orgId, epoch, key, body, at, maxPerRun, maxPerRun, key],
   ));
   const row = (result.rows as { live: number; inserted: number; full: boolean }[])[0]!;
+  // `full` only for a new report: a retry of one already written is answered as written, whatever the count.
   return { live: Number(row.live) > 0, inserted: Number(row.inserted) > 0, full: row.full === true };
 }
 

@@ -12,6 +12,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
 import { dispatch, provisionOrg, registerDaemon, report, type Daemon, type Org } from '../sessions/support.js';
 import { sessionKeyOf } from '../../support/session-keys.js';
+import { appendProgress } from '../../../storage/sessions/agent-line.js';
 import { sessionAddress } from '../../../actors/kinds/session/index.js';
 
 /** `probe`'s value once it stops throwing, or its last error after `timeoutMs`. */
@@ -182,6 +183,17 @@ for (const { set, skip } of engineSets) describe(`troupe mcp: the agent's line t
       t.call('GET', `/api/sessions/${id}/agent/approvals/${gate}?waitSeconds=2`, { headers: bearer })));
     expect(waits.map((r) => r.status).sort()).to.deep.equal([200, 200, 200, 200, 429, 429]);
     expect(waits.find((r) => r.status === 429)!.headers.get('retry-after')).to.equal('1');
+  });
+
+  it('a progress report past the run\'s cap is refused, and a retry of one already written is answered as written', async () => {
+    const id = await running();
+    const key = await sessionKeyOf(t.node.deps.db, acme.orgId, id);
+    const at = new Date();
+    const report = (k: string) => appendProgress(t.node.deps.db, acme.orgId, key, 1, k, `step ${k}`, at, 2);
+    expect(await report('a')).to.deep.equal({ live: true, inserted: true, full: false });
+    expect(await report('b')).to.deep.equal({ live: true, inserted: true, full: false });
+    expect(await report('c'), 'a third report of a run capped at two').to.deep.equal({ live: true, inserted: false, full: true });
+    expect(await report('a'), 'a retry of the first, after the cap').to.deep.equal({ live: true, inserted: false, full: false });
   });
 
   it("report_progress is a step on the session's timeline", async () => {
