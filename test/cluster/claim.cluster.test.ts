@@ -15,6 +15,7 @@ import { topologyNames } from '../../transport/amqp/topology.js';
 import type { ClusterStatus } from '../../transport/cluster/index.js';
 import { engines, skipEngine } from '../support/engines.js';
 import { startNodeProcess, stopAll, type NodeProcess } from './processes.js';
+import { callNode as call, sleep, waitFor } from './node-calls.js';
 
 const SHARDS = 8;
 const SESSIONS = 120;
@@ -40,30 +41,6 @@ const env: NodeJS.ProcessEnv = {
   TROUPE_RATE_LIMIT_WORKER_REPORTS_PER_MINUTE: '1000000',
   REDIS_URL: '',
 };
-
-async function call(node: NodeProcess, method: string, path: string, init: { body?: unknown; token?: string } = {}): Promise<{ status: number; json: any }> {
-  const res = await fetch(`${node.url}${path}`, {
-    method,
-    headers: { ...(init.body !== undefined ? { 'content-type': 'application/json' } : {}), ...(init.token ? { authorization: `Bearer ${init.token}` } : {}) },
-    ...(init.body !== undefined ? { body: JSON.stringify(init.body) } : {}),
-    signal: AbortSignal.timeout(15_000),
-  });
-  const text = await res.text();
-  let json: any;
-  try { json = JSON.parse(text); } catch { json = text; }
-  return { status: res.status, json };
-}
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function waitFor(what: string, withinMs: number, probe: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + withinMs;
-  for (;;) {
-    try { if (await probe()) return; } catch { /* a node may be starting: ask again */ }
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${withinMs} ms`);
-    await sleep(200);
-  }
-}
 
 interface Worker { readonly node: NodeProcess; readonly workerId: string; readonly runtimeJwt: string }
 

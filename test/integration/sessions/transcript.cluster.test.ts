@@ -10,6 +10,7 @@ import { generateAdminToken, generateMasterKey } from '../../../ops/secrets.js';
 import { topologyNames } from '../../../transport/amqp/topology.js';
 import { engines, skipEngine } from '../../support/engines.js';
 import { startNodeProcess, stopAll, type NodeProcess } from '../../cluster/processes.js';
+import { callNode as call } from '../../cluster/node-calls.js';
 import { openSse } from '../streams/sse-client.js';
 
 const SHARDS = 4;
@@ -24,19 +25,6 @@ const env: NodeJS.ProcessEnv = {
   TROUPE_RATE_LIMIT_DISPATCHES_PER_MINUTE: '1000000', TROUPE_RATE_LIMIT_WRITES_PER_MINUTE: '1000000',
   TROUPE_RATE_LIMIT_WORKER_REPORTS_PER_MINUTE: '1000000',
 };
-
-async function call(node: NodeProcess, method: string, path: string, init: { body?: unknown; token?: string } = {}): Promise<{ status: number; json: any }> {
-  const res = await fetch(`${node.url}${path}`, {
-    method,
-    headers: { ...(init.body !== undefined ? { 'content-type': 'application/json' } : {}), ...(init.token ? { authorization: `Bearer ${init.token}` } : {}) },
-    ...(init.body !== undefined ? { body: JSON.stringify(init.body) } : {}),
-    signal: AbortSignal.timeout(15_000),
-  });
-  const text = await res.text();
-  let json: any;
-  try { json = JSON.parse(text); } catch { json = text; }
-  return { status: res.status, json };
-}
 
 (skipEngine.postgres || skipEngine.amqp ? describe.skip : describe)('session transcript across two nodes (Postgres, RabbitMQ)', function () {
   this.timeout(120_000);
