@@ -17640,6 +17640,8 @@ export interface operations {
                 "application/json": {
                     summary: string;
                     details?: string;
+                    /** @description Idempotency key: a retry with the same key in the same run answers the request already made */
+                    key?: string;
                 };
             };
         };
@@ -17725,6 +17727,8 @@ export interface operations {
                 "application/json": {
                     toolName: string;
                     input: Record<string, unknown>;
+                    /** @description Idempotency key: a retry with the same key in the same run answers the request already made */
+                    key?: string;
                 };
             };
         };

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { TroupeError } from '../../ops/kernel/errors.js';
 import type { Deps } from '../../actors/services/deps.js';
@@ -33,6 +33,9 @@ const DEFAULT_WAIT_SECONDS = 25;
 const TITLE_MAX = 500;
 /** Undecided requests one run may have open: an agent in a loop must not flood its team's inbox. */
 export const MAX_OPEN_REQUESTS = 20;
+
+/** The caller's name for a request: a retry with the same key answers the request it made, never opens a second gate. */
+const requestKey = { type: 'string', minLength: 1, maxLength: 200, description: 'Idempotency key: a retry with the same key in the same run answers the request already made' } as const;
 
 const requestReply = {
   type: 'object', required: ['id', 'status', 'kind', 'summary'],
@@ -72,21 +75,33 @@ async function setPhase(deps: Deps, orgId: string, run: SessionRun, phase: strin
 /** Opens the gate, keeps what the approver is shown beside its title, and marks the session as waiting. */
 async function openRequest(
   deps: Deps, claims: SessionClaims, run: SessionRun,
-  what: { kind: AgentRequestKind; summary: string; title: string; details: string | null; toolName: string | null; toolInput: unknown },
+  what: { kind: AgentRequestKind; summary: string; title: string; details: string | null; toolName: string | null; toolInput: unknown; key: string | undefined },
 ): Promise<{ id: string; status: 'pending'; kind: AgentRequestKind; summary: string }> {
-  const gateId = randomUUID();
+  const gateId = what.key === undefined ? randomUUID() : keyedGateId(claims, run, what.kind, what.key);
   const recorded = await recordAgentRequestWithin(deps.db, {
     gateId, orgId: claims.org, sessionKey: run.key, epoch: claims.ep, kind: what.kind, summary: what.summary, details: what.details,
     toolName: what.toolName, toolInput: what.toolInput, createdAt: new Date(deps.clock.now()),
   }, MAX_OPEN_REQUESTS);
-  if (!recorded) throw new TroupeError('CONFLICT', `this run already waits on ${MAX_OPEN_REQUESTS} undecided requests`, { limit: MAX_OPEN_REQUESTS });
+  // A retry answers the request already made, opening its gate only if the first try stopped before it did.
+  if (recorded === 'full') throw new TroupeError('CONFLICT', `this run already waits on ${MAX_OPEN_REQUESTS} undecided requests`, { limit: MAX_OPEN_REQUESTS });
+  const reply = { id: gateId, status: 'pending' as const, kind: what.kind, summary: what.summary };
+  if (recorded === 'exists' && (await findGate(deps.db, claims.org, gateId)) !== undefined) return reply;
   const msg: GateMsg = {
     type: 'gate.open', orgId: claims.org, projectId: run.projectId, title: what.title, issue: null,
     sessionId: run.publicId, runId: null, nodeId: null, escalation: null, requiredRole: null,
   };
   await deps.ask<GateView>(approvalGateAddress(gateId), msg);
   await setPhase(deps, claims.org, run, WAITING_PHASE);
-  return { id: gateId, status: 'pending', kind: what.kind, summary: what.summary };
+  return reply;
+}
+
+/**
+ * The gate a keyed request opens: the same key in the same run names the same gate, so an agent that retries after a
+ * lost answer waits on the gate it opened rather than asking a person twice.
+ */
+function keyedGateId(claims: SessionClaims, run: SessionRun, kind: AgentRequestKind, key: string): string {
+  const h = createHash('sha256').update(`${claims.org}\0${run.key}\0${claims.ep}\0${kind}\0${key}`).digest('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-${((parseInt(h[16]!, 16) & 0x3) | 0x8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
 
 /** The worker running the session, as Cedar's principal for `agent-tool`: the agent acts through it. */
@@ -105,7 +120,7 @@ export function agentAskRoutes(): Route<Deps>[] {
         + 'decision with `GET /api/sessions/{id}/agent/approvals/{gateId}`.',
       bodySchema: {
         type: 'object', additionalProperties: false, required: ['summary'],
-        properties: { summary: { type: 'string', minLength: 1, maxLength: TITLE_MAX }, details: { type: 'string', maxLength: 20_000 } },
+        properties: { summary: { type: 'string', minLength: 1, maxLength: TITLE_MAX }, details: { type: 'string', maxLength: 20_000 }, key: requestKey },
       },
       successStatus: 201, responseSchema: requestReply,
       async handler(req, deps) {
@@ -115,7 +130,7 @@ export function agentAskRoutes(): Route<Deps>[] {
         const details = req.body.details === undefined ? null : visibleText(req.body.details);
         const reply = await openRequest(deps, claims, run, {
           kind: 'approval', summary: visibleText(summary, { keepNewlines: false }), title: agentGateTitle('Agent asks', summary, TITLE_MAX),
-          details, toolName: null, toolInput: null,
+          details, toolName: null, toolInput: null, key: req.body.key,
         });
         return { status: 201, body: reply };
       },
@@ -132,6 +147,7 @@ export function agentAskRoutes(): Route<Deps>[] {
         properties: {
           toolName: { type: 'string', minLength: 1, maxLength: 200, pattern: '^[A-Za-z0-9_.:-]+$' },
           input: { type: 'object' },
+          key: requestKey,
         },
       },
       responseSchema: {
@@ -152,7 +168,7 @@ export function agentAskRoutes(): Route<Deps>[] {
         const inputText = JSON.stringify(input);
         if (inputText.length > 100_000) throw new TroupeError('VALIDATION_FAILED', 'the tool input is over 100,000 characters');
         const request = await openRequest(deps, claims, run, {
-          kind: 'tool', summary: `Allow ${toolName}`, title: agentGateTitle(`Agent tool ${toolName}`, inputText, TITLE_MAX), details: null, toolName, toolInput: input,
+          kind: 'tool', summary: `Allow ${toolName}`, title: agentGateTitle(`Agent tool ${toolName}`, inputText, TITLE_MAX), details: null, toolName, toolInput: input, key: req.body.key,
         });
         return { status: 201, body: { decision: 'pending', request } };
       },

@@ -76,12 +76,14 @@ export async function undecidedRequests(db: Knex, orgId: string, sessionKey: str
  * Records a request unless its run already has `max` undecided: counted and written under a lock on the run, so
  * requests sent at once cannot all pass the count (a review of issue 35 §3). False when the run is full.
  */
-export async function recordAgentRequestWithin(db: Knex, r: AgentRequest, max: number): Promise<boolean> {
+export async function recordAgentRequestWithin(db: Knex, r: AgentRequest, max: number): Promise<'recorded' | 'exists' | 'full'> {
   return db.transaction(async (trx) => {
     await trx.raw('select pg_advisory_xact_lock(hashtextextended(?, 13))', [`${r.orgId}:${r.sessionKey}:${r.epoch}`]);
-    if ((await undecidedRequests(trx, r.orgId, r.sessionKey, r.epoch)) >= max) return false;
+    // A retried request (the same key, so the same gate id) is the one already recorded, whatever the count.
+    if (await trx('session_agent_requests').where({ gate_id: r.gateId, org_id: r.orgId, session_id: r.sessionKey, epoch: r.epoch }).first('gate_id')) return 'exists';
+    if ((await undecidedRequests(trx, r.orgId, r.sessionKey, r.epoch)) >= max) return 'full';
     await recordAgentRequest(trx, r);
-    return true;
+    return 'recorded';
   });
 }
 

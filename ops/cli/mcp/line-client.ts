@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createTroupeClient, TroupeApiError, TroupeUnreachableError, unwrap, type TroupeApi } from '../../../http/client/index.js';
 
@@ -38,17 +39,32 @@ export class AgentLine {
   }
 
   async requestApproval(summary: string, details: string | undefined): Promise<Decided> {
-    const opened = await unwrap(this.api.POST('/api/sessions/{id}/agent/approvals', {
-      params: { path: this.path }, body: { summary, ...(details === undefined ? {} : { details }) },
-    }));
+    const opened = await this.askOnce((key) => unwrap(this.api.POST('/api/sessions/{id}/agent/approvals', {
+      params: { path: this.path }, body: { summary, key, ...(details === undefined ? {} : { details }) },
+    })));
     return this.waitFor(opened.id);
   }
 
   /** `allowed` at once when policy permits the tool, else the person's decision. */
   async toolPermission(toolName: string, input: Record<string, unknown>): Promise<Decided | 'allowed'> {
-    const asked = await unwrap(this.api.POST('/api/sessions/{id}/agent/tool-permissions', { params: { path: this.path }, body: { toolName, input } }));
+    const asked = await this.askOnce((key) => unwrap(this.api.POST('/api/sessions/{id}/agent/tool-permissions', { params: { path: this.path }, body: { toolName, input, key } })));
     if (asked.decision === 'allowed' || asked.request === undefined) return 'allowed';
     return this.waitFor(asked.request.id);
+  }
+
+  /**
+   * Sends a request that opens a gate under one key, and once more with the same key when no answer came: the node
+   * answers the retry with the gate the first try opened, so a person is never asked twice.
+   */
+  private async askOnce<T>(send: (key: string) => Promise<T>): Promise<T> {
+    const key = randomUUID();
+    try {
+      return await send(key);
+    } catch (err) {
+      if (!(err instanceof TroupeUnreachableError)) throw err;
+      await sleep(this.retryPauseMs);
+      return send(key);
+    }
   }
 
   async reportProgress(message: string): Promise<void> {

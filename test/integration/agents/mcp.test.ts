@@ -170,6 +170,25 @@ for (const { set, skip } of engineSets) describe(`troupe mcp: the agent's line t
     expect((await t.inject('POST', `/api/sessions/${id}/agent/approvals`, { headers: bearer, body: { summary: 'one more' } })).status).to.equal(201);
   });
 
+  it('answers a request retried with its key with the gate it opened, never a second one', async () => {
+    const id = await running();
+    const bearer = { authorization: `Bearer ${await mint(id)}` };
+    const ask = () => t.inject('POST', `/api/sessions/${id}/agent/approvals`, { headers: bearer, body: { summary: 'Deploy?', key: 'deploy-1' } });
+    const first = await ask();
+    expect(first.status, first.text).to.equal(201);
+    const again = await ask();
+    expect(again.status, again.text).to.equal(201);
+    expect(again.json).to.deep.equal(first.json);
+    const gates = (await t.inject('GET', '/api/approval-gates', { token: acme.ownerToken })).json.gates as Array<{ sessionId: string }>;
+    expect(gates.filter((g) => g.sessionId === id), 'one gate for the two tries').to.have.length(1);
+    expect((await decide(first.json.id as string, 'approve')).status).to.equal(200);
+    const afterDecision = await ask();
+    expect(afterDecision.json.id, 'a retry after the decision still names the decided gate').to.equal(first.json.id);
+    const tool = (k: string) => t.inject('POST', `/api/sessions/${id}/agent/tool-permissions`, { headers: bearer, body: { toolName: 'Bash', input: { command: 'ls' }, key: k } });
+    expect((await tool('t1')).json.request.id).to.equal((await tool('t1')).json.request.id);
+    expect((await tool('t2')).json.request.id, 'another key, another request').to.not.equal((await tool('t1')).json.request.id);
+  });
+
   it('holds the cap when requests come at once, and lets a run hold at most 4 waits on a node', async () => {
     const id = await running();
     const bearer = { authorization: `Bearer ${await mint(id)}` };
