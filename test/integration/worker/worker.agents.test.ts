@@ -208,7 +208,7 @@ describe(`troupe worker --agent: agent CLIs in repository worktrees, as real pro
     await Promise.all(workers.map((w) => w.waitFor((l) => l.event === 'worker.registered')));
     const ids = await Promise.all(Array.from({ length: 10 }, (_, i) => dispatch(a, org, `Task ${i}`, { repository: 'busy' })));
     const done = await Promise.all(ids.map((id) => untilStatus(a, org, id, ['completed', 'failed'], 60_000)));
-    expect(done.map((d) => d.status)).to.deep.equal(Array(10).fill('completed'));
+    expect(done.map((d) => d.status), done.map((d) => d.error ?? '').join(' | ')).to.deep.equal(Array(10).fill('completed'));
     const cwds = argvLog(log).map((r) => r.cwd);
     expect(new Set(cwds).size, 'one tree per session').to.equal(10);
     for (const d of done) {

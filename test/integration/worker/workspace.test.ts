@@ -175,6 +175,18 @@ describe('worker git workspaces (real git, bare repositories on disk)', function
     run(w.originDir, 'fsck', '--no-progress', '--strict');
   });
 
+  it('starts every one of forty staggered sessions while others fetch, make trees and push (a half-made tree never fails a fetch)', async () => {
+    const w = world();
+    const outcomes = await Promise.all(Array.from({ length: 40 }, async (_, n) => {
+      await sleep((n * 37) % 1200);
+      const prepared = await prepareWorkspace(w.options(newSessionId()));
+      agentCommits(prepared.dir, { [`work-${n}.txt`]: `session ${n}\n` }, `Session ${n} work`);
+      return finishWorkspace(prepared, { stateDir: w.worker('a').stateDir }).then((r) => r.pushed, (err: Error) => err.message);
+    }).map((p) => p.catch((err: Error) => err.message)));
+    expect(outcomes.filter((o) => o !== true), 'sessions that failed to start or push').to.deep.equal([]);
+    run(w.mirrorDir, 'fsck', '--no-progress', '--strict');
+  });
+
   it('reports a push origin refuses as pushed: false with git\'s message, and keeps the commits', async () => {
     const w = world();
     const hook = path.join(w.originDir, 'hooks', 'pre-receive');

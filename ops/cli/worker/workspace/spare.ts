@@ -2,8 +2,10 @@ import { mkdirSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { git, gitMaybe } from './git.js';
+import { addWorktree } from './add.js';
+import { gitMaybe } from './git.js';
 import { removeWorktree } from './remove.js';
+
 
 /**
  * One spare worktree per mirror, checked out ahead of need at the commit the last session started from. Writing a
@@ -47,7 +49,7 @@ export function refillSpare(mirrorDir: string, workDir: string, commit: string, 
 async function fill(mirrorDir: string, dir: string, commit: string, timeoutMs: number): Promise<void> {
   try {
     mkdirSync(path.dirname(dir), { recursive: true, mode: 0o700 });
-    await git(['worktree', 'add', '--detach', '--quiet', dir, commit], { cwd: mirrorDir, timeoutMs });
+    await addWorktree(mirrorDir, dir, ['--detach'], commit, timeoutMs);
     await sleep(RACY_WINDOW_MS);
     await gitMaybe(['update-index', '-q', '--refresh'], { cwd: dir, timeoutMs });
     ready.set(mirrorDir, { dir, commit, readyAt: Date.now() });

@@ -2,6 +2,7 @@ import { existsSync, readdirSync, readFileSync, realpathSync, rmdirSync, statSyn
 import path from 'node:path';
 import { git, gitMaybe, WorkspaceError } from './git.js';
 import { repositoryMutex } from './mirror.js';
+import { addWorktree } from './add.js';
 import { pruneWorktrees, removeWorktree } from './remove.js';
 import { takeSpare } from './spare.js';
 
@@ -57,7 +58,7 @@ async function createWorktree(o: OpenWorktreeOptions, from: string): Promise<voi
       await removeWorktree(o.mirrorDir, existsSync(o.dir) ? o.dir : spare.dir, undefined, o.timeoutMs);
     }
   }
-  await git(['worktree', 'add', '--quiet', '--no-track', '-B', o.branch, o.dir, from], { cwd: o.mirrorDir, timeoutMs: o.timeoutMs });
+  await addWorktree(o.mirrorDir, o.dir, ['--no-track', '-B', o.branch], from, o.timeoutMs);
 }
 
 /**
