@@ -961,7 +961,7 @@ export interface paths {
         put?: never;
         /**
          * Agent output of a session the worker holds: kept with the session (its last 64 KiB) and relayed live on the session's interview stream
-         * @description Each chunk (an agent's stdout line with its newline) is appended to the session's kept output, of which the last 65536 bytes of the current run are shown in `GET /api/public/sessions/{id}` as `output`, added to its whole transcript (one `output` entry per chunk, without its newline: `GET /api/public/sessions/{id}/transcript`), and relayed as token deltas on `GET /api/interview/{id}/stream` (the interview named by the session id; frames of at most 20 tokens, at most 100 ms late). 409 when the worker no longer holds the session (stopped, reclaimed, ended): the worker stops relaying it.
+         * @description Each chunk (an agent's stdout line with its newline) is appended to the session's kept output, of which the last 65536 bytes of the current run are shown in `GET /api/public/sessions/{id}` as `output`, added to its whole transcript (one `output` entry per chunk, without its newline: `GET /api/public/sessions/{id}/transcript`), and relayed as token deltas on `GET /api/interview/{id}/stream` (the interview named by the session id; frames of at most 20 tokens, at most 100 ms late). With `relay` (the id of the worker's relay for this claim and the number of its chunks sent before this batch), a retried batch adds only the chunks its first try did not: each line is kept once. 409 when the worker no longer holds the session (stopped, reclaimed, ended): the worker stops relaying it.
          */
         post: operations["postApiSessionsIdOutput"];
         delete?: never;
@@ -8983,6 +8983,12 @@ export interface operations {
                 "application/json": {
                     workerId: string;
                     chunks: string[];
+                    relay?: {
+                        /** @description The relay of this claim of the session: new for every claim */
+                        id: string;
+                        /** @description How many chunks this relay sent before this batch */
+                        firstChunk: number;
+                    };
                 };
             };
         };
@@ -8999,6 +9005,8 @@ export interface operations {
                         accepted: number;
                         keptBytes: number;
                         totalBytes: number;
+                        /** @description Chunks at the start of the batch an earlier try already kept (not kept again) */
+                        repeated: number;
                     };
                 };
             };

@@ -5,9 +5,11 @@ import { publicIdPattern } from '../../actors/kinds/session/index.js';
 import { interviewBatcher } from '../../actors/services/interview/batcher.js';
 import { daemonServices } from '../../actors/services/daemon/services.js';
 import { findSession } from '../../storage/sessions/queries.js';
-import { appendSessionOutput, MAX_OUTPUT_TAIL_BYTES } from '../../storage/sessions/output.js';
+import { MAX_OUTPUT_TAIL_BYTES } from '../../storage/sessions/output.js';
+import { relayOutput } from '../../storage/sessions/output-relay.js';
 import { appendToolSteps, type ToolStepRow } from '../../storage/sessions/tool-steps.js';
-import { recordOutputInTranscript, recordToolStepsInTranscript } from './transcript-writes.js';
+import { recordToolStepsInTranscript } from './transcript-writes.js';
+import { transcriptFollowers } from '../../actors/services/transcripts/followers.js';
 import type { HttpRequest, Route } from '../types.js';
 import { route } from '../route.js';
 import { runtimeWorker } from './runtime-caller.js';
@@ -77,32 +79,45 @@ export function agentRelayRoutes(): Route<Deps>[] {
         + `the last ${MAX_OUTPUT_TAIL_BYTES} bytes of the current run are shown in \`GET /api/public/sessions/{id}\` as \`output\`, `
         + 'added to its whole transcript (one `output` entry per chunk, without its newline: `GET /api/public/sessions/{id}/transcript`), '
         + 'and relayed as token deltas on `GET /api/interview/{id}/stream` (the interview named by the session id; frames of at '
-        + 'most 20 tokens, at most 100 ms late). 409 when the worker no longer holds the session (stopped, reclaimed, ended): '
-        + 'the worker stops relaying it.',
+        + 'most 20 tokens, at most 100 ms late). With `relay` (the id of the worker\'s relay for this claim and the number of its '
+        + 'chunks sent before this batch), a retried batch adds only the chunks its first try did not: each line is kept once. '
+        + '409 when the worker no longer holds the session (stopped, reclaimed, ended): the worker stops relaying it.',
       tags: ['sessions', 'daemon'],
       bodySchema: {
         type: 'object', additionalProperties: false, required: ['workerId', 'chunks'],
         properties: {
           workerId: { type: 'string', minLength: 1, maxLength: 64 },
           chunks: { type: 'array', minItems: 1, maxItems: 1000, items: { type: 'string', maxLength: MAX_OUTPUT_TAIL_BYTES } },
+          relay: {
+            type: 'object', additionalProperties: false, required: ['id', 'firstChunk'],
+            properties: {
+              id: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,64}$', description: 'The relay of this claim of the session: new for every claim' },
+              firstChunk: { type: 'integer', minimum: 0, maximum: 1e12, description: 'How many chunks this relay sent before this batch' },
+            },
+          },
         },
       },
       successStatus: 202,
       rateLimit: 'workerOutput',
       responseSchema: {
-        type: 'object', required: ['ok', 'accepted', 'keptBytes', 'totalBytes'],
-        properties: { ok: { const: true }, accepted: { type: 'integer' }, keptBytes: { type: 'integer' }, totalBytes: { type: 'integer' } },
+        type: 'object', required: ['ok', 'accepted', 'repeated', 'keptBytes', 'totalBytes'],
+        properties: {
+          ok: { const: true }, accepted: { type: 'integer' }, keptBytes: { type: 'integer' }, totalBytes: { type: 'integer' },
+          repeated: { type: 'integer', description: 'Chunks at the start of the batch an earlier try already kept (not kept again)' },
+        },
       },
       async handler(req, deps) {
         const body = req.body;
         const { p, session } = await workerAndSession(req, deps);
         const now = deps.clock.now();
-        const appended = await appendSessionOutput(deps.db, p.orgId, session.key, p.workerId, body.chunks.join(''), now);
-        if (!appended) throw new TroupeError('CONFLICT', 'this worker does not hold the session (stopped, reclaimed or ended)');
-        await recordOutputInTranscript(deps, p.orgId, session, body.chunks, now);
-        interviewBatcher(deps).add(p.orgId, session.publicId, body.chunks);
+        const relayed = await relayOutput(deps.db, {
+          orgId: p.orgId, sessionKey: session.key, workerId: p.workerId, chunks: body.chunks, relay: body.relay, capBytes: deps.config.transcriptMaxBytes, now,
+        });
+        if (!relayed) throw new TroupeError('CONFLICT', 'this worker does not hold the session (stopped, reclaimed or ended)');
+        if (relayed.transcript) transcriptFollowers(deps).announce(p.orgId, session.publicId, relayed.transcript.last);
+        if (relayed.repeats < body.chunks.length) interviewBatcher(deps).add(p.orgId, session.publicId, body.chunks.slice(relayed.repeats));
         daemonServices(deps).liveness.record(p.workerId, now);
-        return { status: 202, body: { ok: true, accepted: body.chunks.length, ...appended } };
+        return { status: 202, body: { ok: true, accepted: body.chunks.length, repeated: relayed.repeats, keptBytes: relayed.keptBytes, totalBytes: relayed.totalBytes } };
       },
     }),
     route({

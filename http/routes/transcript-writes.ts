@@ -7,15 +7,9 @@ import { transcriptFollowers } from '../../actors/services/transcripts/followers
 /**
  * What a worker relays about its agent, written into the session's transcript (issue 35 §1) once the relay has
  * checked the worker holds the session, then announced so followers anywhere in the cluster read it at once. Output
- * is bounded by TROUPE_TRANSCRIPT_MAX_BYTES, as are tool steps (a worker chooses how many it reports).
+ * is bounded by TROUPE_TRANSCRIPT_MAX_BYTES, as are tool steps (a worker chooses how many it reports). Output lines
+ * are written with the detail's tail, in one statement (storage/sessions/output-relay.ts).
  */
-
-/** Each chunk is one line of the agent's stdout with its newline; an entry is the line without it. */
-export async function recordOutputInTranscript(deps: Deps, orgId: string, session: FoundSession, chunks: readonly string[], now: number): Promise<void> {
-  const at = new Date(now);
-  const entries: NewTranscriptEntry[] = chunks.map((chunk) => ({ kind: 'output', text: chunk.endsWith('\n') ? chunk.slice(0, -1) : chunk, at }));
-  await record(deps, orgId, session, entries, at);
-}
 
 /** Tool steps new to the session (a retried request's repeats are left out by the caller). */
 export async function recordToolStepsInTranscript(

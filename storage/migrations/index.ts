@@ -38,6 +38,7 @@ import { orgSsoMigration } from './0053_org_sso.js';
 import { sessionTranscriptsMigration } from './0054_session_transcripts.js';
 import { queueFairnessMigration } from './0055_queue_fairness.js';
 import { sessionAgentLineMigration } from './0056_session_agent_line.js';
+import { outputRelayOnceMigration } from './0057_output_relay_once.js';
 
 export type { Migration } from './migration.js';
 
@@ -85,4 +86,5 @@ export const migrations: readonly Migration[] = [
   sessionTranscriptsMigration, // 0054
   queueFairnessMigration, // 0055
   sessionAgentLineMigration, // 0056
+  outputRelayOnceMigration, // 0057
 ];

@@ -2,8 +2,8 @@ import type { Knex } from 'knex';
 
 /**
  * The kept tail of a session's agent output (decision 0022, migration 0032): the last `MAX_OUTPUT_TAIL_BYTES` of
- * UTF-8 its worker relayed for the current run. Appends come only from the worker holding the session (scoped in
- * SQL), serialised per session by a row lock so two appends never lose each other's text.
+ * UTF-8 its worker relayed for the current run. Appends come only from the worker holding the session, with its
+ * transcript entries (`output-relay.ts`), serialised per session by a row lock so two appends never lose each other's text.
  */
 export const MAX_OUTPUT_TAIL_BYTES = 64 * 1024;
 
@@ -19,46 +19,6 @@ export function lastUtf8Bytes(text: string, max: number): string {
 export interface OutputAppended {
   readonly keptBytes: number;
   readonly totalBytes: number;
-}
-
-/**
- * Appends `text` to the session's tail when `workerId` holds the session in `orgId`; undefined when it does not
- * (another worker's, ended, reclaimed, or absent), so the caller can tell the worker to stop relaying.
- *
- * One statement: the holder check, the run check and the append are a single upsert (an agent's output arrives up
- * to ten times a second per session, so a transaction of several statements would be most of the node's work). It
- * keeps the last 65,536 characters; only when those are more than 64 KiB of UTF-8 (multi-byte text) does a second
- * statement cut the tail to 64 KiB at a character boundary. A worker sends one append at a time per session, so
- * nothing runs between the two.
- */
-export async function appendSessionOutput(
-  db: Knex, orgId: string, sessionId: string, workerId: string, text: string, now: number,
-): Promise<OutputAppended | undefined> {
-  // Postgres text cannot hold NUL; an agent printing one still has the rest of its line kept.
-  const clean = text.includes('\u0000') ? text.replaceAll('\u0000', '\uFFFD') : text;
-  const result = await db.raw(
-    `insert into session_output (session_id, org_id, epoch, tail, total_bytes, updated_at)
-     select s.id, s.org_id, s.epoch, right(?::text, ${MAX_OUTPUT_TAIL_BYTES}), ?::bigint, ?::timestamptz
-       from sessions s where s.id = ? and s.org_id = ? and s.worker_id = ?
-     on conflict (session_id) do update set
-       tail = case when session_output.epoch = excluded.epoch
-                   then right(session_output.tail || excluded.tail, ${MAX_OUTPUT_TAIL_BYTES}) else excluded.tail end,
-       total_bytes = case when session_output.epoch = excluded.epoch
-                   then session_output.total_bytes + excluded.total_bytes else excluded.total_bytes end,
-       epoch = excluded.epoch, updated_at = excluded.updated_at
-     returning octet_length(tail) as kept_bytes, total_bytes, epoch`,
-    [clean, Buffer.byteLength(clean, 'utf8'), new Date(now).toISOString(), sessionId, orgId, workerId],
-  );
-  const row = (result.rows as Record<string, unknown>[])[0];
-  if (!row) return undefined;
-  let keptBytes = Number(row.kept_bytes);
-  if (keptBytes > MAX_OUTPUT_TAIL_BYTES) {
-    const stored = await db('session_output').where({ session_id: sessionId, epoch: row.epoch }).first('tail');
-    const tail = lastUtf8Bytes(stored.tail as string, MAX_OUTPUT_TAIL_BYTES);
-    await db('session_output').where({ session_id: sessionId, epoch: row.epoch }).update({ tail });
-    keptBytes = Buffer.byteLength(tail, 'utf8');
-  }
-  return { keptBytes, totalBytes: Number(row.total_bytes) };
 }
 
 export interface SessionOutput {

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, existsSync, openSync, closeSync } from 'node:fs';
-import { createInterface } from 'node:readline';
+import { createInterface, type Interface } from 'node:readline';
 import type { AgentEvent, AgentInvocation, LineParser } from './agents/index.js';
 import { insideDir } from './inside-dir.js';
 import { isSessionId } from './server-ids.js';
@@ -59,6 +59,10 @@ export class Agent {
   readonly child: ChildProcess;
   readonly exited: Promise<AgentExit>;
   private stdinOpen: boolean;
+  private readonly stdoutLines: Interface;
+  private hasExited = false;
+  private stdoutPaused = false;
+  private stdoutClosed = false;
 
   constructor(spec: AgentSpec, private readonly hooks: AgentHooks) {
     const stdin = spec.invocation.stdin;
@@ -76,6 +80,9 @@ export class Agent {
     // Exit is the leader's; its output is read to the end unless something it left behind holds stdout open.
     this.exited = new Promise((resolve) => {
       this.child.once('exit', (code, signal) => {
+        // What is left in the pipe is read to the end now, whatever backlog paused it: the agent writes no more.
+        this.hasExited = true;
+        this.resumeOutput();
         const grace = new Promise<void>((r) => setTimeout(r, 2000).unref());
         void Promise.race([closed, grace]).then(() => resolve({ code, signal }));
       });
@@ -93,8 +100,12 @@ export class Agent {
     }
     const parser = spec.parser;
     const lines = createInterface({ input: this.child.stdout!, crlfDelay: Infinity });
+    this.stdoutLines = lines;
     lines.on('line', (line) => this.emit(() => parser.feed(line), line));
-    lines.on('close', () => this.emit(() => parser.end(), undefined));
+    lines.on('close', () => {
+      this.stdoutClosed = true;
+      this.emit(() => parser.end(), undefined);
+    });
     createInterface({ input: this.child.stderr!, crlfDelay: Infinity }).on('line', (line) => hooks.onStderr(line));
   }
 
@@ -113,6 +124,19 @@ export class Agent {
     if (!this.stdinOpen || !input || input.destroyed) return false;
     input.write(`${text.replace(/\r?\n/g, ' ')}\n`);
     return true;
+  }
+
+  /** Stops reading the agent's stdout: it waits on a full pipe until `resumeOutput` (the relay's backlog). */
+  pauseOutput(): void {
+    if (this.hasExited || this.stdoutClosed || this.stdoutPaused) return;
+    this.stdoutPaused = true;
+    this.stdoutLines.pause();
+  }
+
+  resumeOutput(): void {
+    if (!this.stdoutPaused || this.stdoutClosed) return;
+    this.stdoutPaused = false;
+    this.stdoutLines.resume();
   }
 
   /** Signals the whole process group; false when it is gone. */

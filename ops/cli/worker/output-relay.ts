@@ -1,11 +1,18 @@
+import { randomBytes } from 'node:crypto';
 import { ApiError, Unreachable, type WorkerApi } from './api.js';
 import type { Caller } from './identity.js';
 
 const OUTPUT_FLUSH_MS = 100;
 const OUTPUT_MAX_CHUNKS = 20;
-const OUTPUT_BUFFER_BYTES = 256 * 1024;
+/** Unsent output past which the agent's stdout is no longer read (it blocks on a full pipe), and where reading resumes. */
+const BACKLOG_HIGH_BYTES = 1024 * 1024;
+const BACKLOG_LOW_BYTES = 256 * 1024;
+/** Only an agent whose lines each become many chunks can pass the high mark by this much; then the oldest go. */
+const OUTPUT_BUFFER_BYTES = 16 * 1024 * 1024;
 const MAX_CHUNK_CHARS = 16 * 1024;
-const CHUNKS_PER_CALL = 200;
+/** A call carries at most this many chunks and characters (the route takes 1,000 chunks and a 1 MiB body). */
+const CHUNKS_PER_CALL = 1000;
+const CHARS_PER_CALL = 512 * 1024;
 const RETRY_MS = 1000;
 const STEP_HEARTBEAT_MS = 1000;
 
@@ -20,13 +27,21 @@ export interface OutputOwner {
 }
 
 /**
- * A session's agent output on its way to the server: batched (after 100 ms or 20 chunks), one call at a time, kept
- * through an outage up to a bound. Output also tells the server the agent is alive (a step heartbeat, at most once a
- * second).
+ * A session's agent output on its way to the server: batched (after 100 ms or 20 chunks, more per call while a
+ * backlog waits), one call at a time, each line once (decision 0090). Every call names this relay and how many chunks
+ * it sent before, so the server keeps only the new part of a batch retried after a lost answer. Nothing is dropped
+ * while the server is slow or away: past 1 MiB unsent the owner stops reading the agent's stdout (`onBacklog`), so the
+ * agent waits on its pipe, and reading resumes below 256 KiB. Output also tells the server the agent is alive (a step
+ * heartbeat, at most once a second).
  */
 export class OutputRelay {
   private chunks: string[] = [];
   private bytes = 0;
+  /** The relay's number of `chunks[0]`: chunks sent (or given up) before it. */
+  private nextChunk = 0;
+  private readonly relayId = `${Date.now().toString(36)}-${randomBytes(6).toString('hex')}`;
+  private backlogged = false;
+  private backlogListener: ((full: boolean) => void) | undefined;
   private flushTimer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> | undefined;
   private lastStepAt = 0;
@@ -42,14 +57,19 @@ export class OutputRelay {
     return this.chunks.length > 0;
   }
 
+  /** Told `true` when the unsent output passes the high mark (stop reading the agent), `false` when it is low again. */
+  onBacklog(listener: (full: boolean) => void): void {
+    this.backlogListener = listener;
+  }
+
   add(line: string): void {
     for (let i = 0; i < line.length; i += MAX_CHUNK_CHARS) {
       const chunk = line.slice(i, i + MAX_CHUNK_CHARS);
       this.chunks.push(chunk);
       this.bytes += chunk.length;
     }
-    // Only the last 64 KiB is kept by the server; a worker cut off from it keeps at most a little more.
-    while (this.bytes > OUTPUT_BUFFER_BYTES && this.chunks.length > 1) this.bytes -= this.chunks.shift()!.length;
+    while (this.bytes > OUTPUT_BUFFER_BYTES && this.chunks.length > 1) this.dropOldest();
+    if (!this.backlogged && this.bytes > BACKLOG_HIGH_BYTES) this.setBacklogged(true);
     const now = Date.now();
     if (now - this.lastStepAt >= STEP_HEARTBEAT_MS) {
       this.lastStepAt = now;
@@ -65,13 +85,13 @@ export class OutputRelay {
     if (this.chunks.length === 0) return true;
     clearTimeout(this.flushTimer);
     this.flushTimer = undefined;
-    const chunks = this.chunks.splice(0, CHUNKS_PER_CALL);
-    const bytes = chunks.reduce((n, c) => n + c.length, 0);
-    this.bytes -= bytes;
+    const { chunks, bytes } = this.takeBatch();
+    const relay = { id: this.relayId, firstChunk: this.nextChunk };
+    this.nextChunk += chunks.length;
     let ok = true;
     this.flushing = (async () => {
       try {
-        await this.api.output(this.caller.token, this.sessionId, { workerId: this.caller.workerId, chunks });
+        await this.api.output(this.caller.token, this.sessionId, { workerId: this.caller.workerId, chunks, relay });
       } catch (err) {
         ok = false;
         this.keepOrDrop(err, chunks, bytes);
@@ -80,7 +100,26 @@ export class OutputRelay {
       }
     })();
     await this.flushing;
+    if (this.backlogged && this.bytes < BACKLOG_LOW_BYTES) this.setBacklogged(false);
     return ok && (this.chunks.length === 0 || this.flush());
+  }
+
+  private takeBatch(): { chunks: string[]; bytes: number } {
+    let n = 0;
+    let bytes = 0;
+    while (n < this.chunks.length && n < CHUNKS_PER_CALL && (n === 0 || bytes + this.chunks[n]!.length <= CHARS_PER_CALL)) bytes += this.chunks[n++]!.length;
+    this.bytes -= bytes;
+    return { chunks: this.chunks.splice(0, n), bytes };
+  }
+
+  private dropOldest(): void {
+    this.bytes -= this.chunks.shift()!.length;
+    this.nextChunk++;
+  }
+
+  private setBacklogged(full: boolean): void {
+    this.backlogged = full;
+    this.backlogListener?.(full);
   }
 
   /** The output a finished session still owes, sent before its report; throws while the server does not answer. */
@@ -101,11 +140,13 @@ export class OutputRelay {
     const running = this.owner.isRunning();
     if (err instanceof ApiError && (err.status === 409 || err.status === 404)) {
       if (running) this.owner.notHeld();
+      this.nextChunk += this.chunks.length;
       this.chunks = [];
       this.bytes = 0;
     } else if (this.owner.keepsUnsent()) {
-      // Unreachable: keep the text for the next try (a finished session's report sends it first).
+      // Unreachable: keep the text for the next try (a finished session's report sends it first), under the same numbers.
       this.chunks.unshift(...chunks);
+      this.nextChunk -= chunks.length;
       this.bytes += bytes;
       if (running) this.flushTimer ??= setTimeout(() => { this.flushTimer = undefined; void this.flush(); }, RETRY_MS);
     }

@@ -83,6 +83,13 @@ export class SessionLifecycle {
       this.startFailed(offer, err as Error);
       return;
     }
+    output.onBacklog((full) => {
+      if (full) agent.pauseOutput();
+      else agent.resumeOutput();
+      log(full ? 'info' : 'debug', 'session.output_backlog', full
+        ? 'over 1 MiB of output not yet taken by the server: the agent\'s output is no longer read until it is'
+        : 'the server caught up with the output: reading the agent\'s output again', { sessionId: offer.id, paused: full });
+    });
     const runningReported = this.reportRunning(offer.id, () => session);
     const steps = new StepRelay(offer.id, `r${offer.run ?? 1}-${claimedAt.toString(36)}`, this.deps.api, this.deps.identity);
     session = new RunningSession(

@@ -90,6 +90,29 @@ for (const { set, skip } of engineSets) describe(`session transcript routes (${s
     expect(detail.json.output.tail).to.equal('first line\nsecond line\nthird\n');
   });
 
+  it('keeps each line once when a worker retries a batch: a repeat adds nothing, an overlap only its new lines, a new claim counts afresh', async () => {
+    const id = await runningSession(t, acme, daemon, 'Retry me');
+    const relayed = (chunks: string[], relay: { id: string; firstChunk: number }) =>
+      t.inject('POST', `/api/sessions/${id}/output`, { token: daemon.runtimeJwt, body: { workerId: daemon.workerId, chunks, relay } });
+    const first = await relayed(['one\n', 'two\n'], { id: 'r1-claim', firstChunk: 0 });
+    expect(first.status, first.text).to.equal(202);
+    expect(first.json.repeated).to.equal(0);
+    const retried = await relayed(['one\n', 'two\n'], { id: 'r1-claim', firstChunk: 0 });
+    expect(retried.json).to.include({ accepted: 2, repeated: 2 });
+    const overlapping = await relayed(['two\n', 'three\n', 'four\n'], { id: 'r1-claim', firstChunk: 1 });
+    expect(overlapping.json).to.include({ accepted: 3, repeated: 1 });
+    // Another claim's relay numbers its chunks from 0: nothing of it is taken for a repeat.
+    expect((await relayed(['five\n'], { id: 'r1-again', firstChunk: 0 })).json.repeated).to.equal(0);
+    const outputs = (await allEntries(t, acme, id)).filter((e) => e.kind === 'output');
+    expect(outputs.map((e) => e.text)).to.deep.equal(['one', 'two', 'three', 'four', 'five']);
+    const detail = await t.inject('GET', `/api/public/sessions/${id}`, { token: acme.apiKey });
+    expect(detail.json.output.tail).to.equal('one\ntwo\nthree\nfour\nfive\n');
+    for (const relay of [{ id: 'bad id', firstChunk: 0 }, { id: 'r', firstChunk: -1 }, { id: 'r' }]) {
+      const res = await t.inject('POST', `/api/sessions/${id}/output`, { token: daemon.runtimeJwt, body: { workerId: daemon.workerId, chunks: ['x\n'], relay } });
+      expect(res.status, JSON.stringify(relay)).to.equal(400);
+    }
+  });
+
   it('a run the server stops for its budget ends with a notice saying why, beside the status change', async () => {
     const budget = await t.inject('PUT', `/api/projects/${acme.projectId}/budget`, { token: acme.ownerToken, body: { perSessionUsd: 0.5 } });
     expect(budget.status, budget.text).to.equal(200);

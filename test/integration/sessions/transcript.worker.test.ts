@@ -4,6 +4,8 @@
 // and `troupe session transcript ID --follow --json`, a real CLI process started before the agent runs, prints the
 // same entries and exits 0 when the session ends.
 import { spawn } from 'node:child_process';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { createInterface } from 'node:readline';
 import path from 'node:path';
@@ -17,6 +19,43 @@ import { api, dispatch, dropSchema, eventually, provision, repoRoot, startWorker
 const onPostgres = !skipEngine.postgres;
 const schema = `t_transcript_${randomBytes(4).toString('hex')}`;
 const LINES = 300;
+const FLOOD = 30_000;
+const floodAgent = path.join(repoRoot, 'test/integration/sessions/fixtures/flood-agent.mjs');
+
+/**
+ * Between the worker and the node: every request passes through, but output batches are held `outputDelayMs` and every
+ * n-th one's answer is lost after the node kept the batch (503 to the worker), as a dropped connection would.
+ */
+async function lossyProxy(target: string, o: { everyNthOutputAnswerLost: number; outputDelayMs: number }) {
+  let outputs = 0;
+  let lost = 0;
+  const server = http.createServer((req, res) => {
+    const isOutput = req.method === 'POST' && /^\/api\/sessions\/[^/]+\/output$/.test(req.url ?? '');
+    const forward = () => {
+      const upstream = http.request(`${target}${req.url}`, { method: req.method, headers: req.headers }, (answer) => {
+        if (isOutput && ++outputs % o.everyNthOutputAnswerLost === 0 && answer.statusCode === 202) {
+          lost++;
+          answer.resume();
+          res.writeHead(503, { 'content-type': 'application/json' }).end('{"error":"lost on the way","code":"UNAVAILABLE"}');
+          return;
+        }
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      });
+      upstream.on('error', () => res.destroy());
+      req.pipe(upstream);
+    };
+    if (isOutput) setTimeout(forward, o.outputDelayMs);
+    else forward();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    lostAnswers: () => lost,
+    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+  };
+}
 
 async function allEntries(a: Api, org: ProvisionedOrg, id: string): Promise<any[]> {
   const all: any[] = [];
@@ -96,6 +135,24 @@ describe(`session transcript through a real worker and CLI (node on ${onPostgres
     expect(stored.filter((e) => e.kind === 'status').map((e) => e.status)).to.deep.equal(['pending', 'claimed', 'running', 'finalizing', 'completed']);
     // The detail's tail is the end of the same output.
     expect(done.output.tail.endsWith(`${outputs.slice(-3).join('\n')}\n`)).to.equal(true);
+  });
+
+  it('keeps every line of a flood exactly once through a server that is slow and loses answers: the agent waits, nothing is dropped or repeated', async () => {
+    const proxy = await lossyProxy(node.url, { everyNthOutputAnswerLost: 4, outputDelayMs: 40 });
+    try {
+      const id = await dispatch(a, org, 'Flood the log');
+      const w = startWorker({ url: proxy.url, registrationToken: org.registrationToken, agentCommand: `node ${floodAgent}`, env: { FLOOD_LINES: String(FLOOD) } });
+      const done = await untilStatus(a, org, id, ['completed', 'failed'], 90_000);
+      expect(done.status, done.error ?? '').to.equal('completed');
+      expect(proxy.lostAnswers(), 'answers the proxy lost after the node kept the batch').to.be.greaterThan(3);
+      expect(w.lines.some((l) => l.event === 'session.output_backlog'), 'the worker said it paused the agent').to.equal(true);
+      const outputs = (await allEntries(a, org, id)).filter((e) => e.kind === 'output').map((e) => e.text as string);
+      const numbered = outputs.map((text) => Number(/^line (\d+) of/.exec(text)?.[1]));
+      expect(numbered.length, 'every line once').to.equal(FLOOD);
+      expect(numbered.every((n, i) => n === i + 1), 'in order, none repeated').to.equal(true);
+    } finally {
+      await proxy.close();
+    }
   });
 
   it('the CLI prints a finished session as text without --follow, and refuses what the node refuses', async () => {
