@@ -58,11 +58,12 @@ const tailUpsert = (gate: string): string => `insert into session_output as o
     relay_id = excluded.relay_id, epoch = excluded.epoch, updated_at = excluded.updated_at
   returning octet_length(tail) as kept_bytes, total_bytes, epoch, repeat_chunks`;
 
-/** $8 cap bytes, $9 entry texts, $10 the batch's entry bytes. */
+/** $8 cap bytes, $9 the batch's bytes. An entry is its chunk without the newline; the chunks go to the database once. */
 const RELAY_FAST = `with tail as (${tailUpsert(`and exists (select from session_transcript_heads
-      where org_id = $1 and session_id = $2 and ($8::bigint is null or (cut_seq is null and bytes + $10::bigint <= $8::bigint)))`)}),
+      where org_id = $1 and session_id = $2 and ($8::bigint is null or (cut_seq is null and bytes + $9::bigint <= $8::bigint)))`)}),
   fresh as (
-    select v.text, v.ord - t.repeat_chunks as n from tail t cross join unnest($9::text[]) with ordinality as v(text, ord)
+    select case when right(v.chunk, 1) = chr(10) then left(v.chunk, -1) else v.chunk end as text, v.ord - t.repeat_chunks as n
+      from tail t cross join unnest($4::text[]) with ordinality as v(chunk, ord)
      where v.ord > t.repeat_chunks
   ),
   h as (
@@ -84,13 +85,12 @@ interface RelayRow { kept_bytes: number; total_bytes: string; epoch: number; rep
 /** Undefined when `workerId` does not hold the session (another worker's, ended, reclaimed, or absent). */
 export async function relayOutput(db: Knex, b: OutputRelayBatch): Promise<OutputRelayed | undefined> {
   const chunks = b.chunks.map(storableText);
-  const texts = chunks.map((c) => (c.endsWith('\n') ? c.slice(0, -1) : c));
   const tailValues = [b.orgId, b.sessionKey, b.workerId, chunks, b.relay?.id ?? null, b.relay?.firstChunk ?? null, new Date(b.now)];
-  const entryBytes = texts.reduce((n, t) => n + Buffer.byteLength(t, 'utf8'), 0);
-  const fast = (await sqlQuery<RelayRow>(db, RELAY_FAST, [...tailValues, b.capBytes, texts, entryBytes]))[0];
+  const batchBytes = chunks.reduce((n, c) => n + Buffer.byteLength(c, 'utf8'), 0);
+  const fast = (await sqlQuery<RelayRow>(db, RELAY_FAST, [...tailValues, b.capBytes, batchBytes]))[0];
   const relayed = fast !== undefined
     ? outcome(fast, fast.first_seq == null ? undefined : { first: Number(fast.first_seq), last: Number(fast.last_seq) })
-    : await inSqlTransaction(db, (tx) => relaySlow(tx, b, tailValues, texts));
+    : await inSqlTransaction(db, (tx) => relaySlow(tx, b, tailValues, chunks.map((c) => (c.endsWith('\n') ? c.slice(0, -1) : c))));
   if (relayed !== undefined && relayed.keptBytes > TAIL) return { ...relayed, keptBytes: await cutTailToBytes(db, b.sessionKey, fast?.epoch) };
   return relayed;
 }

@@ -152,11 +152,21 @@ export async function transcriptHead(db: Knex, orgId: string, sessionKey: string
   };
 }
 
-interface EntryRow { seq: string; at: Date | string; kind: number; run: number | null; text: string; data: Record<string, unknown> | string | null }
+interface EntryRow { seq: string; at: string; kind: number; run: number | null; text: string; data: Record<string, unknown> | string | null }
+
+/**
+ * `at` as `Date.toISOString` writes it, formatted by Postgres: a page of 1,000 entries otherwise parsed 1,000 dates
+ * into objects only to print them again.
+ */
+const AT_ISO = `to_char(at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at`;
 
 function entryOf(row: EntryRow): TranscriptEntry {
+  const seq = Number(row.seq);
+  const kind = kindOfCode(Number(row.kind));
+  const run = row.run === null ? null : Number(row.run);
+  if (row.data === null) return { seq, at: row.at, kind, run, text: row.text };
   const data = typeof row.data === 'string' ? JSON.parse(row.data) as Record<string, unknown> : row.data;
-  return { ...data, seq: Number(row.seq), at: new Date(row.at).toISOString(), kind: kindOfCode(Number(row.kind)), run: row.run === null ? null : Number(row.run), text: row.text };
+  return { ...data, seq, at: row.at, kind, run, text: row.text };
 }
 
 /**
@@ -175,10 +185,10 @@ export async function readTranscript(
 ): Promise<TranscriptEntry[]> {
   const rows = search === undefined || search === ''
     ? await sqlQuery<EntryRow>(db,
-      `select seq, at, kind, run, text, data from session_transcript_entries
+      `select seq, ${AT_ISO}, kind, run, text, data from session_transcript_entries
         where org_id = $1 and session_id = $2 and seq > $3 order by seq limit $4`, [orgId, sessionKey, after, limit])
     : await sqlQuery<EntryRow>(db,
-      `select seq, at, kind, run, text, data from session_transcript_entries
+      `select seq, ${AT_ISO}, kind, run, text, data from session_transcript_entries
         where org_id = $1 and session_id = $2 and seq > $3 and seq <= $6 and strpos(lower(text), lower($5)) > 0 order by seq limit $4`,
       [orgId, sessionKey, after, limit, search, after + SEARCH_WINDOW]);
   return rows.map(entryOf);
