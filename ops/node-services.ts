@@ -6,6 +6,7 @@ import { createCredentialServices } from '../actors/services/credentials/rotatio
 import { createNodeStreams } from '../actors/services/fleet/node-streams.js';
 import { createInterviewBatcher } from '../actors/services/interview/batcher.js';
 import { TranscriptFollowers } from '../actors/services/transcripts/followers.js';
+import { ApprovalWaits } from '../actors/services/governance/approval-waits.js';
 import { TranscriptRetentionSweeper } from '../actors/services/transcripts/retention-sweeper.js';
 import { createWorkerStreams } from '../actors/services/fleet/worker-streams.js';
 import { OutboundGuard } from '../actors/services/integrations/outbound/guarded-request.js';
@@ -49,6 +50,7 @@ export function buildNodeServices(base: Omit<Deps, 'services'>, parts: ServicePa
     credentials: createCredentialServices(base, streams),
     interviews: createInterviewBatcher(base),
     transcripts: new TranscriptFollowers(base.transport, base.log.child({ component: 'transcript-followers' })),
+    approvalWaits: new ApprovalWaits(base.transport, base.log.child({ component: 'approval-waits' })),
     transcriptRetention: new TranscriptRetentionSweeper(),
     workers: createWorkerStreams(base),
     vapid: new VapidKeyStore(base),

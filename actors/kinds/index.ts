@@ -21,6 +21,7 @@ import { createAgentCardBehavior } from './agent-card/index.js';
 import { createExternalAgentBehavior } from '../services/integrations/a2a/index.js';
 import { dispatchBudget } from '../services/budgets/budgets.js';
 import { withGatePush, type PushOnEvents } from '../services/integrations/web-push/event-notifications.js';
+import { withDecisionAnnounced } from '../services/governance/approval-waits.js';
 
 /**
  * Every actor kind this node hosts. The composition root registers each with the actor system; a message for a kind
@@ -70,7 +71,7 @@ export function actorKinds(ports: ActorKindPorts): ActorBehavior<any, any, any, 
     createWorkflowRunBehavior({ ask, ...(db ? { repositories: repositoryLookup(db), budget: dispatchBudget(db) } : {}) }),
     createScheduleBehavior(schedules ?? noSchedules),
     // An opened gate is pushed to the subscribed users who may decide it (issue 8 §5).
-    withGatePush(createApprovalGateBehavior({ ask }), pushOnEvents),
+    withDecisionAnnounced(withGatePush(createApprovalGateBehavior({ ask }), pushOnEvents), transport),
     createPolicyBehavior(),
     createIncidentBehavior(),
     createTemplateBehavior(),

@@ -7,6 +7,7 @@ import type { CredentialServices } from './credentials/rotation.js';
 import type { NodeStreams } from './fleet/node-streams.js';
 import type { InterviewBatcher } from './interview/batcher.js';
 import type { TranscriptFollowers } from './transcripts/followers.js';
+import type { ApprovalWaits } from './governance/approval-waits.js';
 import type { TranscriptRetentionSweeper } from './transcripts/retention-sweeper.js';
 import type { WorkerStreams } from './fleet/worker-streams.js';
 import type { OutboundGuard } from './integrations/outbound/guarded-request.js';
@@ -53,6 +54,8 @@ declare module './deps.js' {
     readonly interviews: InterviewBatcher & NodeService;
     /** Who follows which session's transcript on this node, and the nudges that wake them (decision 0084). */
     readonly transcripts: TranscriptFollowers & NodeService;
+    /** Agents waiting on this node for a person's decision, woken by decisions and session changes (decision 0088). */
+    readonly approvalWaits: ApprovalWaits & NodeService;
     /** Deletes transcripts older than their org's retention, in small batches. */
     readonly transcriptRetention: TranscriptRetentionSweeper & NodeService;
     /** Workers connected to this node's daemon event stream, and the offers, stops and nudges sent to them. */
@@ -89,6 +92,6 @@ export function lifecycleOf(services: NodeServices): NodeService[] {
   return [
     services.audit, services.policies, services.streams, services.workers, services.daemon, services.credentials, services.interviews,
     services.pushOnEvents, services.webhookSweeper, services.schedules, services.trackerOutbox,
-    services.pullRequestOutbox, services.transcripts, services.transcriptRetention,
+    services.pullRequestOutbox, services.transcripts, services.approvalWaits, services.transcriptRetention,
   ];
 }

@@ -1,5 +1,4 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { TroupeError } from '../../ops/kernel/errors.js';
 import type { Deps } from '../../actors/services/deps.js';
 import { sessionAddress, type SessionReply } from '../../actors/kinds/session/index.js';
@@ -13,6 +12,7 @@ import {
 } from '../../storage/sessions/agent-line.js';
 import type { SessionClaims } from '../../actors/services/identity/tokens.js';
 import { agentCaller } from './session-agent-token.js';
+import { approvalWaits } from '../../actors/services/governance/approval-waits.js';
 import { route } from '../route.js';
 import { agentGateTitle, visibleText } from './agent-text.js';
 import type { Route } from '../types.js';
@@ -20,14 +20,16 @@ import type { Route } from '../types.js';
 /**
  * The agent asks a person (issue 35 §3, decision 0088): `request_approval` and Claude Code's permission prompt, each
  * an approval gate linked to the session (the approvals inbox lists it, its deciders get the gate's web push), then
- * a wait for the decision. The wait is a long poll the MCP server repeats: every half second it reads the gate and
- * the session, so a decision or a stop made on any node ends it within that time, and a node going away loses
- * nothing (the next poll lands on another). The session's `phase` says `waiting for approval` meanwhile.
+ * a wait for the decision. The wait is a long poll the MCP server repeats: it reads the gate and the session when a
+ * decision of the gate or a change of the session is announced on any node (`ApprovalWaits`), and every few seconds
+ * in case an announcement was lost; a node going away loses nothing (the next poll lands on another). The session's
+ * `phase` says `waiting for approval` meanwhile.
  */
 
 export const WAITING_PHASE = 'waiting for approval';
 const DECIDED_PHASE = 'approval decided';
-const POLL_MS = 500;
+/** How long a wait goes without reading when nothing is announced: the bound on a lost announcement's delay. */
+const FALLBACK_LOOK_MS = 5000;
 const MAX_WAIT_SECONDS = 30;
 const DEFAULT_WAIT_SECONDS = 25;
 const TITLE_MAX = 500;
@@ -198,6 +200,8 @@ function waitRoute(): Route<Deps> {
       const until = deps.clock.now() + waitSeconds * 1000;
       const release = holdWait(deps, `${claims.org}:${run.key}:${claims.ep}`);
       try {
+        const waits = approvalWaits(deps);
+        await waits.ready();
         for (;;) {
           const answer = await requestState(deps, claims, gateId);
           if (answer !== undefined) return { body: answer };
@@ -205,7 +209,7 @@ function waitRoute(): Route<Deps> {
           if (deps.clock.now() >= until || !deps.services.drain.serving) {
             return { body: { status: 'pending', comment: null, decidedBy: null, decidedAt: null, sessionStatus: run.status } };
           }
-          await sleep(POLL_MS);
+          await waits.next(claims.org, gateId, run.publicId, Math.min(FALLBACK_LOOK_MS, until - deps.clock.now()));
         }
       } finally {
         release();
@@ -215,7 +219,7 @@ function waitRoute(): Route<Deps> {
 }
 
 /**
- * Waits held open per run on this node, at most MAX_WAITS_PER_RUN: each costs the database two reads a poll, and an
+ * Waits held open per run on this node, at most MAX_WAITS_PER_RUN: each costs the database two reads a look, and an
  * agent (or a prompt injected into it) must not multiply them (a review of issue 35 §3). Counted per node, in a map
  * kept per `Deps`, so nodes sharing a process share nothing.
  */

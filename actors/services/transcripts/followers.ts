@@ -1,4 +1,5 @@
-import type { Transport, Unsubscribe } from '../../../transport/port.js';
+import type { Transport } from '../../../transport/port.js';
+import { Nudges } from '../nudges.js';
 import type { Logger } from '../../../ops/kernel/logger.js';
 import type { NodeService } from '../node-service.js';
 import type { Deps } from '../deps.js';
@@ -25,76 +26,53 @@ const channelOf = (orgId: string, sessionId: string): string => `${orgId}/${sess
 
 export class TranscriptFollowers implements NodeService {
   readonly name = 'transcript-followers';
-  private readonly wakers = new Map<string, Set<() => void>>();
-  private subscribing: Promise<void> | undefined;
-  private readonly unsubscribes: Unsubscribe[] = [];
+  private readonly nudges: Nudges;
 
-  constructor(private readonly transport: Transport, private readonly log: Logger) {}
+  constructor(transport: Transport, log: Logger) {
+    this.nudges = new Nudges(transport, log, [
+      {
+        pattern: TRANSCRIPT_PATTERN,
+        channelOf: (topic) => {
+          const [, orgId, , sessionId] = topic.split('.');
+          return orgId && sessionId ? channelOf(orgId, sessionId) : undefined;
+        },
+      },
+      {
+        pattern: SESSION_CHANGED_PATTERN,
+        channelOf: (topic, event) => {
+          const orgId = topic.split('.')[1];
+          const sessionId = (event as { sessionId?: unknown } | null)?.sessionId;
+          return orgId && typeof sessionId === 'string' ? channelOf(orgId, sessionId) : undefined;
+        },
+      },
+    ]);
+  }
 
   /** Subscriptions are made when the first follower needs them (`ready`), not at start. */
   start(): void {}
 
   /** Resolves once this node hears nudges; a follower awaits it before its first read, so no nudge falls between. */
   ready(): Promise<void> {
-    this.subscribing ??= (async () => {
-      this.unsubscribes.push(await this.transport.subscribe(TRANSCRIPT_PATTERN, (topic, event) => {
-        const [, orgId, , sessionId] = topic.split('.');
-        if (orgId && sessionId) this.wake(channelOf(orgId, sessionId));
-        void event;
-      }));
-      this.unsubscribes.push(await this.transport.subscribe(SESSION_CHANGED_PATTERN, (topic, event) => {
-        const orgId = topic.split('.')[1];
-        const sessionId = (event as { sessionId?: unknown } | null)?.sessionId;
-        if (orgId && typeof sessionId === 'string') this.wake(channelOf(orgId, sessionId));
-      }));
-    })().catch((err: unknown) => {
-      this.subscribing = undefined;
-      throw err;
-    });
-    return this.subscribing;
+    return this.nudges.ready();
   }
 
   /** Calls `wake` whenever the session's transcript may have grown; the returned function stops it. */
   follow(orgId: string, sessionId: string, wake: () => void): () => void {
-    const channel = channelOf(orgId, sessionId);
-    let set = this.wakers.get(channel);
-    if (!set) this.wakers.set(channel, (set = new Set()));
-    set.add(wake);
-    return () => {
-      set.delete(wake);
-      if (set.size === 0 && this.wakers.get(channel) === set) this.wakers.delete(channel);
-    };
+    return this.nudges.listen(channelOf(orgId, sessionId), wake);
   }
 
   /** Followers on this session now: the node's count, for tests and metrics. */
   followersOf(orgId: string, sessionId: string): number {
-    return this.wakers.get(channelOf(orgId, sessionId))?.size ?? 0;
+    return this.nudges.listenersOf(channelOf(orgId, sessionId));
   }
 
   /** Tells every node's followers of the session that its transcript grew to `lastSeq`. Never fails the caller. */
   announce(orgId: string, sessionId: string, lastSeq: number): void {
-    this.transport.publish(transcriptTopic(orgId, sessionId), { sessionId, lastSeq }).catch((err: unknown) => {
-      this.log.warn({ err, sessionId }, 'a transcript nudge could not be published; followers see the entries at their next look');
-    });
+    this.nudges.publish(transcriptTopic(orgId, sessionId), { sessionId, lastSeq }, 'a transcript nudge');
   }
 
-  async stop(): Promise<void> {
-    const unsubscribes = this.unsubscribes.splice(0);
-    this.subscribing = undefined;
-    await Promise.allSettled(unsubscribes.map((u) => u()));
-    this.wakers.clear();
-  }
-
-  private wake(channel: string): void {
-    const set = this.wakers.get(channel);
-    if (!set) return;
-    for (const wake of [...set]) {
-      try {
-        wake();
-      } catch (err) {
-        this.log.warn({ err }, 'a transcript follower failed');
-      }
-    }
+  stop(): Promise<void> {
+    return this.nudges.stop();
   }
 }
 

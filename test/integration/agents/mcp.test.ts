@@ -132,7 +132,7 @@ for (const { set, skip } of engineSets) describe(`troupe mcp: the agent's line t
     const started = Date.now();
     expect((await t.inject('POST', `/api/public/sessions/${sessionId}/stop`, { token: acme.apiKey, body: {} })).status).to.be.oneOf([200, 202]);
     const answer = jsonOf(await asked);
-    expect(Date.now() - started, 'the wait ends within a poll').to.be.below(5_000);
+    expect(Date.now() - started, 'the stop wakes the wait, well before its fallback look at 5 s').to.be.below(2_500);
     expect(answer).to.include({ decision: 'ended', comment: null, decidedBy: null });
     expect(answer.reason).to.match(/stopped/);
     const after = await t.inject('POST', `/api/sessions/${sessionId}/agent/progress`, { headers: { authorization: `Bearer ${token}` }, body: { message: 'still here' } });
@@ -140,6 +140,20 @@ for (const { set, skip } of engineSets) describe(`troupe mcp: the agent's line t
     const progress = await client.callTool({ name: 'report_progress', arguments: { message: 'still here' } });
     expect((progress as { isError?: boolean }).isError).to.equal(true);
     expect(textOf(progress)).to.match(/401/);
+  });
+
+  it('a decision wakes a held wait at once, well before its fallback look at 5 s', async () => {
+    const id = await running();
+    const bearer = { authorization: `Bearer ${await mint(id)}` };
+    const opened = await t.inject('POST', `/api/sessions/${id}/agent/approvals`, { headers: bearer, body: { summary: 'Rotate the keys' } });
+    const waiting = t.call('GET', `/api/sessions/${id}/agent/approvals/${opened.json.id}?waitSeconds=20`, { headers: bearer });
+    // Past the wait's first read, so that only the announcement of the decision can end it early.
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    const decided = Date.now();
+    expect((await decide(opened.json.id, 'approve')).status).to.equal(200);
+    const res = await waiting;
+    expect(res.json.status).to.equal('approved');
+    expect(Date.now() - decided).to.be.below(2_500);
   });
 
   it('a wait with nothing to tell answers pending once its time is up, and the request stays open', async () => {

@@ -1,7 +1,8 @@
 // Invariant: across a cluster the transcript stays one record: two node processes on the real Postgres and RabbitMQ,
 // a worker relaying output and tool steps through node A while prompts arrive through node B, and readers on both
 // nodes following from a seq they read: each follower gets exactly the stored entries after its seq, once each, in
-// order, and the stored seqs are gap-free.
+// order, and the stored seqs are gap-free. The same nudges across nodes wake an agent's wait for a decision: a person
+// deciding through node B ends the wait held on node A at once.
 import { expect } from 'chai';
 import { randomBytes } from 'node:crypto';
 import amqp from 'amqplib';
@@ -97,5 +98,31 @@ const env: NodeJS.ProcessEnv = {
     expect(entriesOf(onA), 'the follower on node A').to.deep.equal(stored);
     onA.close();
     onB.close();
+  });
+
+  it("an agent's wait on one node wakes when a person decides on the other, well before its fallback look", async () => {
+    const org = await call(a, 'POST', '/api/admin/orgs', { token: adminToken, body: { name: `w-${label}`, owner: { email: `w-${label}@example.com` } } });
+    expect(org.status, JSON.stringify(org.json)).to.equal(201);
+    const w = await call(a, 'POST', '/v1/daemon/register', { body: { registrationToken: org.json.registrationToken, hostname: 'w', maxAgents: 4 } });
+    const worker = { workerId: w.json.workerId as string, jwt: w.json.runtimeJwt as string };
+    const dispatched = await call(a, 'POST', '/api/agent-dispatch', { token: org.json.apiKey.fullKey, body: { projectId: org.json.project.id, prompt: 'Migrate' } });
+    const id = dispatched.json.sessionId as string;
+    await call(a, 'POST', '/api/daemon/poll', { token: worker.jwt, body: { workerId: worker.workerId, capacity: 4 } });
+    for (const status of ['claimed', 'running']) {
+      const res = await call(a, 'POST', `/api/sessions/${id}/status`, { token: worker.jwt, body: { workerId: worker.workerId, status } });
+      expect(res.status, JSON.stringify(res.json)).to.equal(200);
+    }
+    const minted = await call(a, 'POST', `/api/sessions/${id}/agent-token`, { token: worker.jwt, body: { workerId: worker.workerId } });
+    const sessionToken = minted.json.token as string;
+    const opened = await call(a, 'POST', `/api/sessions/${id}/agent/approvals`, { token: sessionToken, body: { summary: 'Run the migration' } });
+    expect(opened.status, JSON.stringify(opened.json)).to.equal(201);
+    const waiting = call(a, 'GET', `/api/sessions/${id}/agent/approvals/${opened.json.id}?waitSeconds=20`, { token: sessionToken });
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    const decided = Date.now();
+    const decision = await call(b, 'POST', `/api/approval-gates/${opened.json.id}/decide`, { token: org.json.userToken, body: { decision: 'approve' } });
+    expect(decision.status, JSON.stringify(decision.json)).to.equal(200);
+    const answer = await waiting;
+    expect(answer.json.status).to.equal('approved');
+    expect(Date.now() - decided, 'woken by the decision, not the 5 s look').to.be.below(2_500);
   });
 });
