@@ -21,6 +21,8 @@ export async function packWorker(outDir = root): Promise<string> {
       bundle: true, platform: 'node', format: 'esm', target: 'node20', minify: false, legalComments: 'inline',
       // A young generation of 2 MB per semi-space, as `troupe` gives a long-lived worker (ops/cli/bin.js).
       banner: { js: "#!/usr/bin/env -S node --max-semi-space-size=2\nimport { createRequire as troupeCreateRequire } from 'node:module';\nconst require = troupeCreateRequire(import.meta.url);" },
+      // `troupe-worker --version` answers the version it was packed as.
+      define: { 'process.env.TROUPE_WORKER_VERSION': JSON.stringify(version) },
       logLevel: 'warning',
     });
     writeFileSync(path.join(staging, 'package.json'), `${JSON.stringify({

@@ -12,6 +12,7 @@ export async function runWorkerCli(argv: string[]): Promise<number> {
   // `troupe-worker mcp`: the agent line's MCP server (decision 0088), which this worker names in TROUPE_MCP_COMMAND.
   const mcp = argv[2] === 'mcp';
   const program = (mcp ? mcpCommand().name('troupe-worker mcp') : workerCommand().name('troupe-worker'))
+    .version(process.env.TROUPE_WORKER_VERSION ?? 'unpacked (run from the source tree)', '-V, --version')
     .showHelpAfterError()
     .exitOverride();
   try {

@@ -9,7 +9,7 @@ import { expect } from 'chai';
 import { generateAdminToken, generateMasterKey } from '../../../ops/secrets.js';
 import { packWorker } from '../../../ops/cli/worker/pack.js';
 import { startNodeProcess, stopAll, type NodeProcess } from '../../cluster/processes.js';
-import { api, dispatch, provision, startWorker, stopWorkers, tempDir, untilStatus, type Api, type ProvisionedOrg } from './support.js';
+import { api, dispatch, provision, repoRoot, startWorker, stopWorkers, tempDir, untilStatus, type Api, type ProvisionedOrg } from './support.js';
 
 const SERVER_ONLY = ['uWebSockets.js', '@electric-sql/pglite', 'knex', 'pg', 'amqplib', '@cedar-policy/cedar-wasm', 'ioredis'];
 
@@ -61,6 +61,8 @@ describe('the worker package (npm run pack:worker)', function () {
     for (const name of SERVER_ONLY) expect(bundle.includes(`from "${name}"`) || bundle.includes(`require("${name}")`), name).to.equal(false);
     expect(sizeOf(installed), 'installed bytes').to.be.below(15 * 1024 * 1024);
     expect(installMs, 'npm install of the tarball, ms').to.be.below(10_000);
+    const { version } = JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as { version: string };
+    expect(execFileSync(path.join(prefix, 'node_modules/.bin/troupe-worker'), ['--version'], { encoding: 'utf8' }).trim(), '--version').to.equal(version);
   });
 
   it('runs a session to completed and drains on SIGTERM with exit 0, started directly', async () => {
