@@ -37,6 +37,7 @@ import { workerControlRoutes } from './routes/worker-control.js';
 import { scheduleControlRoutes } from './routes/schedule-control.js';
 import { ssoSettingsRoutes } from './routes/sso.js';
 import { ssoSignInRoutes } from './routes/sso-sign-in.js';
+import { ssoDomainRoutes } from './routes/sso-domains.js';
 import { transcriptRoutes } from './routes/transcripts.js';
 import { orgSettingsRoutes } from './routes/org-settings.js';
 import { sessionAgentLineRoutes } from './routes/session-agent-line.js';
@@ -88,6 +89,7 @@ export function allRoutes(): Route<Deps>[] {
     ...sessionAgentLineRoutes(),
     ...ssoSettingsRoutes(),
     ...ssoSignInRoutes(),
+    ...ssoDomainRoutes(),
   ];
   return routes;
 }

@@ -12,6 +12,8 @@ interface EnvBinding {
 const integer = (raw: string): unknown => (/^-?\d+$/.test(raw) ? Number(raw) : raw);
 const boolean = (raw: string): unknown => (raw === 'true' || raw === '1' ? true : raw === 'false' || raw === '0' ? false : raw);
 const list = (raw: string): unknown => raw.split(',').map((s) => s.trim()).filter(Boolean);
+const IPV4_OCTET = '(25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)';
+const DNS_SERVER = `^(${IPV4_OCTET}(\\.${IPV4_OCTET}){3}|\\[[0-9A-Fa-f:.]{2,45}\\])(:([1-9]\\d{0,3}|[1-5]\\d{4}|6[0-4]\\d{3}|65[0-4]\\d{2}|655[0-2]\\d|6553[0-5]))?$`;
 
 const bindings: EnvBinding[] = [
   { env: 'PORT', key: 'port', schema: { type: 'integer', minimum: 0, maximum: 65535 }, parse: integer },
@@ -73,6 +75,9 @@ const bindings: EnvBinding[] = [
   { env: 'TROUPE_ALLOW_FILE_REPOSITORIES', key: 'allowFileRepositories', schema: { type: 'boolean' }, parse: boolean },
   { env: 'TROUPE_FOLLOW_UP_GRACE_MS', key: 'followUpGraceMs', schema: { type: 'integer', minimum: 0, maximum: 86400000 }, parse: integer },
   { env: 'TROUPE_TRANSCRIPT_MAX_BYTES', key: 'transcriptMaxBytes', schema: { type: 'integer', minimum: 1024, maximum: 1099511627776 }, parse: integer },
+  { env: 'TROUPE_RATE_LIMIT_SSO_STARTS_PER_SOURCE_PER_MINUTE', key: 'rateLimitSsoStartsPerSourcePerMinute', schema: { type: 'integer', minimum: 1 }, parse: integer },
+  // Resolvers as c-ares takes them: an IPv4 address or a bracketed IPv6 one, each with an optional port (decision 0091).
+  { env: 'TROUPE_SSO_DNS_SERVERS', key: 'ssoDnsServers', schema: { type: 'array', minItems: 1, maxItems: 8, items: { type: 'string', pattern: DNS_SERVER } }, parse: list },
 ];
 
 /** TROUPE_<PROVIDER>_OAUTH_{BASE_URL,CLIENT_ID,CLIENT_SECRET} for one integration OAuth provider. */
@@ -165,6 +170,10 @@ const defaults = (): Config => ({
   followUpGraceMs: 60_000,
   // Issue 35 §1, decision 0084: a coding agent's session is megabytes; 64 MiB keeps any real one whole.
   transcriptMaxBytes: 64 * 1024 * 1024,
+  // A sign-in page asks once per sign-in; 30 a minute from one address leaves an office behind one NAT room, and bounds
+  // what an unauthenticated caller makes the node do (a database read, and a provider's discovery) per address.
+  rateLimitSsoStartsPerSourcePerMinute: 30,
+  ssoDnsServers: undefined,
 });
 
 export class ConfigError extends Error {

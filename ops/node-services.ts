@@ -71,6 +71,7 @@ export function buildNodeServices(base: Omit<Deps, 'services'>, parts: ServicePa
         webhookDeliveriesPerMinute: base.config.rateLimitWebhookDeliveriesPerMinute,
         workerHeartbeatsPerMinute: base.config.rateLimitWorkerHeartbeatsPerMinute,
         workerReportsPerMinute: base.config.rateLimitWorkerReportsPerMinute,
+        ssoStartsPerSourcePerMinute: base.config.rateLimitSsoStartsPerSourcePerMinute,
       },
       parts.redis,
     ),

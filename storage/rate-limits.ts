@@ -130,6 +130,8 @@ export interface RateLimits {
   readonly loginFailuresPastCeiling: RateLimit;
   /** Refused webhook deliveries per source address, counted before any signature is computed. */
   readonly webhookFailures: RateLimit;
+  /** Single sign-on starts (`POST /api/auth/oidc/start`, unauthenticated) per source address. */
+  readonly ssoStartsBySource: RateLimit;
   /** Bytes of agent output and interview tokens per worker (a runtime token), plus WORKER_REQUEST_BYTES a request. */
   readonly workerOutputBytes: RateLimit;
   /** Verified provider deliveries per org: a signing secret is a credential that writes. */
@@ -151,7 +153,7 @@ export function createRateLimits(
   limits: {
     readonly writesPerMinute: number; readonly dispatchesPerMinute: number; readonly loginFailuresPerEmailPerHour: number;
     readonly webhookFailuresPerMinute: number; readonly workerOutputBytesPerMinute: number; readonly webhookDeliveriesPerMinute: number;
-    readonly workerHeartbeatsPerMinute: number; readonly workerReportsPerMinute: number;
+    readonly workerHeartbeatsPerMinute: number; readonly workerReportsPerMinute: number; readonly ssoStartsPerSourcePerMinute: number;
   },
   redis: Redis | undefined,
 ): RateLimits {
@@ -166,6 +168,8 @@ export function createRateLimits(
       'too many failed logins for this email; wait before trying again'),
     webhookFailures: createRateLimit('webhook-failures', { points: limits.webhookFailuresPerMinute, durationSeconds: 60 }, redis,
       'too many refused webhook deliveries from this address'),
+    ssoStartsBySource: createRateLimit('sso-start-source', { points: limits.ssoStartsPerSourcePerMinute, durationSeconds: 60 }, redis,
+      'too many single sign-on starts from this address; wait a minute (TROUPE_RATE_LIMIT_SSO_STARTS_PER_SOURCE_PER_MINUTE)'),
     webhookDeliveries: createRateLimit('webhook-deliveries', { points: limits.webhookDeliveriesPerMinute, durationSeconds: 60 }, redis,
       'this org received more verified webhook deliveries this minute than TROUPE_RATE_LIMIT_WEBHOOK_DELIVERIES_PER_MINUTE allows; redeliver later'),
     triggeredStarts: createRateLimit('triggered-starts', { points: limits.dispatchesPerMinute, durationSeconds: 60 }, redis,

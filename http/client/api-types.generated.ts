@@ -2434,8 +2434,8 @@ export interface paths {
         /** The org's single sign-on settings, never the client secret (admins and owners; 404 when none are set) */
         get: operations["getApiOrgOrgIdSso"];
         /**
-         * Set the org's single sign-on at an OpenID provider: issuer, client, email domains, group → role map (owners only; 409 when another org holds a domain)
-         * @description The client secret is sealed with the master key and never returned. A person signing in with an email of one of `emailDomains` is sent to the issuer (authorization code with PKCE); the callback `GET /auth/oidc/callback` provisions them and sets their org role from the `groupsClaim` groups through `roleMap` at every sign-in (the highest wins; none mapped: `defaultRole`, `null` refusing them; an owner is never demoted by a missing claim, nor while the only owner). With `enforce`, password sign-in to this org by its domains' people answers 403 `SSO_REQUIRED`. Audited as `sso.configured`.
+         * Set the org's single sign-on at an OpenID provider: issuer, client, email domains, group → role map (owners only; 409 when another org verified a domain)
+         * @description The client secret is sealed with the master key and never returned. Each domain of `emailDomains` is `pending` until verified by its DNS TXT record (`domains` answers the record; `POST /api/org/{orgId}/sso/domains/{domain}/verify`); a domain kept from the previous settings keeps its status and record. A person signing in with an email of a verified domain is sent to the issuer (authorization code with PKCE); the callback `GET /auth/oidc/callback` provisions them and sets their org role from the `groupsClaim` groups through `roleMap` at every sign-in (the highest wins; none mapped: `defaultRole`, `null` refusing them; an owner is never demoted by a missing claim, nor while the only owner). With `enforce`, password sign-in to this org by its verified domains' people answers 403 `SSO_REQUIRED`. Audited as `sso.configured`.
          */
         put: operations["putApiOrgOrgIdSso"];
         post?: never;
@@ -2455,7 +2455,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Start signing in with an email: when its domain belongs to an org's single sign-on, the provider's authorization URL to send the browser to (and the troupe_oidc cookie binding the sign-in to this browser); otherwise sso: false and the password form applies */
+        /** Start signing in with an email: when its domain is verified by an org's single sign-on, the provider's authorization URL to send the browser to (and the troupe_oidc cookie binding the sign-in to this browser); otherwise sso: false and the password form applies. Limited per source address (429 with Retry-After) */
         post: operations["postApiAuthOidcStart"];
         delete?: never;
         options?: never;
@@ -2480,6 +2480,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/org/{orgId}/sso/domains/{domain}/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Verify a claimed single sign-on domain by its DNS TXT record: when a TXT record at txtName equals txtValue the domain is verified and its sign-ins go to this org's provider (owners only; 409 naming the records found otherwise, or when another org verified it first; 503 DNS_LOOKUP_FAILED when the lookup failed)
+         * @description A claimed domain is `pending` until verified and routes no sign-in, nor takes `enforce`. Another org's pending claim of the same domain is no bar: the first org to verify holds it, and the other's claim shows `taken`. Audited as `sso.domain_verified`.
+         */
+        post: operations["postApiOrgOrgIdSsoDomainsDomainVerify"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -2488,7 +2508,7 @@ export interface components {
             /** @description Human-readable message; never a stack trace. */
             error: string;
             /** @enum {string} */
-            code: "HTTP_BAD_JSON" | "HTTP_BAD_UTF8" | "HTTP_BAD_QUERY" | "VALIDATION_FAILED" | "AUTH_MISSING" | "AUTH_INVALID" | "AUTH_FORBIDDEN" | "AUTH_HUMAN_ONLY" | "AUTH_ADMIN_ONLY" | "AUTHZ_DENIED" | "TENANT_MISMATCH" | "SSO_REQUIRED" | "NOT_FOUND" | "ROUTE_NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "ILLEGAL_TRANSITION" | "ALREADY_EXISTS" | "CONCURRENCY_LIMIT" | "BUDGET_EXCEEDED" | "HTTP_BODY_TOO_LARGE" | "HTTP_UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "TOO_MANY_STREAMS" | "UPSTREAM_FAILED" | "STORAGE_UNAVAILABLE" | "STORAGE_STALE_VERSION" | "CACHE_UNAVAILABLE" | "TRANSPORT_UNAVAILABLE" | "TRANSPORT_TIMEOUT" | "ACTOR_STOPPED" | "SHUTTING_DOWN" | "OVERLOADED" | "INTERNAL";
+            code: "HTTP_BAD_JSON" | "HTTP_BAD_UTF8" | "HTTP_BAD_QUERY" | "VALIDATION_FAILED" | "AUTH_MISSING" | "AUTH_INVALID" | "AUTH_FORBIDDEN" | "AUTH_HUMAN_ONLY" | "AUTH_ADMIN_ONLY" | "AUTHZ_DENIED" | "TENANT_MISMATCH" | "SSO_REQUIRED" | "NOT_FOUND" | "ROUTE_NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "ILLEGAL_TRANSITION" | "ALREADY_EXISTS" | "CONCURRENCY_LIMIT" | "BUDGET_EXCEEDED" | "HTTP_BODY_TOO_LARGE" | "HTTP_UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "TOO_MANY_STREAMS" | "UPSTREAM_FAILED" | "STORAGE_UNAVAILABLE" | "STORAGE_STALE_VERSION" | "CACHE_UNAVAILABLE" | "TRANSPORT_UNAVAILABLE" | "TRANSPORT_TIMEOUT" | "ACTOR_STOPPED" | "SHUTTING_DOWN" | "OVERLOADED" | "DNS_LOOKUP_FAILED" | "INTERNAL";
             /** @description Machine-readable detail, e.g. the field a validation error is about. */
             details?: Record<string, unknown>;
         };
@@ -18134,7 +18154,23 @@ export interface operations {
                         clientId: string;
                         /** @constant */
                         clientSecretSet: true;
+                        /** @description Every claimed domain, verified or not */
                         emailDomains: string[];
+                        /** @description Each claimed domain with its status and the DNS TXT record that verifies it */
+                        domains: {
+                            domain: string;
+                            /**
+                             * @description pending: not proven, routes no sign-in; verified: proven by DNS, its sign-ins go to this org's provider; taken: another org verified it first
+                             * @enum {string}
+                             */
+                            status: "pending" | "verified" | "taken";
+                            /** @description Where to publish the TXT record: _troupe-verification.<domain> */
+                            txtName: string;
+                            /** @description The TXT record that proves the claim: troupe-verification=<token of this org and domain> */
+                            txtValue: string;
+                            /** Format: date-time */
+                            verifiedAt: string | null;
+                        }[];
                         groupsClaim: string;
                         roleMap: {
                             [key: string]: "owner" | "admin" | "member" | "viewer";
@@ -18207,7 +18243,7 @@ export interface operations {
                     clientId: string;
                     /** @description Sealed with the master key; never returned */
                     clientSecret: string;
-                    /** @description Email domains whose people sign in at this provider; each belongs to one org */
+                    /** @description Email domains whose people sign in at this provider once verified by DNS; a domain verified by another org is a 409 */
                     emailDomains: string[];
                     /**
                      * @description ID token claim holding the groups (default "groups")
@@ -18220,13 +18256,13 @@ export interface operations {
                     };
                     /** @description Role of a person no group maps (default "member"); null refuses them */
                     defaultRole?: ("owner" | "admin" | "member" | "viewer") | null;
-                    /** @description Refuse password sign-in to this org for its domains' people (default false) */
+                    /** @description Refuse password sign-in to this org for its verified domains' people (default false) */
                     enforce?: boolean;
                 };
             };
         };
         responses: {
-            /** @description Set the org's single sign-on at an OpenID provider: issuer, client, email domains, group → role map (owners only; 409 when another org holds a domain) */
+            /** @description Set the org's single sign-on at an OpenID provider: issuer, client, email domains, group → role map (owners only; 409 when another org verified a domain) */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -18239,7 +18275,23 @@ export interface operations {
                         clientId: string;
                         /** @constant */
                         clientSecretSet: true;
+                        /** @description Every claimed domain, verified or not */
                         emailDomains: string[];
+                        /** @description Each claimed domain with its status and the DNS TXT record that verifies it */
+                        domains: {
+                            domain: string;
+                            /**
+                             * @description pending: not proven, routes no sign-in; verified: proven by DNS, its sign-ins go to this org's provider; taken: another org verified it first
+                             * @enum {string}
+                             */
+                            status: "pending" | "verified" | "taken";
+                            /** @description Where to publish the TXT record: _troupe-verification.<domain> */
+                            txtName: string;
+                            /** @description The TXT record that proves the claim: troupe-verification=<token of this org and domain> */
+                            txtValue: string;
+                            /** Format: date-time */
+                            verifiedAt: string | null;
+                        }[];
                         groupsClaim: string;
                         roleMap: {
                             [key: string]: "owner" | "admin" | "member" | "viewer";
@@ -18420,7 +18472,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Start signing in with an email: when its domain belongs to an org's single sign-on, the provider's authorization URL to send the browser to (and the troupe_oidc cookie binding the sign-in to this browser); otherwise sso: false and the password form applies */
+            /** @description Start signing in with an email: when its domain is verified by an org's single sign-on, the provider's authorization URL to send the browser to (and the troupe_oidc cookie binding the sign-in to this browser); otherwise sso: false and the password form applies. Limited per source address (429 with Retry-After) */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -18517,6 +18569,120 @@ export interface operations {
             /** @description Malformed or invalid request */
             400: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server or dependency error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postApiOrgOrgIdSsoDomainsDomainVerify: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                orgId: string;
+                domain: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": Record<string, unknown>;
+            };
+        };
+        responses: {
+            /** @description Verify a claimed single sign-on domain by its DNS TXT record: when a TXT record at txtName equals txtValue the domain is verified and its sign-ins go to this org's provider (owners only; 409 naming the records found otherwise, or when another org verified it first; 503 DNS_LOOKUP_FAILED when the lookup failed) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        domain: string;
+                        /**
+                         * @description pending: not proven, routes no sign-in; verified: proven by DNS, its sign-ins go to this org's provider; taken: another org verified it first
+                         * @enum {string}
+                         */
+                        status: "pending" | "verified" | "taken";
+                        /** @description Where to publish the TXT record: _troupe-verification.<domain> */
+                        txtName: string;
+                        /** @description The TXT record that proves the claim: troupe-verification=<token of this org and domain> */
+                        txtValue: string;
+                        /** Format: date-time */
+                        verifiedAt: string | null;
+                    };
+                };
+            };
+            /** @description Malformed or invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated but not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body larger than the route accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many writes from this credential */
+            429: {
+                headers: {
+                    /** @description Seconds until the credential may try again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {

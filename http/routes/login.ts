@@ -52,9 +52,9 @@ export async function login(req: HttpRequest<BodyOf<typeof schemas.loginBody>>, 
     for (const orgId of orgs) await auditTrail(deps, orgId, 'auth.login_failed', `user:${found.user.id}`, found.user.id, { reason });
     throw new TroupeError('AUTH_INVALID', 'email or password is wrong');
   }
-  // An org that enforces single sign-on takes no password for itself (decision 0083). Asked only once the password is
-  // right and only of the org being signed into: a domain claim (unverified, first come) can neither lock another org's
-  // people out nor tell anyone whether an email has an account.
+  // An org that enforces single sign-on takes no password for itself, for the domains it verified (decisions 0083,
+  // 0091). Asked only once the password is right and only of the org being signed into: one org's domain can neither
+  // lock another org's people out nor tell anyone whether an email has an account.
   const sso = await ssoForDomain(deps.db, email.slice(email.lastIndexOf('@') + 1));
   if (sso?.enforce && sso.orgId === chosen.org.id) {
     throw new TroupeError('SSO_REQUIRED', 'this org signs in with single sign-on only; continue with single sign-on');

@@ -17,27 +17,45 @@ export const ssoSettingsBody = {
     issuer: { type: 'string', format: 'uri', maxLength: 2048, description: "The provider's issuer identifier: https, or http on a loopback address only" },
     clientId: { type: 'string', minLength: 1, maxLength: 512, pattern: '^\\S+$' },
     clientSecret: { type: 'string', minLength: 1, maxLength: 4096, description: 'Sealed with the master key; never returned' },
-    emailDomains: { type: 'array', minItems: 1, maxItems: 50, items: domain, description: 'Email domains whose people sign in at this provider; each belongs to one org' },
+    emailDomains: { type: 'array', minItems: 1, maxItems: 50, items: domain, description: 'Email domains whose people sign in at this provider once verified by DNS; a domain verified by another org is a 409' },
     groupsClaim: { type: 'string', minLength: 1, maxLength: 128, pattern: '^[\\x21-\\x7e]+$', default: 'groups', description: 'ID token claim holding the groups (default "groups")' },
     roleMap: {
       type: 'object', maxProperties: 200, propertyNames: { minLength: 1, maxLength: 256 }, additionalProperties: orgRole,
       description: 'Group → org role; the highest role any group maps to wins',
     },
     defaultRole: { anyOf: [orgRole, { type: 'null' }], description: 'Role of a person no group maps (default "member"); null refuses them' },
-    enforce: { type: 'boolean', description: "Refuse password sign-in to this org for its domains' people (default false)" },
+    enforce: { type: 'boolean', description: "Refuse password sign-in to this org for its verified domains' people (default false)" },
+  },
+} as const;
+
+/** A claimed domain, its proof and whether it routes sign-ins (decision 0091). */
+export const ssoDomainReply = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['domain', 'status', 'txtName', 'txtValue', 'verifiedAt'],
+  properties: {
+    domain: { type: 'string' },
+    status: {
+      type: 'string', enum: ['pending', 'verified', 'taken'],
+      description: 'pending: not proven, routes no sign-in; verified: proven by DNS, its sign-ins go to this org\'s provider; taken: another org verified it first',
+    },
+    txtName: { type: 'string', description: 'Where to publish the TXT record: _troupe-verification.<domain>' },
+    txtValue: { type: 'string', description: 'The TXT record that proves the claim: troupe-verification=<token of this org and domain>' },
+    verifiedAt: { type: ['string', 'null'], format: 'date-time' },
   },
 } as const;
 
 export const ssoSettingsReply = {
   type: 'object',
   additionalProperties: false,
-  required: ['orgId', 'issuer', 'clientId', 'clientSecretSet', 'emailDomains', 'groupsClaim', 'roleMap', 'defaultRole', 'enforce', 'redirectUri', 'updatedAt', 'updatedBy'],
+  required: ['orgId', 'issuer', 'clientId', 'clientSecretSet', 'emailDomains', 'domains', 'groupsClaim', 'roleMap', 'defaultRole', 'enforce', 'redirectUri', 'updatedAt', 'updatedBy'],
   properties: {
     orgId: { type: 'string', format: 'uuid' },
     issuer: { type: 'string' },
     clientId: { type: 'string' },
     clientSecretSet: { const: true },
-    emailDomains: { type: 'array', items: { type: 'string' } },
+    emailDomains: { type: 'array', items: { type: 'string' }, description: 'Every claimed domain, verified or not' },
+    domains: { type: 'array', items: ssoDomainReply, description: 'Each claimed domain with its status and the DNS TXT record that verifies it' },
     groupsClaim: { type: 'string' },
     roleMap: { type: 'object', additionalProperties: orgRole },
     defaultRole: { anyOf: [orgRole, { type: 'null' }] },

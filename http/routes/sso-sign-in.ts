@@ -52,6 +52,9 @@ function providerOf(deps: Deps, sso: OrgSso) {
 }
 
 async function start(req: HttpRequest<{ email: string; next?: string }>, deps: Deps): Promise<Reply> {
+  // Unauthenticated, and each start costs a lookup and may cost a provider's discovery: counted per source address
+  // (decision 0091), whether or not the domain has single sign-on, so the answer cannot be probed faster either.
+  await deps.services.rateLimits.ssoStartsBySource.consume(req.clientAddress());
   const email = req.body.email.trim().toLowerCase();
   const domain = email.slice(email.lastIndexOf('@') + 1);
   const sso = await ssoForDomain(deps.db, domain);
@@ -89,9 +92,9 @@ function profileOf(claims: Readonly<Record<string, unknown>>, sso: OrgSso): SsoP
   }
   // Only an email the provider says it verified links to an account: an editable or unverified email could be anyone's.
   if (claims.email_verified !== true) throw new TroupeError('AUTH_FORBIDDEN', 'the provider does not say this email is verified');
-  // The provider vouches only for the domains the org claimed: an email elsewhere could be another org's person.
-  if (!sso.emailDomains.includes(email.slice(email.lastIndexOf('@') + 1))) {
-    throw new TroupeError('AUTH_FORBIDDEN', "the ID token's email is not in one of the org's single sign-on domains");
+  // The provider vouches only for the domains the org proved it holds: an email elsewhere could be another org's person.
+  if (!sso.verifiedDomains.includes(email.slice(email.lastIndexOf('@') + 1))) {
+    throw new TroupeError('AUTH_FORBIDDEN', "the ID token's email is not in one of the org's verified single sign-on domains");
   }
   const text = (v: unknown) => (typeof v === 'string' && v.trim() !== '' ? v.trim().slice(0, 100) : undefined);
   const picture = typeof claims.picture === 'string' && /^https?:\/\//i.test(claims.picture) && claims.picture.length <= 2048 ? claims.picture : undefined;
@@ -180,7 +183,7 @@ export function ssoSignInRoutes(): Route<Deps>[] {
   return [
     route({
       method: 'post', path: '/api/auth/oidc/start', auth: 'none', tags: ['auth', 'sso'],
-      summary: "Start signing in with an email: when its domain belongs to an org's single sign-on, the provider's authorization URL to send the browser to (and the troupe_oidc cookie binding the sign-in to this browser); otherwise sso: false and the password form applies",
+      summary: "Start signing in with an email: when its domain is verified by an org's single sign-on, the provider's authorization URL to send the browser to (and the troupe_oidc cookie binding the sign-in to this browser); otherwise sso: false and the password form applies. Limited per source address (429 with Retry-After)",
       bodySchema: ssoStartBody, responseSchema: ssoStartReply, handler: start,
     }),
     route({

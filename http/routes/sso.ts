@@ -5,9 +5,9 @@ import { OutboundRefused } from '../../actors/services/integrations/outbound/ind
 import { deleteOrgSso, putOrgSso, readOrgSso, type OrgSso } from '../../storage/identity/sso.js';
 import { orgPrincipal, requesterOf } from '../principal.js';
 import { route } from '../route.js';
-import type { HttpRequest, Route, RouteAuthorization } from '../types.js';
+import type { HttpRequest, Route } from '../types.js';
 import { ssoDeletedReply, ssoSettingsBody, ssoSettingsReply } from './sso-schemas.js';
-import { clientSecretSealContext, ssoRedirectUri } from './sso-common.js';
+import { clientSecretSealContext, DOMAIN, domainView, onOwnOrg, ssoRedirectUri } from './sso-common.js';
 
 /**
  * An org's single sign-on settings (issue 37 §1, decision 0083): `PUT|GET|DELETE /api/org/{orgId}/sso`. Changing
@@ -15,21 +15,6 @@ import { clientSecretSealContext, ssoRedirectUri } from './sso-common.js';
  * of an owner; admins, members and every key get 403); admins and owners read them. The client secret is sealed
  * like the other credentials and never returned. Another org's id is 404.
  */
-/** The caller's own org (another org's id is 404, as for any resource of another org), then Cedar's manage-org. */
-function onOwnOrg(ownerOnly: boolean): RouteAuthorization<Deps> {
-  return {
-    async find(req, _deps, p) {
-      if (req.params.orgId !== p.orgId) throw new TroupeError('NOT_FOUND', 'org not found');
-      if (ownerOnly && !(p.kind === 'user' && p.orgRole === 'owner')) {
-        throw new TroupeError('AUTH_FORBIDDEN', "only an owner of the org changes its single sign-on (a user token or session)");
-      }
-    },
-    action: 'manage-org',
-    resource: (_req, p) => ({ type: 'Org', id: p.orgId, orgId: p.orgId }),
-  };
-}
-
-const DOMAIN = /^(?=.{3,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/;
 const LOOPBACK = /^(localhost|127(?:\.\d{1,3}){3}|\[::1\])$/i;
 
 /**
@@ -62,6 +47,7 @@ const invalidIssuer = (why: string) => new TroupeError('VALIDATION_FAILED', `iss
 function view(req: HttpRequest, deps: Deps, sso: OrgSso) {
   return {
     orgId: sso.orgId, issuer: sso.issuer, clientId: sso.clientId, clientSecretSet: true as const, emailDomains: [...sso.emailDomains],
+    domains: sso.domains.map(domainView),
     groupsClaim: sso.groupsClaim, roleMap: { ...sso.roleMap }, defaultRole: sso.defaultRole, enforce: sso.enforce,
     redirectUri: ssoRedirectUri(req, deps), updatedAt: sso.updatedAt, updatedBy: sso.updatedBy,
   };
@@ -71,12 +57,13 @@ export function ssoSettingsRoutes(): Route<Deps>[] {
   return [
     route({
       method: 'put', path: '/api/org/:orgId/sso', auth: 'org', tags: ['identity', 'sso'],
-      summary: "Set the org's single sign-on at an OpenID provider: issuer, client, email domains, group → role map (owners only; 409 when another org holds a domain)",
-      description: 'The client secret is sealed with the master key and never returned. A person signing in with an email of one of '
-        + '`emailDomains` is sent to the issuer (authorization code with PKCE); the callback `GET /auth/oidc/callback` provisions them '
+      summary: "Set the org's single sign-on at an OpenID provider: issuer, client, email domains, group → role map (owners only; 409 when another org verified a domain)",
+      description: 'The client secret is sealed with the master key and never returned. Each domain of `emailDomains` is `pending` '
+        + 'until verified by its DNS TXT record (`domains` answers the record; `POST /api/org/{orgId}/sso/domains/{domain}/verify`); a domain '
+        + 'kept from the previous settings keeps its status and record. A person signing in with an email of a verified domain is sent to the issuer (authorization code with PKCE); the callback `GET /auth/oidc/callback` provisions them '
         + 'and sets their org role from the `groupsClaim` groups through `roleMap` at every sign-in (the highest wins; none mapped: '
         + '`defaultRole`, `null` refusing them; an owner is never demoted by a missing claim, nor while the only owner). With '
-        + '`enforce`, password sign-in to this org by its domains\' people answers 403 `SSO_REQUIRED`. Audited as `sso.configured`.',
+        + '`enforce`, password sign-in to this org by its verified domains\' people answers 403 `SSO_REQUIRED`. Audited as `sso.configured`.',
       bodySchema: ssoSettingsBody, responseSchema: ssoSettingsReply,
       authorize: onOwnOrg(true),
       async handler(req, deps) {

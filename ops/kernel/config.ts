@@ -164,4 +164,14 @@ export interface Config {
    * the transcript with a `notice` entry saying what was cut (decision 0084). @default 67108864 (64 MiB)
    */
   readonly transcriptMaxBytes: number;
+  /**
+   * `POST /api/auth/oidc/start` requests one source address may send per minute (it is unauthenticated); later ones get
+   * 429 with Retry-After (decision 0091). @default 30
+   */
+  readonly rateLimitSsoStartsPerSourcePerMinute: number;
+  /**
+   * DNS servers that single sign-on domain verification asks for TXT records (`TROUPE_SSO_DNS_SERVERS`, comma-separated
+   * `address[:port]`, IPv6 in brackets); unset, the system's resolvers (decision 0091).
+   */
+  readonly ssoDnsServers: readonly string[] | undefined;
 }

@@ -43,6 +43,7 @@ export const errorRegistry = {
   ACTOR_STOPPED: { status: 503, retryable: true, message: 'the actor stopped before answering' },
   SHUTTING_DOWN: { status: 503, retryable: true, message: 'this node is shutting down' },
   OVERLOADED: { status: 503, retryable: true, message: 'this node has more writes than it can serve in time; retry shortly' },
+  DNS_LOOKUP_FAILED: { status: 503, retryable: true, message: 'the DNS lookup failed; retry shortly' },
   // 500: our own bug. Never used for anything a client sent.
   INTERNAL: { status: 500, retryable: false, message: 'internal error' },
 } as const satisfies Record<string, { status: number; retryable: boolean; message: string }>;

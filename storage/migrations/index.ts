@@ -39,6 +39,7 @@ import { sessionTranscriptsMigration } from './0054_session_transcripts.js';
 import { queueFairnessMigration } from './0055_queue_fairness.js';
 import { sessionAgentLineMigration } from './0056_session_agent_line.js';
 import { outputRelayOnceMigration } from './0057_output_relay_once.js';
+import { ssoDomainVerificationMigration } from './0058_sso_domain_verification.js';
 
 export type { Migration } from './migration.js';
 
@@ -87,4 +88,5 @@ export const migrations: readonly Migration[] = [
   queueFairnessMigration, // 0055
   sessionAgentLineMigration, // 0056
   outputRelayOnceMigration, // 0057
+  ssoDomainVerificationMigration, // 0058
 ];

@@ -8,7 +8,8 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { startTestNode, type TestNode } from '../../support/node.js';
 import { axeViolations, launchBrowser, screenshots, signIn, watchPage, type PageWatch } from '../../support/browser.js';
 import { TestOidcProvider, type OidcClient } from '../../support/oidc-provider.js';
-import { nodeClient, PASSWORD, provisionSsoOrg, roleWithCookie, type SsoOrg } from '../identity/sso-world.js';
+import { TestDnsServer } from '../../support/dns-server.js';
+import { nodeClient, PASSWORD, provisionSsoOrg, roleWithCookie, verifyDomain, type SsoOrg } from '../identity/sso-world.js';
 
 describe('single sign-on in the console (Chromium, embedded engines)', function () {
   this.timeout(90_000);
@@ -18,10 +19,12 @@ describe('single sign-on in the console (Chromium, embedded engines)', function 
   let client: OidcClient;
   let provider: TestOidcProvider;
   let browser: Browser;
+  let dns: TestDnsServer;
   const opened: { context: BrowserContext; watch: PageWatch }[] = [];
 
   before(async () => {
-    t = await startTestNode({ engines: 'embedded', config: { outboundAllow: ['127.0.0.1'] } });
+    dns = await TestDnsServer.start();
+    t = await startTestNode({ engines: 'embedded', config: { outboundAllow: ['127.0.0.1'], ssoDnsServers: [dns.address] } });
     acme = await provisionSsoOrg(t, 'Acme');
     plain = await provisionSsoOrg(t, 'Plain');
     client = nodeClient(t);
@@ -31,12 +34,14 @@ describe('single sign-on in the console (Chromium, embedded engines)', function 
       body: { issuer: provider.issuer, clientId: client.clientId, clientSecret: client.clientSecret, emailDomains: [acme.domain], roleMap: { 'eng-admins': 'admin', observers: 'viewer' } },
     });
     expect(put.status, put.text).to.equal(200);
+    await verifyDomain(t, dns, acme);
     browser = await launchBrowser();
   });
   after(async () => {
     await browser?.close();
     await t?.close();
     await provider?.close();
+    await dns?.close();
   });
   afterEach(async function () {
     for (const { context, watch } of opened.splice(0)) {
@@ -98,6 +103,36 @@ describe('single sign-on in the console (Chromium, embedded engines)', function 
     await page.getByRole('alert').getByText('started in another window').waitFor();
     expect(await axeViolations(page), 'axe: serious or critical').to.deep.equal([]);
     await screenshots(page, 'sso-refused');
+  });
+
+  it("shows an owner each domain's TXT record, says what a failed verification found, and verifies it", async () => {
+    const proving = await provisionSsoOrg(t, 'Proving');
+    const put = await t.call('PUT', `/api/org/${proving.orgId}/sso`, {
+      token: proving.ownerToken,
+      body: { issuer: provider.issuer, clientId: client.clientId, clientSecret: client.clientSecret, emailDomains: [proving.domain] },
+    });
+    expect(put.status, put.text).to.equal(200);
+    const { txtName, txtValue } = put.json.domains[0];
+    const { page, watch } = await fresh();
+    watch.expectFailure(/\/sso\/domains\/.*\/verify/);
+    await signIn(page, t.url, proving.ownerEmail, PASSWORD);
+    await page.goto(`${t.url}/settings/members`);
+    await page.getByText('Single sign-on', { exact: true }).click();
+    const claim = page.locator(`[data-domain="${proving.domain}"]`);
+    await claim.getByText('not verified').waitFor();
+    expect(await claim.getByLabel('TXT record name').inputValue()).to.equal(txtName);
+    expect(await claim.getByLabel('TXT record value').inputValue()).to.equal(txtValue);
+
+    await claim.getByRole('button', { name: `Verify ${proving.domain}` }).click();
+    await claim.getByRole('alert').getByText(`no TXT record at ${txtName}`).waitFor();
+    expect(await axeViolations(page), 'axe: serious or critical').to.deep.equal([]);
+    await screenshots(page, 'sso-domain-pending');
+
+    dns.setTxt(txtName, [txtValue]);
+    await claim.getByRole('button', { name: `Verify ${proving.domain}` }).click();
+    await claim.getByText('verified', { exact: true }).waitFor();
+    expect(await claim.getByLabel('TXT record value').count(), 'the record is no longer asked for').to.equal(0);
+    expect((await t.call('POST', '/api/auth/oidc/start', { body: { email: `someone@${proving.domain}` } })).json.sso).to.equal(true);
   });
 
   it('keeps the password for a domain without single sign-on', async () => {

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import type { TestNode } from '../../support/node.js';
 import { TestOidcProvider, type OidcClient } from '../../support/oidc-provider.js';
+import type { TestDnsServer } from '../../support/dns-server.js';
 import { auditOutboxDepth } from '../../../storage/audit-outbox.js';
 
 /**
@@ -35,6 +36,30 @@ export async function addMember(t: TestNode, org: SsoOrg, local: string, role: s
 
 export function nodeClient(t: TestNode, clientId = `troupe-${randomBytes(4).toString('hex')}`): OidcClient {
   return { clientId, clientSecret: randomBytes(24).toString('base64url'), redirectUris: [`${t.url}/auth/oidc/callback`] };
+}
+
+export interface ClaimedDomain { domain: string; status: string; txtName: string; txtValue: string; verifiedAt: string | null }
+
+/** The org's claim of `domain` as its single sign-on settings answer it to the owner. */
+export async function claimOf(t: TestNode, org: SsoOrg, domain = org.domain): Promise<ClaimedDomain> {
+  const r = await t.call('GET', `/api/org/${org.orgId}/sso`, { token: org.ownerToken });
+  expect(r.status, r.text).to.equal(200);
+  const claim = (r.json.domains as ClaimedDomain[]).find((d) => d.domain === domain);
+  expect(claim, `${domain} claimed`).to.not.equal(undefined);
+  return claim!;
+}
+
+/** `POST /api/org/{orgId}/sso/domains/{domain}/verify` as `token` (the org's owner unless said). */
+export const verifyCall = (t: TestNode, org: SsoOrg, domain = org.domain, token = org.ownerToken) =>
+  t.call('POST', `/api/org/${org.orgId}/sso/domains/${encodeURIComponent(domain)}/verify`, { token });
+
+/** What an owner does to prove a claimed domain: publish the TXT record the settings name, then verify it. */
+export async function verifyDomain(t: TestNode, dns: TestDnsServer, org: SsoOrg, domain = org.domain): Promise<void> {
+  const claim = await claimOf(t, org, domain);
+  dns.setTxt(claim.txtName, [claim.txtValue]);
+  const r = await verifyCall(t, org, domain);
+  expect(r.status, r.text).to.equal(200);
+  expect(r.json).to.include({ domain, status: 'verified' });
 }
 
 export interface Started { readonly authorizationUrl: string; readonly browserCookie: string; readonly nonce: string }

@@ -1,9 +1,11 @@
 // Invariant: an org's single sign-on settings are its owners' to set and remove (admins read them; members, keys and
 // other orgs do not), the client secret is sealed at rest and never answered, bad settings are a 4xx naming the
-// member with nothing stored, one email domain belongs to one org, and every change is in the org's audit chain.
+// member with nothing stored, a domain another org verified is not claimable, and every change is in the org's audit
+// chain.
 import { expect } from 'chai';
 import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
-import { addMember, chainOf, provisionSsoOrg, type SsoOrg } from './sso-world.js';
+import { TestDnsServer } from '../../support/dns-server.js';
+import { addMember, chainOf, provisionSsoOrg, verifyDomain, type SsoOrg } from './sso-world.js';
 import { clientSecretSealContext } from '../../../http/routes/sso-common.js';
 
 for (const { set, skip } of engineSets) describe(`single sign-on settings (${set} engines)`, function () {
@@ -14,6 +16,7 @@ for (const { set, skip } of engineSets) describe(`single sign-on settings (${set
   let globex: SsoOrg;
   let admin: { token: string };
   let member: { token: string };
+  let dns: TestDnsServer;
   const secret = 'client-secret-that-must-never-come-back';
   const settings = () => ({
     issuer: 'http://127.0.0.1:9/issuer', clientId: 'troupe', clientSecret: secret, emailDomains: [acme.domain.toUpperCase()],
@@ -22,13 +25,17 @@ for (const { set, skip } of engineSets) describe(`single sign-on settings (${set
   const path = (org: SsoOrg) => `/api/org/${org.orgId}/sso`;
 
   before(async () => {
-    t = await startTestNode({ engines: set, config: { outboundAllow: ['127.0.0.1'] } });
+    dns = await TestDnsServer.start();
+    t = await startTestNode({ engines: set, config: { outboundAllow: ['127.0.0.1'], ssoDnsServers: [dns.address] } });
     acme = await provisionSsoOrg(t, 'Acme');
     globex = await provisionSsoOrg(t, 'Globex');
     admin = await addMember(t, acme, 'admin', 'admin');
     member = await addMember(t, acme, 'member', 'member');
   });
-  after(() => t?.close());
+  after(async () => {
+    await t?.close();
+    await dns?.close();
+  });
 
   it('lets the owner set, read and remove them; the secret is sealed and never returned', async () => {
     const put = await t.call('PUT', path(acme), { token: acme.ownerToken, body: settings() });
@@ -37,6 +44,9 @@ for (const { set, skip } of engineSets) describe(`single sign-on settings (${set
       orgId: acme.orgId, issuer: 'http://127.0.0.1:9/issuer', clientId: 'troupe', clientSecretSet: true, emailDomains: [acme.domain],
       groupsClaim: 'groups', defaultRole: 'member', enforce: false, redirectUri: `${t.url}/auth/oidc/callback`,
     });
+    expect(put.json.domains).to.have.length(1);
+    expect(put.json.domains[0]).to.deep.include({ domain: acme.domain, status: 'pending', txtName: `_troupe-verification.${acme.domain}`, verifiedAt: null });
+    expect(put.json.domains[0].txtValue).to.match(/^troupe-verification=[A-Za-z0-9_-]{22}$/);
     expect(put.text).to.not.include(secret);
     const row = await t.node.deps.db('org_sso').where({ org_id: acme.orgId }).first();
     expect(JSON.stringify(row)).to.not.include(secret);
@@ -81,8 +91,9 @@ for (const { set, skip } of engineSets) describe(`single sign-on settings (${set
     expect((await t.call('GET', path(acme), { token: acme.ownerToken })).json).to.deep.equal(before);
   });
 
-  it('answers bad settings with 400 naming the member, and a domain another org holds with 409', async () => {
+  it('answers bad settings with 400 naming the member, and a domain another org verified with 409', async () => {
     expect((await t.call('PUT', path(acme), { token: acme.ownerToken, body: settings() })).status).to.equal(200);
+    await verifyDomain(t, dns, acme);
     const before = (await t.call('GET', path(acme), { token: acme.ownerToken })).json;
     const bad: [string, Record<string, unknown>, string][] = [
       ['plain http elsewhere than loopback', { issuer: 'http://login.example.com' }, 'issuer'],

@@ -6,8 +6,9 @@
 import { expect } from 'chai';
 import { engineSets, startTestNode, type TestNode } from '../../support/node.js';
 import { TestOidcProvider, type OidcClient } from '../../support/oidc-provider.js';
+import { TestDnsServer } from '../../support/dns-server.js';
 import {
-  PASSWORD, chainOf, finishSignIn, provisionSsoOrg, nodeClient, roleWithCookie, signInWithSso, startSignIn, type SsoOrg,
+  PASSWORD, chainOf, finishSignIn, provisionSsoOrg, nodeClient, roleWithCookie, signInWithSso, startSignIn, verifyDomain, type SsoOrg,
 } from './sso-world.js';
 
 for (const { set, skip } of engineSets) describe(`single sign-on (${set} engines)`, function () {
@@ -19,6 +20,7 @@ for (const { set, skip } of engineSets) describe(`single sign-on (${set} engines
   const otherClient: OidcClient = { clientId: 'someone-else', clientSecret: 'another-secret-of-32-characters-x', redirectUris: ['http://127.0.0.1:9/cb'] };
   let provider: TestOidcProvider;
   let elsewhere: TestOidcProvider;
+  let dns: TestDnsServer;
   const put = (body: Record<string, unknown> = {}) => t.call('PUT', `/api/org/${acme.orgId}/sso`, {
     token: acme.ownerToken,
     body: {
@@ -29,16 +31,20 @@ for (const { set, skip } of engineSets) describe(`single sign-on (${set} engines
   const usersNamed = async (email: string) => (await t.node.deps.db('users').where({ email })).length;
 
   before(async () => {
-    t = await startTestNode({ engines: set, config: { outboundAllow: ['127.0.0.1'] } });
+    dns = await TestDnsServer.start();
+    // Every start of this suite comes from one address; the per-source limit has its own test (sso.domains.test.ts).
+    t = await startTestNode({ engines: set, config: { outboundAllow: ['127.0.0.1'], ssoDnsServers: [dns.address], rateLimitSsoStartsPerSourcePerMinute: 1_000 } });
     acme = await provisionSsoOrg(t, 'Acme');
     client = nodeClient(t);
     provider = await TestOidcProvider.start([client, otherClient]);
     elsewhere = await TestOidcProvider.start([client]);
     const r = await put();
     expect(r.status, r.text).to.equal(200);
+    await verifyDomain(t, dns, acme);
   });
   after(async () => {
     await t?.close();
+    await dns?.close();
     await provider?.close();
     await elsewhere?.close();
   });
@@ -150,7 +156,7 @@ for (const { set, skip } of engineSets) describe(`single sign-on (${set} engines
     expect(failures.length).to.be.at.least(2);
   });
 
-  it('refuses an email outside the org\'s domains and, with no default role, a person no group maps', async () => {
+  it('refuses an email outside the org\'s verified domains and, with no default role, a person no group maps', async () => {
     const stranger = 'someone@not-acme.test';
     provider.setAccount({ email: stranger, groups: ['eng-admins'] });
     // The provider vouches for an email of a domain the org never claimed (its sign-in started with one it did).
@@ -158,6 +164,17 @@ for (const { set, skip } of engineSets) describe(`single sign-on (${set} engines
     const refused = await finishSignIn(t, await provider.authorize(started.authorizationUrl, stranger), started.browserCookie);
     expect(refused.status, JSON.stringify(refused.json)).to.equal(403);
     expect(await usersNamed(stranger)).to.equal(0);
+
+    // A domain the org claimed but has not verified is vouched for by nobody either.
+    const unproven = `pending-${acme.domain}`;
+    expect((await put({ emailDomains: [acme.domain, unproven] })).status).to.equal(200);
+    const pendingEmail = `someone@${unproven}`;
+    provider.setAccount({ email: pendingEmail, groups: ['eng-admins'] });
+    const viaVerified = await startSignIn(t, `someone@${acme.domain}`);
+    const unverified = await finishSignIn(t, await provider.authorize(viaVerified.authorizationUrl, pendingEmail), viaVerified.browserCookie);
+    expect(unverified.status, JSON.stringify(unverified.json)).to.equal(403);
+    expect(unverified.json.error).to.include('verified single sign-on domains');
+    expect(await usersNamed(pendingEmail)).to.equal(0);
 
     expect((await put({ defaultRole: null })).status).to.equal(200);
     const email = `nogroup@${acme.domain}`;
@@ -196,7 +213,8 @@ for (const { set, skip } of engineSets) describe(`single sign-on (${set} engines
   });
 
   it('gives a domain claim no reach into another org: its provider signs in none of that org\'s people, and enforce locks none out', async () => {
-    // Someone of the claimed domain whose account is in another org (domain claims are first come, never verified).
+    // Someone of the verified domain whose account is in another org: proving the domain gives its provider no reach
+    // into the orgs its people already belong to.
     const email = `bob@${acme.domain}`;
     const other = await t.call('POST', '/api/admin/orgs', { token: t.adminToken, body: { name: 'Elsewhere', owner: { email, password: PASSWORD } } });
     expect(other.status, other.text).to.equal(201);

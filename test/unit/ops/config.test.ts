@@ -34,6 +34,8 @@ describe('config', () => {
     ['TROUPE_CACHE_PREFIX', 'no-colon'], ['TROUPE_CACHE_PREFIX', 'a b:'],
     ['TROUPE_STREAMS_PER_ORG', '0'], ['TROUPE_RATE_LIMIT_WORKER_HEARTBEATS_PER_MINUTE', '10'],
     ['TROUPE_RATE_LIMIT_WORKER_REPORTS_PER_MINUTE', 'many'],
+    ['TROUPE_SSO_DNS_SERVERS', 'dns.example.com'], ['TROUPE_SSO_DNS_SERVERS', '256.1.1.1'], ['TROUPE_SSO_DNS_SERVERS', '127.0.0.1:99999'],
+    ['TROUPE_SSO_DNS_SERVERS', '::1:53'], ['TROUPE_SSO_DNS_SERVERS', ','], ['TROUPE_RATE_LIMIT_SSO_STARTS_PER_SOURCE_PER_MINUTE', '0'],
   ];
   for (const [variable, value] of bad) {
     it(`stops on ${variable}=${value} with a message naming ${variable}`, () => {
@@ -45,6 +47,12 @@ describe('config', () => {
       expect(message).to.not.contain('\n');
     });
   }
+
+  it('reads the DNS servers single sign-on domain verification asks, with ports and bracketed IPv6', () => {
+    expect(loadConfig({}).ssoDnsServers).to.equal(undefined);
+    expect(loadConfig({ TROUPE_SSO_DNS_SERVERS: '127.0.0.1:5353, 9.9.9.9, [::1]:53, [2001:db8::1]' }).ssoDnsServers)
+      .to.deep.equal(['127.0.0.1:5353', '9.9.9.9', '[::1]:53', '[2001:db8::1]']);
+  });
 
   it('never echoes a secret in the message', () => {
     expect(() => loadConfig({ TROUPE_MASTER_KEY: 'not-base64-secret-value' })).to.throw(ConfigError).with.property('message').that.does.not.contain('not-base64-secret-value');

@@ -5,6 +5,7 @@ import { useApi } from '../../data.js';
 import { useMe } from '../../me.js';
 import { Empty, ErrorNote, Loading, PageHeader, Time } from '../../ui/bits.js';
 import { administers, ConfirmButton, personName, Section, SettingsTabs, useAction } from './parts.js';
+import { SsoSection } from './sso.js';
 import { TeamsSection } from './teams.js';
 import type { Member, MemberChange, MemberList, MemberReply, NewMember } from './types.js';
 
@@ -83,6 +84,7 @@ export function MembersPage() {
       )}
       {mayManage ? <AddMemberForm path={path} roles={grantable(me.role)} onAdded={(text) => { setSaid(text); list.reload(); }} /> : null}
       <TeamsSection members={members} />
+      {mayManage ? <SsoSection /> : null}
     </section>
   );
 }

@@ -36,3 +36,6 @@ export type WebhookSecret = JsonOf<operations['putApiOrgOrgIdIntegrationsProvide
 
 export type ProjectBudget = JsonOf<operations['getApiProjectsProjectIdBudget']['responses'][200]>;
 export type BudgetChange = JsonOf<operations['putApiProjectsProjectIdBudget']['requestBody']>;
+
+export type SsoSettings = JsonOf<operations['getApiOrgOrgIdSso']['responses'][200]>;
+export type SsoDomain = JsonOf<operations['postApiOrgOrgIdSsoDomainsDomainVerify']['responses'][200]>;
