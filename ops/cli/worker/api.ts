@@ -40,7 +40,7 @@ export interface WorkerApi {
   poll(token: string, body: { workerId: string; capacity: number }): Promise<{ sessions: OfferedSession[] }>;
   status(token: string, sessionId: string, body: StatusBody): Promise<{ previousStatus: string; newStatus: string }>;
   steps(token: string, sessionId: string, body: StepsBody): Promise<unknown>;
-  output(token: string, sessionId: string, body: { workerId: string; chunks: string[]; relay: { id: string; firstChunk: number } }): Promise<unknown>;
+  output(token: string, sessionId: string, body: { workerId: string; chunks: string[]; relay?: { id: string; firstChunk: number } }): Promise<unknown>;
   stepHeartbeat(token: string, sessionId: string, body: { workerId: string }): Promise<unknown>;
   heldSessions(token: string): Promise<{ sessions: { id: string; status: string }[] }>;
   /** The token of a session's run for its agent's line to the team (decision 0088). */

@@ -41,6 +41,8 @@ export class OutputRelay {
   private nextChunk = 0;
   private readonly relayId = `${Date.now().toString(36)}-${randomBytes(6).toString('hex')}`;
   private backlogged = false;
+  /** Whether the server takes `relay`: a node older than the worker refuses the member (400), and then gets none. */
+  private relayTaken = true;
   private backlogListener: ((full: boolean) => void) | undefined;
   private flushTimer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> | undefined;
@@ -91,7 +93,7 @@ export class OutputRelay {
     let ok = true;
     this.flushing = (async () => {
       try {
-        await this.api.output(this.caller.token, this.sessionId, { workerId: this.caller.workerId, chunks, relay });
+        await this.api.output(this.caller.token, this.sessionId, { workerId: this.caller.workerId, chunks, ...(this.relayTaken ? { relay } : {}) });
       } catch (err) {
         ok = false;
         this.keepOrDrop(err, chunks, bytes);
@@ -138,6 +140,18 @@ export class OutputRelay {
   /** A 409 or 404 means the session is no longer this worker's; anything else is an outage, retried. */
   private keepOrDrop(err: unknown, chunks: string[], bytes: number): void {
     const running = this.owner.isRunning();
+    if (err instanceof ApiError && err.status === 400) {
+      // A refusal of the request itself is not retried as it was: without `relay` once (an older node), then dropped,
+      // so that an agent held back by the backlog is never held for ever by a batch no server takes.
+      if (this.relayTaken) {
+        this.relayTaken = false;
+        this.chunks.unshift(...chunks);
+        this.nextChunk -= chunks.length;
+        this.bytes += bytes;
+        if (running) this.flushTimer ??= setTimeout(() => { this.flushTimer = undefined; void this.flush(); }, 0);
+      }
+      return;
+    }
     if (err instanceof ApiError && (err.status === 409 || err.status === 404)) {
       if (running) this.owner.notHeld();
       this.nextChunk += this.chunks.length;
