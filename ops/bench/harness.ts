@@ -299,3 +299,19 @@ export const pct = (values: readonly number[], p: number): number => {
   const s = [...values].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))]!;
 };
+
+/** Drops a bench's own Postgres schema (made with TROUPE_DATABASE_SCHEMA) and everything in it. */
+export async function dropSchema(url: string, schema: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try { await client.query(`drop schema if exists "${schema}" cascade`); } finally { await client.end(); }
+}
+
+/** Runs a bench's `main`, then its `cleanup` whatever happened, and exits with main's code (1 after an error). */
+export function runBench(main: () => Promise<number>, cleanup: () => Promise<void>): void {
+  main().then(async (code) => { await cleanup(); process.exit(code); }, async (err: unknown) => {
+    process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
+    await cleanup();
+    process.exit(1);
+  });
+}

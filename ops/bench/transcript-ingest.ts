@@ -20,7 +20,7 @@ import pg from 'pg';
 import { generateAdminToken, generateMasterKey } from '../secrets.js';
 import { ApiError, type WorkerApi } from '../cli/worker/api.js';
 import { OutputRelay } from '../cli/worker/output-relay.js';
-import { call, printTable, startServer, type RunningServer } from './harness.js';
+import { call, dropSchema, printTable, runBench, startServer, type RunningServer } from './harness.js';
 
 const { values } = parseArgs({
   options: {
@@ -220,13 +220,7 @@ async function main(): Promise<number> {
 
 async function cleanup(): Promise<void> {
   await server?.stop().catch(() => undefined);
-  const client = new pg.Client({ connectionString: postgresUrl });
-  await client.connect();
-  try { await client.query(`drop schema if exists "${schema}" cascade`); } finally { await client.end(); }
+  await dropSchema(postgresUrl, schema);
 }
 
-main().then(async (code) => { await cleanup(); process.exit(code); }, async (err: unknown) => {
-  process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
-  await cleanup();
-  process.exit(1);
-});
+runBench(main, cleanup);

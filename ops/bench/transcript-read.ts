@@ -18,7 +18,7 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { generateAdminToken, generateMasterKey } from '../secrets.js';
 import { rssKb } from './process-readings.js';
-import { call, pct, printTable, startFlags, startServer, type RunningServer } from './harness.js';
+import { call, dropSchema, pct, printTable, runBench, startFlags, startServer, type RunningServer } from './harness.js';
 import { settledLiveKb } from './slow-readers-window.js';
 
 const { values } = parseArgs({ options: { entries: { type: 'string', default: '1000000' }, limit: { type: 'string', default: '1000' } } });
@@ -108,13 +108,7 @@ async function main(): Promise<number> {
 async function cleanup(): Promise<void> {
   await server?.stop().catch(() => undefined);
   rmSync(memoryFile, { force: true });
-  const client = new pg.Client({ connectionString: postgresUrl });
-  await client.connect();
-  try { await client.query(`drop schema if exists "${schema}" cascade`); } finally { await client.end(); }
+  await dropSchema(postgresUrl, schema);
 }
 
-main().then(async (code) => { await cleanup(); process.exit(code); }, async (err: unknown) => {
-  process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
-  await cleanup();
-  process.exit(1);
-});
+runBench(main, cleanup);
