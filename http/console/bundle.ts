@@ -1,7 +1,7 @@
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join, basename, resolve } from 'node:path';
 import { brotliCompressSync, constants as zlib, gzipSync } from 'node:zlib';
-import { build, type BuildOptions } from 'esbuild';
+import { build, type BuildOptions, type Metafile } from 'esbuild';
 import { consoleSourceDir, MANIFEST, type ConsoleManifest, type ManifestEntry } from './location.js';
 
 /**
@@ -29,6 +29,7 @@ export async function buildConsole(outDir: string): Promise<ConsoleManifest> {
   const entryOutputs = new Set(Object.entries(page.metafile?.outputs ?? {})
     .filter(([, o]) => o.entryPoint !== undefined && resolve(o.entryPoint) === mainEntry)
     .flatMap(([path, o]) => [basename(path), ...(o.cssBundle ? [basename(o.cssBundle)] : [])]));
+  const preloads = staticImportsOf(page.metafile?.outputs ?? {}, mainEntry);
   const worker = await build({ ...common, entryPoints: { sw: join(consoleSourceDir, 'service-worker.ts') }, format: 'iife', outdir: outDir });
 
   const files: ManifestEntry[] = [];
@@ -52,7 +53,7 @@ export async function buildConsole(outDir: string): Promise<ConsoleManifest> {
   if (script === undefined || style === undefined) throw new Error('the console build produced no script or no style');
   for (const out of worker.outputFiles ?? []) await emit('/sw.js', 'sw.js', out.contents, false);
   await emit('/assets/icon.svg', 'assets/icon.svg', ICON, false);
-  await emit('/index.html', 'index.html', shell(script, style), false);
+  await emit('/index.html', 'index.html', shell(script, style, preloads), false);
 
   const manifest: ConsoleManifest = { builtAt: new Date().toISOString(), files };
   await writeFile(join(outDir, MANIFEST), `${JSON.stringify(manifest, null, 2)}\n`);
@@ -67,8 +68,26 @@ function contentTypeOf(file: string): string {
   throw new Error(`the console build emitted a file of unknown type: ${file}`);
 }
 
+/**
+ * The chunks the main entry imports statically, however deep: the browser learns of each only after parsing the one
+ * importing it, so without a hint each level is another round trip before the console can start.
+ */
+function staticImportsOf(outputs: Metafile['outputs'], mainEntry: string): string[] {
+  const main = Object.keys(outputs).find((path) => { const entry = outputs[path]!.entryPoint; return entry !== undefined && resolve(entry) === mainEntry; });
+  const found = new Set<string>();
+  const visit = (path: string) => {
+    for (const imported of outputs[path]?.imports ?? []) {
+      if (imported.kind !== 'import-statement' || found.has(imported.path)) continue;
+      found.add(imported.path);
+      visit(imported.path);
+    }
+  };
+  if (main !== undefined) visit(main);
+  return [...found].map((path) => `/assets/${basename(path)}`);
+}
+
 /** The page shell: no inline script or style, so the Content-Security-Policy can forbid both. */
-function shell(script: string, style: string): string {
+function shell(script: string, style: string, preloads: readonly string[]): string {
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -78,7 +97,7 @@ function shell(script: string, style: string): string {
 <title>Troupe console</title>
 <link rel="icon" href="/assets/icon.svg" type="image/svg+xml">
 <link rel="stylesheet" href="${style}">
-<script type="module" src="${script}"></script>
+${preloads.map((chunk) => `<link rel="modulepreload" href="${chunk}">\n`).join('')}<script type="module" src="${script}"></script>
 </head>
 <body>
 <div id="app"><noscript>The Troupe console needs JavaScript. The API is at /api/openapi.json.</noscript></div>

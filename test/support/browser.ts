@@ -97,6 +97,23 @@ export async function screenshots(page: Page, name: string): Promise<void> {
   await page.setViewportSize(original);
 }
 
+/**
+ * The page as a person whose system asks for dark colours sees it (the console follows `prefers-color-scheme`):
+ * screenshotted as `<name>-dark`, and its serious and critical axe violations there, where contrast is measured
+ * against the dark palette. The light scheme is emulated again afterwards.
+ */
+export async function darkViolations(page: Page, name: string): Promise<string[]> {
+  await page.emulateMedia({ colorScheme: 'dark' });
+  try {
+    if (await page.evaluate("matchMedia('(prefers-color-scheme: dark)').matches") !== true) throw new Error('the dark scheme was not emulated');
+    const violations = await axeViolations(page);
+    await screenshots(page, `${name}-dark`);
+    return violations;
+  } finally {
+    await page.emulateMedia({ colorScheme: 'light' });
+  }
+}
+
 /** Signs in through the page's own form. */
 export async function signIn(page: Page, origin: string, email: string, password: string): Promise<Page> {
   await page.goto(`${origin}/sign-in`);

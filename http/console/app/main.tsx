@@ -1,7 +1,7 @@
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { get, onSessionEnded, post } from './api.js';
-import type { AuthSession } from './api-types.js';
+import { onSessionEnded, post } from './api.js';
+import { boot, signedIn } from './boot.js';
 import { loadMe, MeContext, type Me } from './me.js';
 import { interceptLinks, match, navigate, useLocation } from './router.js';
 import { SignIn } from './pages/sign-in.js';
@@ -16,16 +16,23 @@ import './styles.css';
  * routes among the pages. When any call answers 401 the session has ended: back to sign-in, remembering where
  * the person was.
  */
-/** Asked first, so a page opened while signed out shows the form without being refused. */
-const signedIn = () => get<AuthSession>('/api/auth/session').then((r) => r.signedIn);
+/** Started before the first render: the reads the first screen needs are on their way while the scripts run. */
+const booting = boot();
+/**
+ * How long the first render waits for the boot. Its reads were started with the page and are usually here by the
+ * time the scripts have run, so the console draws its page once, with the content, instead of "Loading" and then
+ * the content frames later (a busy machine pays most for the pass in between); a slower answer gets "Loading".
+ */
+const BOOT_WAIT_MS = 200;
 
-function App() {
+/** `booted`: who the boot found, when it answered before the first render. */
+function App({ booted }: { booted: Me | null | undefined }) {
   const { path } = useLocation();
-  const [me, setMe] = useState<Me | null | undefined>(undefined);
+  const [me, setMe] = useState<Me | null | undefined>(booted);
   const [problem, setProblem] = useState<ReturnType<typeof asApiError> | undefined>(undefined);
   const [ended, setEnded] = useState(false);
 
-  const refreshMe = () => signedIn().then((yes) => (yes ? loadMe() : null)).then(
+  const refreshMe = (loading = signedIn().then((yes) => (yes ? loadMe() : null))) => loading.then(
     (loaded) => { setMe(loaded); setProblem(undefined); },
     (error: unknown) => {
       const apiError = asApiError(error);
@@ -33,7 +40,7 @@ function App() {
       else setProblem(apiError);
     },
   );
-  useEffect(() => { void refreshMe(); }, []);
+  useEffect(() => { if (booted === undefined) void refreshMe(booting); }, []);
   useEffect(() => onSessionEnded(() => { setEnded(true); setMe(null); }), []);
 
   useEffect(() => {
@@ -70,6 +77,14 @@ function App() {
 }
 
 const root = document.getElementById('app')!;
-root.textContent = '';
 interceptLinks(document.body);
-render(<App />, root);
+let drawn = false;
+const draw = (booted?: Me | null) => {
+  if (drawn) return;
+  drawn = true;
+  root.textContent = '';
+  render(<App booted={booted} />, root);
+};
+// A refused boot is drawn as not booted: the app then takes the refusal from `booting` and shows it.
+booting.then(draw, () => draw());
+setTimeout(draw, BOOT_WAIT_MS);

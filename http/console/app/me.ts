@@ -1,6 +1,7 @@
 import { createContext } from 'preact';
 import { useContext } from 'preact/hooks';
 import { get } from './api.js';
+import { ORG_LIST_PATH, WHOAMI_PATH } from './first-screen.js';
 import type { OrgList, OrgRole, WhoAmI } from './api-types.js';
 
 /** Who is signed in: the person, their org and role there, and the org's projects they see. */
@@ -8,8 +9,8 @@ export type Me = WhoAmI & { readonly role: OrgRole };
 
 export async function loadMe(): Promise<Me> {
   const [whoami, orgs] = await Promise.all([
-    get<WhoAmI>('/api/cli/whoami'),
-    get<OrgList>('/api/org/list'),
+    get<WhoAmI>(WHOAMI_PATH),
+    get<OrgList>(ORG_LIST_PATH),
   ]);
   const role = orgs.orgs.find((o) => o.id === orgs.activeOrgId)?.role ?? 'viewer';
   return { ...whoami, role };

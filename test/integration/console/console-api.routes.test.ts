@@ -178,6 +178,39 @@ for (const { set, skip } of engineSets) describe(`console API routes (${set} eng
     expect((await t.call('GET', '/api/auth/session', { headers: { cookie } })).json).to.deep.equal({ signedIn: false });
   });
 
+  it("tells a signed-in browser's page so and names its first screen's reads, per request and never stored", async () => {
+    const login = await t.call('POST', '/api/auth/login', { body: { email: a.member.email, password: PASSWORD } });
+    const cookie = (login.headers.get('set-cookie') ?? '').split(';')[0]!;
+    const page = async (path: string, headers: Record<string, string>) => {
+      const r = await fetch(`${t.url}${path}`, { headers });
+      const html = await r.text();
+      const preloads = [...html.matchAll(/<link rel="preload" as="fetch" crossorigin="anonymous" href="([^"]+)">/g)].map((m) => m[1]!.replaceAll('&amp;', '&'));
+      return { r, html, preloads, signedIn: html.includes('<meta name="troupe-signed-in" content="yes">') };
+    };
+
+    const sessions = await page(`/sessions?status=live&project=${a.projectId}`, { cookie });
+    expect(sessions.signedIn).to.equal(true);
+    const list = `/api/sessions?status=pending%2Cclaimed%2Crunning%2Cpaused%2Cfinalizing&projectId=${a.projectId}&limit=50`;
+    expect(sessions.preloads).to.deep.equal(['/api/cli/whoami', '/api/org/list', list]);
+    expect(sessions.r.headers.get('cache-control')).to.equal('private, no-store');
+    expect(sessions.r.headers.get('vary')).to.contain('cookie');
+    expect(sessions.r.headers.get('content-security-policy')).to.contain("script-src 'self'").and.not.contain('unsafe');
+    expect(sessions.html, 'nothing of the person in the page').to.not.contain(a.member.email);
+    // Each named read is one the node answers for that cookie, so the page's own read of it is answered from the preload.
+    for (const read of sessions.preloads) expect((await t.call('GET', read, { headers: { cookie } })).status, read).to.equal(200);
+    expect((await page('/fleet', { cookie })).preloads).to.deep.equal(['/api/cli/whoami', '/api/org/list']);
+
+    // Signed out, a stale cookie, or an API token: the built page, which asks the node itself.
+    await t.call('POST', '/api/auth/logout', { headers: { cookie } });
+    const others: Record<string, string>[] = [{}, { cookie }, { cookie: 'troupe_session=a.b.c' }, { authorization: `Bearer ${a.member.token}` }];
+    for (const headers of others) {
+      const built = await page('/sessions', headers);
+      expect(built.signedIn, JSON.stringify(headers)).to.equal(false);
+      expect(built.preloads).to.deep.equal([]);
+      expect(built.r.headers.get('cache-control')).to.equal('no-cache');
+    }
+  });
+
   it('serves the console at / and its page paths, compressed, with a strict CSP; the API keeps its JSON 404s', async () => {
     for (const path of ['/', '/sessions/0123456789abcdef', '/approvals', '/sign-in']) {
       const r = await fetch(`${t.url}${path}`, { headers: { 'accept-encoding': 'br' } });

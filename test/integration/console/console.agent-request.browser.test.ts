@@ -4,7 +4,7 @@
 import { expect } from 'chai';
 import type { Browser, Page } from 'playwright-core';
 import { startTestNode, type TestNode } from '../../support/node.js';
-import { axeViolations, launchBrowser, screenshots, signIn, watchPage, type PageWatch } from '../../support/browser.js';
+import { axeViolations, darkViolations, launchBrowser, screenshots, signIn, watchPage, type PageWatch } from '../../support/browser.js';
 import { consoleOrg, PASSWORD, type ConsoleOrg } from './world.js';
 
 describe('the approvals inbox shows what an agent asked, whole (Chromium)', function () {
@@ -65,6 +65,7 @@ describe('the approvals inbox shows what an agent asked, whole (Chromium)', func
     expect(await approval.locator('pre').innerText()).to.equal('It holds 12 rows.\nBackup taken at 09:00.');
     expect(await axeViolations(page)).to.deep.equal([]);
     await screenshots(page, 'approvals-agent-request');
+    expect(await darkViolations(page, 'approvals-agent-request'), 'axe in dark').to.deep.equal([]);
     expect(watch.consoleErrors).to.deep.equal([]);
     expect(watch.failedRequests).to.deep.equal([]);
   });

@@ -61,6 +61,10 @@ describe('the console in Chromium (embedded engines)', function () {
   it('signs in with email and password, signs out, and sends an ended session back to sign-in', async () => {
     const { page, context, watch } = await open(org.owner.email);
     await page.getByText(org.owner.email).waitFor();
+    // The sessions page's own reads are done (the forms below the list read the project's repositories once the list
+    // is drawn), so the next read after the session ends is the one the click below makes.
+    await page.getByRole('heading', { name: 'Repositories' }).waitFor();
+    await eventually(async () => (await page.locator('[role="status"]:has-text("Loading")').count()) === 0, 'the sessions page loaded');
     const cookie = (await context.cookies()).find((c) => c.name === 'troupe_session');
     expect(cookie).to.include({ httpOnly: true, sameSite: 'Lax' });
 

@@ -1,11 +1,12 @@
 // Invariant: every page of the console loads with real data, keyboard-reachable and labelled (axe-core finds no
-// serious or critical violation), without a console error, a failed request or a request to any host but the node,
-// and is screenshotted at 1280 px and 375 px into test/artifacts/console/ for a person to look at.
+// serious or critical violation, in light and in dark colours), without a console error, a failed request or a request
+// to any host but the node, and is screenshotted at 1280 px and 375 px, light and dark, into test/artifacts/console/
+// for a person to look at.
 import { expect } from 'chai';
 import type { Browser, Page } from 'playwright-core';
 import { startTestNode, type TestNode } from '../../support/node.js';
 import { eventually } from '../../support/transport.js';
-import { axeViolations, launchBrowser, screenshots, signIn, watchPage, type PageWatch } from '../../support/browser.js';
+import { axeViolations, darkViolations, launchBrowser, screenshots, signIn, watchPage, type PageWatch } from '../../support/browser.js';
 import { consoleOrg, PASSWORD, SimulatedWorker, workspaceReport, type ConsoleOrg } from './world.js';
 
 const definition = (steps: string) => `schemaVersion: v2
@@ -93,6 +94,7 @@ describe('every console page in Chromium: accessible, clean, screenshotted (embe
     await page.getByRole('heading', { name: 'Sign in to Troupe' }).waitFor();
     expect(await axeViolations(page)).to.deep.equal([]);
     await screenshots(page, 'sign-in');
+    expect(await darkViolations(page, 'sign-in'), 'axe on sign-in in dark').to.deep.equal([]);
     await signIn(page, t.url, org.owner.email, PASSWORD);
   });
 
@@ -105,6 +107,7 @@ describe('every console page in Chromium: accessible, clean, screenshotted (embe
       expect(await page.locator('.note-error').count(), `no error shown on ${name}`).to.equal(0);
       expect(await axeViolations(page), `axe on ${name}`).to.deep.equal([]);
       await screenshots(page, name);
+      expect(await darkViolations(page, name), `axe on ${name} in dark`).to.deep.equal([]);
       // Keyboard: the first Tab lands on the skip link, which leads to the content.
       await page.keyboard.press('Tab');
       expect(await page.evaluate('document.activeElement?.textContent')).to.equal('Skip to content');
@@ -114,6 +117,14 @@ describe('every console page in Chromium: accessible, clean, screenshotted (embe
       expect(watch.foreignRequests, 'requests to other hosts').to.deep.equal([]);
     });
   }
+
+  it("reads the sessions page's first screen once, from the fetches its page named, without asking whether it is signed in", async () => {
+    await page.goto(`${t.url}/sessions`);
+    await page.locator('tbody tr').first().waitFor();
+    const reads = await page.evaluate(`performance.getEntriesByType('resource')
+      .filter((e) => /\\/api\\/(auth\\/session|cli\\/whoami|org\\/list|sessions\\?)/.test(e.name)).map((e) => e.name.replace(location.origin, '') + ' ' + e.initiatorType)`);
+    expect(reads).to.deep.equal(['/api/cli/whoami link', '/api/org/list link', '/api/sessions?limit=50 link']);
+  });
 
   it('is readable at 375 px: no page scrolls sideways as a whole', async () => {
     await page.setViewportSize({ width: 375, height: 800 });

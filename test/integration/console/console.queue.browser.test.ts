@@ -8,7 +8,7 @@ import { expect } from 'chai';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { startTestNode, type TestNode } from '../../support/node.js';
 import { eventually } from '../../support/transport.js';
-import { axeViolations, launchBrowser, screenshots, signIn, watchPage, type PageWatch } from '../../support/browser.js';
+import { axeViolations, darkViolations, launchBrowser, screenshots, signIn, watchPage, type PageWatch } from '../../support/browser.js';
 import { consoleOrg, PASSWORD, SimulatedWorker, type ConsoleOrg } from './world.js';
 
 /** Until no part of the page says it is still loading. */
@@ -74,6 +74,7 @@ describe('queue controls in the console, in Chromium (embedded engines)', functi
     await loaded(page);
     expect(await axeViolations(page), `axe on ${name}`).to.deep.equal([]);
     await screenshots(page, name);
+    expect(await darkViolations(page, name), `axe on ${name} in dark`).to.deep.equal([]);
   }
 
   const queue = async () => (await t.call('GET', `/api/projects/${org.projectId}/queue`, { token: org.owner.token })).json;

@@ -6,7 +6,7 @@
 import { expect } from 'chai';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { startTestNode, type TestNode } from '../../support/node.js';
-import { axeViolations, launchBrowser, screenshots, signIn, watchPage, type PageWatch } from '../../support/browser.js';
+import { axeViolations, darkViolations, launchBrowser, screenshots, signIn, watchPage, type PageWatch } from '../../support/browser.js';
 import { TestOidcProvider, type OidcClient } from '../../support/oidc-provider.js';
 import { TestDnsServer } from '../../support/dns-server.js';
 import { nodeClient, PASSWORD, provisionSsoOrg, roleWithCookie, verifyDomain, type SsoOrg } from '../identity/sso-world.js';
@@ -103,6 +103,7 @@ describe('single sign-on in the console (Chromium, embedded engines)', function 
     await page.getByRole('alert').getByText('started in another window').waitFor();
     expect(await axeViolations(page), 'axe: serious or critical').to.deep.equal([]);
     await screenshots(page, 'sso-refused');
+    expect(await darkViolations(page, 'sso-refused'), 'axe in dark: serious or critical').to.deep.equal([]);
   });
 
   it("shows an owner each domain's TXT record, says what a failed verification found, and verifies it", async () => {
@@ -127,6 +128,7 @@ describe('single sign-on in the console (Chromium, embedded engines)', function 
     await claim.getByRole('alert').getByText(`no TXT record at ${txtName}`).waitFor();
     expect(await axeViolations(page), 'axe: serious or critical').to.deep.equal([]);
     await screenshots(page, 'sso-domain-pending');
+    expect(await darkViolations(page, 'sso-domain-pending'), 'axe in dark: serious or critical').to.deep.equal([]);
 
     dns.setTxt(txtName, [txtValue]);
     await claim.getByRole('button', { name: `Verify ${proving.domain}` }).click();

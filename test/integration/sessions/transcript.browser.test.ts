@@ -6,7 +6,7 @@ import { expect } from 'chai';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { startTestNode, type TestNode } from '../../support/node.js';
 import { eventually } from '../../support/transport.js';
-import { axeViolations, launchBrowser, screenshots, signIn, watchPage, type PageWatch } from '../../support/browser.js';
+import { axeViolations, darkViolations, launchBrowser, screenshots, signIn, watchPage, type PageWatch } from '../../support/browser.js';
 import { consoleOrg, PASSWORD, SimulatedWorker, type ConsoleOrg } from '../console/world.js';
 
 const HOSTILE = '<img src=x onerror=alert(1)>';
@@ -106,6 +106,7 @@ describe('the console: a session\'s transcript, paged, searched and followed liv
     expect(dialogs, 'no markup ran').to.deep.equal([]);
     expect(await axeViolations(page)).to.deep.equal([]);
     await screenshots(page, 'session-transcript');
+    expect(await darkViolations(page, 'session-transcript'), 'axe in dark').to.deep.equal([]);
   });
 
   it('searches the whole transcript, with more matches on request, and clears back to the live view', async () => {

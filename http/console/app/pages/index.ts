@@ -1,20 +1,24 @@
 import type { FunctionComponent } from 'preact';
-import { Fleet } from './fleet.js';
 import { Sessions } from './sessions.js';
 import { SessionPage } from './session.js';
-import { Approvals } from './approvals.js';
-import { Workflows } from './workflows.js';
-import { WorkflowPage } from './workflow.js';
 import { BuilderRoute, EditWorkflowRoute, NewWorkflowRoute } from './workflow-editor/index.js';
-import { Policies } from './policies.js';
-import { PolicyPage } from './policy.js';
-import { Incidents } from './incidents.js';
-import { Audit } from './audit.js';
-import { MembersPage } from './admin/members.js';
-import { ApiKeysPage } from './admin/api-keys.js';
-import { RegistrationTokensPage } from './admin/registration-tokens.js';
-import { IntegrationsPage } from './admin/integrations.js';
-import { BudgetsPage } from './admin/budgets.js';
+import { lazyPage } from './lazy.js';
+
+// The sessions list (the console's home) and a session's page (where it leads) come with the first load; the other
+// pages are fetched when first opened, so the script the first screen waits for carries none of them.
+const Fleet = lazyPage('Fleet', 'the page', () => import('./fleet.js').then((m) => m.Fleet));
+const Approvals = lazyPage<{ id?: string }>('Approvals', 'the page', () => import('./approvals.js').then((m) => m.Approvals));
+const Workflows = lazyPage('Workflows', 'the page', () => import('./workflows.js').then((m) => m.Workflows));
+const WorkflowPage = lazyPage<{ id: string }>('Workflow', 'the page', () => import('./workflow.js').then((m) => m.WorkflowPage));
+const Policies = lazyPage('Policies', 'the page', () => import('./policies.js').then((m) => m.Policies));
+const PolicyPage = lazyPage<{ id: string }>('Policy', 'the page', () => import('./policy.js').then((m) => m.PolicyPage));
+const Incidents = lazyPage('Incidents', 'the page', () => import('./incidents.js').then((m) => m.Incidents));
+const Audit = lazyPage('Audit', 'the page', () => import('./audit.js').then((m) => m.Audit));
+const MembersPage = lazyPage('Members', 'the page', () => import('./admin/members.js').then((m) => m.MembersPage));
+const ApiKeysPage = lazyPage('API keys', 'the page', () => import('./admin/api-keys.js').then((m) => m.ApiKeysPage));
+const RegistrationTokensPage = lazyPage('Registration tokens', 'the page', () => import('./admin/registration-tokens.js').then((m) => m.RegistrationTokensPage));
+const IntegrationsPage = lazyPage('Integrations', 'the page', () => import('./admin/integrations.js').then((m) => m.IntegrationsPage));
+const BudgetsPage = lazyPage('Budgets', 'the page', () => import('./admin/budgets.js').then((m) => m.BudgetsPage));
 
 /** Every signed-in page: its path (the node serves the same paths, see http/console/routes.ts) and nav section. */
 export const pages: readonly { path: string; section: string; component: FunctionComponent<any> }[] = [

@@ -1,11 +1,13 @@
 import { memo } from 'preact/compat';
 import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { get, withQuery, type ApiError } from '../api.js';
+import { take, takeArrived } from '../early.js';
 import type { SessionList, SessionStatusEvent } from '../api-types.js';
 import { asApiError, useEventStream } from '../data.js';
 import { projectName, useMe } from '../me.js';
 import { navigate, useLocation } from '../router.js';
 import { appendPage, applyEvents, emptyFeed, feedOf, mergeRows, type Feed, type SessionRow } from '../session-feed.js';
+import { LIVE_STATUSES, sessionListPath, statusesOf } from '../first-screen.js';
 import { Empty, ErrorNote, Live, Loading, money, PageHeader, Status, Time } from '../ui/bits.js';
 import { DispatchForm } from './dispatch-form.js';
 import { RepositoriesSection } from './repositories.js';
@@ -16,9 +18,9 @@ import { RepositoriesSection } from './repositories.js';
  * at hundreds of changes a second, and a person still sees each change within a tenth of a second.
  */
 const BATCH_MS = 100;
-const LIVE = ['pending', 'claimed', 'running', 'paused', 'finalizing'];
-const STATUSES = [...LIVE, 'completed', 'failed', 'stopped'];
-const statusesOf = (filter: string): string[] | undefined => (filter === '' ? undefined : filter === 'live' ? LIVE : [filter]);
+/** Rows drawn in the page's first frame, more than a window holds: the rest of the page's fifty follow a frame later. */
+const FIRST_FRAME_ROWS = 25;
+const STATUSES = [...LIVE_STATUSES, 'completed', 'failed', 'stopped'];
 
 /** A row renders again only when its session changed: a burst of events redraws the rows it touched, not all 500. */
 const Row = memo(({ row: r, project }: { row: SessionRow; project: string }) => (
@@ -40,9 +42,13 @@ export function Sessions() {
   const { query } = useLocation();
   const status = query.get('status') ?? '';
   const projectId = query.get('project') ?? '';
-  const { rows, cursor, error, loaded, applied, connected, more } = useLiveSessions(status, projectId);
+  const { rows: allRows, cursor, error, loaded, applied, connected, more } = useLiveSessions(status, projectId);
   // Moves when a repository is added or removed, so the dispatch form offers the project's list as it is now.
   const [repositoriesRevision, setRepositoriesRevision] = useState(0);
+  // What sits below the window is drawn a frame after the list's first rows: the rest of the rows and the forms.
+  const [listDrawn, setListDrawn] = useState(false);
+  useEffect(() => { if (loaded) setListDrawn(true); }, [loaded]);
+  const rows = listDrawn ? allRows : allRows.slice(0, FIRST_FRAME_ROWS);
   const setFilter = (key: 'status' | 'project', value: string) => {
     const next = new URLSearchParams(location.search);
     if (value === '') next.delete(key);
@@ -86,33 +92,43 @@ export function Sessions() {
         </div>
       )}
       {cursor !== null ? <button type="button" class="button-quiet" onClick={more}>Show older sessions</button> : null}
-      <DispatchForm onDispatched={(id) => navigate(`/sessions/${id}`)} repositoriesRevision={repositoriesRevision} />
-      <RepositoriesSection revision={repositoriesRevision} onChanged={() => setRepositoriesRevision((n) => n + 1)} />
+      {listDrawn ? (
+        <>
+          <DispatchForm onDispatched={(id) => navigate(`/sessions/${id}`)} repositoriesRevision={repositoriesRevision} />
+          <RepositoriesSection revision={repositoriesRevision} onChanged={() => setRepositoriesRevision((n) => n + 1)} />
+        </>
+      ) : null}
     </section>
   );
 }
 
 /** The sessions matching the filters, kept live as `Sessions` describes; `more` reads the next older page. */
 function useLiveSessions(status: string, projectId: string) {
-  const [feed, setFeed] = useState<Feed>(emptyFeed);
-  const [cursor, setCursor] = useState<string | null>(null);
+  const listPath = (after?: string) => sessionListPath(status, projectId, after);
+  // The first page, when the boot's early read of it has arrived: drawn in the first render, not after an effect.
+  const [first] = useState(() => takeArrived<SessionList>(listPath()));
+  const drawnEarly = useRef(first !== undefined);
+  const [feed, setFeed] = useState<Feed>(() => (first ? feedOf(first.sessions) : emptyFeed()));
+  const [cursor, setCursor] = useState<string | null>(first?.nextCursor ?? null);
   const [error, setError] = useState<ApiError | undefined>(undefined);
-  const [loaded, setLoaded] = useState(false);
+  const [loaded, setLoaded] = useState(first !== undefined);
   const applied = useRef(0);
   const pending = useRef<SessionStatusEvent[]>([]);
   const frame = useRef<number | undefined>(undefined);
   useEffect(() => () => clearTimeout(frame.current), []);
   const wanted = statusesOf(status);
   const acceptsStatus = useCallback((s: string) => wanted === undefined || wanted.includes(s), [status]);
-  const listPath = (after?: string) => withQuery('/api/sessions', { status: wanted?.join(','), projectId, limit: 50, cursor: after });
 
   const load = useCallback(() => {
-    get<SessionList>(listPath()).then(
+    take<SessionList>(listPath()).then(
       (page) => { setFeed(feedOf(page.sessions)); setCursor(page.nextCursor ?? null); setError(undefined); setLoaded(true); },
       (err: unknown) => { setError(asApiError(err)); setLoaded(true); },
     );
   }, [status, projectId]);
-  useEffect(() => { setLoaded(false); load(); }, [load]);
+  useEffect(() => {
+    if (drawnEarly.current) drawnEarly.current = false;
+    else { setLoaded(false); load(); }
+  }, [load]);
 
   const flush = () => {
     frame.current = undefined;
