@@ -48,7 +48,10 @@ async function verify(req: HttpRequest, deps: Deps): Promise<Reply> {
       }, trx);
       return true;
     });
-    if (!verified) throw new TroupeError('CONFLICT', `the claim of ${domain} changed while it was being verified; verify again`, { domain });
+    // A second verify of the same claim (a double click) that lost the race finds it verified: answered as done.
+    if (!verified && !(await readDomainClaim(deps.db, p.orgId, domain))?.verified) {
+      throw new TroupeError('CONFLICT', `the claim of ${domain} changed while it was being verified; verify again`, { domain });
+    }
   }
   const sso = await readOrgSso(deps.db, p.orgId);
   const now = sso?.domains.find((d) => d.domain === domain);

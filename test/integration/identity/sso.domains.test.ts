@@ -125,6 +125,17 @@ for (const { set, skip } of engineSets) describe(`single sign-on domain verifica
     expect((await start(`someone@${contested}`)).json.authorizationUrl).to.match(new RegExp(`^${acmeProvider.issuer}/`));
   });
 
+  it('answers two verifications of one claim at once both as verified, and audits it once', async () => {
+    const twice = `twice-${acme.orgId.slice(0, 8)}.test`;
+    expect((await put(acme, acmeProvider, acmeClient, { emailDomains: [acme.domain, twice] })).status).to.equal(200);
+    const claim = await claimOf(t, acme, twice);
+    dns.setTxt(claim.txtName, [claim.txtValue]);
+    const answers = await Promise.all([verifyCall(t, acme, twice), verifyCall(t, acme, twice)]);
+    expect(answers.map((a) => [a.status, a.json.status]), answers.map((a) => a.text).join(' | ')).to.deep.equal([[200, 'verified'], [200, 'verified']]);
+    const entries = (await chainOf(t, acme.ownerToken)).filter((e) => e.type === 'sso.domain_verified' && e.payload.domain === twice);
+    expect(entries).to.have.length(1);
+  });
+
   it("lets only the org's owners verify; another org neither verifies nor sees its domains", async () => {
     const pending = `owners-only-${acme.orgId.slice(0, 8)}.test`;
     expect((await put(acme, acmeProvider, acmeClient, { emailDomains: [acme.domain, pending] })).status).to.equal(200);
